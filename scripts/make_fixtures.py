@@ -1,0 +1,262 @@
+#!/usr/bin/env python3
+"""Builds Spindle's reference fixtures with HF transformers' own classes.
+
+Runs where torch and transformers are (the H200 machine). For each fixture it
+writes a model directory in the HF layout (config.json, bf16 safetensors, single
+file or sharded) and the reference HF recorded on it:
+
+  reference.safetensors  logits_bf16_<p>  (positions, vocab) f32: teacher-forced
+                                          logits of the bf16 model (bf16 values)
+                         logits_f32_<p>   (positions, vocab) f32: the same
+                                          weights upcast to fp32
+                         greedy_margin    (prompts, steps) f32: top1 - top2 of
+                                          HF's own logits at each greedy step
+                         greedy_top       (prompts, steps) f32: the top logit
+  reference.json         prompts, greedy continuations, versions
+
+Attention is HF's eager path (its rounding points are the ones Spindle's CPU
+reference follows). The looped (Nanbeige 4.2 style) reference is written over
+HF's llama decoder layers with the rotary frequencies recomputed explicitly.
+
+Usage: python3 make_fixtures.py OUT_DIR [--bundled MODEL_DIR]
+"""
+import json, math, os, sys, shutil
+import torch
+import transformers
+from transformers import LlamaConfig, LlamaForCausalLM
+from safetensors.torch import save_file
+
+torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = False
+torch.backends.cuda.matmul.allow_tf32 = False
+torch.backends.cudnn.allow_tf32 = False
+DEV = "cuda" if torch.cuda.is_available() else "cpu"
+GREEDY_STEPS = 32
+
+
+def randomize(model, seed):
+    """Weights with structure: unit-scale embeddings, 1/sqrt(fan_in) projections
+    (residual branches scaled down), norm weights spread around 1, a head that gives
+    logits of a few units, so that top-1, greedy and KL are meaningful rather than
+    near-uniform."""
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("norm.weight"):
+                v = 0.6 + 0.8 * torch.rand(p.shape, generator=g)
+            elif "embed_tokens" in name:
+                v = torch.randn(p.shape, generator=g)
+            elif name == "lm_head.weight":
+                v = torch.randn(p.shape, generator=g) * (2.0 / math.sqrt(p.shape[1]))
+            elif name.endswith(("o_proj.weight", "down_proj.weight")):
+                # residual branches small against the stream, as in trained pre-norm models:
+                # bf16 rounding noise then stays noise instead of being amplified layer by layer
+                v = torch.randn(p.shape, generator=g) * (0.25 / math.sqrt(p.shape[1]))
+            else:
+                v = torch.randn(p.shape, generator=g) * (1.0 / math.sqrt(p.shape[1]))
+            p.copy_(v.to(p.dtype))
+
+
+def llama_config(**kw):
+    base = dict(vocab_size=512, hidden_size=128, intermediate_size=320, num_hidden_layers=3,
+                num_attention_heads=8, num_key_value_heads=2, head_dim=16, max_position_embeddings=4096,
+                rms_norm_eps=1e-5, rope_theta=10000.0, tie_word_embeddings=False, bos_token_id=1,
+                eos_token_id=2, pad_token_id=0, attention_bias=False, mlp_bias=False, hidden_act="silu")
+    base.update(kw)
+    cfg = LlamaConfig(**base)
+    cfg._attn_implementation = "eager"
+    # transformers 5 keeps theta under rope_parameters; keep our own copy of it
+    cfg.spindle_theta = base["rope_theta"]
+    print("rope config as HF holds it:", getattr(cfg, "rope_parameters", None), getattr(cfg, "rope_scaling", None))
+    return cfg
+
+
+def theta_of(cfg):
+    if "spindle_theta" in cfg.__dict__:
+        return cfg.__dict__["spindle_theta"]
+    rp = getattr(cfg, "rope_parameters", None)
+    return rp["rope_theta"] if rp else cfg.rope_theta
+
+
+def rope(cfg, n, dtype):
+    hd = cfg.head_dim
+    # computed on the CPU as HF's rotary module does at init, then moved
+    inv_freq = (1.0 / (theta_of(cfg) ** (torch.arange(0, hd, 2, dtype=torch.int64).to(torch.float) / hd))).to(DEV)
+    pos = torch.arange(n, device=DEV, dtype=torch.float)
+    freqs = pos[:, None] * inv_freq[None, :]
+    emb = torch.cat((freqs, freqs), dim=-1)
+    return emb.cos()[None].to(dtype), emb.sin()[None].to(dtype)
+
+
+def causal_mask(n, dtype):
+    m = torch.full((n, n), torch.finfo(dtype).min, device=DEV, dtype=dtype).triu(1)
+    return m[None, None]
+
+
+def looped_forward(model, ids, loops, skip_final_norm):
+    """Nanbeige 4.2: the L layers run `loops` times, the final norm after every
+    loop (unless skip_loop_final_norm), each executed layer its own K/V (no cache
+    here: every pass attends to its own keys)."""
+    m = model.model
+    dtype = m.embed_tokens.weight.dtype
+    n = ids.shape[1]
+    h = m.embed_tokens(ids)
+    pe = rope(model.config, n, dtype)
+    mask = causal_mask(n, dtype)
+    pos = torch.arange(n, device=DEV)[None]
+    for loop in range(loops):
+        for layer in m.layers:
+            out = layer(h, attention_mask=mask, position_ids=pos, position_embeddings=pe, use_cache=False)
+            h = out[0] if isinstance(out, tuple) else out
+        if not skip_final_norm or loop == loops - 1:
+            h = m.norm(h)
+    return model.lm_head(h).float()[0]
+
+
+def plain_forward(model, ids):
+    with torch.no_grad():
+        return model(input_ids=ids, use_cache=False).logits.float()[0]
+
+
+def save_model_dir(model, cfg_json, out, shard_kb=None):
+    os.makedirs(out, exist_ok=True)
+    sd = {k: v.detach().to("cpu", torch.bfloat16).contiguous() for k, v in model.state_dict().items()}
+    if cfg_json.get("tie_word_embeddings"):
+        sd.pop("lm_head.weight", None)
+    names = sorted(sd)
+    if shard_kb is None:
+        save_file(sd, os.path.join(out, "model.safetensors"), metadata={"format": "pt"})
+    else:
+        shards, cur, size = [], {}, 0
+        for k in names:
+            b = sd[k].numel() * 2
+            if cur and size + b > shard_kb * 1024:
+                shards.append(cur); cur, size = {}, 0
+            cur[k] = sd[k]; size += b
+        shards.append(cur)
+        wm, total = {}, 0
+        for i, sh in enumerate(shards):
+            fn = f"model-{i + 1:05d}-of-{len(shards):05d}.safetensors"
+            save_file(sh, os.path.join(out, fn), metadata={"format": "pt"})
+            for k in sh:
+                wm[k] = fn; total += sh[k].numel() * 2
+        with open(os.path.join(out, "model.safetensors.index.json"), "w") as f:
+            json.dump({"metadata": {"total_size": total}, "weight_map": wm}, f, indent=2)
+    with open(os.path.join(out, "config.json"), "w") as f:
+        json.dump(cfg_json, f, indent=2)
+    with open(os.path.join(out, "generation_config.json"), "w") as f:
+        json.dump({"bos_token_id": cfg_json["bos_token_id"], "eos_token_id": cfg_json["eos_token_id"],
+                   "do_sample": True, "temperature": 0.6, "top_p": 0.95, "top_k": 20}, f, indent=2)
+
+
+def llama_json(cfg):
+    return {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "vocab_size": cfg.vocab_size,
+            "hidden_size": cfg.hidden_size, "intermediate_size": cfg.intermediate_size,
+            "num_hidden_layers": cfg.num_hidden_layers, "num_attention_heads": cfg.num_attention_heads,
+            "num_key_value_heads": cfg.num_key_value_heads, "head_dim": cfg.head_dim,
+            "max_position_embeddings": cfg.max_position_embeddings, "rms_norm_eps": cfg.rms_norm_eps,
+            "rope_theta": cfg.spindle_theta, "rope_scaling": None, "tie_word_embeddings": cfg.tie_word_embeddings,
+            "hidden_act": "silu", "attention_bias": False, "mlp_bias": False, "bos_token_id": cfg.bos_token_id,
+            "eos_token_id": cfg.eos_token_id, "pad_token_id": cfg.pad_token_id, "torch_dtype": "bfloat16"}
+
+
+def nanbeige_json(cfg, loops):
+    j = llama_json(cfg)
+    j.update({"architectures": ["NanbeigeForCausalLM"], "model_type": "nanbeige", "num_loops": loops,
+              "loop_loss_weights": [1.0] * (loops - 1), "skip_loop_final_norm": False,
+              "enable_double_loop_split": False, "loop_share_kv": False, "enable_hyper_connection": False,
+              "enable_mhc": False, "enable_depth_attention": False, "qk_layernorm": False})
+    return j
+
+
+def greedy(fwd, prompt):
+    seq = list(prompt)
+    margins, tops, out = [], [], []
+    for _ in range(GREEDY_STEPS):
+        logits = fwd(torch.tensor([seq], device=DEV))[-1]
+        top2 = torch.topk(logits, 2)
+        tok = int(torch.argmax(logits))  # first index among ties, as HF generate does
+        margins.append(float(top2.values[0] - top2.values[1])); tops.append(float(top2.values[0]))
+        out.append(tok); seq.append(tok)
+    return out, margins, tops
+
+
+def build(name, cfg, out_root, seed, loops=None, shard_kb=None, prompt_lens=(7, 33, 64)):
+    torch.manual_seed(seed)
+    init = LlamaForCausalLM(cfg)
+    randomize(init, seed)
+    weights = {k: v.detach().to(torch.bfloat16) for k, v in init.state_dict().items()}
+    d = os.path.join(out_root, name)
+    if loops:
+        cfg_json = nanbeige_json(cfg, loops)
+        save_model_dir(init.to(torch.bfloat16), cfg_json, d, shard_kb)
+        model = LlamaForCausalLM(cfg).to(DEV, torch.bfloat16).eval()
+        model.load_state_dict(weights)  # its rotary buffer goes unused: looped_forward computes its own
+        fwd = lambda m: (lambda ids: looped_forward(m, ids, loops, False))
+    else:
+        cfg_json = llama_json(cfg)
+        save_model_dir(init.to(torch.bfloat16), cfg_json, d, shard_kb)
+        # as users run it: from_pretrained keeps the rotary frequencies in fp32
+        # (a plain model.to(bfloat16) would round that buffer to bf16)
+        model = LlamaForCausalLM.from_pretrained(d, dtype=torch.bfloat16, attn_implementation="eager").to(DEV).eval()
+        print(f"{name}: HF inv_freq dtype {model.model.rotary_emb.inv_freq.dtype}", flush=True)
+        fwd = lambda m: (lambda ids: plain_forward(m, ids))
+    model32 = LlamaForCausalLM(cfg).to(DEV).eval()
+    model32.load_state_dict({k: v.float() for k, v in weights.items()})
+    if not loops:
+        # the explicit looped reference, run for one loop, must reproduce HF's own forward
+        with torch.no_grad():
+            ids = torch.randint(3, cfg.vocab_size, (1, 40), generator=torch.Generator().manual_seed(99)).to(DEV)
+            diff = (looped_forward(model, ids, 1, False) - plain_forward(model, ids)).abs().max()
+            print(f"{name}: one-loop reference vs HF forward, max |diff| = {float(diff)}", flush=True)
+    g = torch.Generator().manual_seed(seed + 1)
+    prompts = [torch.randint(3, cfg.vocab_size, (n,), generator=g).tolist() for n in prompt_lens]
+    tensors, greedy_out, margins, tops = {}, [], [], []
+    with torch.no_grad():
+        for i, p in enumerate(prompts):
+            ids = torch.tensor([p], device=DEV)
+            tensors[f"logits_bf16_{i}"] = fwd(model)(ids).cpu().contiguous()
+            tensors[f"logits_f32_{i}"] = fwd(model32)(ids).cpu().contiguous()
+            o, m, t = greedy(fwd(model), p)
+            greedy_out.append(o); margins.append(m); tops.append(t)
+    tensors["greedy_margin"] = torch.tensor(margins, dtype=torch.float32)
+    tensors["greedy_top"] = torch.tensor(tops, dtype=torch.float32)
+    save_file(tensors, os.path.join(d, "reference.safetensors"))
+    kl = []
+    for i in range(len(prompts)):
+        a = torch.log_softmax(tensors[f"logits_bf16_{i}"].double(), -1)
+        b = torch.log_softmax(tensors[f"logits_f32_{i}"].double(), -1)
+        kl.append(float((a.exp() * (a - b)).sum(-1).mean()))
+    with open(os.path.join(d, "reference.json"), "w") as f:
+        json.dump({"prompts": prompts, "greedy": greedy_out, "greedy_steps": GREEDY_STEPS,
+                   "attn_implementation": "eager", "torch": torch.__version__,
+                   "transformers": transformers.__version__, "device": torch.cuda.get_device_name() if DEV == "cuda" else "cpu",
+                   "kl_hf_bf16_vs_f32": kl}, f, indent=2)
+    print(f"{name}: params={sum(p.numel() for p in model.parameters())} kl(bf16||f32)={kl}", flush=True)
+    return model, cfg_json
+
+
+def main():
+    out = sys.argv[1]
+    os.makedirs(out, exist_ok=True)
+    # stock llama, GQA 8/2, untied head, rope_theta 1e4 (positions matter)
+    build("llama-gqa", llama_config(), out, seed=11)
+    # head_dim independent of hidden/heads (6 x 32 over 96, like 4.2's 48 x 128 over 3072),
+    # tied head, large theta like the real family, sharded safetensors
+    build("llama-headdim-sharded", llama_config(hidden_size=96, intermediate_size=256, num_hidden_layers=2,
+          num_attention_heads=6, num_key_value_heads=2, head_dim=32, rope_theta=70_000_000.0,
+          tie_word_embeddings=True), out, seed=23, shard_kb=64)
+    # Nanbeige 4.2 style: 3 physical layers run twice (6 KV slots)
+    build("nanbeige-looped", llama_config(hidden_size=96, intermediate_size=256, num_hidden_layers=3,
+          num_attention_heads=6, num_key_value_heads=2, head_dim=32, rope_theta=70_000_000.0),
+          out, seed=37, loops=2)
+    if "--bundled" in sys.argv:
+        b = sys.argv[sys.argv.index("--bundled") + 1]
+        build("bundled", llama_config(vocab_size=2048, hidden_size=256, intermediate_size=512,
+              num_hidden_layers=3, num_attention_heads=8, num_key_value_heads=2, head_dim=32,
+              rope_theta=70_000_000.0), out, seed=5, loops=2, prompt_lens=(16,))
+        shutil.rmtree(b, ignore_errors=True)
+        shutil.move(os.path.join(out, "bundled"), b)
+
+
+if __name__ == "__main__":
+    main()

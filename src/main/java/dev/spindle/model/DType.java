@@ -1,0 +1,27 @@
+package dev.spindle.model;
+
+import java.util.Optional;
+
+/** The safetensors element types Spindle reads. Weights are served in bf16; f16 and f32 files are converted at load. */
+public enum DType {
+    BF16("BF16", 2),
+    F16("F16", 2),
+    F32("F32", 4);
+
+    public final String safetensorsName;
+    public final int bytes;
+
+    DType(String safetensorsName, int bytes) {
+        this.safetensorsName = safetensorsName;
+        this.bytes = bytes;
+    }
+
+    public static Optional<DType> fromSafetensors(String name) {
+        for (DType t : values()) {
+            if (t.safetensorsName.equals(name)) {
+                return Optional.of(t);
+            }
+        }
+        return Optional.empty();
+    }
+}

@@ -1,0 +1,88 @@
+package dev.spindle.model;
+
+import java.util.List;
+
+/**
+ * A validated model shape: what config.json says, reduced to what the forward pass
+ * needs. Build it with {@link ConfigParser}.
+ *
+ * @param numLoops          how many times the layer stack runs (1 for stock llama)
+ * @param skipLoopFinalNorm true: the final norm runs once after all loops; false: after every loop
+ */
+public record ModelConfig(
+        Family family,
+        String architecture,
+        int vocabSize,
+        int hiddenSize,
+        int intermediateSize,
+        int numLayers,
+        int numHeads,
+        int numKvHeads,
+        int headDim,
+        int maxPositions,
+        float rmsNormEps,
+        double ropeTheta,
+        boolean tiedEmbeddings,
+        int numLoops,
+        boolean skipLoopFinalNorm,
+        int bosTokenId,
+        List<Integer> eosTokenIds) {
+
+    public ModelConfig {
+        eosTokenIds = List.copyOf(eosTokenIds);
+        requirePositive("vocab_size", vocabSize);
+        requirePositive("hidden_size", hiddenSize);
+        requirePositive("intermediate_size", intermediateSize);
+        requirePositive("num_hidden_layers", numLayers);
+        requirePositive("num_attention_heads", numHeads);
+        requirePositive("num_key_value_heads", numKvHeads);
+        requirePositive("head_dim", headDim);
+        requirePositive("max_position_embeddings", maxPositions);
+        requirePositive("num_loops", numLoops);
+        if (numHeads % numKvHeads != 0) {
+            throw new ModelLoadException("config: num_key_value_heads = " + numKvHeads + " must divide num_attention_heads = " + numHeads);
+        }
+        if (headDim % 2 != 0) {
+            throw new ModelLoadException("config: head_dim = " + headDim + " must be even for rotary embeddings");
+        }
+        if (!(rmsNormEps > 0) || !(ropeTheta > 0)) {
+            throw new ModelLoadException("config: rms_norm_eps and rope_theta must be positive, found " + rmsNormEps + " and " + ropeTheta);
+        }
+        if (family == Family.LLAMA && numLoops != 1) {
+            throw new ModelLoadException("config: num_loops = " + numLoops + " needs the looped family (NanbeigeForCausalLM)");
+        }
+    }
+
+    private static void requirePositive(String field, int v) {
+        if (v <= 0) {
+            throw new ModelLoadException("config: field '" + field + "' must be a positive integer, found " + v);
+        }
+    }
+
+    /** Layers executed per token: KV slots per token (layer + loop x L). */
+    public int executedLayers() {
+        return numLayers * numLoops;
+    }
+
+    public int qDim() {
+        return numHeads * headDim;
+    }
+
+    public int kvDim() {
+        return numKvHeads * headDim;
+    }
+
+    /** Parameters, counting a tied head once. */
+    public long parameterCount() {
+        long h = hiddenSize;
+        long layer = 2 * h + h * qDim() + 2 * h * kvDim() + (long) qDim() * h + 3 * h * intermediateSize;
+        return (long) vocabSize * h * (tiedEmbeddings ? 1 : 2) + numLayers * layer + h;
+    }
+
+    /** bf16 bytes of the weights that one decode step streams (layers, final norm, head; not the embedding table). */
+    public long decodeWeightBytes() {
+        long h = hiddenSize;
+        long layer = 2 * h + h * qDim() + 2 * h * kvDim() + (long) qDim() * h + 3 * h * intermediateSize;
+        return 2 * (numLayers * layer + h + (long) vocabSize * h);
+    }
+}

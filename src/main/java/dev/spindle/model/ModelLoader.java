@@ -1,0 +1,29 @@
+package dev.spindle.model;
+
+import java.lang.foreign.Arena;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+/** Opens a Hugging Face model directory: config.json, then its safetensors or dummy weights. */
+public final class ModelLoader {
+    private ModelLoader() {
+    }
+
+    public static LoadedModel load(Path dir, LoadFormat format, LoadListener listener) {
+        if (!Files.isDirectory(dir)) {
+            throw new ModelLoadException(dir + ": not a directory (expected a Hugging Face model directory with config.json)");
+        }
+        ModelConfig config = ConfigParser.read(dir.resolve("config.json"));
+        Arena arena = Arena.ofShared();
+        try {
+            ModelWeights weights = switch (format) {
+                case SAFETENSORS -> WeightBinder.bind(config, Checkpoint.open(dir, arena), arena, listener);
+                case DUMMY -> DummyWeights.create(config, 0x5EED, arena, listener);
+            };
+            return new LoadedModel(dir, config, weights, arena);
+        } catch (RuntimeException e) {
+            arena.close();
+            throw e;
+        }
+    }
+}

@@ -1,0 +1,81 @@
+package dev.spindle.model;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteOrder;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Checks a checkpoint against the layout its config implies and binds its tensors:
+ * bf16 tensors are used in place (the file mapping, paged in now so the first request
+ * does not pay for it); f16 and f32 tensors are converted to bf16 off-heap.
+ */
+public final class WeightBinder {
+    private static final ValueLayout.OfShort SHORT_LE = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+    private static final ValueLayout.OfFloat FLOAT_LE = ValueLayout.JAVA_FLOAT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+
+    private WeightBinder() {
+    }
+
+    public static ModelWeights bind(ModelConfig config, Checkpoint ckpt, Arena arena, LoadListener listener) {
+        Map<String, long[]> expected = WeightLayout.expected(config);
+        List<String> missing = new ArrayList<>();
+        for (Map.Entry<String, long[]> e : expected.entrySet()) {
+            TensorInfo info = ckpt.tensors().get(e.getKey());
+            if (info == null) {
+                missing.add(e.getKey() + " " + Arrays.toString(e.getValue()));
+            } else if (!Arrays.equals(info.shape(), e.getValue())) {
+                throw new ModelLoadException(info.file() + ": tensor '" + e.getKey() + "' has shape " + info.shapeString()
+                        + ", expected " + Arrays.toString(e.getValue()) + " from config.json");
+            }
+        }
+        if (!missing.isEmpty()) {
+            throw new ModelLoadException("checkpoint is missing " + missing.size() + " tensor(s) the config needs: "
+                    + String.join(", ", missing.subList(0, Math.min(8, missing.size()))) + (missing.size() > 8 ? ", ..." : ""));
+        }
+        List<String> unexpected = ckpt.tensors().keySet().stream()
+                .filter(n -> !expected.containsKey(n) && !WeightLayout.ignorable(n))
+                .filter(n -> !(config.tiedEmbeddings() && n.equals(WeightLayout.LM_HEAD)))
+                .toList();
+        if (!unexpected.isEmpty()) {
+            TensorInfo first = ckpt.tensors().get(unexpected.getFirst());
+            throw new ModelLoadException(first.file() + ": " + unexpected.size() + " unexpected tensor(s) for " + config.architecture()
+                    + " (" + String.join(", ", unexpected.subList(0, Math.min(8, unexpected.size()))) + (unexpected.size() > 8 ? ", ..." : "")
+                    + "); they would change the math, and Spindle does not implement them");
+        }
+        long total = expected.keySet().stream().mapToLong(n -> ckpt.tensors().get(n).elements() * 2).sum();
+        long done = 0;
+        Map<String, Tensor> bound = new LinkedHashMap<>();
+        for (String name : expected.keySet()) {
+            TensorInfo info = ckpt.tensors().get(name);
+            MemorySegment raw = ckpt.bytes(info);
+            MemorySegment bf16 = switch (info.dtype()) {
+                case BF16 -> raw;
+                case F16 -> convert(raw, info, arena, true);
+                case F32 -> convert(raw, info, arena, false);
+            };
+            if (bf16.isMapped()) {
+                bf16.load();
+            }
+            bound.put(name, new Tensor(name, info.shape(), bf16));
+            done += bf16.byteSize();
+            listener.loaded(name, done, total);
+        }
+        return WeightLayout.assemble(config, bound);
+    }
+
+    private static MemorySegment convert(MemorySegment raw, TensorInfo info, Arena arena, boolean half) {
+        long n = info.elements();
+        MemorySegment out = arena.allocate(n * 2, 64);
+        for (long i = 0; i < n; i++) {
+            float f = half ? Bf16.halfToFloat(raw.getAtIndex(SHORT_LE, i)) : raw.getAtIndex(FLOAT_LE, i);
+            out.setAtIndex(SHORT_LE, i, Bf16.fromFloat(f));
+        }
+        return out;
+    }
+}

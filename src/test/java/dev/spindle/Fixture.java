@@ -1,0 +1,90 @@
+package dev.spindle;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.spindle.backend.cpu.CpuForwardPass;
+import dev.spindle.backend.cpu.KvSlots;
+import dev.spindle.model.LoadFormat;
+import dev.spindle.model.LoadListener;
+import dev.spindle.model.LoadedModel;
+import dev.spindle.model.ModelLoader;
+import dev.spindle.model.SafetensorsFile;
+import dev.spindle.model.TensorInfo;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * A committed HF reference fixture (made by scripts/make_fixtures.py): the model
+ * directory plus HF's teacher-forced logits and greedy continuations.
+ */
+public final class Fixture implements AutoCloseable {
+    public static final Path ROOT = Path.of("src/test/resources/fixtures");
+    public static final List<String> NAMES = List.of("llama-gqa", "llama-headdim-sharded", "nanbeige-looped");
+
+    public final String name;
+    public final LoadedModel model;
+    public final List<int[]> prompts = new ArrayList<>();
+    public final List<int[]> greedy = new ArrayList<>();
+    private final Arena arena = Arena.ofConfined();
+    private final SafetensorsFile reference;
+
+    public Fixture(String name) {
+        this(name, ROOT.resolve(name));
+    }
+
+    public Fixture(String name, Path dir) {
+        this.name = name;
+        this.model = ModelLoader.load(dir, LoadFormat.SAFETENSORS, LoadListener.NONE);
+        this.reference = SafetensorsFile.open(dir.resolve("reference.safetensors"), arena);
+        try {
+            JsonNode j = new ObjectMapper().readTree(dir.resolve("reference.json").toFile());
+            j.get("prompts").forEach(p -> prompts.add(ints(p)));
+            j.get("greedy").forEach(p -> greedy.add(ints(p)));
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    private static int[] ints(JsonNode a) {
+        int[] out = new int[a.size()];
+        for (int i = 0; i < out.length; i++) {
+            out[i] = a.get(i).asInt();
+        }
+        return out;
+    }
+
+    public CpuForwardPass cpu(KvSlots slots) {
+        return new CpuForwardPass(model.config(), model.weights(), 64, 16, Runtime.getRuntime().availableProcessors(), slots);
+    }
+
+    public CpuForwardPass cpu() {
+        return cpu(KvSlots.PER_EXECUTED_LAYER);
+    }
+
+    /** A (rows, cols) f32 reference tensor. */
+    public float[][] matrix(String tensor) {
+        TensorInfo info = reference.tensors().get(tensor);
+        MemorySegment s = reference.bytes(info);
+        int rows = (int) info.shape()[0], cols = (int) info.shape()[1];
+        float[][] out = new float[rows][cols];
+        for (int r = 0; r < rows; r++) {
+            for (int c = 0; c < cols; c++) {
+                out[r][c] = s.getAtIndex(ValueLayout.JAVA_FLOAT_UNALIGNED, (long) r * cols + c);
+            }
+        }
+        return out;
+    }
+
+    @Override
+    public void close() {
+        model.close();
+        arena.close();
+    }
+}
