@@ -76,8 +76,8 @@ public final class SafetensorsFile {
         try {
             root = JSON.readTree(new String(header, StandardCharsets.UTF_8).stripTrailing());
         } catch (JsonParseException e) {
-            throw fail(path, "header is not well-formed JSON: " + e.getOriginalMessage()
-                    + " at header byte " + e.getLocation().getCharOffset());
+            String why = e.getOriginalMessage().replaceAll("\\s*\\(start marker at .*", "");
+            throw fail(path, "header is not well-formed JSON: " + why + " at header byte " + e.getLocation().getCharOffset());
         } catch (IOException e) {
             throw fail(path, "header cannot be read as JSON: " + e.getMessage());
         }

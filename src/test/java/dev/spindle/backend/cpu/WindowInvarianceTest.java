@@ -1,0 +1,114 @@
+package dev.spindle.backend.cpu;
+
+import dev.spindle.Fixture;
+import dev.spindle.engine.kv.BlockTable;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
+
+import java.util.Arrays;
+import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+/**
+ * Bit-exact invariants of the CPU backend: how a sequence is cut into windows, and
+ * whether its prefix was computed earlier, must not change a single logit bit.
+ */
+class WindowInvarianceTest {
+    static List<String> fixtures() {
+        return Fixture.NAMES;
+    }
+
+    @ParameterizedTest
+    @MethodSource("fixtures")
+    void oneWindowSeveralWindowsAndSingleRowsGiveIdenticalLogits(String name) {
+        try (Fixture f = new Fixture(name); CpuForwardPass cpu = f.cpu()) {
+            int[] prompt = f.prompts.get(2);
+            float[][] whole = run(cpu, prompt, new int[]{prompt.length});
+            float[][] rows = run(cpu, prompt, ones(prompt.length));
+            float[][] uneven = run(cpu, prompt, cuts(prompt.length, 5, 17, 1, 3));
+            float[][] blockAligned = run(cpu, prompt, cuts(prompt.length, 16, 16));
+            for (int p = 0; p < prompt.length; p++) {
+                assertBitEqual(whole[p], rows[p], name + " row-by-row, position " + p);
+                assertBitEqual(whole[p], uneven[p], name + " uneven windows, position " + p);
+                assertBitEqual(whole[p], blockAligned[p], name + " block-aligned windows, position " + p);
+            }
+        }
+    }
+
+    @ParameterizedTest
+    @MethodSource("fixtures")
+    void resumedPromptEqualsFreshPrompt(String name) {
+        try (Fixture f = new Fixture(name); CpuForwardPass cpu = f.cpu()) {
+            int[] prompt = f.prompts.get(2);
+            float[][] fresh = run(cpu, prompt, new int[]{prompt.length});
+            // the first 32 positions (two full blocks of 16) computed by an earlier request
+            BlockTable earlier = new BlockTable(cpu.blockPool());
+            cpu.forward(Arrays.copyOf(prompt, 40), earlier, true);
+            BlockTable resumed = new BlockTable(cpu.blockPool());
+            resumed.shareFullBlocks(earlier, 2);
+            earlier.release(); // the shared blocks stay alive through the resumed table's references
+            int[] rest = Arrays.copyOfRange(prompt, 32, prompt.length);
+            float[][] tail = cpu.forward(rest, resumed, true);
+            assertEquals(rest.length, tail.length);
+            for (int i = 0; i < rest.length; i++) {
+                assertBitEqual(fresh[32 + i], tail[i], name + " resumed, position " + (32 + i));
+            }
+            // and continuing the same table after a pause equals it too
+            BlockTable paused = new BlockTable(cpu.blockPool());
+            cpu.forward(Arrays.copyOf(prompt, 21), paused, false);
+            float[][] after = cpu.forward(Arrays.copyOfRange(prompt, 21, prompt.length), paused, true);
+            for (int i = 0; i < after.length; i++) {
+                assertBitEqual(fresh[21 + i], after[i], name + " continued, position " + (21 + i));
+            }
+            resumed.release();
+            paused.release();
+            assertEquals(cpu.blockPool().numBlocks(), cpu.blockPool().freeBlocks(), "every block returns to the pool");
+        }
+    }
+
+    static float[][] run(CpuForwardPass cpu, int[] prompt, int[] windows) {
+        BlockTable t = new BlockTable(cpu.blockPool());
+        try {
+            float[][] out = new float[prompt.length][];
+            int pos = 0;
+            for (int w : windows) {
+                float[][] l = cpu.forward(Arrays.copyOfRange(prompt, pos, pos + w), t, true);
+                System.arraycopy(l, 0, out, pos, w);
+                pos += w;
+            }
+            assertEquals(prompt.length, pos);
+            return out;
+        } finally {
+            t.release();
+        }
+    }
+
+    static int[] ones(int n) {
+        int[] a = new int[n];
+        Arrays.fill(a, 1);
+        return a;
+    }
+
+    /** Windows of the given sizes, cycled, until n tokens are covered. */
+    static int[] cuts(int n, int... sizes) {
+        int[] out = new int[n];
+        int k = 0, pos = 0;
+        while (pos < n) {
+            int w = Math.min(sizes[k % sizes.length], n - pos);
+            out[k++] = w;
+            pos += w;
+        }
+        return Arrays.copyOf(out, k);
+    }
+
+    static void assertBitEqual(float[] a, float[] b, String what) {
+        assertEquals(a.length, b.length, what);
+        for (int i = 0; i < a.length; i++) {
+            if (Float.floatToRawIntBits(a[i]) != Float.floatToRawIntBits(b[i])) {
+                assertArrayEquals(a, b, what + ": first differing logit at vocab id " + i);
+            }
+        }
+    }
+}

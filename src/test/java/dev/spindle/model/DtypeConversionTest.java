@@ -1,0 +1,46 @@
+package dev.spindle.model;
+
+import dev.spindle.Fixture;
+import dev.spindle.backend.cpu.CpuForwardPass;
+import dev.spindle.engine.kv.BlockTable;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+
+/** An f32 checkpoint of bf16 values serves exactly as the bf16 one (the conversion is exact). */
+class DtypeConversionTest {
+    @Test
+    void f32CheckpointGivesIdenticalLogits(@TempDir Path dir) throws IOException {
+        Path src = Fixture.ROOT.resolve("llama-gqa");
+        Files.copy(src.resolve("config.json"), dir.resolve("config.json"));
+        SafetensorsWriter bf16 = SafetensorsWriter.copyOf(src.resolve("model.safetensors"));
+        SafetensorsWriter f32 = new SafetensorsWriter();
+        bf16.entries().forEach((name, e) -> {
+            ByteBuffer in = ByteBuffer.wrap(e.data()).order(ByteOrder.LITTLE_ENDIAN);
+            ByteBuffer out = ByteBuffer.allocate(e.data().length * 2).order(ByteOrder.LITTLE_ENDIAN);
+            while (in.hasRemaining()) {
+                out.putFloat(Bf16.toFloat(in.getShort()));
+            }
+            f32.put(name, "F32", e.shape(), out.array());
+        });
+        f32.write(dir.resolve("model.safetensors"));
+        int[] prompt = {5, 17, 300, 42, 9, 511, 3};
+        try (LoadedModel a = ModelLoader.load(src, LoadFormat.SAFETENSORS, LoadListener.NONE);
+             LoadedModel b = ModelLoader.load(dir, LoadFormat.SAFETENSORS, LoadListener.NONE);
+             CpuForwardPass ca = new CpuForwardPass(a.config(), a.weights(), 8, 16);
+             CpuForwardPass cb = new CpuForwardPass(b.config(), b.weights(), 8, 16)) {
+            float[][] la = ca.forward(prompt, new BlockTable(ca.blockPool()), true);
+            float[][] lb = cb.forward(prompt, new BlockTable(cb.blockPool()), true);
+            for (int i = 0; i < prompt.length; i++) {
+                assertArrayEquals(la[i], lb[i]);
+            }
+        }
+    }
+}
