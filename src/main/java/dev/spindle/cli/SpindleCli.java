@@ -1,2 +1,41 @@
 package dev.spindle.cli;
-public class SpindleCli { public static void main(String[] a) { System.out.println("hi"); } }
+
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+
+/** The {@code spindle} command line: one subcommand per job. */
+@Command(name = "spindle", mixinStandardHelpOptions = true, version = "Spindle 0.1.0",
+        description = "Serves llama-family models (Nanbeige 4.x) from their published bf16 safetensors.",
+        subcommands = {GenerateCommand.class, BenchCommand.class, CommandLine.HelpCommand.class})
+public final class SpindleCli implements Runnable {
+    @CommandLine.Spec
+    CommandLine.Model.CommandSpec spec;
+
+    public static void main(String[] args) {
+        System.exit(run(args));
+    }
+
+    public static int run(String... args) {
+        return new CommandLine(new SpindleCli())
+                .setExecutionExceptionHandler(new ErrorHandler())
+                .execute(args);
+    }
+
+    @Override
+    public void run() {
+        spec.commandLine().usage(System.out);
+    }
+
+    /** Expected failures (bad model directory, bad arguments) print one clear line, not a stack trace. */
+    static final class ErrorHandler implements CommandLine.IExecutionExceptionHandler {
+        @Override
+        public int handleExecutionException(Exception e, CommandLine cmd, CommandLine.ParseResult parsed) {
+            if (e instanceof dev.spindle.model.ModelLoadException || e instanceof IllegalArgumentException
+                    || e instanceof dev.spindle.engine.kv.KvCapacityException) {
+                cmd.getErr().println("spindle: " + e.getMessage());
+                return 2;
+            }
+            throw new RuntimeException(e);
+        }
+    }
+}

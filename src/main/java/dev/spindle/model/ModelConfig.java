@@ -74,15 +74,25 @@ public record ModelConfig(
 
     /** Parameters, counting a tied head once. */
     public long parameterCount() {
-        long h = hiddenSize;
-        long layer = 2 * h + h * qDim() + 2 * h * kvDim() + (long) qDim() * h + 3 * h * intermediateSize;
-        return (long) vocabSize * h * (tiedEmbeddings ? 1 : 2) + numLayers * layer + h;
+        return (long) vocabSize * hiddenSize * (tiedEmbeddings ? 1 : 2) + numLayers * layerParameters() + hiddenSize;
     }
 
-    /** bf16 bytes of the weights that one decode step streams (layers, final norm, head; not the embedding table). */
-    public long decodeWeightBytes() {
+    private long layerParameters() {
         long h = hiddenSize;
-        long layer = 2 * h + h * qDim() + 2 * h * kvDim() + (long) qDim() * h + 3 * h * intermediateSize;
-        return 2 * (numLayers * layer + h + (long) vocabSize * h);
+        return 2 * h + h * qDim() + 2 * h * kvDim() + (long) qDim() * h + 3 * h * intermediateSize;
+    }
+
+    /**
+     * bf16 bytes of weights one decode step streams: every executed layer (a looped
+     * model reads its layers once per loop), the final norm and the head; not the
+     * embedding table, of which one row is read.
+     */
+    public long decodeWeightBytes() {
+        return 2 * ((long) executedLayers() * layerParameters() + hiddenSize + (long) vocabSize * hiddenSize);
+    }
+
+    /** Matrix FLOPs per token, excluding attention over the context: 2 x executed weights. */
+    public long flopsPerToken() {
+        return 2 * ((long) executedLayers() * layerParameters() + (long) vocabSize * hiddenSize);
     }
 }

@@ -127,6 +127,7 @@ public final class CpuForwardPass implements ForwardPass {
 
     @Override
     public void close() {
+        parallel.close();
         kv.close();
     }
 }

@@ -17,11 +17,12 @@ import static dev.spindle.backend.cpu.Bf16Vectors.sumLanes;
  * memory segment, fp32 accumulation, one rounding to bf16 per output (a linear layer
  * in HF's bf16 numerics).
  *
- * <p>Every output element is one dot product with the same accumulation order
- * whatever n is: two vector accumulators over k in steps of L lanes, their lane sum
- * left to right, then the scalar tail. Rows are processed four at a time (sharing
- * each weight load) or one at a time with identical per-row arithmetic, so a row's
- * result never depends on the window it came in.
+ * <p>Every output element is one dot product in one fixed order, whatever n is:
+ * four vector accumulators a0..a3 over k in steps of 4L lanes, then up to three
+ * leftover vectors into a0, a1, a2, then {@code (a0 + a1) + (a2 + a3)}, its lanes
+ * summed left to right, then the scalar tail. The two kernels below (one row x one
+ * weight row, two rows x one weight row for prefill) only share loads between outputs; per output they do the same operations
+ * in the same order, so a row's result never depends on the window it came in.
  */
 final class MatMul {
     private static final ValueLayout.OfShort BF16 = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
@@ -38,81 +39,96 @@ final class MatMul {
         int grain = Math.max(8, 32768 / Math.max(1, k * Math.max(1, n)));
         parallel.forRange(nOut, grain, (j0, j1) -> {
             float[] scratch = new float[L];
+            int paired = n - n % 2;
             for (int j = j0; j < j1; j++) {
                 long wo = (long) j * k * 2;
-                int r = 0;
-                for (; r + 4 <= n; r += 4) {
-                    dot4(x, r * k, k, w, wo, out, r * nOut + j, nOut, scratch);
+                for (int r = 0; r < paired; r += 2) {
+                    dotRowsOfX2(x, r * k, k, w, wo, out, r * nOut + j, nOut, scratch);
                 }
-                for (; r < n; r++) {
-                    out[r * nOut + j] = Bf16.round(dot(x, r * k, k, w, wo, scratch));
+                if (paired < n) {
+                    out[paired * nOut + j] = Bf16.round(dot(x, paired * k, k, w, wo, scratch));
                 }
             }
         });
     }
 
-    /** The one dot product: x[xo, xo+k) . W[wo (bytes), +k), fp32 accumulation in the fixed order. */
+    private static FloatVector xv(float[] x, int off) {
+        return FloatVector.fromArray(F, x, off);
+    }
+
+    /** The one dot product: x[xo, xo+k) . W[wo (bytes), +k) in the fixed order. */
     static float dot(float[] x, int xo, int k, MemorySegment w, long wo, float[] scratch) {
-        FloatVector a0 = FloatVector.zero(F);
-        FloatVector a1 = FloatVector.zero(F);
+        FloatVector a0 = FloatVector.zero(F), a1 = a0, a2 = a0, a3 = a0;
         int v = 0;
-        for (; v + 2 * L <= k; v += 2 * L) {
-            a0 = load(w, wo + 2L * v).fma(FloatVector.fromArray(F, x, xo + v), a0);
-            a1 = load(w, wo + 2L * (v + L)).fma(FloatVector.fromArray(F, x, xo + v + L), a1);
+        for (; v + 4 * L <= k; v += 4 * L) {
+            a0 = load(w, wo + 2L * v).fma(xv(x, xo + v), a0);
+            a1 = load(w, wo + 2L * (v + L)).fma(xv(x, xo + v + L), a1);
+            a2 = load(w, wo + 2L * (v + 2 * L)).fma(xv(x, xo + v + 2 * L), a2);
+            a3 = load(w, wo + 2L * (v + 3 * L)).fma(xv(x, xo + v + 3 * L), a3);
         }
         if (v + L <= k) {
-            a0 = load(w, wo + 2L * v).fma(FloatVector.fromArray(F, x, xo + v), a0);
+            a0 = load(w, wo + 2L * v).fma(xv(x, xo + v), a0);
             v += L;
         }
-        float s = sumLanes(a0.add(a1), scratch);
+        if (v + L <= k) {
+            a1 = load(w, wo + 2L * v).fma(xv(x, xo + v), a1);
+            v += L;
+        }
+        if (v + L <= k) {
+            a2 = load(w, wo + 2L * v).fma(xv(x, xo + v), a2);
+            v += L;
+        }
+        float s = sumLanes(a0.add(a1).add(a2.add(a3)), scratch);
         for (; v < k; v++) {
             s = Math.fma(Bf16.toFloat(w.get(BF16, wo + 2L * v)), x[xo + v], s);
         }
         return s;
     }
 
-    /** {@link #dot} for four consecutive rows of x, sharing the weight loads; per row the same operations in the same order. */
-    private static void dot4(float[] x, int xo, int k, MemorySegment w, long wo, float[] out, int oo, int nOut, float[] scratch) {
-        FloatVector a00 = FloatVector.zero(F), a01 = FloatVector.zero(F);
-        FloatVector a10 = FloatVector.zero(F), a11 = FloatVector.zero(F);
-        FloatVector a20 = FloatVector.zero(F), a21 = FloatVector.zero(F);
-        FloatVector a30 = FloatVector.zero(F), a31 = FloatVector.zero(F);
-        int x1 = xo + k, x2 = xo + 2 * k, x3 = xo + 3 * k;
+    /** {@link #dot} of two consecutive rows of x with one weight row (prefill), sharing the weight loads. */
+    private static void dotRowsOfX2(float[] x, int xo, int k, MemorySegment w, long wo, float[] out, int oo, int nOut, float[] scratch) {
+        int x1 = xo + k;
+        FloatVector p0 = FloatVector.zero(F), p1 = p0, p2 = p0, p3 = p0; // row 0
+        FloatVector q0 = p0, q1 = p0, q2 = p0, q3 = p0;                  // row 1
         int v = 0;
-        for (; v + 2 * L <= k; v += 2 * L) {
-            FloatVector w0 = load(w, wo + 2L * v);
-            FloatVector w1 = load(w, wo + 2L * (v + L));
-            a00 = w0.fma(FloatVector.fromArray(F, x, xo + v), a00);
-            a01 = w1.fma(FloatVector.fromArray(F, x, xo + v + L), a01);
-            a10 = w0.fma(FloatVector.fromArray(F, x, x1 + v), a10);
-            a11 = w1.fma(FloatVector.fromArray(F, x, x1 + v + L), a11);
-            a20 = w0.fma(FloatVector.fromArray(F, x, x2 + v), a20);
-            a21 = w1.fma(FloatVector.fromArray(F, x, x2 + v + L), a21);
-            a30 = w0.fma(FloatVector.fromArray(F, x, x3 + v), a30);
-            a31 = w1.fma(FloatVector.fromArray(F, x, x3 + v + L), a31);
+        for (; v + 4 * L <= k; v += 4 * L) {
+            FloatVector wa = load(w, wo + 2L * v), wb = load(w, wo + 2L * (v + L));
+            FloatVector wc = load(w, wo + 2L * (v + 2 * L)), wd = load(w, wo + 2L * (v + 3 * L));
+            p0 = wa.fma(xv(x, xo + v), p0);
+            p1 = wb.fma(xv(x, xo + v + L), p1);
+            p2 = wc.fma(xv(x, xo + v + 2 * L), p2);
+            p3 = wd.fma(xv(x, xo + v + 3 * L), p3);
+            q0 = wa.fma(xv(x, x1 + v), q0);
+            q1 = wb.fma(xv(x, x1 + v + L), q1);
+            q2 = wc.fma(xv(x, x1 + v + 2 * L), q2);
+            q3 = wd.fma(xv(x, x1 + v + 3 * L), q3);
         }
         if (v + L <= k) {
-            FloatVector w0 = load(w, wo + 2L * v);
-            a00 = w0.fma(FloatVector.fromArray(F, x, xo + v), a00);
-            a10 = w0.fma(FloatVector.fromArray(F, x, x1 + v), a10);
-            a20 = w0.fma(FloatVector.fromArray(F, x, x2 + v), a20);
-            a30 = w0.fma(FloatVector.fromArray(F, x, x3 + v), a30);
+            FloatVector ww = load(w, wo + 2L * v);
+            p0 = ww.fma(xv(x, xo + v), p0);
+            q0 = ww.fma(xv(x, x1 + v), q0);
             v += L;
         }
-        float s0 = sumLanes(a00.add(a01), scratch);
-        float s1 = sumLanes(a10.add(a11), scratch);
-        float s2 = sumLanes(a20.add(a21), scratch);
-        float s3 = sumLanes(a30.add(a31), scratch);
+        if (v + L <= k) {
+            FloatVector ww = load(w, wo + 2L * v);
+            p1 = ww.fma(xv(x, xo + v), p1);
+            q1 = ww.fma(xv(x, x1 + v), q1);
+            v += L;
+        }
+        if (v + L <= k) {
+            FloatVector ww = load(w, wo + 2L * v);
+            p2 = ww.fma(xv(x, xo + v), p2);
+            q2 = ww.fma(xv(x, x1 + v), q2);
+            v += L;
+        }
+        float s0 = sumLanes(p0.add(p1).add(p2.add(p3)), scratch);
+        float s1 = sumLanes(q0.add(q1).add(q2.add(q3)), scratch);
         for (; v < k; v++) {
             float wv = Bf16.toFloat(w.get(BF16, wo + 2L * v));
             s0 = Math.fma(wv, x[xo + v], s0);
             s1 = Math.fma(wv, x[x1 + v], s1);
-            s2 = Math.fma(wv, x[x2 + v], s2);
-            s3 = Math.fma(wv, x[x3 + v], s3);
         }
         out[oo] = Bf16.round(s0);
         out[oo + nOut] = Bf16.round(s1);
-        out[oo + 2 * nOut] = Bf16.round(s2);
-        out[oo + 3 * nOut] = Bf16.round(s3);
     }
 }

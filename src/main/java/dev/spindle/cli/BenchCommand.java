@@ -1,0 +1,106 @@
+package dev.spindle.cli;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.spindle.backend.cpu.CpuForwardPass;
+import dev.spindle.backend.cpu.KvSlots;
+import dev.spindle.backend.cpu.MemoryBandwidth;
+import dev.spindle.engine.kv.BlockTable;
+import dev.spindle.model.LoadedModel;
+import dev.spindle.model.ModelConfig;
+import jdk.incubator.vector.FloatVector;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+
+import java.util.Random;
+import java.util.concurrent.Callable;
+
+/**
+ * {@code spindle bench}: prefill and decode speed on the CPU backend, printed as JSON,
+ * with the memory read bandwidth measured in the same run as the decode limit.
+ */
+@Command(name = "bench", mixinStandardHelpOptions = true,
+        description = "Measure prefill and batch-1 decode speed; prints JSON. Use --load-format dummy to bench a shape without weights.")
+final class BenchCommand implements Callable<Integer> {
+    @Mixin
+    ModelOptions model;
+
+    @Option(names = "--prompt-tokens", defaultValue = "64", paramLabel = "N", description = "Prompt length for the prefill figure (default 64).")
+    int promptTokens;
+
+    @Option(names = "--decode-tokens", defaultValue = "16", paramLabel = "N", description = "Decode steps timed after the prompt (default 16).")
+    int decodeTokens;
+
+    @Option(names = "--warmup-tokens", defaultValue = "2", paramLabel = "N", description = "Untimed decode steps first (JIT warm-up, default 2).")
+    int warmupTokens;
+
+    @Option(names = "--bandwidth-bytes", defaultValue = "2147483648", paramLabel = "BYTES",
+            description = "Buffer streamed to measure memory read bandwidth (default 2 GiB).")
+    long bandwidthBytes;
+
+    @Override
+    public Integer call() throws Exception {
+        long t0 = System.nanoTime();
+        try (LoadedModel m = model.load()) {
+            double loadSeconds = (System.nanoTime() - t0) / 1e9;
+            ModelConfig c = m.config();
+            int total = promptTokens + warmupTokens + decodeTokens;
+            try (CpuForwardPass cpu = new CpuForwardPass(c, m.weights(), model.blocksFor(total), model.blockSize,
+                    model.threadCount(), KvSlots.PER_EXECUTED_LAYER)) {
+                Random rnd = new Random(7);
+                int[] prompt = rnd.ints(promptTokens, 3, c.vocabSize()).toArray();
+                BlockTable table = new BlockTable(cpu.blockPool());
+                long p0 = System.nanoTime();
+                float[] logits = cpu.forward(prompt, table, false)[0];
+                double prefillSeconds = (System.nanoTime() - p0) / 1e9;
+                int next = dev.spindle.engine.GreedyGenerator.argmax(logits);
+                for (int i = 0; i < warmupTokens; i++) {
+                    next = dev.spindle.engine.GreedyGenerator.argmax(cpu.forward(new int[]{next}, table, false)[0]);
+                }
+                long d0 = System.nanoTime();
+                for (int i = 0; i < decodeTokens; i++) {
+                    next = dev.spindle.engine.GreedyGenerator.argmax(cpu.forward(new int[]{next}, table, false)[0]);
+                }
+                double decodeSeconds = (System.nanoTime() - d0) / 1e9;
+                table.release();
+                double bandwidth = MemoryBandwidth.readGBs(model.threadCount(), bandwidthBytes, 3);
+                double decodeTps = decodeTokens / decodeSeconds;
+                double impliedGBs = decodeTps * c.decodeWeightBytes() / 1e9;
+
+                ObjectMapper json = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
+                ObjectNode out = json.createObjectNode();
+                out.put("model", m.dir().toString());
+                out.put("load_format", model.format().name().toLowerCase());
+                out.put("backend", "cpu");
+                out.put("threads", model.threadCount());
+                out.put("vector_bits", FloatVector.SPECIES_PREFERRED.vectorBitSize());
+                out.put("architecture", c.architecture());
+                out.put("parameters", c.parameterCount());
+                out.put("load_seconds", round(loadSeconds, 3));
+                ObjectNode pre = out.putObject("prefill");
+                pre.put("tokens", promptTokens);
+                pre.put("seconds", round(prefillSeconds, 3));
+                pre.put("tokens_per_second", round(promptTokens / prefillSeconds, 2));
+                pre.put("gflops_per_second", round((double) c.flopsPerToken() * promptTokens / prefillSeconds / 1e9, 1));
+                ObjectNode dec = out.putObject("decode");
+                dec.put("batch", 1);
+                dec.put("context_tokens", promptTokens + warmupTokens);
+                dec.put("tokens", decodeTokens);
+                dec.put("tokens_per_second", round(decodeTps, 3));
+                dec.put("weight_bytes_per_token", c.decodeWeightBytes());
+                dec.put("implied_weight_read_gb_per_second", round(impliedGBs, 2));
+                dec.put("measured_memory_read_gb_per_second", round(bandwidth, 2));
+                dec.put("fraction_of_memory_bandwidth", round(impliedGBs / bandwidth, 3));
+                System.out.println(json.writeValueAsString(out));
+                return 0;
+            }
+        }
+    }
+
+    private static double round(double v, int digits) {
+        double s = Math.pow(10, digits);
+        return Math.round(v * s) / s;
+    }
+}

@@ -1,0 +1,49 @@
+package dev.spindle.cli;
+
+import dev.spindle.model.LoadFormat;
+import dev.spindle.model.LoadedModel;
+import dev.spindle.model.ModelLoader;
+import picocli.CommandLine.Option;
+
+import java.nio.file.Path;
+
+/** Options shared by every command that loads a model. */
+final class ModelOptions {
+    @Option(names = "--model", required = true, paramLabel = "DIR",
+            description = "Hugging Face model directory (config.json + safetensors).")
+    Path model;
+
+    @Option(names = "--load-format", defaultValue = "safetensors", paramLabel = "FORMAT",
+            description = "safetensors (default) or dummy: seeded random bf16 weights of config.json's shapes, for benchmarks.")
+    String loadFormat;
+
+    @Option(names = "--threads", paramLabel = "N", description = "CPU backend threads (default: all cores).")
+    Integer threads;
+
+    @Option(names = "--block-size", defaultValue = "16", paramLabel = "TOKENS", description = "Tokens per KV block (default 16).")
+    int blockSize;
+
+    LoadFormat format() {
+        return switch (loadFormat.toLowerCase(java.util.Locale.ROOT)) {
+            case "safetensors", "auto" -> LoadFormat.SAFETENSORS;
+            case "dummy" -> LoadFormat.DUMMY;
+            default -> throw new IllegalArgumentException("--load-format must be safetensors or dummy, not '" + loadFormat + "'");
+        };
+    }
+
+    int threadCount() {
+        return threads != null ? threads : Runtime.getRuntime().availableProcessors();
+    }
+
+    LoadedModel load() {
+        ProgressBar bar = ProgressBar.forTerminal("loading " + model.getFileName());
+        LoadedModel m = ModelLoader.load(model, format(), bar);
+        bar.done();
+        return m;
+    }
+
+    /** Blocks for {@code tokens} positions. */
+    int blocksFor(int tokens) {
+        return (tokens + blockSize - 1) / blockSize;
+    }
+}
