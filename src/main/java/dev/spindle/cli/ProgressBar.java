@@ -18,7 +18,8 @@ final class ProgressBar implements LoadListener {
     }
 
     static ProgressBar forTerminal(String label) {
-        return new ProgressBar(label, System.console() != null ? System.err : null);
+        java.io.Console console = System.console();
+        return new ProgressBar(label, console != null && console.isTerminal() ? System.err : null);
     }
 
     @Override

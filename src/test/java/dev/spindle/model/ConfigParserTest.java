@@ -15,7 +15,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 class ConfigParserTest {
-    static final Path SHAPES = Path.of("../shared/models");
+    static final Path SHAPES = Path.of("models/shapes");
 
     static ObjectNode looped() {
         ObjectNode c = new ObjectMapper().createObjectNode();
@@ -44,7 +44,7 @@ class ConfigParserTest {
     @ValueSource(strings = {"nanbeige4.1-3b-shape", "nanbeige4.2-3b-shape", "nanbeige4.3-33b-shape"})
     void sharedShapesParse(String name) {
         Path p = SHAPES.resolve(name).resolve("config.json");
-        org.junit.jupiter.api.Assumptions.assumeTrue(p.toFile().isFile(), "shape configs live in ../shared, next to the checkout");
+        
         ModelConfig c = ConfigParser.read(p);
         assertTrue(c.parameterCount() > 1_000_000_000L);
     }

@@ -43,4 +43,33 @@ class DtypeConversionTest {
             }
         }
     }
+
+    /** f16 tensors are converted to the bf16 nearest to each f16 value. */
+    @Test
+    void f16CheckpointIsConvertedValueByValue(@TempDir Path dir) throws IOException {
+        Path src = Fixture.ROOT.resolve("llama-gqa");
+        Files.copy(src.resolve("config.json"), dir.resolve("config.json"));
+        SafetensorsWriter f16 = new SafetensorsWriter();
+        java.util.Map<String, short[]> halves = new java.util.HashMap<>();
+        SafetensorsWriter.copyOf(src.resolve("model.safetensors")).entries().forEach((name, e) -> {
+            ByteBuffer in = ByteBuffer.wrap(e.data()).order(ByteOrder.LITTLE_ENDIAN);
+            ByteBuffer out = ByteBuffer.allocate(e.data().length).order(ByteOrder.LITTLE_ENDIAN);
+            short[] h = new short[e.data().length / 2];
+            for (int i = 0; in.hasRemaining(); i++) {
+                h[i] = Float.floatToFloat16(Bf16.toFloat(in.getShort()));
+                out.putShort(h[i]);
+            }
+            halves.put(name, h);
+            f16.put(name, "F16", e.shape(), out.array());
+        });
+        f16.write(dir.resolve("model.safetensors"));
+        try (LoadedModel m = ModelLoader.load(dir, LoadFormat.SAFETENSORS, LoadListener.NONE)) {
+            short[] expected = halves.get("model.layers.1.mlp.down_proj.weight");
+            var data = m.weights().layers().get(1).down().data();
+            for (int i = 0; i < expected.length; i++) {
+                short got = data.getAtIndex(java.lang.foreign.ValueLayout.JAVA_SHORT_UNALIGNED, i);
+                org.junit.jupiter.api.Assertions.assertEquals(Bf16.fromFloat(Float.float16ToFloat(expected[i])), got, "element " + i);
+            }
+        }
+    }
 }
