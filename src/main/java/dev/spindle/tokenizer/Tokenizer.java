@@ -1,0 +1,134 @@
+package dev.spindle.tokenizer;
+
+import ai.djl.huggingface.tokenizers.Encoding;
+import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * A model's tokenizer: its {@code tokenizer.json} run by HF's own Rust implementation
+ * (through DJL), so ids match HF exactly. Rendered chat prompts are encoded without
+ * special tokens (the template writes them). Truncation and padding are off.
+ */
+public final class Tokenizer implements AutoCloseable {
+    private final HuggingFaceTokenizer hf;
+    private final Map<String, Integer> addedTokens;
+    private final Set<Integer> specialIds;
+
+    private Tokenizer(HuggingFaceTokenizer hf, Map<String, Integer> addedTokens, Set<Integer> specialIds) {
+        this.hf = hf;
+        this.addedTokens = addedTokens;
+        this.specialIds = specialIds;
+    }
+
+    /** Loads {@code dir/tokenizer.json}. */
+    public static Tokenizer load(Path dir) {
+        Path file = dir.resolve("tokenizer.json");
+        if (!Files.isRegularFile(file)) {
+            throw new TokenizerException(file + ": not found (the model directory needs a tokenizer.json)");
+        }
+        Map<String, Integer> added = new HashMap<>();
+        Set<Integer> special = new HashSet<>();
+        try {
+            JsonNode root = new ObjectMapper().readTree(file.toFile());
+            JsonNode list = root == null ? null : root.get("added_tokens");
+            if (root == null || !root.has("model")) {
+                throw new TokenizerException(file + ": not a Hugging Face tokenizer.json (no 'model' field)");
+            }
+            if (list != null) {
+                for (JsonNode t : list) {
+                    added.put(t.get("content").asText(), t.get("id").asInt());
+                    if (t.path("special").asBoolean(false)) {
+                        special.add(t.get("id").asInt());
+                    }
+                }
+            }
+        } catch (IOException e) {
+            throw new TokenizerException(file + ": not valid JSON: " + e.getMessage(), e);
+        }
+        try {
+            HuggingFaceTokenizer hf = HuggingFaceTokenizer.builder()
+                    .optTokenizerPath(file)
+                    .optAddSpecialTokens(false)
+                    .optTruncation(false)
+                    .optPadding(false)
+                    .build();
+            return new Tokenizer(hf, Map.copyOf(added), Set.copyOf(special));
+        } catch (IOException | RuntimeException e) {
+            throw new TokenizerException(file + ": the tokenizer library refused it: " + e.getMessage(), e);
+        }
+    }
+
+    /** Ids of {@code text} without special tokens (for a rendered chat prompt). */
+    public int[] encode(String text) {
+        return toInts(hf.encode(sanitize(text), false, false));
+    }
+
+    /** Ids with the post-processor's special tokens (Nanbeige: a leading {@code <|im_start|>}). */
+    public int[] encodeWithSpecialTokens(String text) {
+        return toInts(hf.encode(sanitize(text), true, false));
+    }
+
+    public String decode(int[] ids, boolean skipSpecialTokens) {
+        long[] l = new long[ids.length];
+        for (int i = 0; i < ids.length; i++) {
+            l[i] = ids[i];
+        }
+        return hf.decode(l, skipSpecialTokens);
+    }
+
+    /** Id of an added token such as {@code <|im_end|>}, or -1. */
+    public int addedTokenId(String content) {
+        return addedTokens.getOrDefault(content, -1);
+    }
+
+    public boolean isSpecial(int id) {
+        return specialIds.contains(id);
+    }
+
+    private static int[] toInts(Encoding e) {
+        long[] ids = e.getIds();
+        int[] out = new int[ids.length];
+        for (int i = 0; i < ids.length; i++) {
+            out[i] = (int) ids[i];
+        }
+        return out;
+    }
+
+    /** Lone UTF-16 surrogates cannot be encoded as UTF-8: they become U+FFFD, as a lenient decoder would. */
+    static String sanitize(String s) {
+        StringBuilder b = null;
+        for (int i = 0; i < s.length(); i++) {
+            char c = s.charAt(i);
+            boolean lone = Character.isHighSurrogate(c) ? i + 1 >= s.length() || !Character.isLowSurrogate(s.charAt(i + 1))
+                    : Character.isLowSurrogate(c) && (i == 0 || !Character.isHighSurrogate(s.charAt(i - 1)));
+            if (Character.isHighSurrogate(c) && !lone) {
+                if (b != null) {
+                    b.append(c).append(s.charAt(i + 1));
+                }
+                i++;
+                continue;
+            }
+            if (lone && b == null) {
+                b = new StringBuilder(s.length()).append(s, 0, i);
+            }
+            if (b != null) {
+                b.append(lone ? '\uFFFD' : c);
+            }
+        }
+        return b == null ? s : b.toString();
+    }
+
+    @Override
+    public void close() {
+        hf.close();
+    }
+}
