@@ -6,7 +6,7 @@ import picocli.CommandLine.Command;
 /** The {@code spindle} command line: one subcommand per job. */
 @Command(name = "spindle", mixinStandardHelpOptions = true, version = "Spindle 0.1.0",
         description = "Serves llama-family models (Nanbeige 4.x) from their published bf16 safetensors.",
-        subcommands = {GenerateCommand.class, BenchCommand.class, CommandLine.HelpCommand.class})
+        subcommands = {GenerateCommand.class, PromptCommand.class, BenchCommand.class, CommandLine.HelpCommand.class})
 public final class SpindleCli implements Runnable {
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
@@ -31,7 +31,8 @@ public final class SpindleCli implements Runnable {
         @Override
         public int handleExecutionException(Exception e, CommandLine cmd, CommandLine.ParseResult parsed) {
             if (e instanceof dev.spindle.model.ModelLoadException || e instanceof IllegalArgumentException
-                    || e instanceof dev.spindle.engine.kv.KvCapacityException) {
+                    || e instanceof dev.spindle.engine.kv.KvCapacityException || e instanceof dev.spindle.chat.ChatTemplateException
+                    || e instanceof dev.spindle.tokenizer.TokenizerException) {
                 cmd.getErr().println("spindle: " + e.getMessage());
                 return 2;
             }
