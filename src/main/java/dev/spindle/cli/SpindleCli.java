@@ -12,6 +12,11 @@ public final class SpindleCli implements Runnable {
     CommandLine.Model.CommandSpec spec;
 
     public static void main(String[] args) {
+        try (var in = SpindleCli.class.getResourceAsStream("/spindle-logging.properties")) {
+            java.util.logging.LogManager.getLogManager().readConfiguration(in);
+        } catch (java.io.IOException | NullPointerException e) {
+            System.err.println("spindle: logging setup failed: " + e);
+        }
         System.exit(run(args));
     }
 
