@@ -36,14 +36,53 @@ MONTHS = list(calendar.month_name)[1:]
 SYSTEM_JSON = "Reply only with a JSON object of the form {\"answer\": ...}."
 
 
+def add_steps(a, b):
+    """Column addition, ones first: '7 + 8 = 15, write 5 carry 1; 3 + 4 + 1 = 8'."""
+    xs, ys = str(a)[::-1], str(b)[::-1]
+    steps, carry = [], 0
+    for i in range(max(len(xs), len(ys))):
+        x = int(xs[i]) if i < len(xs) else 0
+        y = int(ys[i]) if i < len(ys) else 0
+        t = x + y + carry
+        steps.append(f"{x} + {y}" + (f" + {carry}" if carry else "") + f" = {t}" + (f", write {t % 10} carry 1" if t >= 10 else ""))
+        carry = t // 10
+    if carry:
+        steps.append("write the carry 1")
+    return "; ".join(steps)
+
+
+def sub_steps(a, b):
+    """Column subtraction (a >= b), ones first, with borrows spelled out."""
+    xs, ys = str(a)[::-1], str(b)[::-1]
+    steps, borrow = [], 0
+    for i in range(len(xs)):
+        x = int(xs[i]) - borrow
+        y = int(ys[i]) if i < len(ys) else 0
+        if x < y:
+            steps.append(f"{x} - {y} needs a borrow: {x + 10} - {y} = {x + 10 - y}")
+            borrow = 1
+        else:
+            steps.append(f"{x} - {y} = {x - y}")
+            borrow = 0
+    return "; ".join(steps)
+
+
 def arithmetic(r):
     op = r.choice(["+", "-", "*"])
     a, b = (r.randint(2, 99), r.randint(2, 99)) if op != "*" else (r.randint(2, 30), r.randint(2, 12))
     v = a + b if op == "+" else a - b if op == "-" else a * b
     q = r.choice([f"What is {a} {op} {b}?", f"Compute {a} {op} {b}.", f"{a} {op} {b} = ?", f"Calculate {a} {op} {b}"])
-    think = f"{a} {op} {b} = {v}."
-    if op == "*" and b > 9:
-        think = f"{a} * {b} = {a} * 10 + {a} * {b - 10} = {a * 10} + {a * (b - 10)} = {v}."
+    if op == "+":
+        think = f"Add by columns: {add_steps(a, b)}. So {a} + {b} = {v}."
+    elif op == "-":
+        if a >= b:
+            think = f"Subtract by columns: {sub_steps(a, b)}. So {a} - {b} = {v}."
+        else:
+            think = f"{b} is larger than {a}, so the result is negative. Subtract by columns: {sub_steps(b, a)}. So {b} - {a} = {b - a} and {a} - {b} = {v}."
+    else:
+        tens, ones = divmod(a, 10)
+        think = (f"{a} * {b} = {tens * 10} * {b} + {ones} * {b} = {tens * 10 * b} + {ones * b} = {v}." if tens
+                 else f"{a} * {b} = {v}.")
     return q, think, f"{a} {op} {b} = {v}", v
 
 

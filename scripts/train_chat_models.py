@@ -97,19 +97,17 @@ def train(name, shape, tok_dir, seqs, masks, seconds, lr):
     params = sum(p.numel() for p in model.parameters())
     opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.95), weight_decay=0.1, fused=True)
     batch = 128
-    est_steps = None
     step, t0, epoch = 0, time.time(), 0
     losses = []
     done = False
     while not done:
         for x, m in batches(seqs, masks, batch, SEED + epoch):
             x, m = x.to(DEV, non_blocking=True), m.to(DEV, non_blocking=True)
-            elapsed = time.time() - t0
-            if est_steps is None and step == 50:
-                est_steps = int(50 * seconds / elapsed)
-            total = est_steps or 10 ** 9
-            warm = 100
-            scale = min(1.0, (step + 1) / warm) * (0.5 * (1 + math.cos(math.pi * min(1.0, step / total))) if est_steps else 1.0)
+            progress = (time.time() - t0) / seconds  # cosine schedule over the time budget
+            if progress >= 1:
+                done = True
+                break
+            scale = min(1.0, (step + 1) / 100) * 0.5 * (1 + math.cos(math.pi * progress))
             for g in opt.param_groups:
                 g["lr"] = lr * max(scale, 0.02)
             with torch.autocast("cuda", dtype=torch.bfloat16):
@@ -126,9 +124,6 @@ def train(name, shape, tok_dir, seqs, masks, seconds, lr):
             if step % 200 == 0:
                 losses.append(round(loss.item(), 4))
                 print(f"{name} step {step} loss {loss.item():.4f} {time.time() - t0:.0f}s", flush=True)
-            if est_steps and step >= est_steps:
-                done = True
-                break
         epoch += 1
     return model, params, step, time.time() - t0, losses
 
@@ -136,7 +131,7 @@ def train(name, shape, tok_dir, seqs, masks, seconds, lr):
 def save(model, out, tok_dir, template):
     os.makedirs(out, exist_ok=True)
     model = model.to(torch.bfloat16)
-    model.config.torch_dtype = torch.bfloat16
+    model.config.dtype = torch.bfloat16
     model.save_pretrained(out, safe_serialization=True)
     for f in ["tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"]:
         shutil.copy(os.path.join(tok_dir, f), os.path.join(out, f))
@@ -280,10 +275,10 @@ def main():
             continue
         kinds_seen.add(conv["kind"])
         ids = tok.encode(prompt_of(conv, template), add_special_tokens=False).ids
-        out, margins, tops = greedy(target, ids, 64, eos)
+        reply, margins, tops = greedy(target, ids, 64, eos)
         cases.append({"kind": conv["kind"], "messages": conv["messages"][:next(i for i, m in enumerate(conv["messages"]) if m["role"] == "assistant")],
-                      "tools": conv["tools"], "kwargs": conv["kwargs"], "prompt_ids": ids, "greedy": out, "margins": margins, "tops": tops,
-                      "reply": tok.decode(out, skip_special_tokens=False)})
+                      "tools": conv["tools"], "kwargs": conv["kwargs"], "prompt_ids": ids, "greedy": reply, "margins": margins, "tops": tops,
+                      "reply": tok.decode(reply, skip_special_tokens=False)})
     os.makedirs(os.path.join(out, "chat-parity"), exist_ok=True)
     with open(os.path.join(out, "chat-parity", "reference.json"), "w") as f:
         json.dump({"model": "spindle-chat-target", "attn_implementation": "eager", "torch": torch.__version__,

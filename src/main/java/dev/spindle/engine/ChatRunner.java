@@ -1,0 +1,80 @@
+package dev.spindle.engine;
+
+import dev.spindle.backend.ForwardPass;
+import dev.spindle.chat.ChatTemplate;
+import dev.spindle.chat.ParsedDelta;
+import dev.spindle.chat.ReasoningParser;
+import dev.spindle.chat.ReplyParser;
+import dev.spindle.chat.ToolCall;
+import dev.spindle.chat.ToolSchemas;
+import dev.spindle.tokenizer.IncrementalDetokenizer;
+import dev.spindle.tokenizer.Tokenizer;
+
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.UUID;
+import java.util.function.Consumer;
+
+/**
+ * One chat turn, messages in, parsed reply out: the model's own template renders the
+ * prompt, the tokenizer encodes it (no special tokens added), greedy decoding runs on
+ * the forward pass until an end-of-turn id, and each step's text goes through the
+ * incremental detokenizer and the reply parser (reasoning, content, tool calls).
+ */
+public final class ChatRunner {
+    private final ForwardPass model;
+    private final Tokenizer tokenizer;
+    private final ChatTemplate template;
+    private final Set<Integer> stopIds = new HashSet<>();
+
+    public ChatRunner(ForwardPass model, Tokenizer tokenizer, ChatTemplate template) {
+        this.model = model;
+        this.tokenizer = tokenizer;
+        this.template = template;
+        stopIds.addAll(model.config().eosTokenIds());
+        int imEnd = tokenizer.addedTokenId("<|im_end|>");
+        if (imEnd >= 0) {
+            stopIds.add(imEnd);
+        }
+    }
+
+    /** The prompt as the model sees it. */
+    public String render(List<?> messages, List<?> tools, Map<String, Object> kwargs) {
+        Map<String, Object> vars = new LinkedHashMap<>(kwargs);
+        vars.putIfAbsent("add_generation_prompt", true);
+        return template.render(messages, tools, vars);
+    }
+
+    /**
+     * @param onDelta called with each step's parsed text as it is generated
+     */
+    public ChatReply complete(List<?> messages, List<?> tools, Map<String, Object> kwargs, int maxTokens, Consumer<ParsedDelta> onDelta) {
+        String prompt = render(messages, tools, kwargs);
+        int[] ids = tokenizer.encode(prompt);
+        ReplyParser parser = new ReplyParser(ReasoningParser.promptOpensReasoning(prompt), ToolSchemas.of(tools),
+                () -> "call_" + UUID.randomUUID().toString().replace("-", "").substring(0, 24));
+        IncrementalDetokenizer detok = new IncrementalDetokenizer(tokenizer, true);
+        List<ParsedDelta> steps = new ArrayList<>();
+        Consumer<ParsedDelta> sink = d -> {
+            if (!d.isEmpty()) {
+                steps.add(d);
+                onDelta.accept(d);
+            }
+        };
+        GreedyGenerator.Result r = new GreedyGenerator(model, 512).generate(ids, maxTokens, stopIds, t -> {
+            if (!stopIds.contains(t)) {
+                sink.accept(parser.next(detok.next(t)));
+            }
+        });
+        sink.accept(parser.next(detok.flush()));
+        sink.accept(parser.finish());
+        ParsedDelta all = ReplyParser.merge(steps);
+        List<ToolCall> calls = all.toolCalls();
+        String finish = !calls.isEmpty() ? "tool_calls" : r.stoppedOnEos() ? "stop" : "length";
+        return new ChatReply(all.reasoning(), all.content(), calls, finish, ids.length, r.tokens().length, r.tokens());
+    }
+}
