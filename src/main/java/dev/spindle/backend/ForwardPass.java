@@ -21,6 +21,19 @@ public interface ForwardPass extends AutoCloseable {
      */
     float[][] forward(int[] tokens, BlockTable table, boolean allLogits);
 
+    /** One sequence's part of a batched step: its next tokens, its table, and which rows need logits. */
+    record Window(int[] tokens, BlockTable table, boolean allLogits, boolean wantLogits) {
+    }
+
+    /**
+     * Several sequences in one step: rows of all windows share every matmul (one pass over
+     * the weights), attention runs per window over its own blocks. A row's result does not
+     * depend on the other windows (batch invariance).
+     *
+     * @return per window: its logits rows (all, last, or none when {@code wantLogits} is false)
+     */
+    java.util.List<float[][]> forward(java.util.List<Window> windows);
+
     @Override
     void close();
 }

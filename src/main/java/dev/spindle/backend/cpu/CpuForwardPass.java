@@ -59,17 +59,32 @@ public final class CpuForwardPass implements ForwardPass {
 
     @Override
     public float[][] forward(int[] tokens, BlockTable table, boolean allLogits) {
-        int n = tokens.length;
-        if (n == 0) {
-            throw new IllegalArgumentException("empty window");
+        return forward(java.util.List.of(new Window(tokens, table, allLogits, true))).getFirst();
+    }
+
+    @Override
+    public java.util.List<float[][]> forward(java.util.List<Window> windows) {
+        int n = 0;
+        int[] rowStart = new int[windows.size() + 1];
+        for (int i = 0; i < windows.size(); i++) {
+            Window win = windows.get(i);
+            if (win.tokens().length == 0) {
+                throw new IllegalArgumentException("empty window");
+            }
+            int start = win.table().tokens();
+            if (start + win.tokens().length > c.maxPositions()) {
+                throw new IllegalArgumentException("positions up to " + (start + win.tokens().length) + " exceed max_position_embeddings " + c.maxPositions());
+            }
+            rowStart[i] = n;
+            n += win.tokens().length;
         }
-        int start = table.tokens();
-        if (start + n > c.maxPositions()) {
-            throw new IllegalArgumentException("positions up to " + (start + n) + " exceed max_position_embeddings " + c.maxPositions());
+        rowStart[windows.size()] = n;
+        for (Window win : windows) {
+            win.table().reserve(win.table().tokens() + win.tokens().length);
         }
-        table.reserve(start + n);
-        int hidden = c.hiddenSize(), qd = c.qDim(), kvd = c.kvDim(), inter = c.intermediateSize();
-        float[] x = new float[n * hidden];        // residual stream (n, H)
+        int hidden = c.hiddenSize(), qd = c.qDim(), kvd = c.kvDim(), inter = c.intermediateSize(), half = c.headDim() / 2;
+        int[] tokens = new int[n];
+        float[] x = new float[n * hidden];        // residual stream (n, H), rows of all windows
         float[] xn = new float[n * hidden];       // normed (n, H)
         float[] q = new float[n * qd];            // (n, heads, headDim)
         float[] k = new float[n * kvd];           // (n, kvHeads, headDim)
@@ -78,10 +93,17 @@ public final class CpuForwardPass implements ForwardPass {
         float[] proj = new float[n * hidden];     // o_proj and down_proj outputs (n, H)
         float[] gate = new float[n * inter];      // (n, I)
         float[] up = new float[n * inter];
-        float[] cos = new float[n * c.headDim() / 2];
-        float[] sin = new float[n * c.headDim() / 2];
+        float[] cos = new float[n * half];
+        float[] sin = new float[n * half];
+        for (int i = 0; i < windows.size(); i++) {
+            Window win = windows.get(i);
+            System.arraycopy(win.tokens(), 0, tokens, rowStart[i], win.tokens().length);
+            float[] wc = new float[win.tokens().length * half], ws = new float[win.tokens().length * half];
+            rotary.fill(win.table().tokens(), win.tokens().length, wc, ws);
+            System.arraycopy(wc, 0, cos, rowStart[i] * half, wc.length);
+            System.arraycopy(ws, 0, sin, rowStart[i] * half, ws.length);
+        }
         CpuKernels.embed(tokens, w.embedding().data(), c.vocabSize(), hidden, x);
-        rotary.fill(start, n, cos, sin);
         for (int loop = 0; loop < c.numLoops(); loop++) {
             for (int l = 0; l < c.numLayers(); l++) {
                 LayerWeights lw = w.layers().get(l);
@@ -92,10 +114,18 @@ public final class CpuForwardPass implements ForwardPass {
                 matMul.apply(xn, n, hidden, lw.v().data(), kvd, v);
                 CpuKernels.rope(q, n, c.numHeads(), c.headDim(), cos, sin);
                 CpuKernels.rope(k, n, c.numKvHeads(), c.headDim(), cos, sin);
-                for (int r = 0; r < n; r++) {
-                    kv.write(table, slot, start + r, k, v, r * kvd);
+                for (int i = 0; i < windows.size(); i++) {
+                    Window win = windows.get(i);
+                    int start = win.table().tokens();
+                    for (int r = rowStart[i]; r < rowStart[i + 1]; r++) {
+                        kv.write(win.table(), slot, start + r - rowStart[i], k, v, r * kvd);
+                    }
                 }
-                attention.apply(q, n, start, c.numHeads(), c.numKvHeads(), kv, table, slot, att);
+                for (int i = 0; i < windows.size(); i++) {
+                    Window win = windows.get(i);
+                    attention.apply(q, rowStart[i], rowStart[i + 1] - rowStart[i], win.table().tokens(), c.numHeads(), c.numKvHeads(),
+                            kv, win.table(), slot, att);
+                }
                 matMul.apply(att, n, qd, lw.o().data(), hidden, proj);
                 CpuKernels.addInto(x, proj, n * hidden);
                 CpuKernels.rmsNorm(x, n, hidden, lw.postAttnNorm().data(), c.rmsNormEps(), xn);
@@ -109,18 +139,37 @@ public final class CpuForwardPass implements ForwardPass {
                 CpuKernels.rmsNorm(x, n, hidden, w.finalNorm().data(), c.rmsNormEps(), x);
             }
         }
-        table.advance(start + n);
-        int rows = allLogits ? n : 1;
-        float[] last = x;
-        if (!allLogits) {
-            last = new float[hidden];
-            System.arraycopy(x, (n - 1) * hidden, last, 0, hidden);
+        // the head runs on the rows that need logits only
+        int[] rowsOut = new int[n];
+        int m = 0;
+        for (int i = 0; i < windows.size(); i++) {
+            Window win = windows.get(i);
+            if (!win.wantLogits()) {
+                continue;
+            }
+            for (int r = win.allLogits() ? rowStart[i] : rowStart[i + 1] - 1; r < rowStart[i + 1]; r++) {
+                rowsOut[m++] = r;
+            }
         }
-        float[] logits = new float[rows * c.vocabSize()];
-        matMul.apply(last, rows, hidden, w.lmHead().data(), c.vocabSize(), logits);
-        float[][] out = new float[rows][];
-        for (int r = 0; r < rows; r++) {
-            out[r] = java.util.Arrays.copyOfRange(logits, r * c.vocabSize(), (r + 1) * c.vocabSize());
+        float[] picked = new float[m * hidden];
+        for (int j = 0; j < m; j++) {
+            System.arraycopy(x, rowsOut[j] * hidden, picked, j * hidden, hidden);
+        }
+        float[] logits = new float[m * c.vocabSize()];
+        if (m > 0) {
+            matMul.apply(picked, m, hidden, w.lmHead().data(), c.vocabSize(), logits);
+        }
+        java.util.List<float[][]> out = new java.util.ArrayList<>();
+        int j = 0;
+        for (int i = 0; i < windows.size(); i++) {
+            Window win = windows.get(i);
+            win.table().advance(win.table().tokens() + win.tokens().length);
+            int rows = !win.wantLogits() ? 0 : win.allLogits() ? win.tokens().length : 1;
+            float[][] wl = new float[rows][];
+            for (int r = 0; r < rows; r++, j++) {
+                wl[r] = java.util.Arrays.copyOfRange(logits, j * c.vocabSize(), (j + 1) * c.vocabSize());
+            }
+            out.add(wl);
         }
         return out;
     }

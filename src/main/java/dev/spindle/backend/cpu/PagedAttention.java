@@ -23,11 +23,11 @@ final class PagedAttention {
     }
 
     /**
-     * @param q     (n, heads, headDim) roped queries, bf16-valued
-     * @param out   (n, heads, headDim) attention output, bf16-valued
-     * @param start position of row 0; K/V for positions [0, start + n) are in the store
+     * @param q        (rows, heads, headDim) roped queries, bf16-valued; this window's rows start at {@code firstRow}
+     * @param out      (rows, heads, headDim) attention output, bf16-valued, written for this window's rows
+     * @param start    position of the window's first row; K/V for positions [0, start + n) are in the store
      */
-    void apply(float[] q, int n, int start, int heads, int kvHeads, CpuKvStore kv, BlockTable table, int slot, float[] out) {
+    void apply(float[] q, int firstRow, int n, int start, int heads, int kvHeads, CpuKvStore kv, BlockTable table, int slot, float[] out) {
         int hd = kv.headDim();
         int group = heads / kvHeads;
         float scale = (float) Math.pow(hd, -0.5);
@@ -41,7 +41,7 @@ final class PagedAttention {
                 int h = i % heads;
                 int p = start + r;
                 int kvh = h / group;
-                int qo = (r * heads + h) * hd;
+                int qo = ((firstRow + r) * heads + h) * hd;
                 float max = Float.NEGATIVE_INFINITY;
                 for (int t = 0; t <= p; t++) {
                     float s = MatMul.dot(q, qo, hd, seg, kv.offset(table, slot, 0, t, kvh), scratch);

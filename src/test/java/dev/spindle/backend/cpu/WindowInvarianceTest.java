@@ -68,6 +68,41 @@ class WindowInvarianceTest {
         }
     }
 
+    /** Several sequences in one batched step give each one's logits exactly as it gets alone. */
+    @ParameterizedTest
+    @MethodSource("fixtures")
+    void batchedSequencesEqualSoloSequences(String name) {
+        try (Fixture f = new Fixture(name); CpuForwardPass cpu = f.cpu()) {
+            int[] a = f.prompts.get(0), b = f.prompts.get(1), c = f.prompts.get(2);
+            float[][] soloA = run(cpu, a, new int[]{a.length});
+            float[][] soloB = run(cpu, b, new int[]{b.length});
+            float[][] soloC = run(cpu, c, new int[]{c.length});
+            BlockTable ta = new BlockTable(cpu.blockPool()), tb = new BlockTable(cpu.blockPool()), tc = new BlockTable(cpu.blockPool());
+            // step 1: a whole, b's first 10 tokens, c's first token; step 2: b's rest, c's next 30; then c's rest
+            var s1 = cpu.forward(java.util.List.of(
+                    new dev.spindle.backend.ForwardPass.Window(a, ta, true, true),
+                    new dev.spindle.backend.ForwardPass.Window(Arrays.copyOf(b, 10), tb, true, true),
+                    new dev.spindle.backend.ForwardPass.Window(Arrays.copyOf(c, 1), tc, true, true)));
+            var s2 = cpu.forward(java.util.List.of(
+                    new dev.spindle.backend.ForwardPass.Window(Arrays.copyOfRange(b, 10, b.length), tb, true, true),
+                    new dev.spindle.backend.ForwardPass.Window(Arrays.copyOfRange(c, 1, 31), tc, true, true)));
+            float[][] s3 = cpu.forward(Arrays.copyOfRange(c, 31, c.length), tc, true);
+            for (int p = 0; p < a.length; p++) {
+                assertBitEqual(soloA[p], s1.get(0)[p], name + " batched a, position " + p);
+            }
+            for (int p = 0; p < b.length; p++) {
+                assertBitEqual(soloB[p], p < 10 ? s1.get(1)[p] : s2.get(0)[p - 10], name + " batched b, position " + p);
+            }
+            for (int p = 0; p < c.length; p++) {
+                float[] got = p < 1 ? s1.get(2)[p] : p < 31 ? s2.get(1)[p - 1] : s3[p - 31];
+                assertBitEqual(soloC[p], got, name + " batched c, position " + p);
+            }
+            ta.release();
+            tb.release();
+            tc.release();
+        }
+    }
+
     static float[][] run(CpuForwardPass cpu, int[] prompt, int[] windows) {
         BlockTable t = new BlockTable(cpu.blockPool());
         try {
