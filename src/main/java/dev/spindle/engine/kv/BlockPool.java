@@ -1,16 +1,27 @@
 package dev.spindle.engine.kv;
 
 import java.util.ArrayDeque;
+import java.util.HashMap;
+import java.util.LinkedHashSet;
+import java.util.Map;
 
 /**
- * KV block ids with reference counts and a free list. It owns no memory: a backend's
- * KV store holds the bytes of block {@code id}. A block returns to the free list when
- * its last reference is released.
+ * KV block ids with reference counts, a free list and a prefix cache. It owns no
+ * memory: a backend's KV store holds the bytes of block {@code id}.
+ *
+ * <p>A full block may be registered under the hash of its tokens (chained with its
+ * predecessors'); when its last reference goes, it stays cached, in least-recently-
+ * released order, until a fresh block is needed and none is free. Looking a hash up
+ * revives the block.
  */
 public final class BlockPool {
     private final int blockSize;
     private final int[] refs;
+    private final long[] hashOf;
+    private final boolean[] hashed;
     private final ArrayDeque<Integer> free = new ArrayDeque<>();
+    private final LinkedHashSet<Integer> evictable = new LinkedHashSet<>(); // cached, unreferenced; oldest first
+    private final Map<Long, Integer> byHash = new HashMap<>();
 
     /** @param blockSize tokens per block */
     public BlockPool(int numBlocks, int blockSize) {
@@ -19,6 +30,8 @@ public final class BlockPool {
         }
         this.blockSize = blockSize;
         this.refs = new int[numBlocks];
+        this.hashOf = new long[numBlocks];
+        this.hashed = new boolean[numBlocks];
         for (int i = 0; i < numBlocks; i++) {
             free.add(i);
         }
@@ -32,13 +45,25 @@ public final class BlockPool {
         return refs.length;
     }
 
+    /** Blocks an allocation can take now: free ones and cached unreferenced ones. */
     public int freeBlocks() {
-        return free.size();
+        return free.size() + evictable.size();
     }
 
-    /** A free block with one reference. */
+    /** Blocks holding cached prefixes (referenced or not). */
+    public int cachedBlocks() {
+        return byHash.size();
+    }
+
+    /** A block with one reference: a free one, else the least recently released cached one. */
     public int allocate() {
         Integer id = free.poll();
+        if (id == null && !evictable.isEmpty()) {
+            id = evictable.iterator().next();
+            evictable.remove(id);
+            byHash.remove(hashOf[id]);
+            hashed[id] = false;
+        }
         if (id == null) {
             throw new KvCapacityException("KV pool exhausted: all " + refs.length + " blocks of " + blockSize + " tokens are in use");
         }
@@ -58,11 +83,38 @@ public final class BlockPool {
             throw new IllegalStateException("block " + id + " released more often than held");
         }
         if (--refs[id] == 0) {
-            free.add(id);
+            if (hashed[id]) {
+                evictable.add(id);
+            } else {
+                free.add(id);
+            }
         }
     }
 
     public int refCount(int id) {
         return refs[id];
+    }
+
+    /** Registers a full, written block under its chained hash (first registration wins). */
+    public void cache(int id, long hash) {
+        if (hashed[id] || byHash.containsKey(hash)) {
+            return;
+        }
+        hashed[id] = true;
+        hashOf[id] = hash;
+        byHash.put(hash, id);
+    }
+
+    /** The cached block for {@code hash}, with a reference taken, or -1. */
+    public int lookup(long hash) {
+        Integer id = byHash.get(hash);
+        if (id == null) {
+            return -1;
+        }
+        if (refs[id] == 0) {
+            evictable.remove(id);
+        }
+        refs[id]++;
+        return id;
     }
 }

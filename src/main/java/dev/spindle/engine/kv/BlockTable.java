@@ -79,6 +79,18 @@ public final class BlockTable {
         }
     }
 
+    /** Starts this (empty) table on cached full blocks (references already taken by {@link BlockPool#lookup}). */
+    public void adoptCached(int[] ids) {
+        if (numBlocks != 0) {
+            throw new IllegalArgumentException("can adopt cached blocks only into an empty table");
+        }
+        reserveArray(ids.length);
+        for (int id : ids) {
+            blocks[numBlocks++] = id;
+        }
+        tokens = ids.length * pool.blockSize();
+    }
+
     /** Releases every block; the table is empty afterwards. */
     public void release() {
         for (int i = 0; i < numBlocks; i++) {

@@ -1,0 +1,81 @@
+package dev.spindle.engine;
+
+import dev.spindle.backend.ForwardPass;
+import dev.spindle.engine.sched.EngineCore;
+
+import java.util.Set;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * The engine thread: it alone owns the scheduler, the KV pool and the backend. Other
+ * threads talk to it through a command queue ({@link #submit}, {@link #cancel}); tokens
+ * leave through each request's {@link TokenSink}. Between steps it applies commands;
+ * when idle it sleeps on the queue.
+ */
+public final class Engine implements AutoCloseable {
+    private final EngineCore core;
+    private final LinkedBlockingQueue<Runnable> commands = new LinkedBlockingQueue<>();
+    private final AtomicLong ids = new AtomicLong();
+    private final Thread thread;
+    private volatile EngineStats stats;
+    private volatile boolean closed;
+
+    public Engine(ForwardPass model, int maxBatchedTokens, int maxSequences, Set<Integer> eosIds) {
+        this.core = new EngineCore(model, maxBatchedTokens, maxSequences, eosIds);
+        this.stats = core.stats();
+        this.thread = Thread.ofPlatform().name("spindle-engine").daemon().start(this::loop);
+    }
+
+    /**
+     * Queues a request; returns its id. Errors that make it impossible (too long for the
+     * context or the KV pool, bad token ids) reach the sink's onError.
+     */
+    public long submit(int[] prompt, SamplingParams params, TokenSink sink) {
+        long id = ids.incrementAndGet();
+        commands.add(() -> {
+            try {
+                core.add(id, prompt, params, sink);
+            } catch (IllegalArgumentException e) {
+                sink.onError(e);
+            }
+        });
+        return id;
+    }
+
+    /** Stops a request (client gone, stop string found); its blocks are freed before the next step. */
+    public void cancel(long id) {
+        commands.add(() -> core.cancel(id));
+    }
+
+    public EngineStats stats() {
+        return stats;
+    }
+
+    private void loop() {
+        while (!closed) {
+            try {
+                Runnable cmd = core.idle() ? commands.poll(100, TimeUnit.MILLISECONDS) : commands.poll();
+                while (cmd != null) {
+                    cmd.run();
+                    cmd = commands.poll();
+                }
+                if (!core.idle()) {
+                    core.step();
+                }
+                stats = core.stats();
+            } catch (InterruptedException e) {
+                return;
+            } catch (RuntimeException e) {
+                System.err.println("spindle-engine: step failed: " + e);
+            }
+        }
+    }
+
+    @Override
+    public void close() {
+        closed = true;
+        thread.interrupt();
+    }
+}

@@ -1,0 +1,54 @@
+package dev.spindle.engine;
+
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * How one sequence chooses its tokens and when it stops (token-level; stop strings are
+ * matched on text by the caller, which then cancels).
+ *
+ * @param temperature       0 = greedy
+ * @param topK              0 = off
+ * @param topP              1 = off
+ * @param minP              0 = off
+ * @param seed              null = random
+ * @param repetitionPenalty 1 = off (HF's: logits of seen tokens divided, or multiplied if negative)
+ * @param logitBias         token id -> added to its logit
+ * @param maxTokens         tokens to generate at most
+ * @param stopTokenIds      extra ids that end the sequence (besides EOS unless ignoreEos)
+ * @param logprobs          -1 = none; otherwise the sampled token's logprob plus this many top alternatives
+ */
+public record SamplingParams(double temperature, int topK, double topP, double minP, Long seed,
+                             double presencePenalty, double frequencyPenalty, double repetitionPenalty,
+                             Map<Integer, Double> logitBias, int maxTokens, Set<Integer> stopTokenIds, boolean ignoreEos,
+                             int logprobs) {
+    public SamplingParams {
+        logitBias = Map.copyOf(logitBias);
+        stopTokenIds = Set.copyOf(stopTokenIds);
+        if (temperature < 0 || !Double.isFinite(temperature)) {
+            throw new IllegalArgumentException("temperature must be a finite number >= 0, got " + temperature);
+        }
+        if (topK < 0) {
+            throw new IllegalArgumentException("top_k must be >= 0 (0 disables it), got " + topK);
+        }
+        if (!(topP > 0 && topP <= 1)) {
+            throw new IllegalArgumentException("top_p must be in (0, 1], got " + topP);
+        }
+        if (!(minP >= 0 && minP <= 1)) {
+            throw new IllegalArgumentException("min_p must be in [0, 1], got " + minP);
+        }
+        if (!(repetitionPenalty > 0)) {
+            throw new IllegalArgumentException("repetition_penalty must be > 0, got " + repetitionPenalty);
+        }
+        if (maxTokens <= 0) {
+            throw new IllegalArgumentException("max_tokens must be >= 1, got " + maxTokens);
+        }
+        if (logprobs > 20) {
+            throw new IllegalArgumentException("top_logprobs must be at most 20, got " + logprobs);
+        }
+    }
+
+    public static SamplingParams greedy(int maxTokens) {
+        return new SamplingParams(0, 0, 1, 0, null, 0, 0, 1, Map.of(), maxTokens, Set.of(), false, -1);
+    }
+}

@@ -1,0 +1,138 @@
+package dev.spindle.engine.sample;
+
+import dev.spindle.engine.SamplingParams;
+
+import java.util.Arrays;
+import java.util.Map;
+import java.util.random.RandomGenerator;
+
+/**
+ * Chooses the next token from a row of logits: logit bias, repetition / presence /
+ * frequency penalties (over the tokens seen so far), then greedy or temperature
+ * sampling through top-k, top-p and min-p. The random draw comes from the sequence's
+ * own generator, so a seeded request gives the same tokens alone or in a batch.
+ */
+public final class Sampler {
+    private Sampler() {
+    }
+
+    /** The sampled token and, if asked, logprobs from the model's own distribution (before sampling transforms). */
+    public record Choice(int token, double logprob, int[] topIds, double[] topLogprobs) {
+    }
+
+    /**
+     * @param counts how often each token id occurs in the sequence so far (prompt and output)
+     * @param outputCounts how often each id occurs in the output so far (presence/frequency penalties apply to these)
+     */
+    public static Choice sample(float[] raw, SamplingParams p, int[] counts, int[] outputCounts, RandomGenerator rng) {
+        float[] logits = raw.clone();
+        for (Map.Entry<Integer, Double> b : p.logitBias().entrySet()) {
+            if (b.getKey() >= 0 && b.getKey() < logits.length) {
+                logits[b.getKey()] += b.getValue().floatValue();
+            }
+        }
+        if (p.repetitionPenalty() != 1 || p.presencePenalty() != 0 || p.frequencyPenalty() != 0) {
+            for (int id = 0; id < logits.length; id++) {
+                if (counts[id] > 0 && p.repetitionPenalty() != 1) {
+                    logits[id] = logits[id] > 0 ? (float) (logits[id] / p.repetitionPenalty()) : (float) (logits[id] * p.repetitionPenalty());
+                }
+                if (outputCounts[id] > 0) {
+                    logits[id] -= (float) (p.presencePenalty() + p.frequencyPenalty() * outputCounts[id]);
+                }
+            }
+        }
+        int token = p.temperature() == 0 ? argmax(logits) : draw(logits, p, rng);
+        return withLogprobs(raw, token, p.logprobs());
+    }
+
+    static int argmax(float[] logits) {
+        int best = 0;
+        for (int i = 1; i < logits.length; i++) {
+            if (logits[i] > logits[best]) {
+                best = i;
+            }
+        }
+        return best;
+    }
+
+    private static int draw(float[] logits, SamplingParams p, RandomGenerator rng) {
+        int n = logits.length;
+        Integer[] order = new Integer[n];
+        for (int i = 0; i < n; i++) {
+            order[i] = i;
+        }
+        Arrays.sort(order, (a, b) -> logits[b] != logits[a] ? Float.compare(logits[b], logits[a]) : Integer.compare(a, b));
+        int keep = p.topK() > 0 ? Math.min(p.topK(), n) : n;
+        double max = logits[order[0]];
+        double[] probs = new double[keep];
+        double sum = 0;
+        for (int i = 0; i < keep; i++) {
+            probs[i] = Math.exp((logits[order[i]] - max) / p.temperature());
+            sum += probs[i];
+        }
+        for (int i = 0; i < keep; i++) {
+            probs[i] /= sum;
+        }
+        if (p.minP() > 0) {
+            double floor = probs[0] * p.minP();
+            int k = 1;
+            while (k < keep && probs[k] >= floor) {
+                k++;
+            }
+            keep = k;
+        }
+        if (p.topP() < 1) {
+            double cum = 0;
+            int k = 0;
+            while (k < keep) {
+                cum += probs[k++];
+                if (cum >= p.topP()) {
+                    break;
+                }
+            }
+            keep = k;
+        }
+        double total = 0;
+        for (int i = 0; i < keep; i++) {
+            total += probs[i];
+        }
+        double u = rng.nextDouble() * total;
+        for (int i = 0; i < keep; i++) {
+            u -= probs[i];
+            if (u < 0) {
+                return order[i];
+            }
+        }
+        return order[keep - 1];
+    }
+
+    private static Choice withLogprobs(float[] raw, int token, int top) {
+        if (top < 0) {
+            return new Choice(token, Double.NaN, new int[0], new double[0]);
+        }
+        double max = Double.NEGATIVE_INFINITY;
+        for (float f : raw) {
+            max = Math.max(max, f);
+        }
+        double sum = 0;
+        for (float f : raw) {
+            sum += Math.exp(f - max);
+        }
+        double lse = max + Math.log(sum);
+        int[] ids = new int[top];
+        double[] lps = new double[top];
+        boolean[] taken = new boolean[raw.length];
+        for (int k = 0; k < top; k++) {
+            int best = -1;
+            for (int i = 0; i < raw.length; i++) {
+                if (!taken[i] && (best < 0 || raw[i] > raw[best])) {
+                    best = i;
+                }
+            }
+            taken[best] = true;
+            ids[k] = best;
+            lps[k] = raw[best] - lse;
+        }
+        return new Choice(token, raw[token] - lse, ids, lps);
+    }
+}

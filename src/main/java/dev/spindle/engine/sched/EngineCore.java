@@ -1,0 +1,132 @@
+package dev.spindle.engine.sched;
+
+import dev.spindle.backend.ForwardPass;
+import dev.spindle.engine.EngineStats;
+import dev.spindle.engine.SamplingParams;
+import dev.spindle.engine.TokenEvent;
+import dev.spindle.engine.TokenSink;
+import dev.spindle.engine.sample.Sampler;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.SplittableRandom;
+
+/**
+ * The engine's step, single-threaded: {@code plan = scheduler.schedule();
+ * results = model.forward(windows(plan)); update(plan, results)}. Owned by one thread
+ * (the Engine's); tests drive it directly.
+ */
+public final class EngineCore {
+    private final ForwardPass model;
+    private final Scheduler scheduler;
+    private final Set<Integer> eos;
+    private final int maxPositions;
+    private long steps, promptTokens, generatedTokens, finished;
+
+    public EngineCore(ForwardPass model, int maxBatchedTokens, int maxSequences, Set<Integer> eosIds) {
+        this.model = model;
+        this.scheduler = new Scheduler(model.blockPool(), maxBatchedTokens, maxSequences, model.config().vocabSize());
+        this.eos = Set.copyOf(eosIds);
+        this.maxPositions = model.config().maxPositions();
+    }
+
+    /**
+     * Queues a request. Refused up front (IllegalArgumentException) when it cannot fit
+     * even alone: longer than the model's context, or more KV blocks than the pool has.
+     */
+    public void add(long id, int[] prompt, SamplingParams params, TokenSink sink) {
+        if (prompt.length == 0) {
+            throw new IllegalArgumentException("the prompt is empty");
+        }
+        for (int t : prompt) {
+            if (t < 0 || t >= model.config().vocabSize()) {
+                throw new IllegalArgumentException("token id " + t + " is outside the vocabulary [0, " + model.config().vocabSize() + ")");
+            }
+        }
+        long total = (long) prompt.length + params.maxTokens();
+        if (prompt.length >= maxPositions) {
+            throw new IllegalArgumentException("the prompt has " + prompt.length + " tokens; the model's context is " + maxPositions);
+        }
+        int bs = model.blockPool().blockSize();
+        long blocks = (Math.min(total, maxPositions) + bs - 1) / bs;
+        if (blocks > model.blockPool().numBlocks()) {
+            throw new IllegalArgumentException("this request needs up to " + blocks + " KV blocks (" + prompt.length + " prompt tokens + max_tokens "
+                    + params.maxTokens() + "), more than the pool's " + model.blockPool().numBlocks() + "; lower max_tokens or the prompt");
+        }
+        scheduler.add(id, prompt, params, sink, params.seed() != null ? new SplittableRandom(params.seed()) : new SplittableRandom());
+        promptTokens += prompt.length;
+    }
+
+    /** Stops a request now and frees its blocks; false if it is not here (finished already). */
+    public boolean cancel(long id) {
+        Sequence s = scheduler.find(id);
+        if (s == null) {
+            return false;
+        }
+        scheduler.finish(s);
+        finished++;
+        return true;
+    }
+
+    public boolean idle() {
+        return scheduler.idle();
+    }
+
+    /** Runs one step; returns the plan it ran (empty when idle). */
+    public StepPlan step() {
+        StepPlan plan = scheduler.schedule();
+        if (plan.isEmpty()) {
+            return plan;
+        }
+        List<ForwardPass.Window> windows = new ArrayList<>();
+        for (StepPlan.Entry e : plan.entries()) {
+            windows.add(new ForwardPass.Window(e.sequence().tokens(e.from(), e.from() + e.count()), e.sequence().table, false, e.samples()));
+        }
+        List<float[][]> results;
+        try {
+            results = model.forward(windows);
+        } catch (RuntimeException err) {
+            for (StepPlan.Entry e : plan.entries()) {
+                scheduler.finish(e.sequence());
+                e.sequence().sink.onError(err);
+            }
+            return plan;
+        }
+        steps++;
+        for (int i = 0; i < plan.entries().size(); i++) {
+            StepPlan.Entry e = plan.entries().get(i);
+            Sequence s = e.sequence();
+            scheduler.registerFullBlocks(s);
+            if (e.samples()) {
+                sampleAndEmit(s, results.get(i)[0]);
+            }
+        }
+        return plan;
+    }
+
+    private void sampleAndEmit(Sequence s, float[] logits) {
+        SamplingParams p = s.params;
+        Sampler.Choice c = Sampler.sample(logits, p, s.counts == null ? null : s.counts, s.outputCounts, s.rng);
+        s.append(c.token());
+        generatedTokens++;
+        String finish = null;
+        if ((!p.ignoreEos() && eos.contains(c.token())) || p.stopTokenIds().contains(c.token())) {
+            finish = "stop";
+        } else if (s.generated() >= p.maxTokens() || s.length >= maxPositions) {
+            finish = "length";
+        }
+        if (finish != null) {
+            scheduler.finish(s);
+            finished++;
+        }
+        s.sink.onToken(new TokenEvent(s.id, c.token(), c.logprob(), c.topIds(), c.topLogprobs(), finish, s.promptLength,
+                s.cachedTokens, s.generated()));
+    }
+
+    public EngineStats stats() {
+        var pool = model.blockPool();
+        return new EngineStats(scheduler.running(), scheduler.waiting(), pool.numBlocks(), pool.freeBlocks(), pool.cachedBlocks(), steps,
+                promptTokens, generatedTokens, scheduler.prefixQueriedTokens, scheduler.prefixHitTokens, scheduler.preemptions, finished);
+    }
+}

@@ -1,0 +1,185 @@
+package dev.spindle.engine.sched;
+
+import dev.spindle.engine.SamplingParams;
+import dev.spindle.engine.TokenSink;
+import dev.spindle.engine.kv.BlockPool;
+import dev.spindle.engine.kv.BlockTable;
+import dev.spindle.engine.kv.PrefixHash;
+
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.List;
+import java.util.random.RandomGenerator;
+
+/**
+ * Continuous batching over the paged KV pool. Each step: running sequences first (in
+ * admission order), each taking what it still needs (a decode token, or the next
+ * prefill chunk) from a per-step token budget; then waiting sequences are admitted
+ * while budget, sequence slots and blocks last, each starting on its longest cached
+ * prefix. When blocks run out, the newest running sequence is preempted (its blocks
+ * freed, recomputed later). The scheduler touches block ids only, never device memory.
+ */
+public final class Scheduler {
+    private final BlockPool pool;
+    private final int maxBatchedTokens;
+    private final int maxSequences;
+    private final int vocab;
+    private final ArrayDeque<Sequence> waiting = new ArrayDeque<>();
+    private final List<Sequence> running = new ArrayList<>();
+    long prefixQueriedTokens, prefixHitTokens, preemptions;
+
+    /**
+     * @param maxBatchedTokens tokens computed per step at most (prefill chunks are cut to fit)
+     * @param maxSequences     sequences running at once at most
+     */
+    public Scheduler(BlockPool pool, int maxBatchedTokens, int maxSequences, int vocab) {
+        this.pool = pool;
+        this.maxBatchedTokens = maxBatchedTokens;
+        this.maxSequences = maxSequences;
+        this.vocab = vocab;
+    }
+
+    public Sequence add(long id, int[] prompt, SamplingParams params, TokenSink sink, RandomGenerator rng) {
+        Sequence s = new Sequence(id, prompt, params, sink, rng, new BlockTable(pool), vocab);
+        waiting.add(s);
+        return s;
+    }
+
+    public int running() {
+        return running.size();
+    }
+
+    public int waiting() {
+        return waiting.size();
+    }
+
+    public boolean idle() {
+        return running.isEmpty() && waiting.isEmpty();
+    }
+
+    public StepPlan schedule() {
+        List<StepPlan.Entry> entries = new ArrayList<>();
+        int budget = maxBatchedTokens;
+        for (Sequence s : new ArrayList<>(running)) {
+            if (budget == 0) {
+                break;
+            }
+            if (!running.contains(s)) {
+                continue; // preempted for an older sequence in this loop
+            }
+            int n = Math.min(s.length - s.computed(), budget);
+            if (!makeRoom(s, s.computed() + n)) {
+                continue; // s itself was preempted
+            }
+            s.table.reserve(s.computed() + n);
+            entries.add(new StepPlan.Entry(s, s.computed(), n, s.computed() + n == s.length));
+            budget -= n;
+        }
+        while (budget > 0 && !waiting.isEmpty() && running.size() < maxSequences) {
+            Sequence s = waiting.peek();
+            if (s.table.numBlocks() == 0) {
+                adoptCachedPrefix(s);
+            }
+            int n = Math.min(s.length - s.computed(), budget);
+            if (blocksNeeded(s, s.computed() + n) > pool.freeBlocks()) {
+                // not now: give the cached blocks back (they stay cached) so they cannot starve the running ones
+                s.table.release();
+                s.registeredBlocks = 0;
+                break;
+            }
+            waiting.poll();
+            s.table.reserve(s.computed() + n);
+            running.add(s);
+            entries.add(new StepPlan.Entry(s, s.computed(), n, s.computed() + n == s.length));
+            budget -= n;
+        }
+        return new StepPlan(entries);
+    }
+
+    /** Frees blocks by preempting the newest running sequences until {@code s} can grow to {@code length}; false if s was the one preempted. */
+    private boolean makeRoom(Sequence s, int length) {
+        while (blocksNeeded(s, length) > pool.freeBlocks()) {
+            Sequence victim = running.getLast();
+            preempt(victim);
+            if (victim == s) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    private int blocksNeeded(Sequence s, int length) {
+        return Math.max(0, (length + pool.blockSize() - 1) / pool.blockSize() - s.table.numBlocks());
+    }
+
+    private void preempt(Sequence s) {
+        running.remove(s);
+        s.table.release();
+        s.registeredBlocks = 0;
+        s.lastHash = PrefixHash.ROOT;
+        waiting.addFirst(s);
+        preemptions++;
+    }
+
+    /** Starts a sequence on the cached blocks of its longest cached full-block prefix, leaving at least one token to compute. */
+    private void adoptCachedPrefix(Sequence s) {
+        int bs = pool.blockSize();
+        int full = (s.length - 1) / bs; // never the whole sequence: its last token must be computed for logits
+        long hash = PrefixHash.ROOT;
+        List<Integer> hits = new ArrayList<>();
+        for (int b = 0; b < full; b++) {
+            long h = PrefixHash.of(hash, s.tokens, b * bs, (b + 1) * bs);
+            int id = pool.lookup(h);
+            if (id < 0) {
+                break;
+            }
+            hits.add(id);
+            hash = h;
+        }
+        if (!s.admittedOnce) {
+            prefixQueriedTokens += (long) full * bs;
+            prefixHitTokens += (long) hits.size() * bs;
+            s.cachedTokens = Math.min(hits.size() * bs, s.promptLength);
+            s.admittedOnce = true;
+        }
+        s.table.adoptCached(hits.stream().mapToInt(Integer::intValue).toArray());
+        s.registeredBlocks = hits.size();
+        s.lastHash = hash;
+    }
+
+    /** After a step: key the sequence's newly full blocks in the prefix cache. */
+    void registerFullBlocks(Sequence s) {
+        int bs = pool.blockSize();
+        int full = s.computed() / bs;
+        while (s.registeredBlocks < full) {
+            int b = s.registeredBlocks;
+            s.lastHash = PrefixHash.of(s.lastHash, s.tokens, b * bs, (b + 1) * bs);
+            pool.cache(s.table.block(b), s.lastHash);
+            s.registeredBlocks++;
+        }
+    }
+
+    /** Removes a finished or cancelled sequence and frees its blocks (full ones stay cached). */
+    void finish(Sequence s) {
+        running.remove(s);
+        waiting.remove(s);
+        s.table.release();
+    }
+
+    /** The sequence with this id, running or waiting, or null. */
+    Sequence find(long id) {
+        for (Sequence s : running) {
+            if (s.id == id) {
+                return s;
+            }
+        }
+        for (Iterator<Sequence> it = waiting.iterator(); it.hasNext(); ) {
+            Sequence s = it.next();
+            if (s.id == id) {
+                return s;
+            }
+        }
+        return null;
+    }
+}

@@ -1,0 +1,71 @@
+package dev.spindle.engine.sched;
+
+import dev.spindle.engine.SamplingParams;
+import dev.spindle.engine.TokenSink;
+import dev.spindle.engine.kv.BlockTable;
+
+import java.util.Arrays;
+import java.util.random.RandomGenerator;
+
+/** A request as the scheduler tracks it: its tokens so far, its KV, its sampling state. */
+public final class Sequence {
+    public final long id;
+    public final int promptLength;
+    public final SamplingParams params;
+    public final TokenSink sink;
+    public final RandomGenerator rng;
+    public final BlockTable table;
+    int[] tokens;          // prompt then generated
+    int length;            // tokens in use
+    int registeredBlocks;  // leading full blocks already keyed in the prefix cache
+    long lastHash;         // chained hash of those blocks
+    int cachedTokens;      // prompt tokens the prefix cache supplied at (first) admission
+    boolean admittedOnce;
+    final int[] counts;        // id -> occurrences in the sequence (for penalties; null when unused)
+    final int[] outputCounts;  // id -> occurrences in the output
+
+    Sequence(long id, int[] prompt, SamplingParams params, TokenSink sink, RandomGenerator rng, BlockTable table, int vocab) {
+        this.id = id;
+        this.promptLength = prompt.length;
+        this.params = params;
+        this.sink = sink;
+        this.rng = rng;
+        this.table = table;
+        this.tokens = Arrays.copyOf(prompt, prompt.length + Math.min(params.maxTokens(), 4096));
+        this.length = prompt.length;
+        boolean penalties = params.repetitionPenalty() != 1 || params.presencePenalty() != 0 || params.frequencyPenalty() != 0;
+        this.counts = penalties ? new int[vocab] : null;
+        this.outputCounts = penalties ? new int[vocab] : null;
+        if (penalties) {
+            for (int t : prompt) {
+                if (t >= 0 && t < vocab) {
+                    counts[t]++;
+                }
+            }
+        }
+    }
+
+    void append(int token) {
+        if (length == tokens.length) {
+            tokens = Arrays.copyOf(tokens, tokens.length * 2);
+        }
+        tokens[length++] = token;
+        if (counts != null && token < counts.length) {
+            counts[token]++;
+            outputCounts[token]++;
+        }
+    }
+
+    int generated() {
+        return length - promptLength;
+    }
+
+    /** Positions whose K/V are written. */
+    int computed() {
+        return table.tokens();
+    }
+
+    int[] tokens(int from, int to) {
+        return Arrays.copyOfRange(tokens, from, to);
+    }
+}
