@@ -44,6 +44,11 @@ public final class Engine implements AutoCloseable {
         return id;
     }
 
+    /** Refuses (IllegalArgumentException) a request that can never run: callers check before streaming begins. */
+    public void validate(int[] prompt, SamplingParams params) {
+        core.validate(prompt, params);
+    }
+
     /** Stops a request (client gone, stop string found); its blocks are freed before the next step. */
     public void cancel(long id) {
         commands.add(() -> core.cancel(id));

@@ -48,6 +48,11 @@ public record SamplingParams(double temperature, int topK, double topP, double m
         }
     }
 
+    public SamplingParams withMaxTokens(int max) {
+        return new SamplingParams(temperature, topK, topP, minP, seed, presencePenalty, frequencyPenalty, repetitionPenalty, logitBias, max,
+                stopTokenIds, ignoreEos, logprobs);
+    }
+
     public static SamplingParams greedy(int maxTokens) {
         return new SamplingParams(0, 0, 1, 0, null, 0, 0, 1, Map.of(), maxTokens, Set.of(), false, -1);
     }

@@ -36,6 +36,13 @@ public final class EngineCore {
      * even alone: longer than the model's context, or more KV blocks than the pool has.
      */
     public void add(long id, int[] prompt, SamplingParams params, TokenSink sink) {
+        validate(prompt, params);
+        scheduler.add(id, prompt, params, sink, params.seed() != null ? new SplittableRandom(params.seed()) : new SplittableRandom());
+        promptTokens += prompt.length;
+    }
+
+    /** The up-front checks of {@link #add}; safe from any thread (reads only fixed sizes). */
+    public void validate(int[] prompt, SamplingParams params) {
         if (prompt.length == 0) {
             throw new IllegalArgumentException("the prompt is empty");
         }
@@ -54,8 +61,6 @@ public final class EngineCore {
             throw new IllegalArgumentException("this request needs up to " + blocks + " KV blocks (" + prompt.length + " prompt tokens + max_tokens "
                     + params.maxTokens() + "), more than the pool's " + model.blockPool().numBlocks() + "; lower max_tokens or the prompt");
         }
-        scheduler.add(id, prompt, params, sink, params.seed() != null ? new SplittableRandom(params.seed()) : new SplittableRandom());
-        promptTokens += prompt.length;
     }
 
     /** Stops a request now and frees its blocks; false if it is not here (finished already). */

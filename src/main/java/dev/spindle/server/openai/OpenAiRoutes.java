@@ -1,0 +1,186 @@
+package dev.spindle.server.openai;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.spindle.chat.ChatTemplateException;
+import dev.spindle.chat.JsonValues;
+import dev.spindle.server.ModelService;
+import io.quarkus.logging.Log;
+import io.smallrye.mutiny.Multi;
+import io.smallrye.mutiny.Uni;
+import io.smallrye.mutiny.infrastructure.Infrastructure;
+import io.smallrye.mutiny.subscription.Cancellable;
+import io.vertx.core.http.HttpServerResponse;
+import io.vertx.ext.web.Router;
+import io.vertx.ext.web.RoutingContext;
+import io.vertx.ext.web.handler.BodyHandler;
+import jakarta.enterprise.context.ApplicationScoped;
+import jakarta.enterprise.event.Observes;
+
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.function.Function;
+
+import static dev.spindle.server.openai.ChatCompletions.JSON;
+
+/**
+ * The OpenAI-compatible HTTP surface, on Vert.x routes so that streaming answers with
+ * SSE whatever the client's Accept header says (the npm client sends application/json
+ * even when streaming). Request parsing, template rendering and tokenization run on a
+ * worker, never on the event loop; tokens arrive as a Mutiny stream from the engine.
+ */
+@ApplicationScoped
+public class OpenAiRoutes {
+    private final ModelService service;
+    private final ChatCompletions chat;
+    private final Completions completions;
+
+    public OpenAiRoutes(ModelService service, ChatCompletions chat, Completions completions) {
+        this.service = service;
+        this.chat = chat;
+        this.completions = completions;
+    }
+
+    void routes(@Observes Router router) {
+        BodyHandler body = BodyHandler.create().setBodyLimit(32L << 20);
+        router.post("/v1/chat/completions").handler(body).handler(ctx -> json(ctx, b -> {
+            ChatCompletions.Prepared p = chat.prepare(b);
+            return p.gen().stream() ? chat.stream(p) : chat.complete(p);
+        }));
+        router.post("/v1/completions").handler(body).handler(ctx -> json(ctx, b -> {
+            Completions.Prepared p = completions.prepare(b);
+            return p.gen().stream() ? completions.stream(p) : completions.complete(p);
+        }));
+        router.get("/v1/models").handler(ctx -> {
+            ObjectNode r = JSON.createObjectNode().put("object", "list");
+            ObjectNode m = r.putArray("data").addObject();
+            m.put("id", service.servedName()).put("object", "model").put("created", 0).put("owned_by", "spindle")
+                    .put("max_model_len", service.model().config().maxPositions());
+            send(ctx.response(), 200, r);
+        });
+        router.post("/tokenize").handler(body).handler(ctx -> json(ctx, this::tokenize));
+        router.post("/detokenize").handler(body).handler(ctx -> json(ctx, this::detokenize));
+    }
+
+    private Object tokenize(JsonNode b) {
+        String text;
+        if (b.has("messages")) {
+            Map<String, Object> kwargs = new LinkedHashMap<>();
+            if (b.path("chat_template_kwargs").isObject()) {
+                @SuppressWarnings("unchecked")
+                Map<String, Object> kv = (Map<String, Object>) JsonValues.toValue(b.get("chat_template_kwargs"));
+                kwargs.putAll(kv);
+            }
+            kwargs.put("add_generation_prompt", b.path("add_generation_prompt").asBoolean(true));
+            try {
+                text = service.template().render((List<?>) JsonValues.toValue(b.get("messages")), (List<?>) JsonValues.toValue(b.get("tools")), kwargs);
+            } catch (ChatTemplateException e) {
+                throw ApiException.badRequest(e.getMessage(), "messages");
+            }
+        } else if (b.path("prompt").isTextual()) {
+            text = b.get("prompt").asText();
+        } else {
+            throw ApiException.badRequest("give a prompt (text) or messages", "prompt");
+        }
+        boolean special = b.path("add_special_tokens").asBoolean(!b.has("messages"));
+        int[] ids = special ? service.tokenizer().encodeWithSpecialTokens(text) : service.tokenizer().encode(text);
+        ObjectNode r = JSON.createObjectNode();
+        r.put("count", ids.length).put("max_model_len", service.model().config().maxPositions());
+        ArrayNode t = r.putArray("tokens");
+        Arrays.stream(ids).forEach(t::add);
+        if (b.has("messages")) {
+            r.put("prompt", text);
+        }
+        return r;
+    }
+
+    private Object detokenize(JsonNode b) {
+        JsonNode t = b.get("tokens");
+        if (t == null || !t.isArray()) {
+            throw ApiException.badRequest("tokens must be a list of token ids", "tokens");
+        }
+        int[] ids = new int[t.size()];
+        for (int i = 0; i < ids.length; i++) {
+            ids[i] = t.get(i).asInt();
+        }
+        return JSON.createObjectNode().put("prompt", service.tokenizer().decode(ids, false));
+    }
+
+    /** Parses the body on a worker, then answers with JSON (Uni or plain object) or an SSE stream (Multi). */
+    private void json(RoutingContext ctx, Function<JsonNode, Object> handler) {
+        HttpServerResponse response = ctx.response();
+        Uni.createFrom().item(() -> {
+                    JsonNode b;
+                    try {
+                        b = JSON.readTree(ctx.body().asString());
+                    } catch (Exception e) {
+                        throw ApiException.badRequest("the body is not valid JSON: " + e.getMessage(), null);
+                    }
+                    if (b == null || !b.isObject()) {
+                        throw ApiException.badRequest("the body must be a JSON object", null);
+                    }
+                    return handler.apply(b);
+                })
+                .runSubscriptionOn(Infrastructure.getDefaultWorkerPool())
+                .subscribe().with(result -> {
+                    if (result instanceof Multi<?> multi) {
+                        stream(response, multi);
+                    } else if (result instanceof Uni<?> uni) {
+                        Cancellable c = uni.subscribe().with(r -> send(response, 200, (JsonNode) r), err -> fail(response, err));
+                        response.closeHandler(v -> c.cancel());
+                    } else {
+                        send(response, 200, (JsonNode) result);
+                    }
+                }, err -> fail(response, err));
+    }
+
+    private static void stream(HttpServerResponse response, Multi<?> sse) {
+        response.setStatusCode(200).setChunked(true).putHeader("Content-Type", "text/event-stream").putHeader("Cache-Control", "no-cache");
+        Cancellable c = sse.subscribe().with(
+                item -> {
+                    if (!response.closed()) {
+                        response.write((String) item);
+                    }
+                },
+                err -> {
+                    if (!response.closed()) {
+                        ObjectNode e = errorJson(500, err.getMessage(), null);
+                        response.write("data: " + e + "\n\n");
+                        response.end();
+                    }
+                },
+                () -> {
+                    if (!response.closed()) {
+                        response.end();
+                    }
+                });
+        response.closeHandler(v -> c.cancel()); // the client went away: cancel, which frees the request's KV blocks
+    }
+
+    static void send(HttpServerResponse response, int status, JsonNode body) {
+        if (!response.closed() && !response.ended()) {
+            response.setStatusCode(status).putHeader("Content-Type", "application/json").end(body.toString());
+        }
+    }
+
+    static void fail(HttpServerResponse response, Throwable err) {
+        if (err instanceof ApiException api) {
+            send(response, api.status, errorJson(api.status, api.getMessage(), api.param));
+        } else if (err instanceof IllegalArgumentException bad) {
+            send(response, 400, errorJson(400, bad.getMessage(), null));
+        } else {
+            Log.error("request failed", err);
+            send(response, 500, errorJson(500, String.valueOf(err.getMessage()), null));
+        }
+    }
+
+    static ObjectNode errorJson(int status, String message, String param) {
+        ObjectNode r = JSON.createObjectNode();
+        ObjectNode e = r.putObject("error");
+        e.put("message", message).put("type", status >= 500 ? "server_error" : "invalid_request_error").put("param", param).put("code", status);
+        return r;
+    }
+}
