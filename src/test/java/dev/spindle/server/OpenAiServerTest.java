@@ -1,0 +1,187 @@
+package dev.spindle.server;
+
+import com.openai.client.OpenAIClient;
+import com.openai.client.okhttp.OpenAIOkHttpClient;
+import com.openai.core.http.StreamResponse;
+import com.openai.models.chat.completions.ChatCompletion;
+import com.openai.models.chat.completions.ChatCompletionChunk;
+import com.openai.models.chat.completions.ChatCompletionCreateParams;
+import io.quarkus.test.common.http.TestHTTPResource;
+import io.quarkus.test.junit.QuarkusTest;
+import io.restassured.RestAssured;
+import io.restassured.response.Response;
+import jakarta.inject.Inject;
+import org.junit.jupiter.api.Test;
+
+import java.net.URL;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The real server (Quarkus, the bundled chat model on the CPU backend) driven over HTTP:
+ * the official OpenAI Java client for chat completions, plain HTTP for what that client
+ * cannot show (the npm client's Accept header, raw tool-call JSON, errors).
+ */
+@QuarkusTest
+class OpenAiServerTest {
+    @TestHTTPResource("/v1")
+    URL v1;
+
+    @Inject
+    ModelService service;
+
+    static final String TOOLS = """
+            [{"type": "function", "function": {"name": "get_weather", "description": "Current weather for a city.",
+              "parameters": {"type": "object", "properties": {"city": {"type": "string", "description": "City name"},
+              "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}}, "required": ["city"]}}},
+             {"type": "function", "function": {"name": "get_time", "description": "Current local time in a city.",
+              "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}},
+             {"type": "function", "function": {"name": "calculate", "description": "Evaluate an arithmetic expression.",
+              "parameters": {"type": "object", "properties": {"expression": {"type": "string"}}, "required": ["expression"]}}}]""";
+
+    OpenAIClient client() {
+        return OpenAIOkHttpClient.builder().apiKey("unused").baseUrl(v1.toString()).build();
+    }
+
+    static ChatCompletionCreateParams ask(String question, double temperature, Long seed) {
+        var b = ChatCompletionCreateParams.builder().model("spindle-chat-target").addUserMessage(question).temperature(temperature).maxCompletionTokens(200);
+        if (seed != null) {
+            b.seed(seed);
+        }
+        return b.build();
+    }
+
+    @Test
+    void officialJavaClientGetsTheRightAnswer() {
+        ChatCompletion c = client().chat().completions().create(ask("What is 58 + 27?", 0, null));
+        String content = c.choices().getFirst().message().content().orElse("");
+        System.out.println("[server] " + content + " | usage " + c.usage().orElseThrow());
+        assertTrue(content.contains("85"), content);
+        assertEquals(ChatCompletion.Choice.FinishReason.STOP, c.choices().getFirst().finishReason());
+        assertTrue(c.usage().orElseThrow().completionTokens() > 5);
+    }
+
+    @Test
+    void officialJavaClientStreams() {
+        StringBuilder content = new StringBuilder();
+        int chunks = 0;
+        try (StreamResponse<ChatCompletionChunk> s = client().chat().completions().createStreaming(ask("What is 12 + 30?", 0, null))) {
+            for (Iterator<ChatCompletionChunk> it = s.stream().iterator(); it.hasNext(); ) {
+                ChatCompletionChunk ch = it.next();
+                chunks++;
+                if (!ch.choices().isEmpty()) {
+                    ch.choices().getFirst().delta().content().ifPresent(content::append);
+                }
+            }
+        }
+        assertTrue(chunks > 5, "many chunks: " + chunks);
+        assertTrue(content.toString().contains("42"), content.toString());
+    }
+
+    /** The npm client sends Accept: application/json even when streaming: it must still get SSE. */
+    @Test
+    void streamingAnswersSseWhateverTheAcceptHeader() {
+        Response r = RestAssured.given().baseUri(v1.toString().replace("/v1", "")).header("Accept", "application/json")
+                .contentType("application/json")
+                .body("{\"messages\": [{\"role\": \"user\", \"content\": \"What is 2 + 3?\"}], \"temperature\": 0, \"stream\": true, \"stream_options\": {\"include_usage\": true}}")
+                .post("/v1/chat/completions");
+        assertEquals(200, r.statusCode());
+        assertTrue(r.contentType().startsWith("text/event-stream"), r.contentType());
+        String body = r.asString();
+        assertTrue(body.contains("\"reasoning_content\""), "reasoning streams separately");
+        assertTrue(body.contains("\"usage\""), "include_usage adds a usage chunk");
+        assertTrue(body.trim().endsWith("data: [DONE]"), body.substring(Math.max(0, body.length() - 200)));
+    }
+
+    @Test
+    void callsTheWeatherTool() {
+        Response r = RestAssured.given().baseUri(v1.toString().replace("/v1", "")).contentType("application/json")
+                .body("{\"messages\": [{\"role\": \"user\", \"content\": \"What's the weather in Berlin?\"}], \"temperature\": 0, \"tools\": " + TOOLS + "}")
+                .post("/v1/chat/completions");
+        assertEquals(200, r.statusCode(), r.asString());
+        assertEquals("tool_calls", r.jsonPath().getString("choices[0].finish_reason"), r.asString());
+        assertEquals("get_weather", r.jsonPath().getString("choices[0].message.tool_calls[0].function.name"));
+        assertTrue(r.jsonPath().getString("choices[0].message.tool_calls[0].function.arguments").contains("\"city\":\"Berlin\""), r.asString());
+    }
+
+    /** Seeded sampled requests give the same reply alone and among concurrent ones. */
+    @Test
+    void concurrentRequestsEqualSoloRequests() throws Exception {
+        OpenAIClient client = client();
+        String solo = client.chat().completions().create(ask("How many minutes are in 7 hours?", 0.9, 1234L)).choices().getFirst().message().content().orElse("");
+        List<CompletableFuture<String>> together = new ArrayList<>();
+        String[] others = {"What is 17 + 25?", "Is 2024 a leap year?", "How many r's are in strawberry?"};
+        for (String q : others) {
+            together.add(CompletableFuture.supplyAsync(() -> client.chat().completions().create(ask(q, 0.9, 99L)).choices().getFirst().message().content().orElse("")));
+        }
+        CompletableFuture<String> again = CompletableFuture.supplyAsync(() ->
+                client.chat().completions().create(ask("How many minutes are in 7 hours?", 0.9, 1234L)).choices().getFirst().message().content().orElse(""));
+        assertEquals(solo, again.get(120, TimeUnit.SECONDS));
+        for (var f : together) {
+            f.get(120, TimeUnit.SECONDS);
+        }
+    }
+
+    @Test
+    void disconnectingClientFreesItsBlocks() throws Exception {
+        try (StreamResponse<ChatCompletionChunk> s = client().chat().completions().createStreaming(
+                ChatCompletionCreateParams.builder().model("m").addUserMessage("What is 12 + 30?").temperature(0.0).maxCompletionTokens(1500)
+                        .putAdditionalBodyProperty("ignore_eos", com.openai.core.JsonValue.from(true)).build())) {
+            Iterator<ChatCompletionChunk> it = s.stream().iterator();
+            it.next();
+            it.next();
+        }
+        long deadline = System.currentTimeMillis() + 10_000;
+        while (service.engine().stats().running() > 0 && System.currentTimeMillis() < deadline) {
+            Thread.sleep(20);
+        }
+        assertEquals(0, service.engine().stats().running(), "the cancelled request left the batch");
+        assertEquals(service.engine().stats().kvBlocksTotal(), service.engine().stats().kvBlocksFree(), "and gave its blocks back");
+    }
+
+    @Test
+    void stopStringsNeverLeak() {
+        Response r = RestAssured.given().baseUri(v1.toString().replace("/v1", "")).contentType("application/json")
+                .body("{\"messages\": [{\"role\": \"user\", \"content\": \"What is 58 + 27?\"}], \"temperature\": 0, \"chat_template_kwargs\": {\"enable_thinking\": false}, \"stop\": [\" = \"]}")
+                .post("/v1/chat/completions");
+        assertEquals("58 + 27", r.jsonPath().getString("choices[0].message.content"), r.asString());
+        assertEquals("stop", r.jsonPath().getString("choices[0].finish_reason"));
+    }
+
+    @Test
+    void badRequestsGetClearErrors() {
+        var base = RestAssured.given().baseUri(v1.toString().replace("/v1", "")).contentType("application/json");
+        Response r = base.body("{\"messages\": [{\"role\": \"user\", \"content\": \"a\"}, {\"role\": \"system\", \"content\": \"late\"}]}").post("/v1/chat/completions");
+        assertEquals(400, r.statusCode());
+        assertEquals("System message must be at the beginning.", r.jsonPath().getString("error.message"));
+        r = base.body("{\"messages\": [{\"role\": \"user\", \"content\": \"a\"}], \"max_tokens\": 100000}").post("/v1/chat/completions");
+        assertEquals(400, r.statusCode());
+        assertTrue(r.jsonPath().getString("error.message").contains("context"), r.asString());
+        r = base.body("{not json").post("/v1/chat/completions");
+        assertEquals(400, r.statusCode());
+        r = base.body("{\"messages\": [{\"role\": \"user\", \"content\": \"a\"}], \"temperature\": \"hot\"}").post("/v1/chat/completions");
+        assertEquals("temperature", r.jsonPath().getString("error.param"));
+        // and the server keeps serving
+        assertTrue(client().chat().completions().create(ask("What is 2 + 2?", 0, null)).choices().getFirst().message().content().orElse("").contains("4"));
+    }
+
+    @Test
+    void tokenizeModelsAndMetrics() {
+        var base = RestAssured.given().baseUri(v1.toString().replace("/v1", ""));
+        assertEquals("spindle-chat-target", base.get("/v1/models").jsonPath().getString("data[0].id"));
+        Response t = base.contentType("application/json").body("{\"prompt\": \"hello world\"}").post("/tokenize");
+        List<Integer> ids = t.jsonPath().getList("tokens", Integer.class);
+        assertEquals(service.tokenizer().addedTokenId("<|im_start|>"), ids.getFirst());
+        Response d = base.contentType("application/json").body("{\"tokens\": " + ids.subList(1, ids.size()) + "}").post("/detokenize");
+        assertEquals("hello world", d.jsonPath().getString("prompt"));
+        String metrics = base.get("/q/metrics").asString();
+        assertTrue(metrics.contains("spindle_generation_tokens_total") && metrics.contains("spindle_prefix_cache_hit_rate"), "metrics exported");
+        assertEquals(200, base.get("/q/health/ready").statusCode());
+    }
+}
