@@ -17,11 +17,12 @@ import java.util.Set;
  * @param maxTokens         tokens to generate at most
  * @param stopTokenIds      extra ids that end the sequence (besides EOS unless ignoreEos)
  * @param logprobs          -1 = none; otherwise the sampled token's logprob plus this many top alternatives
+ * @param constraint        null, or makes each sequence's grammar constraint (structured output)
  */
 public record SamplingParams(double temperature, int topK, double topP, double minP, Long seed,
                              double presencePenalty, double frequencyPenalty, double repetitionPenalty,
                              Map<Integer, Double> logitBias, int maxTokens, Set<Integer> stopTokenIds, boolean ignoreEos,
-                             int logprobs) {
+                             int logprobs, java.util.function.Supplier<dev.spindle.engine.grammar.GrammarConstraint> constraint) {
     public SamplingParams {
         logitBias = Map.copyOf(logitBias);
         stopTokenIds = Set.copyOf(stopTokenIds);
@@ -50,10 +51,15 @@ public record SamplingParams(double temperature, int topK, double topP, double m
 
     public SamplingParams withMaxTokens(int max) {
         return new SamplingParams(temperature, topK, topP, minP, seed, presencePenalty, frequencyPenalty, repetitionPenalty, logitBias, max,
-                stopTokenIds, ignoreEos, logprobs);
+                stopTokenIds, ignoreEos, logprobs, constraint);
+    }
+
+    public SamplingParams withConstraint(java.util.function.Supplier<dev.spindle.engine.grammar.GrammarConstraint> c) {
+        return new SamplingParams(temperature, topK, topP, minP, seed, presencePenalty, frequencyPenalty, repetitionPenalty, logitBias, maxTokens,
+                stopTokenIds, ignoreEos, logprobs, c);
     }
 
     public static SamplingParams greedy(int maxTokens) {
-        return new SamplingParams(0, 0, 1, 0, null, 0, 0, 1, Map.of(), maxTokens, Set.of(), false, -1);
+        return new SamplingParams(0, 0, 1, 0, null, 0, 0, 1, Map.of(), maxTokens, Set.of(), false, -1, null);
     }
 }

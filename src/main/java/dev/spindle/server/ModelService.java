@@ -35,6 +35,8 @@ public class ModelService {
     private final String servedName;
     private final JsonNode generationDefaults;
     private final SpindleConfig config;
+    private final dev.spindle.engine.grammar.TokenTexts tokenTexts;
+    private final Set<Integer> eosIds;
 
     public ModelService(SpindleConfig config) {
         this.config = config;
@@ -57,6 +59,8 @@ public class ModelService {
             eos.add(imEnd);
         }
         this.engine = new Engine(backend, config.maxNumBatchedTokens(), config.maxNumSeqs(), eos);
+        this.eosIds = Set.copyOf(eos);
+        this.tokenTexts = dev.spindle.engine.grammar.TokenTexts.load(dir.resolve("tokenizer.json"), model.config().vocabSize());
         this.servedName = config.servedModelName().orElse(dir.toAbsolutePath().normalize().getFileName().toString());
         this.generationDefaults = readGenerationConfig(dir.resolve("generation_config.json"));
         Log.infof("serving %s (%s, %d layers%s, %,d parameters) on the CPU backend with %d threads; KV pool %d blocks of %d tokens; loaded in %.1f s",
@@ -99,6 +103,16 @@ public class ModelService {
     /** The model's generation_config.json (defaults for temperature, top_p, top_k). */
     public JsonNode generationDefaults() {
         return generationDefaults;
+    }
+
+    /** Each token's text, for constrained decoding. */
+    public dev.spindle.engine.grammar.TokenTexts tokenTexts() {
+        return tokenTexts;
+    }
+
+    /** Ids that end a reply (EOS and the template's end-of-turn). */
+    public Set<Integer> eosIds() {
+        return eosIds;
     }
 
     public SpindleConfig config() {

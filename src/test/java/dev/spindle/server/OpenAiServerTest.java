@@ -171,6 +171,31 @@ class OpenAiServerTest {
         assertTrue(client().chat().completions().create(ask("What is 2 + 2?", 0, null)).choices().getFirst().message().content().orElse("").contains("4"));
     }
 
+    /** Structured output: the reply after the reasoning always parses and matches the schema. */
+    @Test
+    void jsonSchemaResponseFormatIsEnforced() throws Exception {
+        String schema = "{\"type\": \"json_schema\", \"json_schema\": {\"name\": \"answer\", \"strict\": true, \"schema\": {\"type\": \"object\","
+                + " \"properties\": {\"answer\": {\"type\": \"integer\"}}, \"required\": [\"answer\"], \"additionalProperties\": false}}}";
+        var base = RestAssured.given().baseUri(v1.toString().replace("/v1", "")).contentType("application/json");
+        for (String question : List.of("What is 58 + 27?", "How many minutes are in 3 hours?", "Tell me a story.")) {
+            Response r = base.body("{\"messages\": [{\"role\": \"system\", \"content\": \"Reply only with a JSON object of the form {\\\"answer\\\": ...}.\"},"
+                    + " {\"role\": \"user\", \"content\": \"" + question + "\"}], \"temperature\": 0, \"max_tokens\": 300, \"response_format\": " + schema + "}")
+                    .post("/v1/chat/completions");
+            assertEquals(200, r.statusCode(), r.asString());
+            String content = r.jsonPath().getString("choices[0].message.content");
+            var json = new com.fasterxml.jackson.databind.ObjectMapper().readTree(content);
+            System.out.println("[structured] " + question + " -> " + content);
+            assertTrue(json.isObject() && json.size() == 1 && json.get("answer").isIntegralNumber(), content);
+            if (question.contains("58")) {
+                assertEquals(85, json.get("answer").asInt());
+            }
+        }
+        Response bad = base.body("{\"messages\": [{\"role\": \"user\", \"content\": \"a\"}], \"response_format\": {\"type\": \"json_schema\","
+                + " \"json_schema\": {\"name\": \"x\", \"schema\": {\"type\": \"string\", \"pattern\": \"a+\"}}}}").post("/v1/chat/completions");
+        assertEquals(400, bad.statusCode());
+        assertTrue(bad.jsonPath().getString("error.message").contains("'pattern'"), bad.asString());
+    }
+
     @Test
     void tokenizeModelsAndMetrics() {
         var base = RestAssured.given().baseUri(v1.toString().replace("/v1", ""));

@@ -112,7 +112,15 @@ public final class EngineCore {
 
     private void sampleAndEmit(Sequence s, float[] logits) {
         SamplingParams p = s.params;
-        Sampler.Choice c = Sampler.sample(logits, p, s.counts == null ? null : s.counts, s.outputCounts, s.rng);
+        float[] masked = logits;
+        if (s.constraint != null) {
+            masked = logits.clone();
+            s.constraint.mask(masked);
+        }
+        Sampler.Choice c = Sampler.sample(masked, p, s.counts, s.outputCounts, s.rng);
+        if (s.constraint != null) {
+            s.constraint.accept(c.token());
+        }
         s.append(c.token());
         generatedTokens++;
         String finish = null;

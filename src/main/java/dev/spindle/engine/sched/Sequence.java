@@ -21,6 +21,7 @@ public final class Sequence {
     long lastHash;         // chained hash of those blocks
     int cachedTokens;      // prompt tokens the prefix cache supplied at (first) admission
     boolean admittedOnce;
+    final dev.spindle.engine.grammar.GrammarConstraint constraint; // structured output, or null
     final int[] counts;        // id -> occurrences in the sequence (for penalties; null when unused)
     final int[] outputCounts;  // id -> occurrences in the output
 
@@ -33,6 +34,7 @@ public final class Sequence {
         this.table = table;
         this.tokens = Arrays.copyOf(prompt, prompt.length + Math.min(params.maxTokens(), 4096));
         this.length = prompt.length;
+        this.constraint = params.constraint() == null ? null : params.constraint().get();
         boolean penalties = params.repetitionPenalty() != 1 || params.presencePenalty() != 0 || params.frequencyPenalty() != 0;
         this.counts = penalties ? new int[vocab] : null;
         this.outputCounts = penalties ? new int[vocab] : null;

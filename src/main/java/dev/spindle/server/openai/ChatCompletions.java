@@ -12,6 +12,8 @@ import dev.spindle.chat.ReplyParser;
 import dev.spindle.chat.ToolCall;
 import dev.spindle.chat.ToolSchemas;
 import dev.spindle.engine.TokenEvent;
+import dev.spindle.engine.grammar.GrammarConstraint;
+import dev.spindle.engine.grammar.Schema;
 import dev.spindle.server.ModelService;
 import dev.spindle.server.TokenStreams;
 import io.smallrye.mutiny.Multi;
@@ -50,12 +52,7 @@ public class ChatCompletions {
         if (!body.path("messages").isArray() || body.path("messages").isEmpty()) {
             throw ApiException.badRequest("messages must be a non-empty list", "messages");
         }
-        for (String unsupported : List.of("response_format")) {
-            JsonNode rf = body.get(unsupported);
-            if (rf != null && !rf.isNull() && !"text".equals(rf.path("type").asText())) {
-                throw ApiException.badRequest("response_format " + rf.path("type").asText() + " needs constrained decoding, which Spindle does not have yet", unsupported);
-            }
-        }
+        Schema schema = responseSchema(body.get("response_format"));
         JsonNode choice = body.get("tool_choice");
         String toolChoice = choice == null || choice.isNull() ? "auto" : choice.isTextual() ? choice.asText() : "named";
         if (toolChoice.equals("required") || toolChoice.equals("named")) {
@@ -85,8 +82,41 @@ public class ChatCompletions {
         } catch (IllegalArgumentException e) {
             throw ApiException.badRequest(e.getMessage(), "max_tokens");
         }
+        boolean inReasoning = ReasoningParser.promptOpensReasoning(prompt);
+        if (schema != null) {
+            int thinkEnd = inReasoning ? service.tokenizer().addedTokenId("</think>") : -1;
+            gen = gen.withParams(gen.params().withConstraint(() -> new GrammarConstraint(schema, service.tokenTexts(), service.eosIds(), thinkEnd)));
+        }
         return new Prepared("chatcmpl-" + UUID.randomUUID().toString().replace("-", ""), System.currentTimeMillis() / 1000, ids, gen,
-                ReasoningParser.promptOpensReasoning(prompt), toolChoice.equals("none") ? ToolSchemas.of(null) : ToolSchemas.of(tools));
+                inReasoning, toolChoice.equals("none") || schema != null ? ToolSchemas.of(null) : ToolSchemas.of(tools));
+    }
+
+    /**
+     * response_format: text (null), json_object (any object) or json_schema (compiled;
+     * an unsupported keyword is a 400 naming it). The reply after the reasoning is then
+     * constrained token by token.
+     */
+    static Schema responseSchema(JsonNode rf) {
+        if (rf == null || rf.isNull()) {
+            return null;
+        }
+        String type = rf.path("type").asText("text");
+        return switch (type) {
+            case "text" -> null;
+            case "json_object" -> Schema.anyObject();
+            case "json_schema" -> {
+                JsonNode js = rf.path("json_schema");
+                if (!js.has("schema")) {
+                    throw ApiException.badRequest("response_format.json_schema.schema is required", "response_format");
+                }
+                try {
+                    yield Schema.compile(js.get("schema"));
+                } catch (IllegalArgumentException e) {
+                    throw ApiException.badRequest(e.getMessage(), "response_format");
+                }
+            }
+            default -> throw ApiException.badRequest("response_format type must be text, json_object or json_schema, not '" + type + "'", "response_format");
+        };
     }
 
     private ChoiceText choiceText(Prepared p) {

@@ -92,7 +92,7 @@ record GenerationRequest(SamplingParams params, List<String> stops, int n, boole
         try {
             params = new SamplingParams(temperature, topK, topP, minP, seed, number(body, "presence_penalty", 0), number(body, "frequency_penalty", 0),
                     number(body, "repetition_penalty", defaults.path("repetition_penalty").asDouble(1.0)), bias, maxTokens, stopIds,
-                    body.path("ignore_eos").asBoolean(false), logprobs ? Math.max(0, top) : -1);
+                    body.path("ignore_eos").asBoolean(false), logprobs ? Math.max(0, top) : -1, null);
         } catch (IllegalArgumentException e) {
             throw ApiException.badRequest(e.getMessage(), null);
         }
@@ -113,6 +113,10 @@ record GenerationRequest(SamplingParams params, List<String> stops, int n, boole
         return v.asDouble();
     }
 
+    GenerationRequest withParams(SamplingParams p) {
+        return new GenerationRequest(p, stops, n, stream, includeUsage, logprobs, topLogprobs, skipSpecialTokens, maxTokensGiven);
+    }
+
     /** Choice i's params: a seeded request gives each choice its own seed (seed + i). */
     SamplingParams forChoice(int i) {
         SamplingParams p = params;
@@ -120,6 +124,6 @@ record GenerationRequest(SamplingParams params, List<String> stops, int n, boole
             return p;
         }
         return new SamplingParams(p.temperature(), p.topK(), p.topP(), p.minP(), p.seed() + i, p.presencePenalty(), p.frequencyPenalty(),
-                p.repetitionPenalty(), p.logitBias(), p.maxTokens(), p.stopTokenIds(), p.ignoreEos(), p.logprobs());
+                p.repetitionPenalty(), p.logitBias(), p.maxTokens(), p.stopTokenIds(), p.ignoreEos(), p.logprobs(), p.constraint());
     }
 }
