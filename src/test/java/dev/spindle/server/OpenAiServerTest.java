@@ -171,6 +171,25 @@ class OpenAiServerTest {
         assertTrue(client().chat().completions().create(ask("What is 2 + 2?", 0, null)).choices().getFirst().message().content().orElse("").contains("4"));
     }
 
+    /** tool_choice required and named are enforced: the reply is always a valid call to an allowed function. */
+    @Test
+    void forcedToolChoices() {
+        var base = RestAssured.given().baseUri(v1.toString().replace("/v1", "")).contentType("application/json");
+        Response r = base.body("{\"messages\": [{\"role\": \"user\", \"content\": \"What is 2 + 2?\"}], \"temperature\": 0, \"max_tokens\": 300,"
+                + " \"tool_choice\": \"required\", \"tools\": " + TOOLS + "}").post("/v1/chat/completions");
+        assertEquals(200, r.statusCode(), r.asString());
+        System.out.println("[forced] required -> " + r.jsonPath().getString("choices[0].message.tool_calls"));
+        assertEquals("tool_calls", r.jsonPath().getString("choices[0].finish_reason"), r.asString());
+        assertTrue(List.of("get_weather", "get_time", "calculate").contains(r.jsonPath().getString("choices[0].message.tool_calls[0].function.name")));
+        r = base.body("{\"messages\": [{\"role\": \"user\", \"content\": \"What's the weather in Paris?\"}], \"temperature\": 0, \"max_tokens\": 300,"
+                + " \"tool_choice\": {\"type\": \"function\", \"function\": {\"name\": \"get_time\"}}, \"tools\": " + TOOLS + "}").post("/v1/chat/completions");
+        System.out.println("[forced] named get_time -> " + r.jsonPath().getString("choices[0].message.tool_calls"));
+        assertEquals("tool_calls", r.jsonPath().getString("choices[0].finish_reason"), r.asString());
+        assertEquals(1, r.jsonPath().getList("choices[0].message.tool_calls").size());
+        assertEquals("get_time", r.jsonPath().getString("choices[0].message.tool_calls[0].function.name"));
+        assertTrue(r.jsonPath().getString("choices[0].message.tool_calls[0].function.arguments").contains("\"city\""), r.asString());
+    }
+
     /** Structured output: the reply after the reasoning always parses and matches the schema. */
     @Test
     void jsonSchemaResponseFormatIsEnforced() throws Exception {

@@ -4,7 +4,7 @@ import java.util.Set;
 
 /**
  * Constrained decoding for one sequence: before each sample, tokens whose text would
- * leave every accepted JSON document are masked (their logit set to -infinity); end-of-
+ * leave the language (a JSON schema's documents, or tool calls) are masked (their logit set to -infinity); end-of-
  * sequence ids are allowed only once the document is complete. While the model is still
  * reasoning (before {@code activateAfter} is generated), nothing is masked.
  */
@@ -12,17 +12,21 @@ public final class GrammarConstraint {
     private final TokenTexts texts;
     private final Set<Integer> eos;
     private final int activateAfter;
-    private JsonRecognizer state;
+    private Recognizer state;
     private boolean active;
 
     /**
      * @param activateAfter token id after which the constraint starts (e.g. {@code </think>}), or -1 to start at once
      */
     public GrammarConstraint(Schema schema, TokenTexts texts, Set<Integer> eos, int activateAfter) {
+        this(JsonRecognizer.start(schema), texts, eos, activateAfter);
+    }
+
+    public GrammarConstraint(Recognizer start, TokenTexts texts, Set<Integer> eos, int activateAfter) {
         this.texts = texts;
         this.eos = Set.copyOf(eos);
         this.activateAfter = activateAfter;
-        this.state = JsonRecognizer.start(schema);
+        this.state = start;
         this.active = activateAfter < 0;
     }
 
@@ -67,7 +71,7 @@ public final class GrammarConstraint {
             return;
         }
         String t = token < texts.size() ? texts.text(token) : null;
-        JsonRecognizer next = t == null ? null : state.feed(t);
+        Recognizer next = t == null ? null : state.feed(t);
         if (next != null) {
             state = next;
         }

@@ -13,7 +13,7 @@ import java.util.Set;
  * accepts. A state is a set of configurations (anyOf and enums branch); a configuration
  * is an immutable stack of frames, so trying a token on a copy costs nothing.
  */
-public final class JsonRecognizer {
+public final class JsonRecognizer implements Recognizer {
     sealed interface Frame {
     }
 
@@ -60,6 +60,7 @@ public final class JsonRecognizer {
     }
 
     /** The state after {@code text}, or null if no accepted document has this prefix. */
+    @Override
     public JsonRecognizer feed(String text) {
         Set<Stack> cur = configs;
         for (int i = 0; i < text.length(); i++) {
@@ -77,6 +78,7 @@ public final class JsonRecognizer {
     }
 
     /** Whether the text so far is a complete accepted document. */
+    @Override
     public boolean accepting() {
         for (Stack s : configs) {
             if (s.top() instanceof Done || (s.rest() == null && s.top() instanceof Num n && numberComplete(n.state()))) {

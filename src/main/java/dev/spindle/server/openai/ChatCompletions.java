@@ -13,6 +13,8 @@ import dev.spindle.chat.ToolCall;
 import dev.spindle.chat.ToolSchemas;
 import dev.spindle.engine.TokenEvent;
 import dev.spindle.engine.grammar.GrammarConstraint;
+import dev.spindle.engine.grammar.Recognizer;
+import dev.spindle.engine.grammar.ToolCallRecognizer;
 import dev.spindle.engine.grammar.Schema;
 import dev.spindle.server.ModelService;
 import dev.spindle.server.TokenStreams;
@@ -55,10 +57,10 @@ public class ChatCompletions {
         Schema schema = responseSchema(body.get("response_format"));
         JsonNode choice = body.get("tool_choice");
         String toolChoice = choice == null || choice.isNull() ? "auto" : choice.isTextual() ? choice.asText() : "named";
-        if (toolChoice.equals("required") || toolChoice.equals("named")) {
-            throw ApiException.badRequest("tool_choice " + (toolChoice.equals("named") ? "naming a function" : "'required'")
-                    + " needs constrained decoding, which Spindle does not have yet; use 'auto' or 'none'", "tool_choice");
+        if (!List.of("auto", "none", "required", "named").contains(toolChoice)) {
+            throw ApiException.badRequest("tool_choice must be 'auto', 'none', 'required' or name a function, not '" + toolChoice + "'", "tool_choice");
         }
+        Recognizer forcedCalls = toolChoice.equals("required") || toolChoice.equals("named") ? toolGrammar(body, choice, toolChoice) : null;
         GenerationRequest gen = GenerationRequest.parse(body, service.generationDefaults(), service.config().defaultMaxTokens(), true);
         List<?> messages = (List<?>) JsonValues.toValue(body.get("messages"));
         List<?> tools = body.path("tools").isArray() && !body.path("tools").isEmpty() ? (List<?>) JsonValues.toValue(body.get("tools")) : null;
@@ -83,12 +85,63 @@ public class ChatCompletions {
             throw ApiException.badRequest(e.getMessage(), "max_tokens");
         }
         boolean inReasoning = ReasoningParser.promptOpensReasoning(prompt);
+        int thinkEnd = inReasoning ? service.tokenizer().addedTokenId("</think>") : -1;
+        if (schema != null && forcedCalls != null) {
+            throw ApiException.badRequest("response_format and a forced tool_choice cannot be combined", "response_format");
+        }
         if (schema != null) {
-            int thinkEnd = inReasoning ? service.tokenizer().addedTokenId("</think>") : -1;
             gen = gen.withParams(gen.params().withConstraint(() -> new GrammarConstraint(schema, service.tokenTexts(), service.eosIds(), thinkEnd)));
+        } else if (forcedCalls != null) {
+            gen = gen.withParams(gen.params().withConstraint(() -> new GrammarConstraint(forcedCalls, service.tokenTexts(), service.eosIds(), thinkEnd)));
         }
         return new Prepared("chatcmpl-" + UUID.randomUUID().toString().replace("-", ""), System.currentTimeMillis() / 1000, ids, gen,
                 inReasoning, toolChoice.equals("none") || schema != null ? ToolSchemas.of(null) : ToolSchemas.of(tools));
+    }
+
+    /**
+     * tool_choice "required" (one or more calls to the offered functions) or a named
+     * function (exactly one call to it), as a grammar over Nanbeige's XML call format:
+     * names, parameter names and JSON-typed values are enforced, string values are free text.
+     */
+    static Recognizer toolGrammar(JsonNode body, JsonNode choice, String mode) {
+        JsonNode tools = body.get("tools");
+        if (tools == null || !tools.isArray() || tools.isEmpty()) {
+            throw ApiException.badRequest("tool_choice '" + mode + "' needs tools", "tool_choice");
+        }
+        String only = mode.equals("named") ? choice.path("function").path("name").asText(null) : null;
+        if (mode.equals("named") && only == null) {
+            throw ApiException.badRequest("tool_choice must name a function: {\"type\": \"function\", \"function\": {\"name\": ...}}", "tool_choice");
+        }
+        Map<String, ToolCallRecognizer.Function> functions = new LinkedHashMap<>();
+        for (JsonNode t : tools) {
+            JsonNode fn = t.has("function") ? t.get("function") : t;
+            String name = fn.path("name").asText();
+            if (only != null && !only.equals(name)) {
+                continue;
+            }
+            Map<String, Schema> params = new LinkedHashMap<>();
+            Set<String> strings = new HashSet<>();
+            List<String> required = new ArrayList<>();
+            JsonNode ps = fn.path("parameters");
+            ps.path("properties").fields().forEachRemaining(e -> {
+                JsonNode type = e.getValue().path("type");
+                boolean isString = "string".equals(type.asText()) || (type.isMissingNode() && e.getValue().path("enum").isArray());
+                try {
+                    params.put(e.getKey(), isString ? Schema.any() : Schema.compile(e.getValue()));
+                } catch (IllegalArgumentException ex) {
+                    throw ApiException.badRequest("tool '" + name + "', parameter '" + e.getKey() + "': " + ex.getMessage(), "tools");
+                }
+                if (isString) {
+                    strings.add(e.getKey());
+                }
+            });
+            ps.path("required").forEach(r -> required.add(r.asText()));
+            functions.put(name, new ToolCallRecognizer.Function(params, strings, required));
+        }
+        if (functions.isEmpty()) {
+            throw ApiException.badRequest("tool_choice names '" + only + "', which is not among the tools", "tool_choice");
+        }
+        return ToolCallRecognizer.start(functions, mode.equals("required"));
     }
 
     /**
