@@ -18,11 +18,13 @@ import java.util.Set;
  * @param stopTokenIds      extra ids that end the sequence (besides EOS unless ignoreEos)
  * @param logprobs          -1 = none; otherwise the sampled token's logprob plus this many top alternatives
  * @param constraint        null, or makes each sequence's grammar constraint (structured output)
+ * @param promptLogprobs    -1 = none; otherwise each prompt token's logprob plus this many top alternatives (scoring)
  */
 public record SamplingParams(double temperature, int topK, double topP, double minP, Long seed,
                              double presencePenalty, double frequencyPenalty, double repetitionPenalty,
                              Map<Integer, Double> logitBias, int maxTokens, Set<Integer> stopTokenIds, boolean ignoreEos,
-                             int logprobs, java.util.function.Supplier<dev.spindle.engine.grammar.GrammarConstraint> constraint) {
+                             int logprobs, java.util.function.Supplier<dev.spindle.engine.grammar.GrammarConstraint> constraint,
+                             int promptLogprobs) {
     public SamplingParams {
         logitBias = Map.copyOf(logitBias);
         stopTokenIds = Set.copyOf(stopTokenIds);
@@ -41,8 +43,8 @@ public record SamplingParams(double temperature, int topK, double topP, double m
         if (!(repetitionPenalty > 0)) {
             throw new IllegalArgumentException("repetition_penalty must be > 0, got " + repetitionPenalty);
         }
-        if (maxTokens <= 0) {
-            throw new IllegalArgumentException("max_tokens must be >= 1, got " + maxTokens);
+        if (maxTokens < 0 || (maxTokens == 0 && promptLogprobs < 0)) {
+            throw new IllegalArgumentException("max_tokens must be >= 1 (0 only to score a prompt with echo and logprobs), got " + maxTokens);
         }
         if (logprobs > 20) {
             throw new IllegalArgumentException("top_logprobs must be at most 20, got " + logprobs);
@@ -51,15 +53,15 @@ public record SamplingParams(double temperature, int topK, double topP, double m
 
     public SamplingParams withMaxTokens(int max) {
         return new SamplingParams(temperature, topK, topP, minP, seed, presencePenalty, frequencyPenalty, repetitionPenalty, logitBias, max,
-                stopTokenIds, ignoreEos, logprobs, constraint);
+                stopTokenIds, ignoreEos, logprobs, constraint, promptLogprobs);
     }
 
     public SamplingParams withConstraint(java.util.function.Supplier<dev.spindle.engine.grammar.GrammarConstraint> c) {
         return new SamplingParams(temperature, topK, topP, minP, seed, presencePenalty, frequencyPenalty, repetitionPenalty, logitBias, maxTokens,
-                stopTokenIds, ignoreEos, logprobs, c);
+                stopTokenIds, ignoreEos, logprobs, c, promptLogprobs);
     }
 
     public static SamplingParams greedy(int maxTokens) {
-        return new SamplingParams(0, 0, 1, 0, null, 0, 0, 1, Map.of(), maxTokens, Set.of(), false, -1, null);
+        return new SamplingParams(0, 0, 1, 0, null, 0, 0, 1, Map.of(), maxTokens, Set.of(), false, -1, null, -1);
     }
 }

@@ -215,6 +215,35 @@ class OpenAiServerTest {
         assertTrue(bad.jsonPath().getString("error.message").contains("'pattern'"), bad.asString());
     }
 
+    /** echo + logprobs scores a prompt: each prompt token's logprob equals the one the model gives it when generating it. */
+    @Test
+    void echoWithLogprobsScoresThePrompt() {
+        var base = RestAssured.given().baseUri(v1.toString().replace("/v1", "")).contentType("application/json");
+        List<Integer> prompt = base.body("{\"prompt\": \"<|im_start|>user\\nWhat is 2 + 2?<|im_end|>\\n<|im_start|>assistant\\n<think>\\n\"}")
+                .post("/tokenize").jsonPath().getList("tokens", Integer.class);
+        Response gen = base.body("{\"prompt\": " + prompt + ", \"max_tokens\": 1, \"temperature\": 0, \"logprobs\": 1}").post("/v1/completions");
+        double generatedLp = readTree(gen.asString()).at("/choices/0/logprobs/token_logprobs/0").asDouble();
+        String generated = gen.jsonPath().getString("choices[0].text");
+        List<Integer> next = base.body("{\"prompt\": \"<|im_start|>user\\nWhat is 2 + 2?<|im_end|>\\n<|im_start|>assistant\\n<think>\\n" + generated + "\"}")
+                .post("/tokenize").jsonPath().getList("tokens", Integer.class);
+        Response scored = base.body("{\"prompt\": " + next + ", \"max_tokens\": 0, \"echo\": true, \"logprobs\": 2}").post("/v1/completions");
+        assertEquals(200, scored.statusCode(), scored.asString());
+        List<Object> lps = scored.jsonPath().getList("choices[0].logprobs.token_logprobs");
+        assertEquals(next.size(), lps.size());
+        assertEquals(null, lps.getFirst());
+        var scoredLps = readTree(scored.asString()).at("/choices/0/logprobs/token_logprobs");
+        assertEquals(generatedLp, scoredLps.get(scoredLps.size() - 1).asDouble(), 0.0, "the same logprob, bit for bit");
+        assertTrue(scored.jsonPath().getString("choices[0].text").endsWith(generated));
+    }
+
+    static com.fasterxml.jackson.databind.JsonNode readTree(String s) {
+        try {
+            return new com.fasterxml.jackson.databind.ObjectMapper().readTree(s);
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
+
     @Test
     void tokenizeModelsAndMetrics() {
         var base = RestAssured.given().baseUri(v1.toString().replace("/v1", ""));

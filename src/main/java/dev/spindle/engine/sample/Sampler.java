@@ -106,6 +106,11 @@ public final class Sampler {
         return order[keep - 1];
     }
 
+    /** The logprob of {@code token} under {@code logits} and the top alternatives (scoring a given token). */
+    public static Choice scoreOf(float[] logits, int token, int top) {
+        return withLogprobs(logits, token, Math.max(0, top));
+    }
+
     private static Choice withLogprobs(float[] raw, int token, int top) {
         if (top < 0) {
             return new Choice(token, Double.NaN, new int[0], new double[0]);

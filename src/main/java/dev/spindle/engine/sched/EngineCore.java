@@ -86,7 +86,9 @@ public final class EngineCore {
         }
         List<ForwardPass.Window> windows = new ArrayList<>();
         for (StepPlan.Entry e : plan.entries()) {
-            windows.add(new ForwardPass.Window(e.sequence().tokens(e.from(), e.from() + e.count()), e.sequence().table, false, e.samples()));
+            Sequence s = e.sequence();
+            boolean scoring = s.promptLogprobs != null && e.from() < s.promptLength;
+            windows.add(new ForwardPass.Window(s.tokens(e.from(), e.from() + e.count()), s.table, scoring, e.samples() || scoring));
         }
         List<float[][]> results;
         try {
@@ -103,8 +105,19 @@ public final class EngineCore {
             StepPlan.Entry e = plan.entries().get(i);
             Sequence s = e.sequence();
             scheduler.registerFullBlocks(s);
+            float[][] rows = results.get(i);
+            if (s.promptLogprobs != null && rows.length == e.count()) {
+                recordPromptLogprobs(s, e.from(), rows);
+            }
             if (e.samples()) {
-                sampleAndEmit(s, results.get(i)[0]);
+                if (s.params.maxTokens() == 0) {
+                    scheduler.finish(s);
+                    finished++;
+                    s.sink.onToken(new TokenEvent(s.id, -1, Double.NaN, new int[0], new double[0], "length", s.promptLength, s.cachedTokens, 0,
+                            promptLogprobsOnce(s)));
+                } else {
+                    sampleAndEmit(s, rows[rows.length - 1]);
+                }
             }
         }
         return plan;
@@ -134,7 +147,30 @@ public final class EngineCore {
             finished++;
         }
         s.sink.onToken(new TokenEvent(s.id, c.token(), c.logprob(), c.topIds(), c.topLogprobs(), finish, s.promptLength,
-                s.cachedTokens, s.generated()));
+                s.cachedTokens, s.generated(), promptLogprobsOnce(s)));
+    }
+
+    /** Row r of a prefill chunk starting at {@code from} predicts prompt token from + r + 1. */
+    private static void recordPromptLogprobs(Sequence s, int from, float[][] rows) {
+        int top = s.params.promptLogprobs();
+        for (int r = 0; r < rows.length; r++) {
+            int target = from + r + 1;
+            if (target >= s.promptLength) {
+                break;
+            }
+            Sampler.Choice c = Sampler.scoreOf(rows[r], s.tokens[target], top);
+            s.promptLogprobs[target] = c.logprob();
+            s.promptTopIds[target] = c.topIds();
+            s.promptTopLogprobs[target] = c.topLogprobs();
+        }
+    }
+
+    private static TokenEvent.PromptLogprobs promptLogprobsOnce(Sequence s) {
+        if (s.promptLogprobs == null || s.promptLogprobsSent) {
+            return null;
+        }
+        s.promptLogprobsSent = true;
+        return new TokenEvent.PromptLogprobs(s.promptLogprobs, s.promptTopIds, s.promptTopLogprobs);
     }
 
     public EngineStats stats() {

@@ -125,7 +125,9 @@ public final class Scheduler {
     /** Starts a sequence on the cached blocks of its longest cached full-block prefix, leaving at least one token to compute. */
     private void adoptCachedPrefix(Sequence s) {
         int bs = pool.blockSize();
-        int full = (s.length - 1) / bs; // never the whole sequence: its last token must be computed for logits
+        // never the whole sequence: its last token must be computed for logits; a scoring
+        // request computes every prompt position (it needs each one's logits)
+        int full = s.promptLogprobs != null ? 0 : (s.length - 1) / bs;
         long hash = PrefixHash.ROOT;
         List<Integer> hits = new ArrayList<>();
         for (int b = 0; b < full; b++) {

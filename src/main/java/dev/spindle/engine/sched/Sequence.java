@@ -22,6 +22,10 @@ public final class Sequence {
     int cachedTokens;      // prompt tokens the prefix cache supplied at (first) admission
     boolean admittedOnce;
     final dev.spindle.engine.grammar.GrammarConstraint constraint; // structured output, or null
+    double[] promptLogprobs;   // per prompt position (scoring requests), else null
+    int[][] promptTopIds;
+    double[][] promptTopLogprobs;
+    boolean promptLogprobsSent;
     final int[] counts;        // id -> occurrences in the sequence (for penalties; null when unused)
     final int[] outputCounts;  // id -> occurrences in the output
 
@@ -35,6 +39,14 @@ public final class Sequence {
         this.tokens = Arrays.copyOf(prompt, prompt.length + Math.min(params.maxTokens(), 4096));
         this.length = prompt.length;
         this.constraint = params.constraint() == null ? null : params.constraint().get();
+        if (params.promptLogprobs() >= 0) {
+            promptLogprobs = new double[prompt.length];
+            promptLogprobs[0] = Double.NaN;
+            promptTopIds = new int[prompt.length][];
+            promptTopLogprobs = new double[prompt.length][];
+            promptTopIds[0] = new int[0];
+            promptTopLogprobs[0] = new double[0];
+        }
         boolean penalties = params.repetitionPenalty() != 1 || params.presencePenalty() != 0 || params.frequencyPenalty() != 0;
         this.counts = penalties ? new int[vocab] : null;
         this.outputCounts = penalties ? new int[vocab] : null;

@@ -37,7 +37,7 @@ final class ChoiceText {
         promptTokens = e.promptTokens();
         cachedTokens = e.cachedTokens();
         String text = "";
-        boolean endToken = e.finishReason() != null && "stop".equals(e.finishReason()) && endIds.contains(e.token());
+        boolean endToken = e.token() < 0 || (e.finishReason() != null && "stop".equals(e.finishReason()) && endIds.contains(e.token()));
         if (!endToken) {
             text = stops.feed(detok.next(e.token()));
         }

@@ -60,9 +60,6 @@ public class Completions {
         } catch (IllegalArgumentException e) {
             throw ApiException.badRequest(e.getMessage(), "max_tokens");
         }
-        if (echo && gen.logprobs()) {
-            throw ApiException.badRequest("echo with logprobs (scoring the prompt) is not supported yet", "echo");
-        }
         return new Prepared("cmpl-" + UUID.randomUUID().toString().replace("-", ""), System.currentTimeMillis() / 1000, ids, text, gen, echo);
     }
 
@@ -85,7 +82,7 @@ public class Completions {
                 String t = (first[0] && p.echo() ? p.promptText() : "") + d.content();
                 first[0] = false;
                 return ChatCompletions.sse(choiceJson(p, index, t, text.finished() ? text.finishReason : null,
-                        p.gen().logprobs() ? logprobs(List.of(e), p.gen().topLogprobs()) : null).put("object", "text_completion"));
+                        p.gen().logprobs() ? logprobs(p, List.of(e), p.gen().topLogprobs()) : null).put("object", "text_completion"));
             }));
         }
         return Multi.createBy().merging().streams(choices).onCompletion().switchTo(() -> {
@@ -116,7 +113,7 @@ public class Completions {
                     }).collect().last().map(x -> {
                         completion[index] = text.completionTokens;
                         ObjectNode c = JSON.createObjectNode().put("index", index).put("text", out.toString());
-                        c.set("logprobs", p.gen().logprobs() ? logprobs(events, p.gen().topLogprobs()) : null);
+                        c.set("logprobs", p.gen().logprobs() ? logprobs(p, events, p.gen().topLogprobs()) : null);
                         c.put("finish_reason", text.finishReason == null ? "stop" : text.finishReason);
                         return c;
                     }));
@@ -145,11 +142,36 @@ public class Completions {
         return r;
     }
 
-    /** The legacy completions logprobs object: tokens, token_logprobs, top_logprobs. */
-    private ObjectNode logprobs(List<TokenEvent> events, int top) {
+    /**
+     * The legacy completions logprobs object: tokens, token_logprobs, top_logprobs; with
+     * echo, the prompt's own tokens come first (the first has no logprob: null).
+     */
+    private ObjectNode logprobs(Prepared p, List<TokenEvent> events, int top) {
         ObjectNode lp = JSON.createObjectNode();
         ArrayNode tokens = lp.putArray("tokens"), lps = lp.putArray("token_logprobs"), tops = lp.putArray("top_logprobs");
         for (TokenEvent e : events) {
+            TokenEvent.PromptLogprobs pl = e.promptLogprobs();
+            if (pl == null || !p.echo()) {
+                continue;
+            }
+            for (int i = 0; i < p.prompt().length; i++) {
+                tokens.add(service.tokenizer().decode(new int[]{p.prompt()[i]}, false));
+                if (i == 0) {
+                    lps.addNull();
+                    tops.addNull();
+                    continue;
+                }
+                lps.add(pl.logprobs()[i]);
+                ObjectNode alt = tops.addObject();
+                for (int k = 0; k < Math.min(top, pl.topIds()[i].length); k++) {
+                    alt.put(service.tokenizer().decode(new int[]{pl.topIds()[i][k]}, false), pl.topLogprobs()[i][k]);
+                }
+            }
+        }
+        for (TokenEvent e : events) {
+            if (e.token() < 0) {
+                continue;
+            }
             tokens.add(service.tokenizer().decode(new int[]{e.token()}, false));
             lps.add(e.logprob());
             ObjectNode alt = tops.addObject();

@@ -92,7 +92,8 @@ record GenerationRequest(SamplingParams params, List<String> stops, int n, boole
         try {
             params = new SamplingParams(temperature, topK, topP, minP, seed, number(body, "presence_penalty", 0), number(body, "frequency_penalty", 0),
                     number(body, "repetition_penalty", defaults.path("repetition_penalty").asDouble(1.0)), bias, maxTokens, stopIds,
-                    body.path("ignore_eos").asBoolean(false), logprobs ? Math.max(0, top) : -1, null);
+                    body.path("ignore_eos").asBoolean(false), logprobs ? Math.max(0, top) : -1, null,
+                    !chat && logprobs && body.path("echo").asBoolean(false) ? Math.max(0, top) : -1);
         } catch (IllegalArgumentException e) {
             throw ApiException.badRequest(e.getMessage(), null);
         }
@@ -124,6 +125,6 @@ record GenerationRequest(SamplingParams params, List<String> stops, int n, boole
             return p;
         }
         return new SamplingParams(p.temperature(), p.topK(), p.topP(), p.minP(), p.seed() + i, p.presencePenalty(), p.frequencyPenalty(),
-                p.repetitionPenalty(), p.logitBias(), p.maxTokens(), p.stopTokenIds(), p.ignoreEos(), p.logprobs(), p.constraint());
+                p.repetitionPenalty(), p.logitBias(), p.maxTokens(), p.stopTokenIds(), p.ignoreEos(), p.logprobs(), p.constraint(), p.promptLogprobs());
     }
 }

@@ -68,11 +68,11 @@ class EngineCoreTest {
     }
 
     static SamplingParams sampled(long seed, int max) {
-        return new SamplingParams(0.8, 40, 0.95, 0.02, seed, 0.1, 0.1, 1.05, Map.of(7, 1.5), max, Set.of(), true, 3, null);
+        return new SamplingParams(0.8, 40, 0.95, 0.02, seed, 0.1, 0.1, 1.05, Map.of(7, 1.5), max, Set.of(), true, 3, null, -1);
     }
 
     static SamplingParams greedy(int max) {
-        return new SamplingParams(0, 0, 1, 0, null, 0, 0, 1, Map.of(), max, Set.of(), true, 2, null);
+        return new SamplingParams(0, 0, 1, 0, null, 0, 0, 1, Map.of(), max, Set.of(), true, 2, null, -1);
     }
 
     /** Runs requests to completion on one engine; returns each one's collected events. */
