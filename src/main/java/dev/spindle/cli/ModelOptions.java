@@ -24,11 +24,7 @@ final class ModelOptions {
     int blockSize;
 
     LoadFormat format() {
-        return switch (loadFormat.toLowerCase(java.util.Locale.ROOT)) {
-            case "safetensors", "auto" -> LoadFormat.SAFETENSORS;
-            case "dummy" -> LoadFormat.DUMMY;
-            default -> throw new IllegalArgumentException("--load-format must be safetensors or dummy, not '" + loadFormat + "'");
-        };
+        return LoadFormat.parse(loadFormat);
     }
 
     int threadCount() {

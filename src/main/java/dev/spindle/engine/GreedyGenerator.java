@@ -81,12 +81,6 @@ public final class GreedyGenerator {
 
     /** The largest logit's index, the first among equals (as torch.argmax and HF greedy). */
     public static int argmax(float[] logits) {
-        int best = 0;
-        for (int i = 1; i < logits.length; i++) {
-            if (logits[i] > logits[best]) {
-                best = i;
-            }
-        }
-        return best;
+        return dev.spindle.engine.sample.Sampler.argmax(logits);
     }
 }

@@ -20,7 +20,6 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.HashSet;
-import java.util.Locale;
 import java.util.Set;
 
 /** Loads the configured model once at startup and owns the engine that serves it. */
@@ -41,11 +40,7 @@ public class ModelService {
     public ModelService(SpindleConfig config) {
         this.config = config;
         Path dir = Path.of(config.model());
-        LoadFormat format = switch (config.loadFormat().toLowerCase(Locale.ROOT)) {
-            case "safetensors", "auto" -> LoadFormat.SAFETENSORS;
-            case "dummy" -> LoadFormat.DUMMY;
-            default -> throw new IllegalArgumentException("spindle.load-format must be safetensors or dummy, not '" + config.loadFormat() + "'");
-        };
+        LoadFormat format = LoadFormat.parse(config.loadFormat());
         long t0 = System.nanoTime();
         this.model = ModelLoader.load(dir, format, LoadListener.NONE);
         this.tokenizer = Tokenizer.load(dir);

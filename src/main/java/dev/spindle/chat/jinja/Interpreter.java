@@ -194,20 +194,8 @@ final class Interpreter {
         return switch (e) {
             case Node.Const c -> c.value();
             case Node.Name n -> scope.lookup(n.name());
-            case Node.ListLit l -> {
-                List<Object> out = new ArrayList<>();
-                for (Expr x : l.items()) {
-                    out.add(eval(x, scope));
-                }
-                yield out;
-            }
-            case Node.TupleLit t -> {
-                List<Object> out = new ArrayList<>();
-                for (Expr x : t.items()) {
-                    out.add(eval(x, scope));
-                }
-                yield new Tuple(out);
-            }
+            case Node.ListLit l -> evalAll(l.items(), scope);
+            case Node.TupleLit t -> new Tuple(evalAll(t.items(), scope));
             case Node.DictLit d -> {
                 Map<Object, Object> out = new LinkedHashMap<>();
                 for (int i = 0; i < d.keys().size(); i++) {
@@ -221,14 +209,7 @@ final class Interpreter {
                     evalOrNull(s.step(), scope));
             case Node.Call c -> call(c, scope);
             case Node.Filter f -> applyFilters(f, null, scope);
-            case Node.Test t -> {
-                List<Object> args = new ArrayList<>();
-                for (Expr x : t.args()) {
-                    args.add(eval(x, scope));
-                }
-                boolean r = Builtins.test(t.name(), eval(t.target(), scope), args);
-                yield t.negated() != r;
-            }
+            case Node.Test t -> t.negated() != Builtins.test(t.name(), eval(t.target(), scope), evalAll(t.args(), scope));
             case Node.Binary b -> {
                 Object l = eval(b.left(), scope);
                 Object r = eval(b.right(), scope);
@@ -285,14 +266,8 @@ final class Interpreter {
 
     private Object call(Node.Call c, Scope scope) {
         Object target = eval(c.target(), scope);
-        List<Object> args = new ArrayList<>();
-        for (Expr x : c.args()) {
-            args.add(eval(x, scope));
-        }
-        Map<String, Object> kwargs = new LinkedHashMap<>();
-        for (int i = 0; i < c.kwNames().size(); i++) {
-            kwargs.put(c.kwNames().get(i), eval(c.kwValues().get(i), scope));
-        }
+        List<Object> args = evalAll(c.args(), scope);
+        Map<String, Object> kwargs = evalKeywords(c.kwNames(), c.kwValues(), scope);
         if (target instanceof PyCallable f) {
             return f.call(args, kwargs);
         }
@@ -308,14 +283,22 @@ final class Interpreter {
             return eval(e, scope);
         }
         Object value = f.target() == null ? input : applyFilters(f.target(), input, scope);
-        List<Object> args = new ArrayList<>();
-        for (Expr x : f.args()) {
-            args.add(eval(x, scope));
+        return Builtins.filter(f.name(), value, evalAll(f.args(), scope), evalKeywords(f.kwNames(), f.kwValues(), scope), this);
+    }
+
+    private List<Object> evalAll(List<Expr> exprs, Scope scope) {
+        List<Object> out = new ArrayList<>();
+        for (Expr x : exprs) {
+            out.add(eval(x, scope));
         }
-        Map<String, Object> kwargs = new LinkedHashMap<>();
-        for (int i = 0; i < f.kwNames().size(); i++) {
-            kwargs.put(f.kwNames().get(i), eval(f.kwValues().get(i), scope));
+        return out;
+    }
+
+    private Map<String, Object> evalKeywords(List<String> names, List<Expr> values, Scope scope) {
+        Map<String, Object> out = new LinkedHashMap<>();
+        for (int i = 0; i < names.size(); i++) {
+            out.put(names.get(i), eval(values.get(i), scope));
         }
-        return Builtins.filter(f.name(), value, args, kwargs, this);
+        return out;
     }
 }

@@ -45,7 +45,8 @@ public final class Sampler {
         return withLogprobs(raw, token, p.logprobs());
     }
 
-    static int argmax(float[] logits) {
+    /** The largest logit's index, the first among equals (as torch.argmax and HF greedy). */
+    public static int argmax(float[] logits) {
         int best = 0;
         for (int i = 1; i < logits.length; i++) {
             if (logits[i] > logits[best]) {
