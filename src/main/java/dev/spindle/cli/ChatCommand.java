@@ -45,6 +45,12 @@ final class ChatCommand implements Callable<Integer> {
     @Option(names = "--max-tokens", defaultValue = "256", paramLabel = "N", description = "Tokens to generate at most (default 256).")
     int maxTokens;
 
+    @Option(names = "--draft-model", paramLabel = "DIR", description = "A draft model on the same tokenizer: speculative decoding, same reply.")
+    Path draftModel;
+
+    @Option(names = "--draft-tokens", defaultValue = "4", paramLabel = "K", description = "Tokens drafted per step (default 4).")
+    int draftTokens;
+
     @Override
     public Integer call() throws IOException {
         List<Object> messages = new ArrayList<>();
@@ -62,6 +68,13 @@ final class ChatCommand implements Callable<Integer> {
              CpuForwardPass cpu = new CpuForwardPass(m.config(), m.weights(), model.blocksFor(4096), model.blockSize,
                      model.threadCount(), KvSlots.PER_EXECUTED_LAYER)) {
             ChatRunner runner = new ChatRunner(cpu, tok, ChatTemplate.fromModelDir(m.dir()));
+            LoadedModel draft = draftModel == null ? null : dev.spindle.model.ModelLoader.load(draftModel, dev.spindle.model.LoadFormat.SAFETENSORS,
+                    dev.spindle.model.LoadListener.NONE);
+            CpuForwardPass draftCpu = draft == null ? null : new CpuForwardPass(draft.config(), draft.weights(), model.blocksFor(4096),
+                    model.blockSize, model.threadCount(), KvSlots.PER_EXECUTED_LAYER);
+            if (draftCpu != null) {
+                runner.withDrafter(draftCpu, draftTokens);
+            }
             boolean[] inReasoning = {false};
             long t0 = System.nanoTime();
             ChatReply reply = runner.complete(messages, toolList, kwargs, maxTokens, d -> {
@@ -85,6 +98,10 @@ final class ChatCommand implements Callable<Integer> {
             double secs = (System.nanoTime() - t0) / 1e9;
             System.err.printf("[%d prompt tokens, %d generated in %.2f s; finish_reason=%s]%n", reply.promptTokens(),
                     reply.completionTokens(), secs, reply.finishReason());
+            if (draftCpu != null) {
+                draftCpu.close();
+                draft.close();
+            }
             return 0;
         }
     }

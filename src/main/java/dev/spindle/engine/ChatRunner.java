@@ -30,6 +30,15 @@ public final class ChatRunner {
     private final Tokenizer tokenizer;
     private final ChatTemplate template;
     private final Set<Integer> stopIds = new HashSet<>();
+    private ForwardPass drafter;
+    private int draftTokens;
+
+    /** Decode with a draft model (same tokenizer): the reply is the same, token for token. */
+    public ChatRunner withDrafter(ForwardPass drafter, int draftTokens) {
+        this.drafter = drafter;
+        this.draftTokens = draftTokens;
+        return this;
+    }
 
     public ChatRunner(ForwardPass model, Tokenizer tokenizer, ChatTemplate template) {
         this.model = model;
@@ -65,16 +74,27 @@ public final class ChatRunner {
                 onDelta.accept(d);
             }
         };
-        GreedyGenerator.Result r = new GreedyGenerator(model, 512).generate(ids, maxTokens, stopIds, t -> {
+        java.util.function.IntConsumer onToken = t -> {
             if (!stopIds.contains(t)) {
                 sink.accept(parser.next(detok.next(t)));
             }
-        });
+        };
+        int[] tokens;
+        boolean eos;
+        if (drafter != null) {
+            var r = new dev.spindle.engine.spec.SpeculativeGreedy(model, drafter, draftTokens).generate(ids, maxTokens, stopIds, onToken);
+            tokens = r.tokens();
+            eos = r.stoppedOnEos();
+        } else {
+            GreedyGenerator.Result r = new GreedyGenerator(model, 512).generate(ids, maxTokens, stopIds, onToken);
+            tokens = r.tokens();
+            eos = r.stoppedOnEos();
+        }
         sink.accept(parser.next(detok.flush()));
         sink.accept(parser.finish());
         ParsedDelta all = ReplyParser.merge(steps);
         List<ToolCall> calls = all.toolCalls();
-        String finish = !calls.isEmpty() ? "tool_calls" : r.stoppedOnEos() ? "stop" : "length";
-        return new ChatReply(all.reasoning(), all.content(), calls, finish, ids.length, r.tokens().length, r.tokens());
+        String finish = !calls.isEmpty() ? "tool_calls" : eos ? "stop" : "length";
+        return new ChatReply(all.reasoning(), all.content(), calls, finish, ids.length, tokens.length, tokens);
     }
 }

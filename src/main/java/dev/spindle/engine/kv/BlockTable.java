@@ -91,6 +91,22 @@ public final class BlockTable {
         tokens = ids.length * pool.blockSize();
     }
 
+    /**
+     * Forgets positions [length, tokens): rejected draft tokens. Blocks past the new end are
+     * released; their K/V, and any left in the last kept block, are overwritten when
+     * those positions are computed again.
+     */
+    public void truncate(int length) {
+        if (length < 0 || length > tokens) {
+            throw new IllegalArgumentException("cannot truncate " + tokens + " tokens to " + length);
+        }
+        tokens = length;
+        int keep = (length + pool.blockSize() - 1) / pool.blockSize();
+        while (numBlocks > keep) {
+            pool.release(blocks[--numBlocks]);
+        }
+    }
+
     /** Releases every block; the table is empty afterwards. */
     public void release() {
         for (int i = 0; i < numBlocks; i++) {
