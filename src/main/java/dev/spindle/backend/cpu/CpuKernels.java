@@ -15,14 +15,14 @@ import static dev.spindle.backend.cpu.Bf16Vectors.L;
  * points. Activations are fp32 arrays holding bf16 values, row-major (rows, width).
  * Transcendentals use StrictMath so interpreted and compiled code agree bit for bit.
  */
-final class CpuKernels {
+public final class CpuKernels {
     private static final ValueLayout.OfShort BF16 = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
 
     private CpuKernels() {
     }
 
     /** out[r] = embedding[tokens[r]]: (n, hidden). */
-    static void embed(int[] tokens, MemorySegment table, int vocab, int hidden, float[] out) {
+    public static void embed(int[] tokens, MemorySegment table, int vocab, int hidden, float[] out) {
         for (int r = 0; r < tokens.length; r++) {
             int t = tokens[r];
             if (t < 0 || t >= vocab) {
@@ -39,7 +39,7 @@ final class CpuKernels {
      * RMSNorm as HF's LlamaRMSNorm: fp32 mean of squares, {@code bf16(x * rsqrt(ms + eps))},
      * then times the bf16 weight, rounded again.
      */
-    static void rmsNorm(float[] x, int n, int width, MemorySegment weight, float eps, float[] out) {
+    public static void rmsNorm(float[] x, int n, int width, MemorySegment weight, float eps, float[] out) {
         float[] scratch = new float[L];
         for (int r = 0; r < n; r++) {
             int o = r * width;
@@ -68,7 +68,7 @@ final class CpuKernels {
      * @param x   (n, heads, headDim), rotated in place
      * @param cos (n, headDim/2) per row, bf16-valued
      */
-    static void rope(float[] x, int n, int heads, int headDim, float[] cos, float[] sin) {
+    public static void rope(float[] x, int n, int heads, int headDim, float[] cos, float[] sin) {
         int half = headDim / 2;
         for (int r = 0; r < n; r++) {
             for (int h = 0; h < heads; h++) {
@@ -86,7 +86,7 @@ final class CpuKernels {
     }
 
     /** gate := bf16(bf16(silu(gate)) * up), silu computed in fp32 as x / (1 + exp(-x)). */
-    static void swiGlu(float[] gate, float[] up, int count) {
+    public static void swiGlu(float[] gate, float[] up, int count) {
         for (int i = 0; i < count; i++) {
             float g = gate[i];
             float act = Bf16.round(g / (1f + (float) StrictMath.exp(-g)));
@@ -95,7 +95,7 @@ final class CpuKernels {
     }
 
     /** x := bf16(x + y): the residual add. */
-    static void addInto(float[] x, float[] y, int count) {
+    public static void addInto(float[] x, float[] y, int count) {
         int i = 0;
         for (; i + L <= count; i += L) {
             Bf16Vectors.round(FloatVector.fromArray(F, x, i).add(FloatVector.fromArray(F, y, i))).intoArray(x, i);

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Compiles src/main/cuda/*.cu into one fatbin (sm_80..sm_120 + compute_90 PTX) at OUT.
+# Usage: build-cuda.sh SRC_DIR OUT_FATBIN STAMP_FILE (rebuilds only when the sources changed)
+# Skips with a message when nvcc is absent: the CUDA backend then reports itself unavailable.
+set -euo pipefail
+src="$1"; out="$2"; stamp="$3"
+if ! command -v nvcc >/dev/null; then
+  echo "spindle: nvcc not found: building without CUDA kernels (the CPU backend is unaffected)"; exit 0
+fi
+mkdir -p "$(dirname "$out")"
+inputs=$(cat "$src"/*.cu "$src"/*.cuh | sha256sum | cut -c1-64)
+if [ -f "$out" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$inputs" ]; then exit 0; fi
+all="$(mktemp -d)/all.cu"
+for f in "$src"/*.cu; do echo "#include \"$(readlink -f "$f")\""; done > "$all"
+nvcc -fatbin -O3 -std=c++17 -I"$src" \
+  -gencode arch=compute_80,code=sm_80 -gencode arch=compute_86,code=sm_86 -gencode arch=compute_89,code=sm_89 \
+  -gencode arch=compute_90,code=sm_90 -gencode arch=compute_100,code=sm_100 -gencode arch=compute_120,code=sm_120 \
+  -gencode arch=compute_90,code=compute_90 -o "$out" "$all"
+echo "$inputs" > "$stamp"
+echo "spindle: CUDA kernels compiled into $out"

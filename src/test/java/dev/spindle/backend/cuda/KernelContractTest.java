@@ -1,0 +1,178 @@
+package dev.spindle.backend.cuda;
+
+import dev.spindle.backend.cpu.CpuKernels;
+import dev.spindle.model.Bf16;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteOrder;
+import java.util.Optional;
+import java.util.Random;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+/**
+ * Each CUDA kernel against its CPU twin (the reference backend's kernel), on random
+ * inputs of real shapes: exact where the math allows (embed, rope, residual_add), within
+ * one bf16 ulp per element where only the reduction order (rms_norm) or expf (swiglu)
+ * differ. Runs where a GPU and the compiled kernels are; skipped elsewhere, saying why.
+ */
+@Tag("gpu")
+class KernelContractTest {
+    static final ValueLayout.OfShort BF16 = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+    static CudaKernels k;
+    static CudaDriver cuda;
+    final Random rnd = new Random(1);
+
+    @BeforeAll
+    static void gpu() {
+        Optional<CudaKernels> kernels = CudaKernels.load();
+        assumeTrue(kernels.isPresent(), CudaDriver.get().isEmpty() ? "no CUDA driver or GPU on this machine"
+                : "this build has no CUDA kernels (nvcc was not on the PATH)");
+        k = kernels.get();
+        cuda = k.driver();
+        System.out.println("[cuda] contract tests on " + cuda.deviceName());
+    }
+
+    float[] randomBf16(int n, float scale) {
+        float[] a = new float[n];
+        for (int i = 0; i < n; i++) {
+            a[i] = Bf16.round((float) rnd.nextGaussian() * scale);
+        }
+        return a;
+    }
+
+    long upload(Arena arena, float[] bf16Values) {
+        MemorySegment h = arena.allocate(bf16Values.length * 2L);
+        for (int i = 0; i < bf16Values.length; i++) {
+            h.setAtIndex(BF16, i, Bf16.fromFloat(bf16Values[i]));
+        }
+        long d = cuda.alloc(h.byteSize());
+        cuda.copyToDevice(d, h);
+        return d;
+    }
+
+    long uploadF32(Arena arena, float[] values) {
+        MemorySegment h = arena.allocateFrom(ValueLayout.JAVA_FLOAT, values);
+        long d = cuda.alloc(h.byteSize());
+        cuda.copyToDevice(d, h);
+        return d;
+    }
+
+    float[] download(Arena arena, long d, int n) {
+        MemorySegment h = arena.allocate(n * 2L);
+        cuda.copyToHost(h, d);
+        float[] out = new float[n];
+        for (int i = 0; i < n; i++) {
+            out[i] = Bf16.toFloat(h.getAtIndex(BF16, i));
+        }
+        return out;
+    }
+
+    static MemorySegment bf16Segment(Arena arena, float[] v) {
+        MemorySegment s = arena.allocate(v.length * 2L);
+        for (int i = 0; i < v.length; i++) {
+            s.setAtIndex(BF16, i, Bf16.fromFloat(v[i]));
+        }
+        return s;
+    }
+
+    /** Max difference in bf16 ulps (of the larger magnitude), and how many elements differ at all. */
+    static int[] compare(float[] want, float[] got) {
+        int maxUlps = 0, differ = 0;
+        for (int i = 0; i < want.length; i++) {
+            if (Float.floatToRawIntBits(want[i]) != Float.floatToRawIntBits(got[i])) {
+                differ++;
+                int a = Float.floatToRawIntBits(want[i]) >> 16, b = Float.floatToRawIntBits(got[i]) >> 16;
+                maxUlps = Math.max(maxUlps, Math.abs(a - b));
+            }
+        }
+        return new int[]{maxUlps, differ};
+    }
+
+    @Test
+    void embedIsExact() {
+        try (Arena a = Arena.ofConfined()) {
+            int vocab = 1000, hidden = 2560, rows = 7;
+            float[] table = randomBf16(vocab * hidden, 1);
+            int[] tokens = {5, 999, 0, 42, 42, 7, 500};
+            float[] want = new float[rows * hidden];
+            CpuKernels.embed(tokens, bf16Segment(a, table), vocab, hidden, want);
+            long dt = upload(a, table), dout = cuda.alloc(rows * hidden * 2L);
+            long dtok = cuda.alloc(tokens.length * 4L);
+            cuda.copyToDevice(dtok, a.allocateFrom(ValueLayout.JAVA_INT, tokens));
+            k.embed(dtok, dt, dout, rows, hidden);
+            int[] c = compare(want, download(a, dout, rows * hidden));
+            assertEquals(0, c[1], "embed differs in " + c[1] + " elements");
+        }
+    }
+
+    @Test
+    void ropeIsExact() {
+        try (Arena a = Arena.ofConfined()) {
+            int rows = 9, heads = 8, hd = 128, half = hd / 2;
+            float[] x = randomBf16(rows * heads * hd, 1);
+            float[] cos = new float[rows * half], sin = new float[rows * half];
+            for (int i = 0; i < cos.length; i++) {
+                double ang = rnd.nextDouble() * 100;
+                cos[i] = Bf16.round((float) Math.cos(ang));
+                sin[i] = Bf16.round((float) Math.sin(ang));
+            }
+            long dx = upload(a, x), dc = uploadF32(a, cos), ds = uploadF32(a, sin);
+            float[] want = x.clone();
+            CpuKernels.rope(want, rows, heads, hd, cos, sin);
+            k.rope(dx, dc, ds, rows, heads, hd);
+            int[] c = compare(want, download(a, dx, x.length));
+            assertEquals(0, c[1], "rope differs in " + c[1] + " elements");
+        }
+    }
+
+    @Test
+    void residualAddIsExact() {
+        try (Arena a = Arena.ofConfined()) {
+            int n = 3 * 7168;
+            float[] x = randomBf16(n, 3), y = randomBf16(n, 0.1f);
+            long dx = upload(a, x), dy = upload(a, y);
+            float[] want = x.clone();
+            CpuKernels.addInto(want, y, n);
+            k.residualAdd(dx, dy, n);
+            assertEquals(0, compare(want, download(a, dx, n))[1]);
+        }
+    }
+
+    @Test
+    void rmsNormWithinOneUlp() {
+        try (Arena a = Arena.ofConfined()) {
+            int rows = 5, width = 7168;
+            float[] x = randomBf16(rows * width, 2), w = randomBf16(width, 1);
+            float[] want = new float[x.length];
+            CpuKernels.rmsNorm(x, rows, width, bf16Segment(a, w), 1e-5f, want);
+            long dx = upload(a, x), dw = upload(a, w), dout = cuda.alloc(x.length * 2L);
+            k.rmsNorm(dx, dw, dout, rows, width, 1e-5f);
+            int[] c = compare(want, download(a, dout, x.length));
+            System.out.printf("[cuda] rms_norm: %d of %d elements differ from the CPU twin, by at most %d bf16 ulp%n", c[1], x.length, c[0]);
+            assertTrue(c[0] <= 1, "rms_norm off by " + c[0] + " ulps");
+        }
+    }
+
+    @Test
+    void swigluWithinOneUlp() {
+        try (Arena a = Arena.ofConfined()) {
+            int n = 4 * 22016;
+            float[] g = randomBf16(n, 3), u = randomBf16(n, 1);
+            long dg = upload(a, g), du = upload(a, u);
+            float[] want = g.clone();
+            CpuKernels.swiGlu(want, u, n);
+            k.swiglu(dg, du, n);
+            int[] c = compare(want, download(a, dg, n));
+            System.out.printf("[cuda] swiglu: %d of %d elements differ from the CPU twin, by at most %d bf16 ulp%n", c[1], n, c[0]);
+            assertTrue(c[0] <= 1, "swiglu off by " + c[0] + " ulps");
+        }
+    }
+}
