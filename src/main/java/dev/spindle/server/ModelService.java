@@ -57,11 +57,40 @@ public class ModelService {
         this.eosIds = Set.copyOf(eos);
         this.tokenTexts = dev.spindle.engine.grammar.TokenTexts.load(dir.resolve("tokenizer.json"), model.config().vocabSize());
         this.servedName = config.servedModelName().orElse(dir.toAbsolutePath().normalize().getFileName().toString());
+        warmUp();
         this.generationDefaults = readGenerationConfig(dir.resolve("generation_config.json"));
         Log.infof("serving %s (%s, %d layers%s, %,d parameters) on the CPU backend with %d threads; KV pool %d blocks of %d tokens; loaded in %.1f s",
                 servedName, model.config().architecture(), model.config().numLayers(),
                 model.config().numLoops() > 1 ? " x " + model.config().numLoops() + " loops" : "", model.config().parameterCount(),
                 threads, blocks, config.blockSize(), (System.nanoTime() - t0) / 1e9);
+    }
+
+    /** One short generation before the server reports ready: the first real request does not pay for JIT warm-up. */
+    private void warmUp() {
+        java.util.concurrent.CountDownLatch done = new java.util.concurrent.CountDownLatch(1);
+        int[] prompt = tokenizer.encode("warm up");
+        if (prompt.length == 0) {
+            return;
+        }
+        engine.submit(prompt, dev.spindle.engine.SamplingParams.greedy(4), new dev.spindle.engine.TokenSink() {
+            @Override
+            public void onToken(dev.spindle.engine.TokenEvent e) {
+                if (e.finishReason() != null) {
+                    done.countDown();
+                }
+            }
+
+            @Override
+            public void onError(Throwable error) {
+                Log.warn("warm-up failed: " + error.getMessage());
+                done.countDown();
+            }
+        });
+        try {
+            done.await(120, java.util.concurrent.TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
     }
 
     private static JsonNode readGenerationConfig(Path file) {

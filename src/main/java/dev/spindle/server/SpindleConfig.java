@@ -42,6 +42,13 @@ public interface SpindleConfig {
     @WithDefault("512")
     int maxNumBatchedTokens();
 
+    /** When set, /v1 requests need {@code Authorization: Bearer <key>}. */
+    Optional<String> apiKey();
+
+    /** Requests waiting for admission at most; beyond it new requests get 429 with Retry-After. */
+    @WithDefault("256")
+    int maxWaitingRequests();
+
     /** max_tokens when a request gives none. */
     @WithDefault("1024")
     int defaultMaxTokens();

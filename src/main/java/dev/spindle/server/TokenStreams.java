@@ -20,21 +20,34 @@ import java.util.concurrent.atomic.AtomicBoolean;
 @ApplicationScoped
 public class TokenStreams {
     private final ModelService service;
+    private final RequestMetrics metrics;
 
-    public TokenStreams(ModelService service) {
+    public TokenStreams(ModelService service, RequestMetrics metrics) {
         this.service = service;
+        this.metrics = metrics;
     }
 
     public Multi<TokenEvent> generate(int[] prompt, SamplingParams params) {
         Engine engine = service.engine();
         return Multi.createFrom().<TokenEvent>emitter(em -> {
             AtomicBoolean finished = new AtomicBoolean();
+            long submitted = System.nanoTime();
+            long[] last = {0};
             long id = engine.submit(prompt, params, new TokenSink() {
                 @Override
                 public void onToken(TokenEvent e) {
+                    long now = System.nanoTime();
+                    if (last[0] == 0) {
+                        metrics.firstToken(now - submitted);
+                    } else {
+                        metrics.interToken(now - last[0]);
+                    }
+                    last[0] = now;
                     em.emit(e);
                     if (e.finishReason() != null) {
                         finished.set(true);
+                        metrics.endToEnd(now - submitted);
+                        metrics.outcome("finished");
                         em.complete();
                     }
                 }
@@ -42,11 +55,13 @@ public class TokenStreams {
                 @Override
                 public void onError(Throwable error) {
                     finished.set(true);
+                    metrics.outcome("error");
                     em.fail(error);
                 }
             });
             em.onTermination(() -> {
                 if (!finished.get()) {
+                    metrics.outcome("cancelled");
                     engine.cancel(id);
                 }
             });

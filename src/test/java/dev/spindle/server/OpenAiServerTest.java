@@ -110,28 +110,41 @@ class OpenAiServerTest {
         assertTrue(r.jsonPath().getString("choices[0].message.tool_calls[0].function.arguments").contains("\"city\":\"Berlin\""), r.asString());
     }
 
-    /** Seeded sampled requests give the same reply alone and among concurrent ones. */
+    /** 16 streaming requests at once produce exactly the tokens each produces alone (seeded sampling). */
     @Test
-    void concurrentRequestsEqualSoloRequests() throws Exception {
+    void sixteenConcurrentStreamsEqualSoloRuns() throws Exception {
         OpenAIClient client = client();
-        String solo = client.chat().completions().create(ask("How many minutes are in 7 hours?", 0.9, 1234L)).choices().getFirst().message().content().orElse("");
+        String[] questions = {"How many minutes are in 7 hours?", "What is 17 + 25?", "Is 2024 a leap year?", "How many r's are in strawberry?"};
+        String[] solo = new String[questions.length];
+        for (int i = 0; i < questions.length; i++) {
+            solo[i] = streamed(client, ask(questions[i], 0.9, 1000L + i));
+        }
         List<CompletableFuture<String>> together = new ArrayList<>();
-        String[] others = {"What is 17 + 25?", "Is 2024 a leap year?", "How many r's are in strawberry?"};
-        for (String q : others) {
-            together.add(CompletableFuture.supplyAsync(() -> client.chat().completions().create(ask(q, 0.9, 99L)).choices().getFirst().message().content().orElse("")));
+        for (int c = 0; c < 16; c++) {
+            int i = c % questions.length;
+            together.add(CompletableFuture.supplyAsync(() -> streamed(client, ask(questions[i], 0.9, 1000L + i))));
         }
-        CompletableFuture<String> again = CompletableFuture.supplyAsync(() ->
-                client.chat().completions().create(ask("How many minutes are in 7 hours?", 0.9, 1234L)).choices().getFirst().message().content().orElse(""));
-        assertEquals(solo, again.get(120, TimeUnit.SECONDS));
-        for (var f : together) {
-            f.get(120, TimeUnit.SECONDS);
+        for (int c = 0; c < 16; c++) {
+            assertEquals(solo[c % questions.length], together.get(c).get(180, TimeUnit.SECONDS), "stream " + c + " vs its solo run");
         }
+    }
+
+    static String streamed(OpenAIClient client, ChatCompletionCreateParams params) {
+        StringBuilder b = new StringBuilder();
+        try (StreamResponse<ChatCompletionChunk> s = client.chat().completions().createStreaming(params)) {
+            s.stream().forEach(ch -> ch.choices().forEach(c -> {
+                c.delta()._additionalProperties().getOrDefault("reasoning_content", com.openai.core.JsonValue.from("")).asString()
+                        .ifPresent(r -> b.append("[r]").append(r));
+                c.delta().content().ifPresent(b::append);
+            }));
+        }
+        return b.toString();
     }
 
     @Test
     void disconnectingClientFreesItsBlocks() throws Exception {
         try (StreamResponse<ChatCompletionChunk> s = client().chat().completions().createStreaming(
-                ChatCompletionCreateParams.builder().model("m").addUserMessage("What is 12 + 30?").temperature(0.0).maxCompletionTokens(1500)
+                ChatCompletionCreateParams.builder().model("spindle-chat-target").addUserMessage("What is 12 + 30?").temperature(0.0).maxCompletionTokens(1500)
                         .putAdditionalBodyProperty("ignore_eos", com.openai.core.JsonValue.from(true)).build())) {
             Iterator<ChatCompletionChunk> it = s.stream().iterator();
             it.next();
@@ -167,6 +180,21 @@ class OpenAiServerTest {
         assertEquals(400, r.statusCode());
         r = base.body("{\"messages\": [{\"role\": \"user\", \"content\": \"a\"}], \"temperature\": \"hot\"}").post("/v1/chat/completions");
         assertEquals("temperature", r.jsonPath().getString("error.param"));
+        r = base.body("{\"model\": \"gpt-4\", \"messages\": [{\"role\": \"user\", \"content\": \"a\"}]}").post("/v1/chat/completions");
+        assertEquals(404, r.statusCode());
+        assertEquals("model", r.jsonPath().getString("error.param"));
+        r = base.body("{\"messages\": [{\"role\": \"user\", \"content\": \"a\"}], \"max_tokens\": -5}").post("/v1/chat/completions");
+        assertEquals(400, r.statusCode());
+        r = base.body("{\"messages\": [{\"role\": \"user\", \"content\": \"a\"}], \"top_p\": 1e308, \"n\": 99999999999}").post("/v1/chat/completions");
+        assertEquals(400, r.statusCode(), r.asString());
+        r = base.body("{\"messages\": [{\"role\": \"user\", \"content\": \"" + "many words ".repeat(3000) + "\"}]}").post("/v1/chat/completions");
+        assertEquals(400, r.statusCode());
+        assertTrue(r.jsonPath().getString("error.message").contains("context"), r.asString());
+        r = base.body(new byte[]{'{', '"', 'm', (byte) 0xff, (byte) 0xfe, '"', ':', '1', '}'}).post("/v1/chat/completions");
+        assertEquals(400, r.statusCode(), "invalid UTF-8");
+        r = base.body("{\"messages\": [{\"role\": \"user\", \"content\": \"What is 2 + 2?\"}], \"temperature\": 0, \"unknown_field\": {\"x\": 1}}")
+                .post("/v1/chat/completions");
+        assertEquals(200, r.statusCode(), "unknown fields are ignored, as OpenAI-compatible servers do");
         // and the server keeps serving
         assertTrue(client().chat().completions().create(ask("What is 2 + 2?", 0, null)).choices().getFirst().message().content().orElse("").contains("4"));
     }

@@ -113,7 +113,7 @@ public final class EngineCore {
                 if (s.params.maxTokens() == 0) {
                     scheduler.finish(s);
                     finished++;
-                    s.sink.onToken(new TokenEvent(s.id, -1, Double.NaN, new int[0], new double[0], "length", s.promptLength, s.cachedTokens, 0,
+                    deliver(s, new TokenEvent(s.id, -1, Double.NaN, new int[0], new double[0], "length", s.promptLength, s.cachedTokens, 0,
                             promptLogprobsOnce(s)));
                 } else {
                     sampleAndEmit(s, rows[rows.length - 1]);
@@ -146,8 +146,25 @@ public final class EngineCore {
             scheduler.finish(s);
             finished++;
         }
-        s.sink.onToken(new TokenEvent(s.id, c.token(), c.logprob(), c.topIds(), c.topLogprobs(), finish, s.promptLength,
+        deliver(s, new TokenEvent(s.id, c.token(), c.logprob(), c.topIds(), c.topLogprobs(), finish, s.promptLength,
                 s.cachedTokens, s.generated(), promptLogprobsOnce(s)));
+    }
+
+    /** A sink that throws loses its request, never the engine: the sequence is dropped and its blocks freed. */
+    private void deliver(Sequence s, TokenEvent e) {
+        try {
+            s.sink.onToken(e);
+        } catch (RuntimeException err) {
+            if (scheduler.find(s.id) != null) {
+                scheduler.finish(s);
+                finished++;
+            }
+            try {
+                s.sink.onError(err);
+            } catch (RuntimeException ignored) {
+                // the sink is broken; nothing more to tell it
+            }
+        }
     }
 
     /** Row r of a prefill chunk starting at {@code from} predicts prompt token from + r + 1. */

@@ -25,6 +25,11 @@ public class EngineMetrics {
         counter(registry, service, "spindle.preemptions", "Sequences preempted for lack of KV blocks", EngineStats::preemptions);
         counter(registry, service, "spindle.engine.steps", "Engine steps run", EngineStats::steps);
         counter(registry, service, "spindle.requests.finished", "Requests finished or cancelled", EngineStats::finishedRequests);
+        // the names the Gateway API Inference Extension's reference endpoint picker reads (vLLM's)
+        gauge(registry, service, "vllm:num_requests_waiting", "Requests waiting for admission (queue length)", EngineStats::waiting);
+        gauge(registry, service, "vllm:num_requests_running", "Requests in the running batch", EngineStats::running);
+        gauge(registry, service, "vllm:kv_cache_usage_perc", "KV-cache utilisation, 0 to 1", EngineStats::kvUsage);
+        gauge(registry, service, "vllm:gpu_cache_usage_perc", "KV-cache utilisation, 0 to 1 (older name)", EngineStats::kvUsage);
     }
 
     private static void gauge(MeterRegistry r, ModelService s, String name, String help, ToDoubleFunction<EngineStats> f) {

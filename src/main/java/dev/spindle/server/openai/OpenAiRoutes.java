@@ -46,6 +46,9 @@ public class OpenAiRoutes {
 
     void routes(@Observes Router router) {
         BodyHandler body = BodyHandler.create().setBodyLimit(32L << 20);
+        router.route("/v1/*").order(-1).handler(this::authorize);
+        router.route("/tokenize").order(-1).handler(this::authorize);
+        router.route("/detokenize").order(-1).handler(this::authorize);
         router.post("/v1/chat/completions").handler(body).handler(ctx -> json(ctx, b -> {
             ChatCompletions.Prepared p = chat.prepare(b);
             return p.gen().stream() ? chat.stream(p) : chat.complete(p);
@@ -109,9 +112,32 @@ public class OpenAiRoutes {
         return JSON.createObjectNode().put("prompt", service.tokenizer().decode(ids, false));
     }
 
+    /** With spindle.api-key set: a bearer token that matches it (compared in constant time), else 401. */
+    private void authorize(RoutingContext ctx) {
+        var key = service.config().apiKey();
+        if (key.isEmpty()) {
+            ctx.next();
+            return;
+        }
+        String header = ctx.request().getHeader("Authorization");
+        String given = header != null && header.startsWith("Bearer ") ? header.substring(7) : "";
+        if (java.security.MessageDigest.isEqual(given.getBytes(java.nio.charset.StandardCharsets.UTF_8),
+                key.get().getBytes(java.nio.charset.StandardCharsets.UTF_8))) {
+            ctx.next();
+        } else {
+            ctx.response().putHeader("WWW-Authenticate", "Bearer");
+            send(ctx.response(), 401, errorJson(401, "missing or wrong API key", null));
+        }
+    }
+
     /** Parses the body on a worker, then answers with JSON (Uni or plain object) or an SSE stream (Multi). */
     private void json(RoutingContext ctx, Function<JsonNode, Object> handler) {
         HttpServerResponse response = ctx.response();
+        if (service.engine().stats().waiting() >= service.config().maxWaitingRequests()) {
+            response.putHeader("Retry-After", "1");
+            send(response, 429, errorJson(429, "the server is busy: " + service.engine().stats().waiting() + " requests are waiting; retry shortly", null));
+            return;
+        }
         Uni.createFrom().item(() -> {
                     JsonNode b;
                     try {
@@ -121,6 +147,10 @@ public class OpenAiRoutes {
                     }
                     if (b == null || !b.isObject()) {
                         throw ApiException.badRequest("the body must be a JSON object", null);
+                    }
+                    JsonNode model = b.get("model");
+                    if (model != null && !model.isNull() && !model.asText().equals(service.servedName())) {
+                        throw new ApiException(404, "the model '" + model.asText() + "' does not exist; this server serves '" + service.servedName() + "'", "model");
                     }
                     return handler.apply(b);
                 })

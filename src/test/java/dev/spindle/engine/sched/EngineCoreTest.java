@@ -40,7 +40,7 @@ class EngineCoreTest {
         f.close();
     }
 
-    static final class Collect implements TokenSink {
+    static class Collect implements TokenSink {
         final List<TokenEvent> events = new ArrayList<>();
         Throwable error;
 
@@ -189,6 +189,31 @@ class EngineCoreTest {
             IllegalArgumentException e = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
                     () -> core.add(2, f.prompts.get(2), greedy(200), new Collect()));
             assertTrue(e.getMessage().contains("KV blocks"), e.getMessage());
+        }
+    }
+
+    /** A sink that throws loses its own request only: the others finish, every block comes back. */
+    @Test
+    void aThrowingSinkDoesNotDisturbOthers() {
+        try (CpuForwardPass cpu = cpu(64)) {
+            EngineCore core = new EngineCore(cpu, 512, 8, Set.of(2));
+            Collect good = new Collect();
+            Collect bad = new Collect() {
+                @Override
+                public void onToken(TokenEvent e) {
+                    throw new IllegalStateException("client bug");
+                }
+            };
+            core.add(1, f.prompts.get(1), greedy(10), bad);
+            core.add(2, f.prompts.get(2), greedy(10), good);
+            int guard = 0;
+            while (!core.idle() && guard++ < 1000) {
+                core.step();
+            }
+            assertTrue(core.idle());
+            assertEquals(10, good.events.size());
+            assertNotNull(bad.error);
+            assertEquals(64, cpu.blockPool().freeBlocks());
         }
     }
 
