@@ -284,5 +284,7 @@ class OpenAiServerTest {
         String metrics = base.get("/q/metrics").asString();
         assertTrue(metrics.contains("spindle_generation_tokens_total") && metrics.contains("spindle_prefix_cache_hit_rate"), "metrics exported");
         assertEquals(200, base.get("/q/health/ready").statusCode());
+        String openapi = base.get("/q/openapi").asString();
+        assertTrue(openapi.contains("/v1/chat/completions") && openapi.contains("ChatCompletionRequest"), "OpenAPI document served");
     }
 }
