@@ -17,7 +17,10 @@ public class ModelReadiness implements HealthCheck {
 
     @Override
     public HealthCheckResponse call() {
-        var stats = service.engine().stats();
+        if (!service.ready()) {
+            return HealthCheckResponse.named("model").down().withData("model", service.servedName()).withData("state", "loading").build();
+        }
+        var stats = service.stats();
         return HealthCheckResponse.named("model").up().withData("model", service.servedName())
                 .withData("running", stats.running()).withData("waiting", stats.waiting()).build();
     }

@@ -22,51 +22,85 @@ import java.nio.file.Path;
 import java.util.HashSet;
 import java.util.Set;
 
-/** Loads the configured model once at startup and owns the engine that serves it. */
+/**
+ * Loads the configured model in the background at startup and owns the engine that serves
+ * it. Until loading (and one warm-up generation) is done, {@link #ready()} is false: the API
+ * answers 503 and readiness is down. A model that cannot be loaded stops the server with the
+ * loader's message.
+ */
 @ApplicationScoped
 @Startup
 public class ModelService {
-    private final LoadedModel model;
-    private final Tokenizer tokenizer;
-    private final ChatTemplate template;
-    private final CpuForwardPass backend;
-    private final Engine engine;
-    private final String servedName;
-    private final JsonNode generationDefaults;
+    /** Everything that exists once the model is loaded. */
+    private record Loaded(LoadedModel model, Tokenizer tokenizer, ChatTemplate template, CpuForwardPass backend, Engine engine,
+                          String servedName, JsonNode generationDefaults, dev.spindle.engine.grammar.TokenTexts tokenTexts,
+                          Set<Integer> eosIds) {
+    }
+
     private final SpindleConfig config;
-    private final dev.spindle.engine.grammar.TokenTexts tokenTexts;
-    private final Set<Integer> eosIds;
+    private final String servedName;
+    private volatile Loaded loaded;
 
     public ModelService(SpindleConfig config) {
         this.config = config;
         Path dir = Path.of(config.model());
+        this.servedName = config.servedModelName().orElse(dir.toAbsolutePath().normalize().getFileName().toString());
+        Thread.ofPlatform().name("spindle-loader").daemon().start(() -> {
+            try {
+                loaded = load(dir);
+            } catch (Throwable t) {
+                Log.errorf("cannot serve %s: %s", dir, t.getMessage());
+                io.quarkus.runtime.Quarkus.asyncExit(1);
+            }
+        });
+    }
+
+    private Loaded load(Path dir) {
         LoadFormat format = LoadFormat.parse(config.loadFormat());
         long t0 = System.nanoTime();
-        this.model = ModelLoader.load(dir, format, LoadListener.NONE);
-        this.tokenizer = Tokenizer.load(dir);
-        this.template = ChatTemplate.fromModelDir(dir);
+        LoadedModel model = ModelLoader.load(dir, format, LoadListener.NONE);
+        Tokenizer tokenizer = Tokenizer.load(dir);
+        ChatTemplate template = ChatTemplate.fromModelDir(dir);
         int threads = config.threads().orElse(Runtime.getRuntime().availableProcessors());
         int blocks = Math.max(1, config.kvCacheTokens() / config.blockSize());
-        this.backend = new CpuForwardPass(model.config(), model.weights(), blocks, config.blockSize(), threads, KvSlots.PER_EXECUTED_LAYER);
+        CpuForwardPass backend = new CpuForwardPass(model.config(), model.weights(), blocks, config.blockSize(), threads, KvSlots.PER_EXECUTED_LAYER);
         Set<Integer> eos = new HashSet<>(model.config().eosTokenIds());
         int imEnd = tokenizer.addedTokenId("<|im_end|>");
         if (imEnd >= 0) {
             eos.add(imEnd);
         }
-        this.engine = new Engine(backend, config.maxNumBatchedTokens(), config.maxNumSeqs(), eos);
-        this.eosIds = Set.copyOf(eos);
-        this.tokenTexts = dev.spindle.engine.grammar.TokenTexts.load(dir.resolve("tokenizer.json"), model.config().vocabSize());
-        this.servedName = config.servedModelName().orElse(dir.toAbsolutePath().normalize().getFileName().toString());
-        warmUp();
-        this.generationDefaults = readGenerationConfig(dir.resolve("generation_config.json"));
-        Log.infof("serving %s (%s, %d layers%s, %,d parameters) on the CPU backend with %d threads; KV pool %d blocks of %d tokens; loaded in %.1f s",
+        Engine engine = new Engine(backend, config.maxNumBatchedTokens(), config.maxNumSeqs(), eos);
+        var texts = dev.spindle.engine.grammar.TokenTexts.load(dir.resolve("tokenizer.json"), model.config().vocabSize());
+        warmUp(engine, tokenizer);
+        Log.infof("serving %s (%s, %d layers%s, %,d parameters) on the CPU backend with %d threads; KV pool %d blocks of %d tokens; ready in %.1f s",
                 servedName, model.config().architecture(), model.config().numLayers(),
                 model.config().numLoops() > 1 ? " x " + model.config().numLoops() + " loops" : "", model.config().parameterCount(),
                 threads, blocks, config.blockSize(), (System.nanoTime() - t0) / 1e9);
+        return new Loaded(model, tokenizer, template, backend, engine, servedName, readGenerationConfig(dir.resolve("generation_config.json")),
+                texts, Set.copyOf(eos));
+    }
+
+    /** Whether the model is loaded and warmed up. */
+    public boolean ready() {
+        return loaded != null;
+    }
+
+    private Loaded l() {
+        Loaded x = loaded;
+        if (x == null) {
+            throw new IllegalStateException("the model is still loading");
+        }
+        return x;
+    }
+
+    /** The engine's latest stats, or an empty snapshot while loading. */
+    public dev.spindle.engine.EngineStats stats() {
+        Loaded x = loaded;
+        return x == null ? new dev.spindle.engine.EngineStats(0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0) : x.engine().stats();
     }
 
     /** One short generation before the server reports ready: the first real request does not pay for JIT warm-up. */
-    private void warmUp() {
+    private static void warmUp(Engine engine, Tokenizer tokenizer) {
         java.util.concurrent.CountDownLatch done = new java.util.concurrent.CountDownLatch(1);
         int[] prompt = tokenizer.encode("warm up");
         if (prompt.length == 0) {
@@ -105,15 +139,15 @@ public class ModelService {
     }
 
     public Engine engine() {
-        return engine;
+        return l().engine();
     }
 
     public Tokenizer tokenizer() {
-        return tokenizer;
+        return l().tokenizer();
     }
 
     public ChatTemplate template() {
-        return template;
+        return l().template();
     }
 
     public String servedName() {
@@ -121,22 +155,22 @@ public class ModelService {
     }
 
     public LoadedModel model() {
-        return model;
+        return l().model();
     }
 
     /** The model's generation_config.json (defaults for temperature, top_p, top_k). */
     public JsonNode generationDefaults() {
-        return generationDefaults;
+        return l().generationDefaults();
     }
 
     /** Each token's text, for constrained decoding. */
     public dev.spindle.engine.grammar.TokenTexts tokenTexts() {
-        return tokenTexts;
+        return l().tokenTexts();
     }
 
     /** Ids that end a reply (EOS and the template's end-of-turn). */
     public Set<Integer> eosIds() {
-        return eosIds;
+        return l().eosIds();
     }
 
     public SpindleConfig config() {
@@ -145,9 +179,12 @@ public class ModelService {
 
     @PreDestroy
     void close() {
-        engine.close();
-        backend.close();
-        tokenizer.close();
-        model.close();
+        Loaded x = loaded;
+        if (x != null) {
+            x.engine().close();
+            x.backend().close();
+            x.tokenizer().close();
+            x.model().close();
+        }
     }
 }

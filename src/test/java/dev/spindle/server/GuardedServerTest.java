@@ -28,6 +28,11 @@ class GuardedServerTest {
     @TestHTTPResource("/")
     URL root;
 
+    @org.junit.jupiter.api.BeforeEach
+    void modelLoaded() {
+        ServerReady.await(root);
+    }
+
     Response post(String auth) {
         var r = RestAssured.given().baseUri(root.toString()).contentType("application/json");
         if (auth != null) {

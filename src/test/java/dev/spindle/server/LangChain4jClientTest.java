@@ -22,6 +22,11 @@ class LangChain4jClientTest {
     @TestHTTPResource("/v1")
     URL v1;
 
+    @org.junit.jupiter.api.BeforeEach
+    void modelLoaded() {
+        ServerReady.await(v1);
+    }
+
     @Test
     void plainAndStreamingChat() throws Exception {
         ChatModel model = OpenAiChatModel.builder().baseUrl(v1.toString()).apiKey("unused").modelName("spindle-chat-target")

@@ -29,6 +29,11 @@ class NodeClientTest {
     @TestHTTPResource("/v1")
     URL v1;
 
+    @org.junit.jupiter.api.BeforeEach
+    void modelLoaded() {
+        ServerReady.await(v1);
+    }
+
     @Test
     void npmClientStreamsAnAnswer() throws Exception {
         assumeTrue(Files.isDirectory(DIR.resolve("node_modules/openai")), "npm openai client not installed: run `npm ci --prefix src/test/node` (.ci/run does)");

@@ -33,6 +33,11 @@ class OpenAiServerTest {
     @TestHTTPResource("/v1")
     URL v1;
 
+    @org.junit.jupiter.api.BeforeEach
+    void modelLoaded() {
+        ServerReady.await(v1);
+    }
+
     @Inject
     ModelService service;
 

@@ -34,6 +34,11 @@ class SoakTest {
     @TestHTTPResource("/v1/chat/completions")
     URL chat;
 
+    @org.junit.jupiter.api.BeforeEach
+    void modelLoaded() {
+        ServerReady.await(chat);
+    }
+
     @Inject
     ModelService service;
 

@@ -33,10 +33,10 @@ public class EngineMetrics {
     }
 
     private static void gauge(MeterRegistry r, ModelService s, String name, String help, ToDoubleFunction<EngineStats> f) {
-        Gauge.builder(name, s, svc -> f.applyAsDouble(svc.engine().stats())).description(help).register(r);
+        Gauge.builder(name, s, svc -> f.applyAsDouble(svc.stats())).description(help).register(r);
     }
 
     private static void counter(MeterRegistry r, ModelService s, String name, String help, ToDoubleFunction<EngineStats> f) {
-        FunctionCounter.builder(name, s, svc -> f.applyAsDouble(svc.engine().stats())).description(help).register(r);
+        FunctionCounter.builder(name, s, svc -> f.applyAsDouble(svc.stats())).description(help).register(r);
     }
 }

@@ -46,6 +46,9 @@ public class OpenAiRoutes {
 
     void routes(@Observes Router router) {
         BodyHandler body = BodyHandler.create().setBodyLimit(32L << 20);
+        router.route("/v1/*").order(-2).handler(this::requireLoaded);
+        router.route("/tokenize").order(-2).handler(this::requireLoaded);
+        router.route("/detokenize").order(-2).handler(this::requireLoaded);
         router.route("/v1/*").order(-1).handler(this::authorize);
         router.route("/tokenize").order(-1).handler(this::authorize);
         router.route("/detokenize").order(-1).handler(this::authorize);
@@ -112,6 +115,16 @@ public class OpenAiRoutes {
         return JSON.createObjectNode().put("prompt", service.tokenizer().decode(ids, false));
     }
 
+    /** 503 with Retry-After while the model is still loading. */
+    private void requireLoaded(RoutingContext ctx) {
+        if (service.ready()) {
+            ctx.next();
+            return;
+        }
+        ctx.response().putHeader("Retry-After", "5");
+        send(ctx.response(), 503, errorJson(503, "the model " + service.servedName() + " is still loading; retry shortly", null));
+    }
+
     /** With spindle.api-key set: a bearer token that matches it (compared in constant time), else 401. */
     private void authorize(RoutingContext ctx) {
         var key = service.config().apiKey();
@@ -133,9 +146,9 @@ public class OpenAiRoutes {
     /** Parses the body on a worker, then answers with JSON (Uni or plain object) or an SSE stream (Multi). */
     private void json(RoutingContext ctx, Function<JsonNode, Object> handler) {
         HttpServerResponse response = ctx.response();
-        if (service.engine().stats().waiting() >= service.config().maxWaitingRequests()) {
+        if (service.stats().waiting() >= service.config().maxWaitingRequests()) {
             response.putHeader("Retry-After", "1");
-            send(response, 429, errorJson(429, "the server is busy: " + service.engine().stats().waiting() + " requests are waiting; retry shortly", null));
+            send(response, 429, errorJson(429, "the server is busy: " + service.stats().waiting() + " requests are waiting; retry shortly", null));
             return;
         }
         Uni.createFrom().item(() -> {
