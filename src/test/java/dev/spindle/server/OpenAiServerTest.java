@@ -89,6 +89,39 @@ class OpenAiServerTest {
         assertTrue(content.toString().contains("42"), content.toString());
     }
 
+    /** The official client end to end for tools (required), json_schema, logprobs and errors. */
+    @Test
+    void officialJavaClientToolsSchemaLogprobsAndErrors() {
+        OpenAIClient client = client();
+        ChatCompletion tools = client.chat().completions().create(ChatCompletionCreateParams.builder().model("spindle-chat-target")
+                .addUserMessage("What's the weather in Oslo?").temperature(0.0).maxCompletionTokens(200)
+                .putAdditionalBodyProperty("tools", com.openai.core.JsonValue.from(readTree(TOOLS)))
+                .putAdditionalBodyProperty("tool_choice", com.openai.core.JsonValue.from("required")).build());
+        var calls = tools.choices().getFirst().message().toolCalls().orElseThrow();
+        assertEquals(1, calls.size());
+        var fn = calls.getFirst().asFunction().function();
+        assertEquals("get_weather", fn.name());
+        assertTrue(fn.arguments().contains("Oslo"), fn.arguments());
+        assertEquals(ChatCompletion.Choice.FinishReason.TOOL_CALLS, tools.choices().getFirst().finishReason());
+
+        ChatCompletion json = client.chat().completions().create(ChatCompletionCreateParams.builder().model("spindle-chat-target")
+                .addUserMessage("What is 58 + 27?").temperature(0.0).maxCompletionTokens(200)
+                .putAdditionalBodyProperty("response_format", com.openai.core.JsonValue.from(readTree("{\"type\": \"json_schema\", \"json_schema\":"
+                        + " {\"name\": \"a\", \"strict\": true, \"schema\": {\"type\": \"object\", \"properties\": {\"answer\": {\"type\": \"integer\"}},"
+                        + " \"required\": [\"answer\"], \"additionalProperties\": false}}}"))).build());
+        assertTrue(readTree(json.choices().getFirst().message().content().orElseThrow()).get("answer").isIntegralNumber());
+
+        ChatCompletion lp = client.chat().completions().create(ChatCompletionCreateParams.builder().model("spindle-chat-target")
+                .addUserMessage("What is 2 + 2?").temperature(0.0).maxCompletionTokens(10).logprobs(true).topLogprobs(2L).build());
+        var content = lp.choices().getFirst().logprobs().orElseThrow().content().orElseThrow();
+        assertEquals(10, content.size());
+        assertTrue(content.stream().allMatch(t -> t.logprob() <= 0 && t.topLogprobs().size() == 2));
+
+        var err = org.junit.jupiter.api.Assertions.assertThrows(com.openai.errors.BadRequestException.class, () -> client.chat().completions().create(
+                ChatCompletionCreateParams.builder().model("spindle-chat-target").addUserMessage("a").maxCompletionTokens(100000L).build()));
+        assertTrue(err.getMessage().contains("context"), err.getMessage());
+    }
+
     /** The npm client sends Accept: application/json even when streaming: it must still get SSE. */
     @Test
     void streamingAnswersSseWhateverTheAcceptHeader() {
