@@ -219,7 +219,7 @@ class OpenAiServerTest {
         r = base.body("{\"messages\": [{\"role\": \"user\", \"content\": \"a\"}], \"temperature\": \"hot\"}").post("/v1/chat/completions");
         assertEquals("temperature", r.jsonPath().getString("error.param"));
         r = base.body("{\"model\": \"gpt-4\", \"messages\": [{\"role\": \"user\", \"content\": \"a\"}]}").post("/v1/chat/completions");
-        assertEquals(404, r.statusCode());
+        assertEquals(400, r.statusCode());
         assertEquals("model", r.jsonPath().getString("error.param"));
         r = base.body("{\"messages\": [{\"role\": \"user\", \"content\": \"a\"}], \"max_tokens\": -5}").post("/v1/chat/completions");
         assertEquals(400, r.statusCode());

@@ -163,7 +163,7 @@ public class OpenAiRoutes {
                     }
                     JsonNode model = b.get("model");
                     if (model != null && !model.isNull() && !model.asText().equals(service.servedName())) {
-                        throw new ApiException(404, "the model '" + model.asText() + "' does not exist; this server serves '" + service.servedName() + "'", "model");
+                        throw ApiException.badRequest("the model '" + model.asText() + "' does not exist; this server serves '" + service.servedName() + "'", "model");
                     }
                     return handler.apply(b);
                 })
