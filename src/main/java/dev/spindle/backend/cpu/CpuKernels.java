@@ -94,6 +94,13 @@ public final class CpuKernels {
         }
     }
 
+    /** The linear layer's CPU twin, single-threaded: out (n, nOut) = bf16(x (n, k) @ W^T). */
+    public static void linear(float[] x, int n, int k, MemorySegment w, int nOut, float[] out) {
+        try (Parallel one = new Parallel(1)) {
+            new MatMul(one).apply(x, n, k, w, nOut, out);
+        }
+    }
+
     /** x := bf16(x + y): the residual add. */
     public static void addInto(float[] x, float[] y, int count) {
         int i = 0;

@@ -161,6 +161,43 @@ class KernelContractTest {
         }
     }
 
+    /**
+     * cuBLAS bf16 GEMM (fp32 accumulation, one rounding) against the CPU linear layer. The two
+     * sum in different orders, so the bound is the bf16 rounding step of the result plus an fp32
+     * accumulation error of 2^-16 of the sum of |x_i w_i| (an output near zero may then differ
+     * by several of its own ulps).
+     */
+    @Test
+    void cublasLinearWithinBound() {
+        Optional<Cublas> blas = Cublas.open();
+        assumeTrue(blas.isPresent(), "libcublas.so.13 is not on the loader path");
+        try (Arena a = Arena.ofConfined()) {
+            int n = 7, k = 2560, nOut = 1024;
+            float[] x = randomBf16(n * k, 1), w = randomBf16(nOut * k, 0.02f);
+            float[] want = new float[n * nOut];
+            CpuKernels.linear(x, n, k, bf16Segment(a, w), nOut, want);
+            long dx = upload(a, x), dw = upload(a, w), dy = cuda.alloc(n * nOut * 2L);
+            blas.get().linear(dx, n, k, dw, nOut, dy);
+            float[] got = download(a, dy, n * nOut);
+            int[] c = compare(want, got);
+            double worst = 0;
+            for (int r = 0; r < n; r++) {
+                for (int j = 0; j < nOut; j++) {
+                    double sumAbs = 0;
+                    for (int i = 0; i < k; i++) {
+                        sumAbs += Math.abs((double) x[r * k + i] * w[j * k + i]);
+                    }
+                    float p = want[r * nOut + j], q = got[r * nOut + j];
+                    double bound = Math.scalb(1.0, Math.getExponent(Math.max(Math.abs(p), Math.abs(q))) - 7) + Math.scalb(sumAbs, -16);
+                    worst = Math.max(worst, Math.abs(p - q) / bound);
+                }
+            }
+            System.out.printf("[cuda] cublas linear (7 x 2560 x 1024): %d of %d outputs differ from the CPU twin; worst |diff| / bound = %.3f%n",
+                    c[1], n * nOut, worst);
+            assertTrue(worst <= 1, "cuBLAS linear exceeds its bound: " + worst);
+        }
+    }
+
     @Test
     void swigluWithinOneUlp() {
         try (Arena a = Arena.ofConfined()) {
