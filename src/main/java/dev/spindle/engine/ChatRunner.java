@@ -44,11 +44,17 @@ public final class ChatRunner {
         this.model = model;
         this.tokenizer = tokenizer;
         this.template = template;
-        stopIds.addAll(model.config().eosTokenIds());
+        stopIds.addAll(endOfTurnIds(model.config(), tokenizer));
+    }
+
+    /** The ids that end a reply: the config's EOS ids and the template's end of turn, {@code <|im_end|>}. */
+    public static Set<Integer> endOfTurnIds(dev.spindle.model.ModelConfig config, Tokenizer tokenizer) {
+        Set<Integer> ids = new HashSet<>(config.eosTokenIds());
         int imEnd = tokenizer.addedTokenId("<|im_end|>");
         if (imEnd >= 0) {
-            stopIds.add(imEnd);
+            ids.add(imEnd);
         }
+        return Set.copyOf(ids);
     }
 
     /** The prompt as the model sees it. */

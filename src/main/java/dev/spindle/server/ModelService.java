@@ -19,7 +19,6 @@ import jakarta.enterprise.context.ApplicationScoped;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.HashSet;
 import java.util.Set;
 
 /**
@@ -64,11 +63,7 @@ public class ModelService {
         int threads = config.threads().orElse(Runtime.getRuntime().availableProcessors());
         int blocks = Math.max(1, config.kvCacheTokens() / config.blockSize());
         CpuForwardPass backend = new CpuForwardPass(model.config(), model.weights(), blocks, config.blockSize(), threads, KvSlots.PER_EXECUTED_LAYER);
-        Set<Integer> eos = new HashSet<>(model.config().eosTokenIds());
-        int imEnd = tokenizer.addedTokenId("<|im_end|>");
-        if (imEnd >= 0) {
-            eos.add(imEnd);
-        }
+        Set<Integer> eos = dev.spindle.engine.ChatRunner.endOfTurnIds(model.config(), tokenizer);
         Engine engine = new Engine(backend, config.maxNumBatchedTokens(), config.maxNumSeqs(), eos);
         var texts = dev.spindle.engine.grammar.TokenTexts.load(dir.resolve("tokenizer.json"), model.config().vocabSize());
         warmUp(engine, tokenizer);
@@ -77,7 +72,7 @@ public class ModelService {
                 model.config().numLoops() > 1 ? " x " + model.config().numLoops() + " loops" : "", model.config().parameterCount(),
                 threads, blocks, config.blockSize(), (System.nanoTime() - t0) / 1e9);
         return new Loaded(model, tokenizer, template, backend, engine, servedName, readGenerationConfig(dir.resolve("generation_config.json")),
-                texts, Set.copyOf(eos));
+                texts, eos);
     }
 
     /** Whether the model is loaded and warmed up. */

@@ -173,8 +173,7 @@ public class ChatCompletions {
     }
 
     private ChoiceText choiceText(Prepared p) {
-        Set<Integer> ends = new HashSet<>(service.model().config().eosTokenIds());
-        ends.add(service.tokenizer().addedTokenId("<|im_end|>"));
+        Set<Integer> ends = new HashSet<>(service.eosIds());
         ends.addAll(p.gen().params().stopTokenIds());
         return new ChoiceText(service.tokenizer(), p.gen().skipSpecialTokens(), p.gen().stops(),
                 new ReplyParser(p.inReasoning(), p.tools(), () -> "call_" + UUID.randomUUID().toString().replace("-", "").substring(0, 24)), ends);
