@@ -40,8 +40,32 @@ final class BenchCommand implements Callable<Integer> {
             description = "Buffer streamed to measure memory read bandwidth (default 2 GiB).")
     long bandwidthBytes;
 
+    @Option(names = "--backend", defaultValue = "cpu", paramLabel = "cpu|cuda", description = "Backend to measure (default cpu).")
+    String backend;
+
+    @Option(names = "--prefill-lengths", split = ",", defaultValue = "512,2048,8192,32768", paramLabel = "N,...",
+            description = "cuda: prompt lengths for the prefill figures (default 512,2048,8192,32768).")
+    int[] prefillLengths;
+
+    @Option(names = "--decode-contexts", split = ",", defaultValue = "1024,32768,131072", paramLabel = "N,...",
+            description = "cuda: context lengths for batch-1 decode (default 1024,32768,131072).")
+    int[] decodeContexts;
+
+    @Option(names = "--concurrency", split = ",", defaultValue = "32,64,128", paramLabel = "N,...",
+            description = "cuda: concurrent streams for aggregate decode, each with a 1K-token context (default 32,64,128).")
+    int[] concurrency;
+
+    @Option(names = "--step-rows", defaultValue = "8192", paramLabel = "N", description = "cuda: most rows in one forward step (prefill chunk, default 8192).")
+    int stepRows;
+
     @Override
     public Integer call() throws Exception {
+        if (backend.equals("cuda")) {
+            return new CudaBenchRun(model, prefillLengths, decodeContexts, concurrency, decodeTokens, stepRows).call();
+        }
+        if (!backend.equals("cpu")) {
+            throw new picocli.CommandLine.ParameterException(new picocli.CommandLine(this), "--backend: expected cpu or cuda, got " + backend);
+        }
         long t0 = System.nanoTime();
         try (LoadedModel m = model.load()) {
             double loadSeconds = (System.nanoTime() - t0) / 1e9;

@@ -7,10 +7,10 @@ import dev.spindle.model.Bf16;
  * {@code inv_freq[i] = 1 / theta^(2i/d)}, fp32 angle {@code pos * inv_freq[i]},
  * fp32 cos/sin rounded to bf16. Rows are computed per position on demand.
  */
-final class RotaryTable {
+public final class RotaryTable {
     private final float[] invFreq;
 
-    RotaryTable(int headDim, double theta) {
+    public RotaryTable(int headDim, double theta) {
         invFreq = new float[headDim / 2];
         float base = (float) theta;
         for (int i = 0; i < invFreq.length; i++) {
@@ -20,7 +20,7 @@ final class RotaryTable {
     }
 
     /** Fills (n, headDim/2) cos and sin rows for positions start..start+n-1. */
-    void fill(int start, int n, float[] cos, float[] sin) {
+    public void fill(int start, int n, float[] cos, float[] sin) {
         int half = invFreq.length;
         for (int r = 0; r < n; r++) {
             float pos = start + r;

@@ -11,6 +11,7 @@ import java.util.List;
 import java.util.Optional;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_FLOAT;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
@@ -18,52 +19,56 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  * The CUDA driver API through FFM: the calls Spindle makes, each status checked and
  * turned into a {@link CudaException} naming the call. Opened once; {@link #get()} is
  * empty where there is no driver (no GPU), so callers can skip cleanly.
+ * <p>
+ * All work goes to one stream ({@link #stream()}), in order; kernels launch
+ * asynchronously and {@link #sync()} waits. Launches reuse one parameter buffer, so they
+ * come from one thread at a time (the engine thread).
  */
 public final class CudaDriver {
     private static final Optional<CudaDriver> INSTANCE = load();
+    private static final int MAX_ARGS = 24;
 
-    private final MethodHandle cuInit, cuDeviceGetCount, cuDeviceGet, cuDeviceGetName, cuDevicePrimaryCtxRetain, cuCtxSetCurrent,
-            cuModuleLoadData, cuModuleGetFunction, cuMemAlloc, cuMemFree, cuMemcpyHtoD, cuMemcpyDtoH, cuLaunchKernel,
-            cuCtxSynchronize, cuGetErrorName;
+    private final NativeLibrary lib;
+    private final java.util.Map<String, MethodHandle> handles = new java.util.concurrent.ConcurrentHashMap<>();
+    private final MethodHandle cuLaunchKernel, cuMemcpyHtoDAsync, cuMemcpyDtoHAsync, cuStreamSynchronize, cuGetErrorName,
+            cuGraphLaunch;
     private final String deviceName;
+    private final int device;
+    private final MemorySegment stream;
+    private final MemorySegment params = Arena.global().allocate(ADDRESS, MAX_ARGS);
+    private final MemorySegment values = Arena.global().allocate(8L * MAX_ARGS, 8);
 
     private CudaDriver(NativeLibrary lib) {
-        cuInit = lib.function("cuInit", FunctionDescriptor.of(JAVA_INT, JAVA_INT));
-        cuDeviceGetCount = lib.function("cuDeviceGetCount", FunctionDescriptor.of(JAVA_INT, ADDRESS));
-        cuDeviceGet = lib.function("cuDeviceGet", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT));
-        cuDeviceGetName = lib.function("cuDeviceGetName", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT));
-        cuDevicePrimaryCtxRetain = lib.function("cuDevicePrimaryCtxRetain", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT));
-        cuCtxSetCurrent = lib.function("cuCtxSetCurrent", FunctionDescriptor.of(JAVA_INT, ADDRESS));
-        cuModuleLoadData = lib.function("cuModuleLoadData", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
-        cuModuleGetFunction = lib.function("cuModuleGetFunction", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
-        cuMemAlloc = lib.function("cuMemAlloc_v2", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG));
-        cuMemFree = lib.function("cuMemFree_v2", FunctionDescriptor.of(JAVA_INT, JAVA_LONG));
-        cuMemcpyHtoD = lib.function("cuMemcpyHtoD_v2", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, ADDRESS, JAVA_LONG));
-        cuMemcpyDtoH = lib.function("cuMemcpyDtoH_v2", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_LONG));
+        this.lib = lib;
         cuLaunchKernel = lib.function("cuLaunchKernel", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT, JAVA_INT,
                 JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
-        cuCtxSynchronize = lib.function("cuCtxSynchronize", FunctionDescriptor.of(JAVA_INT));
+        cuMemcpyHtoDAsync = lib.function("cuMemcpyHtoDAsync_v2", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, ADDRESS, JAVA_LONG, ADDRESS));
+        cuMemcpyDtoHAsync = lib.function("cuMemcpyDtoHAsync_v2", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_LONG, ADDRESS));
+        cuStreamSynchronize = lib.function("cuStreamSynchronize", FunctionDescriptor.of(JAVA_INT, ADDRESS));
         cuGetErrorName = lib.function("cuGetErrorName", FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS));
+        cuGraphLaunch = lib.function("cuGraphLaunch", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
+        for (int i = 0; i < MAX_ARGS; i++) {
+            params.setAtIndex(ADDRESS, i, values.asSlice(8L * i, 8));
+        }
         try (Arena a = Arena.ofConfined()) {
-            check("cuInit", (int) cuInit.invokeExact(0));
+            call("cuInit", FunctionDescriptor.of(JAVA_INT, JAVA_INT), 0);
             MemorySegment count = a.allocate(JAVA_INT);
-            check("cuDeviceGetCount", (int) cuDeviceGetCount.invokeExact(count));
+            call("cuDeviceGetCount", FunctionDescriptor.of(JAVA_INT, ADDRESS), count);
             if (count.get(JAVA_INT, 0) == 0) {
                 throw new CudaException("no CUDA device");
             }
             MemorySegment dev = a.allocate(JAVA_INT);
-            check("cuDeviceGet", (int) cuDeviceGet.invokeExact(dev, 0));
-            int device = dev.get(JAVA_INT, 0);
+            call("cuDeviceGet", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT), dev, 0);
+            device = dev.get(JAVA_INT, 0);
             MemorySegment name = a.allocate(256);
-            check("cuDeviceGetName", (int) cuDeviceGetName.invokeExact(name, 256, device));
+            call("cuDeviceGetName", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT), name, 256, device);
             deviceName = name.getString(0);
             MemorySegment ctx = a.allocate(ADDRESS);
-            check("cuDevicePrimaryCtxRetain", (int) cuDevicePrimaryCtxRetain.invokeExact(ctx, device));
-            check("cuCtxSetCurrent", (int) cuCtxSetCurrent.invokeExact(ctx.get(ADDRESS, 0)));
-        } catch (CudaException e) {
-            throw e;
-        } catch (Throwable t) {
-            throw new CudaException("CUDA initialisation failed: " + t);
+            call("cuDevicePrimaryCtxRetain", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT), ctx, device);
+            call("cuCtxSetCurrent", FunctionDescriptor.of(JAVA_INT, ADDRESS), ctx.get(ADDRESS, 0));
+            MemorySegment s = a.allocate(ADDRESS);
+            call("cuStreamCreate", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT), s, 1 /* CU_STREAM_NON_BLOCKING */);
+            stream = s.get(ADDRESS, 0);
         }
     }
 
@@ -89,18 +94,40 @@ public final class CudaDriver {
         return deviceName;
     }
 
+    /** The stream all of Spindle's GPU work goes to. */
+    public MemorySegment stream() {
+        return stream;
+    }
+
+    private String errorName(int status) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment p = a.allocate(ADDRESS);
+            if ((int) cuGetErrorName.invokeExact(status, p) == 0) {
+                return p.get(ADDRESS, 0).reinterpret(128).getString(0);
+            }
+        } catch (Throwable ignored) {
+            // keep the number
+        }
+        return "CUDA error " + status;
+    }
+
     private void check(String call, int status) {
         if (status != 0) {
-            String name = "CUDA error " + status;
-            try (Arena a = Arena.ofConfined()) {
-                MemorySegment p = a.allocate(ADDRESS);
-                if (cuGetErrorName != null && (int) cuGetErrorName.invokeExact(status, p) == 0) {
-                    name = p.get(ADDRESS, 0).reinterpret(128).getString(0);
-                }
-            } catch (Throwable ignored) {
-                // keep the number
-            }
-            throw new CudaException(call + " failed: " + name);
+            throw new CudaException(call + " failed: " + errorName(status));
+        }
+    }
+
+    /** A driver call made rarely (setup, allocation): looked up by name, checked. */
+    int call(String name, FunctionDescriptor fd, Object... args) {
+        try {
+            MethodHandle h = handles.computeIfAbsent(name, n -> lib.function(n, fd));
+            int status = (int) h.invokeWithArguments(args);
+            check(name, status);
+            return status;
+        } catch (CudaException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new CudaException(name + ": " + t);
         }
     }
 
@@ -110,24 +137,20 @@ public final class CudaDriver {
             MemorySegment img = a.allocate(image.length + 1L);
             img.copyFrom(MemorySegment.ofArray(image));
             MemorySegment out = a.allocate(ADDRESS);
-            check("cuModuleLoadData", (int) cuModuleLoadData.invokeExact(out, img));
+            call("cuModuleLoadData", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS), out, img);
             return out.get(ADDRESS, 0);
-        } catch (CudaException e) {
-            throw e;
-        } catch (Throwable t) {
-            throw new CudaException("cuModuleLoadData: " + t);
         }
     }
 
     public MemorySegment function(MemorySegment module, String name) {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment out = a.allocate(ADDRESS);
-            check("cuModuleGetFunction(" + name + ")", (int) cuModuleGetFunction.invokeExact(out, module, a.allocateFrom(name)));
+            try {
+                call("cuModuleGetFunction", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS), out, module, a.allocateFrom(name));
+            } catch (CudaException e) {
+                throw new CudaException("kernel " + name + ": " + e.getMessage());
+            }
             return out.get(ADDRESS, 0);
-        } catch (CudaException e) {
-            throw e;
-        } catch (Throwable t) {
-            throw new CudaException("cuModuleGetFunction(" + name + "): " + t);
         }
     }
 
@@ -135,68 +158,157 @@ public final class CudaDriver {
     public long alloc(long bytes) {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment out = a.allocate(JAVA_LONG);
-            check("cuMemAlloc(" + bytes + ")", (int) cuMemAlloc.invokeExact(out, bytes));
+            try {
+                call("cuMemAlloc_v2", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG), out, Math.max(bytes, 256));
+            } catch (CudaException e) {
+                throw new CudaException("cuMemAlloc(" + bytes + " bytes) failed: " + e.getMessage());
+            }
             return out.get(JAVA_LONG, 0);
-        } catch (CudaException e) {
-            throw e;
-        } catch (Throwable t) {
-            throw new CudaException("cuMemAlloc: " + t);
         }
     }
 
     public void free(long ptr) {
-        try {
-            check("cuMemFree", (int) cuMemFree.invokeExact(ptr));
-        } catch (CudaException e) {
-            throw e;
-        } catch (Throwable t) {
-            throw new CudaException("cuMemFree: " + t);
+        call("cuMemFree_v2", FunctionDescriptor.of(JAVA_INT, JAVA_LONG), ptr);
+    }
+
+    /** Pinned (page-locked) host memory for fast transfers. */
+    public MemorySegment allocHost(long bytes) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment out = a.allocate(ADDRESS);
+            call("cuMemHostAlloc", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT), out, bytes, 0);
+            return out.get(ADDRESS, 0).reinterpret(bytes);
         }
     }
 
+    public void freeHost(MemorySegment p) {
+        call("cuMemFreeHost", FunctionDescriptor.of(JAVA_INT, ADDRESS), p);
+    }
+
+    /** {free, total} device memory in bytes. */
+    public long[] memInfo() {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment free = a.allocate(JAVA_LONG), total = a.allocate(JAVA_LONG);
+            call("cuMemGetInfo_v2", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS), free, total);
+            return new long[]{free.get(JAVA_LONG, 0), total.get(JAVA_LONG, 0)};
+        }
+    }
+
+    public void memsetZero(long dst, long bytes) {
+        call("cuMemsetD8Async", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, ValueLayout.JAVA_BYTE, JAVA_LONG, ADDRESS), dst, (byte) 0, bytes, stream);
+    }
+
+    public void copyDeviceToDevice(long dst, long src, long bytes) {
+        call("cuMemcpyDtoDAsync_v2", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG, ADDRESS), dst, src, bytes, stream);
+    }
+
+    /** Copies host to device in stream order (asynchronous when src is pinned). */
+    public void copyToDeviceAsync(long dst, MemorySegment src, long bytes) {
+        try {
+            check("cuMemcpyHtoDAsync", (int) cuMemcpyHtoDAsync.invokeExact(dst, src, bytes, stream));
+        } catch (CudaException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new CudaException("cuMemcpyHtoDAsync: " + t);
+        }
+    }
+
+    /** Copies and waits. */
     public void copyToDevice(long dst, MemorySegment src) {
-        try {
-            check("cuMemcpyHtoD", (int) cuMemcpyHtoD.invokeExact(dst, src, src.byteSize()));
-        } catch (CudaException e) {
-            throw e;
-        } catch (Throwable t) {
-            throw new CudaException("cuMemcpyHtoD: " + t);
-        }
+        copyToDeviceAsync(dst, src, src.byteSize());
+        sync();
     }
 
+    /** Copies device to host after the stream's earlier work, and waits. */
     public void copyToHost(MemorySegment dst, long src) {
         try {
-            check("cuMemcpyDtoH", (int) cuMemcpyDtoH.invokeExact(dst, src, dst.byteSize()));
+            check("cuMemcpyDtoHAsync", (int) cuMemcpyDtoHAsync.invokeExact(dst, src, dst.byteSize(), stream));
         } catch (CudaException e) {
             throw e;
         } catch (Throwable t) {
-            throw new CudaException("cuMemcpyDtoH: " + t);
+            throw new CudaException("cuMemcpyDtoHAsync: " + t);
+        }
+        sync();
+    }
+
+    public void sync() {
+        try {
+            check("cuStreamSynchronize", (int) cuStreamSynchronize.invokeExact(stream));
+        } catch (CudaException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new CudaException("cuStreamSynchronize: " + t);
         }
     }
 
     /**
-     * Launches {@code f} on the default stream.
+     * Launches {@code f} on the stream, asynchronously.
      *
      * @param args kernel arguments in order: Long (device pointer or long), Integer, Float
      */
-    public void launch(MemorySegment f, int gx, int gy, int bx, Object... args) {
-        try (Arena a = Arena.ofConfined()) {
-            MemorySegment params = a.allocate(ADDRESS, args.length);
-            for (int i = 0; i < args.length; i++) {
-                MemorySegment v = switch (args[i]) {
-                    case Long l -> a.allocateFrom(JAVA_LONG, l);
-                    case Integer n -> a.allocateFrom(JAVA_INT, n);
-                    case Float x -> a.allocateFrom(ValueLayout.JAVA_FLOAT, x);
-                    default -> throw new IllegalArgumentException("kernel argument of type " + args[i].getClass());
-                };
-                params.setAtIndex(ADDRESS, i, v);
+    public synchronized void launch(MemorySegment f, int gx, int gy, int bx, Object... args) {
+        for (int i = 0; i < args.length; i++) {
+            switch (args[i]) {
+                case Long l -> values.set(JAVA_LONG, 8L * i, l);
+                case Integer n -> values.set(JAVA_INT, 8L * i, n);
+                case Float x -> values.set(JAVA_FLOAT, 8L * i, x);
+                default -> throw new IllegalArgumentException("kernel argument of type " + args[i].getClass());
             }
-            check("cuLaunchKernel", (int) cuLaunchKernel.invokeExact(f, gx, gy, 1, bx, 1, 1, 0, MemorySegment.NULL, params, MemorySegment.NULL));
-            check("cuCtxSynchronize", (int) cuCtxSynchronize.invokeExact());
+        }
+        try {
+            check("cuLaunchKernel", (int) cuLaunchKernel.invokeExact(f, gx, gy, 1, bx, 1, 1, 0, stream, params, MemorySegment.NULL));
         } catch (CudaException e) {
             throw e;
         } catch (Throwable t) {
             throw new CudaException("cuLaunchKernel: " + t);
+        }
+    }
+
+    /** Starts recording the stream's work into a graph (nothing runs until the graph is launched). */
+    public void beginCapture() {
+        call("cuStreamBeginCapture_v2", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT), stream, 2 /* RELAXED */);
+    }
+
+    /** Ends the recording; returns the instantiated, launchable graph. */
+    public MemorySegment endCapture() {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment graph = a.allocate(ADDRESS), exec = a.allocate(ADDRESS);
+            call("cuStreamEndCapture", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS), stream, graph);
+            call("cuGraphInstantiateWithFlags", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_LONG), exec, graph.get(ADDRESS, 0), 0L);
+            call("cuGraphDestroy", FunctionDescriptor.of(JAVA_INT, ADDRESS), graph.get(ADDRESS, 0));
+            return exec.get(ADDRESS, 0);
+        }
+    }
+
+    public void launchGraph(MemorySegment exec) {
+        try {
+            check("cuGraphLaunch", (int) cuGraphLaunch.invokeExact(exec, stream));
+        } catch (CudaException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new CudaException("cuGraphLaunch: " + t);
+        }
+    }
+
+    public void destroyGraph(MemorySegment exec) {
+        call("cuGraphExecDestroy", FunctionDescriptor.of(JAVA_INT, ADDRESS), exec);
+    }
+
+    /** Seconds the stream spends on {@code work} (timed with events on the stream). */
+    public double time(Runnable work) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment e0 = a.allocate(ADDRESS), e1 = a.allocate(ADDRESS), ms = a.allocate(JAVA_FLOAT);
+            FunctionDescriptor create = FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT);
+            FunctionDescriptor record = FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS);
+            call("cuEventCreate", create, e0, 0);
+            call("cuEventCreate", create, e1, 0);
+            call("cuEventRecord", record, e0.get(ADDRESS, 0), stream);
+            work.run();
+            call("cuEventRecord", record, e1.get(ADDRESS, 0), stream);
+            call("cuEventSynchronize", FunctionDescriptor.of(JAVA_INT, ADDRESS), e1.get(ADDRESS, 0));
+            call("cuEventElapsedTime", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS), ms, e0.get(ADDRESS, 0), e1.get(ADDRESS, 0));
+            call("cuEventDestroy_v2", FunctionDescriptor.of(JAVA_INT, ADDRESS), e0.get(ADDRESS, 0));
+            call("cuEventDestroy_v2", FunctionDescriptor.of(JAVA_INT, ADDRESS), e1.get(ADDRESS, 0));
+            return ms.get(JAVA_FLOAT, 0) / 1e3;
         }
     }
 }

@@ -7,20 +7,36 @@ import java.util.Optional;
 
 /**
  * The kernels of the fatbin resource (src/main/cuda, one stem per kernel), loaded into
- * the current context, with their launch rules (see each .cu file's header comment).
+ * the current context, with their launch rules (see each .cu file's header comment and
+ * the kernel contract in docs/ARCHITECTURE.md). Launches are asynchronous, in stream order.
  */
 public final class CudaKernels {
+    /** Keys per attention split: fixed, so a row's reduction order never depends on its batch. */
+    public static final int ATTENTION_SPLIT = 256;
+    /** Rows of one attention CTA's MMA tile (the window's rows times the heads sharing a KV head). */
+    public static final int ATTENTION_TILE = 64;
+
     private final CudaDriver cuda;
-    private final MemorySegment embed, rmsNorm, rope, swiglu, residualAdd;
+    private final MemorySegment embed, rmsNorm, addRmsNorm, rope, swiglu, residualAdd, kvWrite, attentionCombine, argmax,
+            fillDummy;
+    private final java.util.Map<Integer, MemorySegment> attention = new java.util.HashMap<>();
 
     private CudaKernels(CudaDriver cuda, byte[] fatbin) {
         this.cuda = cuda;
         MemorySegment module = cuda.loadModule(fatbin);
         embed = cuda.function(module, "embed");
         rmsNorm = cuda.function(module, "rms_norm");
+        addRmsNorm = cuda.function(module, "add_rms_norm");
         rope = cuda.function(module, "rope");
         swiglu = cuda.function(module, "swiglu");
         residualAdd = cuda.function(module, "residual_add");
+        kvWrite = cuda.function(module, "kv_write");
+        for (int hd : new int[]{16, 32, 64, 128}) {
+            attention.put(hd, cuda.function(module, "attention_hd" + hd));
+        }
+        attentionCombine = cuda.function(module, "attention_combine");
+        argmax = cuda.function(module, "argmax");
+        fillDummy = cuda.function(module, "fill_dummy");
     }
 
     /** The kernels, if this build has them (nvcc was present) and a GPU is here. */
@@ -39,13 +55,26 @@ public final class CudaKernels {
         }
     }
 
+    /** Why {@link #load()} is empty here, for skip messages and startup errors. */
+    public static String unavailableReason() {
+        if (CudaDriver.get().isEmpty()) {
+            return "no CUDA driver or GPU on this machine";
+        }
+        return CudaKernels.class.getResource("/cuda/spindle.fatbin") == null
+                ? "this build has no CUDA kernels (nvcc was not on the PATH when it was built)" : "available";
+    }
+
     public CudaDriver driver() {
         return cuda;
     }
 
-    /** out (rows, hidden) = table[tokens]. */
-    public void embed(long tokens, long table, long out, int rows, int hidden) {
-        cuda.launch(embed, rows, 1, 256, tokens, table, out, rows, hidden);
+    private static int grid(long n) {
+        return (int) Math.max(1, Math.min(8192, (n + 255) / 256));
+    }
+
+    /** out (rows, width) = table[indices]: the embedding lookup, and any row gather. */
+    public void embed(long indices, long table, long out, int rows, int width) {
+        cuda.launch(embed, rows, 1, 256, indices, table, out, rows, width);
     }
 
     /** out = rmsnorm(x) * w, per row of width. */
@@ -53,18 +82,55 @@ public final class CudaKernels {
         cuda.launch(rmsNorm, rows, 1, 256, x, w, out, rows, width, eps);
     }
 
-    /** x (rows, heads, headDim) rotated in place with cos/sin (rows, headDim/2), fp32. */
-    public void rope(long x, long cos, long sin, int rows, int heads, int headDim) {
-        cuda.launch(rope, rows, heads, headDim / 2, x, cos, sin, rows, heads, headDim);
+    /** x = bf16(x + y); out = rmsnorm(x) * w. */
+    public void addRmsNorm(long x, long y, long w, long out, int rows, int width, float eps) {
+        cuda.launch(addRmsNorm, rows, 1, 256, x, y, w, out, rows, width, eps);
     }
 
-    /** gate = silu(gate) * up over n elements. */
-    public void swiglu(long gate, long up, long n) {
-        cuda.launch(swiglu, (int) Math.min(4096, (n + 255) / 256), 1, 256, gate, up, n);
+    /** Rotates the first {@code heads} head vectors of each row (row stride {@code stride}) at its position. */
+    public void rope(long x, int stride, long cos, long sin, long positions, int rows, int heads, int headDim) {
+        cuda.launch(rope, rows, heads, headDim / 2, x, stride, cos, sin, positions, rows, heads, headDim);
+    }
+
+    /** out (rows, width) = silu(gate) * up from the fused (rows, 2 width) gate|up rows. */
+    public void swiglu(long gateUp, long out, long rows, int width) {
+        cuda.launch(swiglu, grid(rows * width), 1, 256, gateUp, out, rows, width);
     }
 
     /** x += y over n elements. */
     public void residualAdd(long x, long y, long n) {
-        cuda.launch(residualAdd, (int) Math.min(4096, (n + 255) / 256), 1, 256, x, y, n);
+        cuda.launch(residualAdd, grid(n), 1, 256, x, y, n);
+    }
+
+    /** K and V of each qkv row into the pool at slotMap[row]. */
+    public void kvWrite(long qkv, int stride, int qDim, int kvDim, long pool, long slotMap, int slot, int slots, int blockSize, int rows) {
+        cuda.launch(kvWrite, rows, 1, 256, qkv, stride, qDim, kvDim, pool, slotMap, slot, slots, blockSize, rows);
+    }
+
+    /** Head dims the attention kernel is built for. */
+    public static boolean supportsHeadDim(int headDim) {
+        return headDim == 16 || headDim == 32 || headDim == 64 || headDim == 128;
+    }
+
+    /** Paged causal attention for {@code ctas} CTA descriptors (8 ints each, see attention.cu). */
+    public void attention(int ctas, long qkv, int stride, long out, long pool, long tables, long desc, long partO, long partML,
+                          int heads, int kvHeads, int headDim, int blockSize, int slot, int slots, float scale) {
+        cuda.launch(attention.get(headDim), ctas, kvHeads, 128, qkv, stride, out, pool, tables, desc, partO, partML, heads, kvHeads, blockSize, slot,
+                slots, scale);
+    }
+
+    /** Merges decode rows' split states (3 ints per row, see attention.cu). */
+    public void attentionCombine(int rows, long partO, long partML, long cdesc, long out, int heads, int headDim) {
+        cuda.launch(attentionCombine, rows, heads, headDim, partO, partML, cdesc, out, heads, headDim);
+    }
+
+    /** out[r] = argmax of logits row r (first among equals). */
+    public void argmax(long logits, int rows, int vocab, long out) {
+        cuda.launch(argmax, rows, 1, 1024, logits, rows, vocab, out);
+    }
+
+    /** Seeded uniform bf16 values center + scale * [-1, 1) over n elements. */
+    public void fillDummy(long p, long n, long seed, float center, float scale) {
+        cuda.launch(fillDummy, grid(n), 1, 256, p, n, seed, center, scale);
     }
 }

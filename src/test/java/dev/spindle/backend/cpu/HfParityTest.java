@@ -14,9 +14,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * The CPU reference against HF transformers (bf16, eager attention) on the committed
  * fixtures: teacher-forced KL and top-1, and greedy continuations.
  */
-class HfParityTest {
-    static final double MAX_KL = 1e-4;
-    static final double MIN_TOP1 = 0.99;
+public class HfParityTest {
+    public static final double MAX_KL = 1e-4;
+    public static final double MIN_TOP1 = 0.99;
 
     static List<String> fixtures() {
         return Fixture.NAMES;
@@ -46,6 +46,13 @@ class HfParityTest {
     @MethodSource("fixtures")
     void greedyContinuationMatchesHf(String name) {
         try (Fixture f = new Fixture(name); CpuForwardPass cpu = f.cpu()) {
+            checkGreedy(f, cpu, name);
+        }
+    }
+
+    /** The greedy rule above, for any backend's pass over the fixture's weights. */
+    public static void checkGreedy(Fixture f, dev.spindle.backend.ForwardPass cpu, String name) {
+        {
             float[][] margin = f.matrix("greedy_margin");
             float[][] top = f.matrix("greedy_top");
             int compared = 0, total = 0;
@@ -71,15 +78,15 @@ class HfParityTest {
         }
     }
 
-    static float bf16Ulp(float v) {
+    public static float bf16Ulp(float v) {
         int exp = Math.getExponent(v);
         return (float) Math.scalb(1.0, exp - 7);
     }
 
     /** Teacher-forced comparison figures. */
-    record Parity(double klBf16, double klF32, double klHfBf16VsF32, double top1, int positions) {
+    public record Parity(double klBf16, double klF32, double klHfBf16VsF32, double top1, int positions) {
         /** @param rowByRow true: feed the prompt one token at a time (decode steps) */
-        static Parity teacherForced(Fixture f, CpuForwardPass cpu, boolean rowByRow) {
+        public static Parity teacherForced(Fixture f, dev.spindle.backend.ForwardPass cpu, boolean rowByRow) {
             double kl = 0, kl32 = 0, klHf = 0;
             int agree = 0, n = 0;
             for (int i = 0; i < f.prompts.size(); i++) {
@@ -99,7 +106,7 @@ class HfParityTest {
             return new Parity(kl / n, kl32 / n, klHf / n, (double) agree / n, n);
         }
 
-        static float[][] logits(CpuForwardPass cpu, int[] prompt, boolean rowByRow) {
+        public static float[][] logits(dev.spindle.backend.ForwardPass cpu, int[] prompt, boolean rowByRow) {
             BlockTable t = new BlockTable(cpu.blockPool());
             try {
                 if (!rowByRow) {
@@ -115,7 +122,7 @@ class HfParityTest {
             }
         }
 
-        static int[] greedy(CpuForwardPass cpu, int[] prompt, int steps) {
+        public static int[] greedy(dev.spindle.backend.ForwardPass cpu, int[] prompt, int steps) {
             BlockTable t = new BlockTable(cpu.blockPool());
             try {
                 int[] out = new int[steps];

@@ -116,18 +116,27 @@ class KernelContractTest {
     @Test
     void ropeIsExact() {
         try (Arena a = Arena.ofConfined()) {
-            int rows = 9, heads = 8, hd = 128, half = hd / 2;
-            float[] x = randomBf16(rows * heads * hd, 1);
-            float[] cos = new float[rows * half], sin = new float[rows * half];
-            for (int i = 0; i < cos.length; i++) {
+            int rows = 9, heads = 8 + 2, hd = 128, half = hd / 2, positions = 50, stride = (8 + 2 * 2) * hd;
+            float[] x = randomBf16(rows * stride, 1);
+            float[] cosT = new float[positions * half], sinT = new float[positions * half];
+            for (int i = 0; i < cosT.length; i++) {
                 double ang = rnd.nextDouble() * 100;
-                cos[i] = Bf16.round((float) Math.cos(ang));
-                sin[i] = Bf16.round((float) Math.sin(ang));
+                cosT[i] = Bf16.round((float) Math.cos(ang));
+                sinT[i] = Bf16.round((float) Math.sin(ang));
             }
-            long dx = upload(a, x), dc = uploadF32(a, cos), ds = uploadF32(a, sin);
+            int[] pos = rnd.ints(rows, 0, positions).toArray();
             float[] want = x.clone();
-            CpuKernels.rope(want, rows, heads, hd, cos, sin);
-            k.rope(dx, dc, ds, rows, heads, hd);
+            for (int r = 0; r < rows; r++) {
+                // the twin works on packed (n, heads, hd) rows with per-row cos/sin
+                float[] row = java.util.Arrays.copyOfRange(want, r * stride, r * stride + heads * hd);
+                CpuKernels.rope(row, 1, heads, hd, java.util.Arrays.copyOfRange(cosT, pos[r] * half, pos[r] * half + half),
+                        java.util.Arrays.copyOfRange(sinT, pos[r] * half, pos[r] * half + half));
+                System.arraycopy(row, 0, want, r * stride, row.length);
+            }
+            long dx = upload(a, x), dc = uploadF32(a, cosT), ds = uploadF32(a, sinT);
+            long dp = cuda.alloc(rows * 4L);
+            cuda.copyToDevice(dp, a.allocateFrom(ValueLayout.JAVA_INT, pos));
+            k.rope(dx, stride, dc, ds, dp, rows, heads, hd);
             int[] c = compare(want, download(a, dx, x.length));
             assertEquals(0, c[1], "rope differs in " + c[1] + " elements");
         }
@@ -161,6 +170,24 @@ class KernelContractTest {
         }
     }
 
+    @Test
+    void addRmsNormAddsExactlyAndNormsWithinOneUlp() {
+        try (Arena a = Arena.ofConfined()) {
+            int rows = 3, width = 3072;
+            float[] x = randomBf16(rows * width, 2), y = randomBf16(rows * width, 0.5f), w = randomBf16(width, 1);
+            float[] sum = x.clone();
+            CpuKernels.addInto(sum, y, sum.length);
+            float[] want = new float[x.length];
+            CpuKernels.rmsNorm(sum, rows, width, bf16Segment(a, w), 1e-5f, want);
+            long dx = upload(a, x), dy = upload(a, y), dw = upload(a, w), dout = cuda.alloc(x.length * 2L);
+            k.addRmsNorm(dx, dy, dw, dout, rows, width, 1e-5f);
+            assertEquals(0, compare(sum, download(a, dx, x.length))[1], "the residual add must be exact");
+            int[] c = compare(want, download(a, dout, x.length));
+            System.out.printf("[cuda] add_rms_norm: %d of %d elements differ from the CPU twin, by at most %d bf16 ulp%n", c[1], x.length, c[0]);
+            assertTrue(c[0] <= 1, "add_rms_norm off by " + c[0] + " ulps");
+        }
+    }
+
     /**
      * cuBLAS bf16 GEMM (fp32 accumulation, one rounding) against the CPU linear layer. The two
      * sum in different orders, so the bound is the bf16 rounding step of the result plus an fp32
@@ -168,8 +195,8 @@ class KernelContractTest {
      * by several of its own ulps).
      */
     @Test
-    void cublasLinearWithinBound() {
-        Optional<Cublas> blas = Cublas.open();
+    void cublasLinearWithinBoundAndBatchInvariant() {
+        Optional<CublasLt> blas = CublasLt.open();
         assumeTrue(blas.isPresent(), "libcublas.so.13 is not on the loader path");
         try (Arena a = Arena.ofConfined()) {
             int n = 7, k = 2560, nOut = 1024;
@@ -195,21 +222,55 @@ class KernelContractTest {
             System.out.printf("[cuda] cublas linear (7 x 2560 x 1024): %d of %d outputs differ from the CPU twin; worst |diff| / bound = %.3f%n",
                     c[1], n * nOut, worst);
             assertTrue(worst <= 1, "cuBLAS linear exceeds its bound: " + worst);
+            // the pinned algorithm: a row's bits do not depend on how many rows share the call
+            int big = 300;
+            float[] xs = randomBf16(big * k, 1);
+            long dxs = upload(a, xs), dys = cuda.alloc((long) big * nOut * 2);
+            blas.get().linear(dxs, big, k, dw, nOut, dys);
+            float[] all = download(a, dys, big * nOut);
+            for (int rows : new int[]{1, 7, 64, 129}) {
+                blas.get().linear(dxs, rows, k, dw, nOut, dys);
+                float[] part = download(a, dys, rows * nOut);
+                assertEquals(0, compare(java.util.Arrays.copyOf(all, rows * nOut), part)[1], rows + " rows differ from the same rows among " + big);
+            }
+            blas.get().choices().forEach(line -> System.out.println("[cuda] cublasLt pinned " + line));
         }
     }
 
     @Test
     void swigluWithinOneUlp() {
         try (Arena a = Arena.ofConfined()) {
-            int n = 4 * 22016;
-            float[] g = randomBf16(n, 3), u = randomBf16(n, 1);
-            long dg = upload(a, g), du = upload(a, u);
-            float[] want = g.clone();
-            CpuKernels.swiGlu(want, u, n);
-            k.swiglu(dg, du, n);
-            int[] c = compare(want, download(a, dg, n));
-            System.out.printf("[cuda] swiglu: %d of %d elements differ from the CPU twin, by at most %d bf16 ulp%n", c[1], n, c[0]);
+            int rows = 4, width = 22016;
+            float[] gu = randomBf16(rows * 2 * width, 3);
+            float[] g = new float[rows * width], u = new float[rows * width];
+            for (int r = 0; r < rows; r++) {
+                System.arraycopy(gu, r * 2 * width, g, r * width, width);
+                System.arraycopy(gu, r * 2 * width + width, u, r * width, width);
+            }
+            long dgu = upload(a, gu), dout = cuda.alloc(rows * width * 2L);
+            CpuKernels.swiGlu(g, u, rows * width);
+            k.swiglu(dgu, dout, rows, width);
+            int[] c = compare(g, download(a, dout, rows * width));
+            System.out.printf("[cuda] swiglu: %d of %d elements differ from the CPU twin, by at most %d bf16 ulp%n", c[1], g.length, c[0]);
             assertTrue(c[0] <= 1, "swiglu off by " + c[0] + " ulps");
+        }
+    }
+
+    @Test
+    void argmaxIsExactFirstAmongEquals() {
+        try (Arena a = Arena.ofConfined()) {
+            int rows = 3, vocab = 166912;
+            float[] logits = randomBf16(rows * vocab, 4);
+            logits[vocab + 77] = 1000f;
+            logits[vocab + 99999] = 1000f;
+            long dl = upload(a, logits), dout = cuda.alloc(rows * 4L);
+            k.argmax(dl, rows, vocab, dout);
+            MemorySegment h = a.allocate(rows * 4L);
+            cuda.copyToHost(h, dout);
+            for (int r = 0; r < rows; r++) {
+                assertEquals(dev.spindle.engine.GreedyGenerator.argmax(java.util.Arrays.copyOfRange(logits, r * vocab, (r + 1) * vocab)),
+                        h.getAtIndex(ValueLayout.JAVA_INT, r), "row " + r);
+            }
         }
     }
 }

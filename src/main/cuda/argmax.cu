@@ -1,0 +1,29 @@
+// argmax: greedy sampling on the GPU, out[r] = the index of row r's largest logit, the first among
+// equals (as torch.argmax). Grid: (rows), block: 1024. Exact.
+#include "common.cuh"
+
+extern "C" __global__ void argmax(const bf16 *logits, int rows, int vocab, int *out) {
+    __shared__ float bv[1024];
+    __shared__ int bi[1024];
+    int r = blockIdx.x;
+    if (r >= rows) return;
+    const bf16 *p = logits + (long) r * vocab;
+    float best = -INFINITY;
+    int idx = 0x7fffffff;
+    for (int i = threadIdx.x; i < vocab; i += blockDim.x) {
+        float v = ld(p, i);
+        if (v > best) { best = v; idx = i; }
+    }
+    bv[threadIdx.x] = best;
+    bi[threadIdx.x] = idx;
+    __syncthreads();
+    for (int s = blockDim.x / 2; s > 0; s >>= 1) {
+        if (threadIdx.x < s) {
+            float v = bv[threadIdx.x + s];
+            int j = bi[threadIdx.x + s];
+            if (v > bv[threadIdx.x] || (v == bv[threadIdx.x] && j < bi[threadIdx.x])) { bv[threadIdx.x] = v; bi[threadIdx.x] = j; }
+        }
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) out[r] = bi[0];
+}

@@ -1,0 +1,245 @@
+// attention: causal attention over the paged bf16 KV pool on tensor cores (mma.sync m16n8k16 bf16,
+// fp32 accumulation), for prefill windows and decode rows alike.
+//
+// One kernel per head dim (attention_hd16/32/64/128). Grid: (CTAs, kvHeads), block: 128 threads (4 warps). Each CTA is described by 8 ints in desc:
+//   [0] first qkv row of its rows, [1] rows (R <= 64 / G, G = heads / kvHeads), [2] position of the
+//   first row, [3] offset of its sequence's block table in tables, [4] first split, [5] end split,
+//   [6] partial slot (-1: the CTA covers every split and writes out; else it covers one split and
+//   writes its softmax state to partO/partML at that slot, merged by attention_combine).
+// The G query heads of one KV head and the R rows stack into the 64 rows of the MMA tile
+// (m = r * G + j), so K/V tiles are read once per KV head.
+//
+// Numerics, the same for every row whatever the batch, window or CTA it sits in:
+//   keys split into fixed splits of SPLIT keys, each split walked in tiles of KT keys with an online
+//   softmax (s = bf16(bf16(q.k) * scale) as HF's eager path, masked keys -inf, p = bf16(exp(s - m)),
+//   l += p, O += p V); the splits' states merged in split order (merge_state); out = bf16(O / l).
+// Keys past a row's position contribute exact zeros (alpha = 1, p = 0), so a row's bits do not
+// depend on the other rows of its CTA: a decode step equals the same row inside a prefill window.
+#include "common.cuh"
+
+#define KT 64
+#define SPLIT 256
+
+__device__ __forceinline__ void mma16816(float *d, const unsigned *a, unsigned b0, unsigned b1) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ unsigned pack_bf16(float lo, float hi) {
+    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<unsigned *>(&v);
+}
+
+// Merges a split's state (ms, ls, os) into the running one (M, L, O), split order fixed.
+__device__ __forceinline__ void merge_state(float &M, float &L, float *O, float ms, float ls, const float *os, int n) {
+    float mn = fmaxf(M, ms);
+    float a = expf(__fsub_rn(M, mn)), b = ms == -INFINITY ? 0.f : expf(__fsub_rn(ms, mn));
+    L = __fadd_rn(__fmul_rn(L, a), __fmul_rn(ls, b));
+    #pragma unroll
+    for (int i = 0; i < n; i++) O[i] = __fadd_rn(__fmul_rn(O[i], a), __fmul_rn(os[i], b));
+    M = mn;
+}
+
+template <int HD>
+__device__ __forceinline__ void attention_impl(
+        const bf16 *qkv, int qkvStride, bf16 *out, const bf16 *pool, const int *tables, const int *desc,
+        float *partO, float *partML, int heads, int kvHeads, int blockSize, int slot, int slots, float scale) {
+    constexpr int LDS = HD + 8, KS = HD / 16, DN = HD / 8;
+    __shared__ __align__(16) bf16 Ks[KT][LDS];
+    __shared__ __align__(16) bf16 Vs[KT][LDS];
+    const int *d = desc + blockIdx.x * 8;
+    const int row0 = d[0], rows = d[1], pos0 = d[2], tab = d[3], s0 = d[4], s1 = d[5], part = d[6];
+    const int g = blockIdx.y, G = heads / kvHeads, kvDim = kvHeads * HD;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, gr = lane >> 2, tq = lane & 3;
+    const int maxPos = pos0 + rows - 1;
+    // this thread's two MMA rows
+    int mr[2], pos[2];
+    bool valid[2];
+    const bf16 *qp[2];
+    #pragma unroll
+    for (int h = 0; h < 2; h++) {
+        int m = warp * 16 + gr + 8 * h, r = m / G, j = m % G;
+        valid[h] = r < rows;
+        pos[h] = pos0 + r;
+        mr[h] = m;
+        qp[h] = qkv + (long) (row0 + (valid[h] ? r : 0)) * qkvStride + (long) (g * G + j) * HD;
+    }
+    const bool warpActive = warp * 16 < rows * G;
+    unsigned qf[KS][4];
+    #pragma unroll
+    for (int kk = 0; kk < 8; kk++) {
+        #pragma unroll
+        for (int h = 0; h < 2; h++) {
+            qf[kk][h] = valid[h] ? *reinterpret_cast<const unsigned *>(qp[h] + 16 * kk + 2 * tq) : 0u;
+            qf[kk][h + 2] = valid[h] ? *reinterpret_cast<const unsigned *>(qp[h] + 16 * kk + 8 + 2 * tq) : 0u;
+        }
+    }
+    float M[2] = {-INFINITY, -INFINITY}, L[2] = {0.f, 0.f}, O[DN][4];
+    #pragma unroll
+    for (int i = 0; i < DN; i++) for (int e = 0; e < 4; e++) O[i][e] = 0.f;
+    const long kvBlock = (long) blockSize * kvDim;
+    for (int s = s0; s < s1; s++) {
+        float ms[2] = {-INFINITY, -INFINITY}, ls[2] = {0.f, 0.f}, os[DN][4];
+        #pragma unroll
+        for (int i = 0; i < DN; i++) for (int e = 0; e < 4; e++) os[i][e] = 0.f;
+        const int keyEnd = min((s + 1) * SPLIT, maxPos + 1);
+        for (int t0 = s * SPLIT; t0 < keyEnd; t0 += KT) {
+            __syncthreads();
+            for (int c = threadIdx.x; c < KT * HD / 8; c += blockDim.x) {
+                int key = c / DN, part8 = (c % DN) * 8, kj = t0 + key;
+                uint4 kv = make_uint4(0, 0, 0, 0), vv = make_uint4(0, 0, 0, 0);
+                if (kj < keyEnd) {
+                    long blk = tables[tab + kj / blockSize];
+                    long base = ((blk * slots + slot) * 2) * kvBlock + (long) (kj % blockSize) * kvDim + (long) g * HD + part8;
+                    kv = *reinterpret_cast<const uint4 *>(pool + base);
+                    vv = *reinterpret_cast<const uint4 *>(pool + base + kvBlock);
+                }
+                *reinterpret_cast<uint4 *>(&Ks[key][part8]) = kv;
+                *reinterpret_cast<uint4 *>(&Vs[key][part8]) = vv;
+            }
+            __syncthreads();
+            if (!warpActive) continue;
+            float S[8][4];
+            #pragma unroll
+            for (int nt = 0; nt < 8; nt++) {
+                #pragma unroll
+                for (int e = 0; e < 4; e++) S[nt][e] = 0.f;
+                #pragma unroll
+                for (int kk = 0; kk < KS; kk++) {
+                    unsigned b0 = *reinterpret_cast<const unsigned *>(&Ks[8 * nt + gr][16 * kk + 2 * tq]);
+                    unsigned b1 = *reinterpret_cast<const unsigned *>(&Ks[8 * nt + gr][16 * kk + 8 + 2 * tq]);
+                    mma16816(S[nt], qf[kk], b0, b1);
+                }
+            }
+            float mx[2] = {-INFINITY, -INFINITY};
+            #pragma unroll
+            for (int nt = 0; nt < 8; nt++) {
+                #pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    int h = e >> 1, key = t0 + 8 * nt + 2 * tq + (e & 1);
+                    float v = rnd(__fmul_rn(rnd(S[nt][e]), scale));
+                    S[nt][e] = (valid[h] && key <= pos[h]) ? v : -INFINITY;
+                    mx[h] = fmaxf(mx[h], S[nt][e]);
+                }
+            }
+            float alpha[2], mu[2];
+            #pragma unroll
+            for (int h = 0; h < 2; h++) {
+                mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
+                mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
+                float mn = fmaxf(ms[h], mx[h]);
+                mu[h] = mn == -INFINITY ? 0.f : mn;
+                alpha[h] = expf(__fsub_rn(ms[h], mu[h]));
+                ms[h] = mn;
+            }
+            float sum[2] = {0.f, 0.f};
+            unsigned pf[4][4];
+            #pragma unroll
+            for (int nt = 0; nt < 8; nt++) {
+                float p[4];
+                #pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    int h = e >> 1;
+                    p[e] = rnd(expf(__fsub_rn(S[nt][e], mu[h])));
+                    sum[h] = __fadd_rn(sum[h], p[e]);
+                }
+                pf[nt >> 1][(nt & 1) * 2] = pack_bf16(p[0], p[1]);
+                pf[nt >> 1][(nt & 1) * 2 + 1] = pack_bf16(p[2], p[3]);
+            }
+            #pragma unroll
+            for (int h = 0; h < 2; h++) {
+                sum[h] = __fadd_rn(sum[h], __shfl_xor_sync(0xffffffffu, sum[h], 1));
+                sum[h] = __fadd_rn(sum[h], __shfl_xor_sync(0xffffffffu, sum[h], 2));
+                ls[h] = __fadd_rn(__fmul_rn(ls[h], alpha[h]), sum[h]);
+            }
+            #pragma unroll
+            for (int dn = 0; dn < DN; dn++) {
+                #pragma unroll
+                for (int e = 0; e < 4; e++) os[dn][e] = __fmul_rn(os[dn][e], alpha[e >> 1]);
+            }
+            #pragma unroll
+            for (int j = 0; j < 4; j++) {
+                // A operand from P: rows gr / gr+8, keys 16j + 2tq (+8)
+                unsigned a[4] = {pf[j][0], pf[j][1], pf[j][2], pf[j][3]};
+                #pragma unroll
+                for (int dn = 0; dn < DN; dn++) {
+                    unsigned b0, b1;
+                    const bf16 *addr = &Vs[16 * j + (lane & 15)][8 * dn];
+                    unsigned sa = (unsigned) __cvta_generic_to_shared(addr);
+                    asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];\n" : "=r"(b0), "=r"(b1) : "r"(sa));
+                    mma16816(os[dn], a, b0, b1);
+                }
+            }
+        }
+        if (!warpActive) continue;
+        #pragma unroll
+        for (int h = 0; h < 2; h++) {
+            float o[2 * DN];
+            #pragma unroll
+            for (int dn = 0; dn < DN; dn++) { o[2 * dn] = os[dn][2 * h]; o[2 * dn + 1] = os[dn][2 * h + 1]; }
+            if (part >= 0) {
+                // one split per CTA: hand the state to attention_combine (row 0 only)
+                if (valid[h]) {
+                    int qh = g * G + mr[h] % G;
+                    long po = ((long) part * heads + qh);
+                    #pragma unroll
+                    for (int dn = 0; dn < DN; dn++) {
+                        partO[po * HD + 8 * dn + 2 * tq] = o[2 * dn];
+                        partO[po * HD + 8 * dn + 2 * tq + 1] = o[2 * dn + 1];
+                    }
+                    if (tq == 0) { partML[po * 2] = ms[h]; partML[po * 2 + 1] = ls[h]; }
+                }
+            } else if (s == s0) {
+                M[h] = ms[h]; L[h] = ls[h];
+                #pragma unroll
+                for (int dn = 0; dn < DN; dn++) { O[dn][2 * h] = o[2 * dn]; O[dn][2 * h + 1] = o[2 * dn + 1]; }
+            } else {
+                float acc[2 * DN];
+                #pragma unroll
+                for (int dn = 0; dn < DN; dn++) { acc[2 * dn] = O[dn][2 * h]; acc[2 * dn + 1] = O[dn][2 * h + 1]; }
+                merge_state(M[h], L[h], acc, ms[h], ls[h], o, 2 * DN);
+                #pragma unroll
+                for (int dn = 0; dn < DN; dn++) { O[dn][2 * h] = acc[2 * dn]; O[dn][2 * h + 1] = acc[2 * dn + 1]; }
+            }
+        }
+    }
+    if (part >= 0 || !warpActive) return;
+    #pragma unroll
+    for (int h = 0; h < 2; h++) {
+        if (!valid[h]) continue;
+        int r = mr[h] / G, qh = g * G + mr[h] % G;
+        bf16 *op = out + (long) (row0 + r) * heads * HD + (long) qh * HD;
+        #pragma unroll
+        for (int dn = 0; dn < DN; dn++) {
+            op[8 * dn + 2 * tq] = __float2bfloat16_rn(__fdiv_rn(O[dn][2 * h], L[h]));
+            op[8 * dn + 2 * tq + 1] = __float2bfloat16_rn(__fdiv_rn(O[dn][2 * h + 1], L[h]));
+        }
+    }
+}
+
+#define ATTENTION(hd) \
+    extern "C" __global__ void __launch_bounds__(128) attention_hd##hd( \
+            const bf16 *qkv, int qkvStride, bf16 *out, const bf16 *pool, const int *tables, const int *desc, float *partO, \
+            float *partML, int heads, int kvHeads, int blockSize, int slot, int slots, float scale) { \
+        attention_impl<hd>(qkv, qkvStride, out, pool, tables, desc, partO, partML, heads, kvHeads, blockSize, slot, slots, scale); \
+    }
+ATTENTION(16)
+ATTENTION(32)
+ATTENTION(64)
+ATTENTION(128)
+
+// attention_combine: merges the split states of decode rows in split order, out = bf16(O / l).
+// Grid: (decode rows, heads), block: headDim (one thread per dim). cdesc per row: [partial slot of its
+// first split, splits, output row].
+extern "C" __global__ void attention_combine(const float *partO, const float *partML, const int *cdesc, bf16 *out, int heads, int HD) {
+    const int *d = cdesc + blockIdx.x * 3;
+    int first = d[0], n = d[1], row = d[2], qh = blockIdx.y, i = threadIdx.x;
+    long po = (long) first * heads + qh;
+    float M = partML[po * 2], L = partML[po * 2 + 1], O = partO[po * HD + i];
+    for (int s = 1; s < n; s++) {
+        long ps = ((long) (first + s) * heads + qh);
+        merge_state(M, L, &O, partML[ps * 2], partML[ps * 2 + 1], &partO[ps * HD + i], 1);
+    }
+    out[(long) row * heads * HD + (long) qh * HD + i] = __float2bfloat16_rn(__fdiv_rn(O, L));
+}

@@ -1,0 +1,251 @@
+package dev.spindle.backend.cuda;
+
+import dev.spindle.backend.ffm.NativeLibrary;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.MemorySegment;
+import java.lang.invoke.MethodHandle;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_FLOAT;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+
+/**
+ * cuBLASLt through FFM, on the driver's context and stream: the bf16 linear layer
+ * {@code y = bf16(x @ W^T)}, fp32 accumulation, with one <b>pinned algorithm per weight
+ * shape</b> used for every row count. The algorithm is split-free (one CTA walks each output's
+ * whole K in its tile's fixed order), so a row's result does not depend on how many rows share
+ * the call: the batch invariance the engine's tests demand. It is picked once per shape by
+ * timing cuBLASLt's own candidates at 1 row (decode) and at {@value #LARGE} rows (prefill) and
+ * keeping the one whose worse ratio to the best is smallest.
+ */
+public final class CublasLt {
+    static final int LARGE = 4096;
+    private static final int OP_N = 0, OP_T = 1, R_16BF = 14, R_32F = 0, COMPUTE_32F = 68;
+    private static final int DESC_TRANSA = 3, DESC_TRANSB = 4, PREF_MAX_WORKSPACE = 1;
+    private static final int CONFIG_TILE = 1, CONFIG_SPLITK = 2, CONFIG_REDUCTION = 3, CONFIG_STAGES = 6;
+    private static final long HEURISTIC_BYTES = 96, WORKSPACE = 32L << 20;
+
+    private final CudaDriver cuda;
+    private final NativeLibrary lib;
+    private final Map<String, MethodHandle> handles = new HashMap<>();
+    private final MethodHandle matmul;
+    private final Arena arena = Arena.ofShared();
+    private final MemorySegment handle, desc, pref, alpha, beta;
+    private final long workspace;
+    private final Map<Long, MemorySegment[]> layouts = new HashMap<>();
+    private final Map<Long, MemorySegment> pinned = new HashMap<>();
+    private final List<String> choices = new ArrayList<>();
+
+    private CublasLt(CudaDriver cuda, NativeLibrary lib) {
+        this.cuda = cuda;
+        this.lib = lib;
+        matmul = lib.function("cublasLtMatmul", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS, JAVA_LONG, ADDRESS,
+                JAVA_LONG, ADDRESS, ADDRESS, JAVA_LONG, ADDRESS, JAVA_LONG, ADDRESS, ADDRESS, JAVA_LONG, JAVA_LONG, ADDRESS));
+        MemorySegment out = arena.allocate(ADDRESS);
+        call("cublasLtCreate", FunctionDescriptor.of(JAVA_INT, ADDRESS), out);
+        handle = out.get(ADDRESS, 0);
+        call("cublasLtMatmulDescCreate", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT), out, COMPUTE_32F, R_32F);
+        desc = out.get(ADDRESS, 0);
+        FunctionDescriptor setAttr = FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, ADDRESS, JAVA_LONG);
+        call("cublasLtMatmulDescSetAttribute", setAttr, desc, DESC_TRANSA, arena.allocateFrom(JAVA_INT, OP_T), 4L);
+        call("cublasLtMatmulDescSetAttribute", setAttr, desc, DESC_TRANSB, arena.allocateFrom(JAVA_INT, OP_N), 4L);
+        call("cublasLtMatmulPreferenceCreate", FunctionDescriptor.of(JAVA_INT, ADDRESS), out);
+        pref = out.get(ADDRESS, 0);
+        call("cublasLtMatmulPreferenceSetAttribute", setAttr, pref, PREF_MAX_WORKSPACE, arena.allocateFrom(JAVA_LONG, WORKSPACE), 8L);
+        alpha = arena.allocateFrom(JAVA_FLOAT, 1f);
+        beta = arena.allocateFrom(JAVA_FLOAT, 0f);
+        workspace = cuda.alloc(WORKSPACE);
+    }
+
+    /** cuBLASLt on the current CUDA context, if the library can be found (libcublasLt.so.13 on the loader path). */
+    public static Optional<CublasLt> open() {
+        Optional<CudaDriver> cuda = CudaDriver.get();
+        if (cuda.isEmpty()) {
+            return Optional.empty();
+        }
+        return NativeLibrary.open(List.of("libcublasLt.so.13", "libcublasLt.so", "cublasLt64_13.dll")).map(l -> new CublasLt(cuda.get(), l));
+    }
+
+    private int call(String name, FunctionDescriptor fd, Object... args) {
+        int status = rawCall(name, fd, args);
+        if (status != 0) {
+            throw new CudaException(name + " failed: cuBLAS status " + status);
+        }
+        return status;
+    }
+
+    private int rawCall(String name, FunctionDescriptor fd, Object... args) {
+        try {
+            return (int) handles.computeIfAbsent(name, n -> lib.function(n, fd)).invokeWithArguments(args);
+        } catch (CudaException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new CudaException(name + ": " + t);
+        }
+    }
+
+    /** Layouts of W (as k x nOut column-major), x (k x n) and y (nOut x n), bf16, cached per shape. */
+    private MemorySegment[] layouts(int n, int k, int nOut) {
+        long key = ((long) n << 40) ^ ((long) k << 20) ^ nOut;
+        return layouts.computeIfAbsent(key, x -> {
+            FunctionDescriptor fd = FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG);
+            MemorySegment[] l = new MemorySegment[3];
+            long[][] dims = {{k, nOut, k}, {k, n, k}, {nOut, n, nOut}};
+            for (int i = 0; i < 3; i++) {
+                MemorySegment out = arena.allocate(ADDRESS);
+                call("cublasLtMatrixLayoutCreate", fd, out, R_16BF, dims[i][0], dims[i][1], dims[i][2]);
+                l[i] = out.get(ADDRESS, 0);
+            }
+            return l;
+        });
+    }
+
+    /** y (n, nOut) = bf16(x (n, k) @ W^T), W (nOut, k): row-major bf16 device arrays; in stream order. */
+    public void linear(long x, int n, int k, long w, int nOut, long y) {
+        MemorySegment algo = pinned.get(((long) k << 32) | nOut);
+        if (algo == null) {
+            algo = choose(k, nOut);
+            pinned.put(((long) k << 32) | nOut, algo);
+        }
+        run(x, n, k, w, nOut, y, algo);
+    }
+
+    private void run(long x, int n, int k, long w, int nOut, long y, MemorySegment algo) {
+        MemorySegment[] l = layouts(n, k, nOut);
+        int status;
+        try {
+            status = (int) matmul.invokeExact(handle, desc, alpha, w, l[0], x, l[1], beta, y, l[2], y, l[2], algo, workspace, WORKSPACE,
+                    cuda.stream());
+        } catch (Throwable t) {
+            throw new CudaException("cublasLtMatmul: " + t);
+        }
+        if (status != 0) {
+            throw new CudaException("cublasLtMatmul (" + n + " x " + k + " x " + nOut + ") failed: cuBLAS status " + status);
+        }
+    }
+
+    /** cuBLASLt's own ranked algorithms for this problem (split-K allowed), up to {@code count}. */
+    private List<MemorySegment> heuristics(int n, int k, int nOut, int count) {
+        MemorySegment[] l = layouts(n, k, nOut);
+        MemorySegment results = arena.allocate(HEURISTIC_BYTES * count, 8), returned = arena.allocate(JAVA_INT);
+        call("cublasLtMatmulAlgoGetHeuristic", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS,
+                JAVA_INT, ADDRESS, ADDRESS), handle, desc, l[0], l[1], l[2], l[2], pref, count, results, returned);
+        List<MemorySegment> out = new ArrayList<>();
+        for (int i = 0; i < returned.get(JAVA_INT, 0); i++) {
+            MemorySegment algo = arena.allocate(64, 8);
+            algo.copyFrom(results.asSlice(HEURISTIC_BYTES * i, 64));
+            out.add(algo);
+        }
+        return out;
+    }
+
+    private int config(MemorySegment algo, int attr) {
+        MemorySegment v = arena.allocate(JAVA_INT), written = arena.allocate(JAVA_LONG);
+        call("cublasLtMatmulAlgoConfigGetAttribute", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, ADDRESS, JAVA_LONG, ADDRESS),
+                algo, attr, v, 4L, written);
+        return v.get(JAVA_INT, 0);
+    }
+
+    /** Forces the algorithm to walk K whole (no split, no reduction); false if cuBLASLt then refuses it at 1 or LARGE rows. */
+    private boolean splitFree(MemorySegment algo, int k, int nOut) {
+        FunctionDescriptor set = FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, ADDRESS, JAVA_LONG);
+        if (rawCall("cublasLtMatmulAlgoConfigSetAttribute", set, algo, CONFIG_SPLITK, arena.allocateFrom(JAVA_INT, 1), 4L) != 0
+                || rawCall("cublasLtMatmulAlgoConfigSetAttribute", set, algo, CONFIG_REDUCTION, arena.allocateFrom(JAVA_INT, 0), 4L) != 0) {
+            return false;
+        }
+        for (int n : new int[]{1, 7, 64, LARGE}) {
+            MemorySegment[] l = layouts(n, k, nOut);
+            MemorySegment result = arena.allocate(HEURISTIC_BYTES, 8);
+            int status = rawCall("cublasLtMatmulAlgoCheck", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS,
+                    ADDRESS, ADDRESS, ADDRESS), handle, desc, l[0], l[1], l[2], l[2], algo, result);
+            if (status != 0 || result.get(JAVA_LONG, 64) > WORKSPACE) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    private MemorySegment choose(int k, int nOut) {
+        List<MemorySegment> candidates = new ArrayList<>();
+        candidates.addAll(heuristics(LARGE, k, nOut, 12));
+        candidates.addAll(heuristics(64, k, nOut, 6));
+        candidates.addAll(heuristics(1, k, nOut, 6));
+        long x = cuda.alloc((long) LARGE * k * 2), y = cuda.alloc((long) LARGE * nOut * 2), w = cuda.alloc((long) nOut * k * 2);
+        cuda.memsetZero(x, (long) LARGE * k * 2);
+        cuda.memsetZero(w, (long) nOut * k * 2);
+        try {
+            List<MemorySegment> ok = new ArrayList<>();
+            List<double[]> times = new ArrayList<>();
+            for (MemorySegment algo : candidates) {
+                if (!splitFree(algo, k, nOut)) {
+                    continue;
+                }
+                run(x, 1, k, w, nOut, y, algo);
+                run(x, LARGE, k, w, nOut, y, algo);
+                double t1 = cuda.time(() -> { for (int i = 0; i < 5; i++) run(x, 1, k, w, nOut, y, algo); }) / 5;
+                double tl = cuda.time(() -> { for (int i = 0; i < 2; i++) run(x, LARGE, k, w, nOut, y, algo); }) / 2;
+                ok.add(algo);
+                times.add(new double[]{t1, tl});
+            }
+            if (ok.isEmpty()) {
+                throw new CudaException("cuBLASLt offers no split-free bf16 algorithm for " + nOut + " x " + k);
+            }
+            double best1 = times.stream().mapToDouble(t -> t[0]).min().orElseThrow();
+            double bestL = times.stream().mapToDouble(t -> t[1]).min().orElseThrow();
+            int pick = 0;
+            double pickScore = Double.MAX_VALUE;
+            for (int i = 0; i < ok.size(); i++) {
+                double score = Math.max(times.get(i)[0] / best1, times.get(i)[1] / bestL);
+                if (score < pickScore) {
+                    pickScore = score;
+                    pick = i;
+                }
+            }
+            MemorySegment algo = ok.get(pick);
+            choices.add(String.format("%d x %d: tile %d, stages %d, 1 row %.1f us (best %.1f), %d rows %.1f us (best %.1f), of %d candidates",
+                    nOut, k, config(algo, CONFIG_TILE), config(algo, CONFIG_STAGES), times.get(pick)[0] * 1e6, best1 * 1e6, LARGE,
+                    times.get(pick)[1] * 1e6, bestL * 1e6, ok.size()));
+            return algo;
+        } finally {
+            cuda.sync();
+            cuda.free(x);
+            cuda.free(y);
+            cuda.free(w);
+        }
+    }
+
+    /** One line per weight shape: the algorithm pinned and its timings. */
+    public List<String> choices() {
+        return List.copyOf(choices);
+    }
+
+    /**
+     * The bf16 GEMM peak of this device in TFLOP/s, measured with cuBLASLt's first choice
+     * (split-K allowed) on size x size x size constant-valued matrices.
+     */
+    public double measurePeakTflops(int size) {
+        long bytes = (long) size * size * 2;
+        long a = cuda.alloc(bytes), b = cuda.alloc(bytes), c = cuda.alloc(bytes);
+        try {
+            cuda.memsetZero(a, bytes);
+            cuda.memsetZero(b, bytes);
+            MemorySegment algo = heuristics(size, size, size, 1).getFirst();
+            run(a, size, size, b, size, c, algo);
+            int reps = 10;
+            double s = cuda.time(() -> { for (int i = 0; i < reps; i++) run(a, size, size, b, size, c, algo); });
+            return 2.0 * size * size * (double) size * reps / s / 1e12;
+        } finally {
+            cuda.free(a);
+            cuda.free(b);
+            cuda.free(c);
+        }
+    }
+}

@@ -1,0 +1,149 @@
+package dev.spindle.backend.cuda;
+
+import dev.spindle.backend.ForwardPass.Window;
+import dev.spindle.engine.kv.BlockTable;
+import dev.spindle.model.ModelConfig;
+
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+
+/**
+ * The GPU benchmark behind {@code spindle bench --backend cuda}: the device's own limits
+ * measured first (device-to-device copy bandwidth, bf16 GEMM peak), then prefill, batch-1
+ * decode at several context lengths, aggregate decode at several concurrencies and time
+ * to first token, each with its ratio to the limit that bounds it.
+ * <p>
+ * Decode contexts are <i>reserved</i>, not computed: the sequence's KV pages are allocated
+ * and counted as written (the pool is zero-filled), so a decode step reads the full context
+ * without first prefilling 128K tokens. A step's work does not depend on the KV values.
+ */
+public final class CudaBench {
+    private final CudaForwardPass gpu;
+    private final ModelConfig c;
+    private final CudaDriver cuda;
+    private final Random rnd = new Random(7);
+
+    public CudaBench(CudaForwardPass gpu) {
+        this.gpu = gpu;
+        this.c = gpu.config();
+        this.cuda = CudaDriver.get().orElseThrow();
+    }
+
+    /** Device-to-device copy bandwidth in GB/s (bytes read plus bytes written, as DEVICE.md counts it). */
+    public static double copyBandwidth(CudaDriver cuda, long bytes) {
+        long a = cuda.alloc(bytes), b = cuda.alloc(bytes);
+        try {
+            cuda.memsetZero(a, bytes);
+            cuda.copyDeviceToDevice(b, a, bytes);
+            int reps = 5;
+            double s = cuda.time(() -> { for (int i = 0; i < reps; i++) cuda.copyDeviceToDevice(b, a, bytes); });
+            return 2.0 * bytes * reps / s / 1e9;
+        } finally {
+            cuda.free(a);
+            cuda.free(b);
+        }
+    }
+
+    private int[] randomTokens(int n) {
+        return rnd.ints(n, 3, c.vocabSize()).toArray();
+    }
+
+    private double seconds(Runnable r) {
+        cuda.sync();
+        long t0 = System.nanoTime();
+        r.run();
+        cuda.sync();
+        return (System.nanoTime() - t0) / 1e9;
+    }
+
+    /** Prefills {@code n} tokens in chunks of the pass's step rows; the table keeps them. */
+    private int prefill(BlockTable t, int[] tokens, int chunk) {
+        int last = 0;
+        for (int s = 0; s < tokens.length; s += chunk) {
+            int[] part = java.util.Arrays.copyOfRange(tokens, s, Math.min(tokens.length, s + chunk));
+            last = gpu.greedy(List.of(new Window(part, t, false, true)))[0];
+        }
+        return last;
+    }
+
+    public Map<String, Object> prefill(int tokens, int chunk, double gemmTflops) {
+        BlockTable t = new BlockTable(gpu.blockPool());
+        int[] prompt = randomTokens(tokens);
+        double s = seconds(() -> prefill(t, prompt, chunk));
+        t.release();
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("tokens", tokens);
+        m.put("seconds", round(s, 4));
+        m.put("tokens_per_second", round(tokens / s, 1));
+        double tflops = (double) c.flopsPerToken() * tokens / s / 1e12;
+        m.put("gemm_tflops_per_second", round(tflops, 1));
+        m.put("fraction_of_gemm_peak", round(tflops / gemmTflops, 3));
+        return m;
+    }
+
+    /** Reserves {@code context} positions of KV (not computed) for a new sequence. */
+    private BlockTable reserved(int context) {
+        BlockTable t = new BlockTable(gpu.blockPool());
+        t.reserve(context);
+        t.advance(context);
+        return t;
+    }
+
+    public Map<String, Object> decode(int batch, int context, int steps, double copyGBs) {
+        List<BlockTable> tables = new ArrayList<>();
+        for (int i = 0; i < batch; i++) {
+            tables.add(reserved(context));
+        }
+        int[] next = randomTokens(batch);
+        Runnable step = () -> {
+            List<Window> ws = new ArrayList<>(batch);
+            for (int i = 0; i < batch; i++) {
+                ws.add(new Window(new int[]{next[i]}, tables.get(i), false, true));
+            }
+            int[] ids = gpu.greedy(ws);
+            System.arraycopy(ids, 0, next, 0, batch);
+        };
+        for (int i = 0; i < 3; i++) {
+            step.run();
+        }
+        double s = seconds(() -> { for (int i = 0; i < steps; i++) step.run(); });
+        tables.forEach(BlockTable::release);
+        double perStep = s / steps;
+        long weightBytes = c.decodeWeightBytes();
+        long kvBytes = (long) batch * (context + 3 + steps / 2) * c.executedLayers() * 2L * c.kvDim() * 2;
+        double gbs = (weightBytes + kvBytes) / perStep / 1e9;
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("batch", batch);
+        m.put("context_tokens", context);
+        m.put("steps", steps);
+        m.put("step_ms", round(perStep * 1e3, 3));
+        m.put("tokens_per_second", round(batch / perStep, 1));
+        m.put("bytes_read_per_step", weightBytes + kvBytes);
+        m.put("implied_read_gb_per_second", round(gbs, 1));
+        m.put("fraction_of_copy_bandwidth", round(gbs / copyGBs, 3));
+        return m;
+    }
+
+    /** Time to the first token of a {@code tokens}-long prompt at batch 1: prefill plus greedy sampling on the device. */
+    public Map<String, Object> timeToFirstToken(int tokens, int chunk) {
+        double best = Double.MAX_VALUE;
+        for (int i = 0; i < 3; i++) {
+            BlockTable t = new BlockTable(gpu.blockPool());
+            int[] prompt = randomTokens(tokens);
+            best = Math.min(best, seconds(() -> prefill(t, prompt, chunk)));
+            t.release();
+        }
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("prompt_tokens", tokens);
+        m.put("milliseconds", round(best * 1e3, 2));
+        return m;
+    }
+
+    static double round(double v, int digits) {
+        double s = Math.pow(10, digits);
+        return Math.round(v * s) / s;
+    }
+}

@@ -1,0 +1,365 @@
+package dev.spindle.backend.cuda;
+
+import dev.spindle.backend.ForwardPass;
+import dev.spindle.backend.cpu.RotaryTable;
+import dev.spindle.engine.kv.BlockPool;
+import dev.spindle.model.Bf16;
+import dev.spindle.model.ModelConfig;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteOrder;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * The forward pass on an NVIDIA GPU, for stock and looped llama, in the CPU reference's
+ * rounding points: bf16 weights and activations, fp32 accumulation, bf16 paged KV pool in
+ * device memory. Per executed layer: rms_norm, one GEMM for q|k|v, rope, kv_write,
+ * attention (+ attention_combine for decode rows), GEMM o, add_rms_norm (the residual
+ * add fused with the next norm), GEMM gate|up, swiglu, GEMM down. GEMMs are cuBLASLt with
+ * a pinned split-free algorithm per weight shape; everything else is Spindle's kernels.
+ * Only token ids, positions and block tables go to the device per step; logits (or, for
+ * {@link #greedy}, token ids) come back.
+ */
+public final class CudaForwardPass implements ForwardPass {
+    private static final ValueLayout.OfShort BF16 = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+
+    /** Sizes of the pass: tokens per KV block, rows per step, the share of free memory the KV pool takes, an optional block cap. */
+    public record Options(int blockSize, int maxStepRows, double kvMemoryFraction, int maxKvBlocks) {
+        public Options {
+            if (blockSize < 1 || maxStepRows < 1 || kvMemoryFraction <= 0 || kvMemoryFraction > 1) {
+                throw new IllegalArgumentException("invalid CUDA options " + blockSize + ", " + maxStepRows + ", " + kvMemoryFraction);
+            }
+        }
+    }
+
+    private final ModelConfig c;
+    private final CudaDriver cuda;
+    private final CudaKernels k;
+    private final CublasLt lt;
+    private final CudaWeights w;
+    private final Options opt;
+    private final BlockPool pool;
+    private final int slots;
+    private final long kv;
+    private final RotaryTable rotary;
+    private final List<Long> buffers = new ArrayList<>();
+    private final long x, xn, qkv, att, proj, gateUp, act, meta, logits, picked;
+    private final MemorySegment metaHost, logitsHost;
+    private final int metaInts, logitRowsMax;
+    private long cos, sin, partO, partML;
+    private int ropeCapacity, partialCapacity;
+
+    public CudaForwardPass(ModelConfig config, CudaKernels kernels, CublasLt lt, CudaWeights weights, Options options) {
+        if (!CudaKernels.supportsHeadDim(config.headDim())) {
+            throw new CudaException("head_dim " + config.headDim() + " is not supported by the CUDA attention kernel (16, 32, 64 or 128)");
+        }
+        if (config.numHeads() / config.numKvHeads() > CudaKernels.ATTENTION_TILE) {
+            throw new CudaException("more than " + CudaKernels.ATTENTION_TILE + " query heads per KV head are not supported by the CUDA backend");
+        }
+        this.c = config;
+        this.k = kernels;
+        this.cuda = kernels.driver();
+        this.lt = lt;
+        this.w = weights;
+        this.opt = options;
+        this.rotary = new RotaryTable(c.headDim(), c.ropeTheta());
+        int n = options.maxStepRows(), h = c.hiddenSize(), qkvDim = c.qDim() + 2 * c.kvDim(), in = c.intermediateSize();
+        x = buffer((long) n * h * 2);
+        xn = buffer((long) n * h * 2);
+        qkv = buffer((long) n * qkvDim * 2);
+        att = buffer((long) n * c.qDim() * 2);
+        proj = buffer((long) n * h * 2);
+        gateUp = buffer((long) n * 2 * in * 2);
+        act = buffer((long) n * in * 2);
+        logitRowsMax = Math.min(n, Math.max(1, (int) ((1L << 30) / ((long) c.vocabSize() * 2))));
+        logits = buffer((long) logitRowsMax * c.vocabSize() * 2);
+        picked = buffer((long) logitRowsMax * h * 2);
+        metaInts = 16 * n + 4096;
+        meta = buffer(metaInts * 4L);
+        metaHost = cuda.allocHost(metaInts * 4L);
+        logitsHost = cuda.allocHost((long) logitRowsMax * c.vocabSize() * 2);
+        ensureRope(4096);
+        ensurePartials(4096);
+        // pin every GEMM's algorithm now (it times candidates), never in the middle of a step
+        lt.linear(xn, 1, h, w.layer(0).qkv(), qkvDim, qkv);
+        lt.linear(att, 1, c.qDim(), w.layer(0).o(), h, proj);
+        lt.linear(xn, 1, h, w.layer(0).gateUp(), 2 * in, gateUp);
+        lt.linear(act, 1, in, w.layer(0).down(), h, proj);
+        lt.linear(picked, 1, h, w.lmHead(), c.vocabSize(), logits);
+        cuda.sync();
+        slots = c.executedLayers();
+        long bytesPerBlock = (long) slots * 2 * options.blockSize() * c.kvDim() * 2;
+        long free = cuda.memInfo()[0];
+        long budget = (long) (free * options.kvMemoryFraction()) - (512L << 20);
+        int blocks = (int) Math.min(Integer.MAX_VALUE - 1, Math.max(0, budget / bytesPerBlock));
+        if (options.maxKvBlocks() > 0) {
+            blocks = Math.min(blocks, options.maxKvBlocks());
+        }
+        if (blocks < 1) {
+            throw new CudaException("no device memory left for the KV pool: " + free + " bytes free after weights and activations");
+        }
+        kv = buffer((long) blocks * bytesPerBlock);
+        cuda.memsetZero(kv, (long) blocks * bytesPerBlock);
+        cuda.sync();
+        pool = new BlockPool(blocks, options.blockSize());
+    }
+
+    private long buffer(long bytes) {
+        long p = cuda.alloc(bytes);
+        buffers.add(p);
+        return p;
+    }
+
+    /** RoPE cos/sin tables on the device for positions [0, capacity), HF's bf16 values. */
+    private void ensureRope(int positions) {
+        if (positions <= ropeCapacity) {
+            return;
+        }
+        int cap = Math.min(Math.max(positions, 2 * ropeCapacity), Math.max(positions, c.maxPositions()));
+        int half = c.headDim() / 2;
+        float[] cs = new float[cap * half], sn = new float[cap * half];
+        rotary.fill(0, cap, cs, sn);
+        if (ropeCapacity > 0) {
+            cuda.sync();
+            cuda.free(cos);
+            cuda.free(sin);
+        }
+        cos = cuda.alloc(cs.length * 4L);
+        sin = cuda.alloc(sn.length * 4L);
+        try (java.lang.foreign.Arena a = java.lang.foreign.Arena.ofConfined()) {
+            cuda.copyToDevice(cos, a.allocateFrom(ValueLayout.JAVA_FLOAT, cs));
+            cuda.copyToDevice(sin, a.allocateFrom(ValueLayout.JAVA_FLOAT, sn));
+        }
+        ropeCapacity = cap;
+    }
+
+    private void ensurePartials(int slotsNeeded) {
+        if (slotsNeeded <= partialCapacity) {
+            return;
+        }
+        int cap = Math.max(slotsNeeded, 2 * partialCapacity);
+        if (partialCapacity > 0) {
+            cuda.sync();
+            cuda.free(partO);
+            cuda.free(partML);
+        }
+        partO = cuda.alloc((long) cap * c.numHeads() * c.headDim() * 4);
+        partML = cuda.alloc((long) cap * c.numHeads() * 2 * 4);
+        partialCapacity = cap;
+    }
+
+    @Override
+    public ModelConfig config() {
+        return c;
+    }
+
+    @Override
+    public BlockPool blockPool() {
+        return pool;
+    }
+
+    public CudaWeights weights() {
+        return w;
+    }
+
+    public long kvPoolBytes() {
+        return (long) pool.numBlocks() * slots * 2 * opt.blockSize() * c.kvDim() * 2;
+    }
+
+    @Override
+    public float[][] forward(int[] tokens, dev.spindle.engine.kv.BlockTable table, boolean allLogits) {
+        return forward(List.of(new Window(tokens, table, allLogits, true))).getFirst();
+    }
+
+    @Override
+    public List<float[][]> forward(List<Window> windows) {
+        StepPlan plan = run(windows);
+        List<float[][]> out = new ArrayList<>();
+        int V = c.vocabSize();
+        int done = 0;
+        float[][] all = new float[plan.logitRows][];
+        while (done < plan.logitRows) {
+            int m = Math.min(logitRowsMax, plan.logitRows - done);
+            head(plan, done, m);
+            MemorySegment host = logitsHost.asSlice(0, (long) m * V * 2);
+            cuda.copyToHost(host, logits);
+            for (int r = 0; r < m; r++) {
+                float[] row = new float[V];
+                long base = (long) r * V;
+                for (int i = 0; i < V; i++) {
+                    row[i] = Bf16.toFloat(host.getAtIndex(BF16, base + i));
+                }
+                all[done + r] = row;
+            }
+            done += m;
+        }
+        int j = 0;
+        for (int wi = 0; wi < windows.size(); wi++) {
+            float[][] wl = new float[plan.logitCounts[wi]][];
+            for (int r = 0; r < wl.length; r++) {
+                wl[r] = all[j++];
+            }
+            out.add(wl);
+        }
+        advance(windows);
+        return out;
+    }
+
+    /**
+     * The same step, sampling greedily on the device: per window that wants logits, the
+     * argmax of its last row. Only the token ids come back.
+     */
+    public int[] greedy(List<Window> windows) {
+        for (Window win : windows) {
+            if (win.allLogits()) {
+                throw new IllegalArgumentException("greedy sampling takes the last row of each window");
+            }
+        }
+        StepPlan plan = run(windows);
+        int[] ids = new int[plan.logitRows];
+        int done = 0;
+        while (done < plan.logitRows) {
+            int m = Math.min(logitRowsMax, plan.logitRows - done);
+            head(plan, done, m);
+            k.argmax(logits, m, c.vocabSize(), meta);
+            MemorySegment host = metaHost.asSlice(0, m * 4L);
+            cuda.copyToHost(host, meta);
+            for (int r = 0; r < m; r++) {
+                ids[done + r] = host.getAtIndex(ValueLayout.JAVA_INT, r);
+            }
+            done += m;
+        }
+        advance(windows);
+        return ids;
+    }
+
+    private void advance(List<Window> windows) {
+        for (Window win : windows) {
+            win.table().advance(win.table().tokens() + win.tokens().length);
+        }
+    }
+
+    /** The lm head over logit rows [first, first + m) of the plan: gather their final hidden rows, then one GEMM. */
+    private void head(StepPlan plan, int first, int m) {
+        k.embed(meta + 4L * (plan.gather + first), x, picked, m, c.hiddenSize());
+        lt.linear(picked, m, c.hiddenSize(), w.lmHead(), c.vocabSize(), logits);
+    }
+
+    /** Uploads the step's integers and runs every layer; the final hidden rows end in x. */
+    private StepPlan run(List<Window> windows) {
+        int n = 0;
+        for (Window win : windows) {
+            if (win.tokens().length == 0) {
+                throw new IllegalArgumentException("empty window");
+            }
+            int start = win.table().tokens();
+            if (start + win.tokens().length > c.maxPositions()) {
+                throw new IllegalArgumentException("positions up to " + (start + win.tokens().length) + " exceed max_position_embeddings " + c.maxPositions());
+            }
+            n += win.tokens().length;
+        }
+        if (n > opt.maxStepRows()) {
+            throw new IllegalArgumentException(n + " rows in one step exceed the CUDA backend's " + opt.maxStepRows() + " (max step rows)");
+        }
+        for (Window win : windows) {
+            win.table().reserve(win.table().tokens() + win.tokens().length);
+        }
+        StepPlan p = new StepPlan(windows, c.numHeads() / c.numKvHeads());
+        if (p.data.length > metaInts) {
+            throw new IllegalArgumentException("step metadata of " + p.data.length + " ints exceeds " + metaInts);
+        }
+        ensureRope(p.maxPosition + 1);
+        ensurePartials(p.partials);
+        MemorySegment.copy(p.data, 0, metaHost, ValueLayout.JAVA_INT, 0, p.data.length);
+        cuda.copyToDeviceAsync(meta, metaHost, p.data.length * 4L);
+        layers(p);
+        return p;
+    }
+
+    private void layers(StepPlan p) {
+        int n = p.rows, h = c.hiddenSize(), qd = c.qDim(), kvd = c.kvDim(), in = c.intermediateSize(), stride = qd + 2 * kvd;
+        float eps = c.rmsNormEps(), scale = (float) Math.pow(c.headDim(), -0.5);
+        long m = meta;
+        k.embed(m + 4L * p.tokens, w.embedding(), x, n, h);
+        boolean pending = false;
+        for (int loop = 0; loop < c.numLoops(); loop++) {
+            for (int l = 0; l < c.numLayers(); l++) {
+                CudaWeights.Layer lw = w.layer(l);
+                int slot = l + loop * c.numLayers();
+                if (pending) {
+                    k.addRmsNorm(x, proj, lw.inputNorm(), xn, n, h, eps);
+                } else {
+                    k.rmsNorm(x, lw.inputNorm(), xn, n, h, eps);
+                }
+                lt.linear(xn, n, h, lw.qkv(), stride, qkv);
+                k.rope(qkv, stride, cos, sin, m + 4L * p.positions, n, c.numHeads() + c.numKvHeads(), c.headDim());
+                k.kvWrite(qkv, stride, qd, kvd, kv, m + 4L * p.slotMap, slot, slots, opt.blockSize(), n);
+                k.attention(p.ctas, qkv, stride, att, kv, m + 4L * p.tables, m + 4L * p.desc, partO, partML, c.numHeads(), c.numKvHeads(),
+                        c.headDim(), opt.blockSize(), slot, slots, scale);
+                if (p.decodeRows > 0) {
+                    k.attentionCombine(p.decodeRows, partO, partML, m + 4L * p.cdesc, att, c.numHeads(), c.headDim());
+                }
+                lt.linear(att, n, qd, lw.o(), h, proj);
+                k.addRmsNorm(x, proj, lw.postAttnNorm(), xn, n, h, eps);
+                lt.linear(xn, n, h, lw.gateUp(), 2 * in, gateUp);
+                k.swiglu(gateUp, act, n, in);
+                lt.linear(act, n, in, lw.down(), h, proj);
+                pending = true;
+            }
+            if (!c.skipLoopFinalNorm() || loop == c.numLoops() - 1) {
+                k.residualAdd(x, proj, (long) n * h);
+                pending = false;
+                k.rmsNorm(x, w.finalNorm(), x, n, h, eps);
+            }
+        }
+        if (pending) {
+            k.residualAdd(x, proj, (long) n * h);
+        }
+    }
+
+    @Override
+    public void close() {
+        cuda.sync();
+        for (long b : buffers) {
+            cuda.free(b);
+        }
+        buffers.clear();
+        if (ropeCapacity > 0) {
+            cuda.free(cos);
+            cuda.free(sin);
+        }
+        if (partialCapacity > 0) {
+            cuda.free(partO);
+            cuda.free(partML);
+        }
+        cuda.freeHost(metaHost);
+        cuda.freeHost(logitsHost);
+        w.close();
+    }
+
+    /**
+     * Opens the CUDA backend for a model: kernels, cuBLASLt, weights on the device (uploaded
+     * from {@code hostWeights}, or generated there when it is null: --load-format dummy), the pass.
+     *
+     * @throws CudaException saying why when there is no usable GPU, kernels or cuBLASLt here
+     */
+    public static CudaForwardPass open(ModelConfig config, dev.spindle.model.ModelWeights hostWeights, Options options,
+                                       dev.spindle.model.LoadListener listener) {
+        CudaKernels kernels = CudaKernels.load().orElseThrow(() -> new CudaException("the CUDA backend is unavailable: " + CudaKernels.unavailableReason()));
+        CublasLt lt = CublasLt.open().orElseThrow(() -> new CudaException("the CUDA backend needs cuBLASLt (libcublasLt.so.13) on the library path"));
+        CudaWeights w = hostWeights == null ? CudaWeights.dummy(kernels.driver(), kernels, config, 0x5EED, listener)
+                : CudaWeights.upload(kernels.driver(), config, hostWeights, listener);
+        try {
+            return new CudaForwardPass(config, kernels, lt, w, options);
+        } catch (RuntimeException e) {
+            w.close();
+            throw e;
+        }
+    }
+
+    public CublasLt blas() {
+        return lt;
+    }
+}

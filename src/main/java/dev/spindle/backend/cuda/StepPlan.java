@@ -1,0 +1,105 @@
+package dev.spindle.backend.cuda;
+
+import dev.spindle.backend.ForwardPass.Window;
+import dev.spindle.engine.kv.BlockTable;
+
+import java.util.List;
+
+/**
+ * The integers one GPU forward step needs, built on the host and sent in one copy: token
+ * ids, positions, each row's KV slot, the windows' block tables, the attention CTA
+ * descriptors (see attention.cu), the decode rows' combine descriptors and the rows whose
+ * logits are wanted. Windows of one row (decode) get one CTA per fixed-size KV split
+ * (flash-decoding); longer windows get tiles of rows that walk every split themselves.
+ * Either way each row's arithmetic is the same.
+ */
+final class StepPlan {
+    final int rows;
+    final int[] data;
+    final int tokens, positions, slotMap, tables, desc, cdesc, gather;
+    final int ctas, decodeRows, partials, logitRows, maxPosition;
+    final int[] logitCounts;
+
+    StepPlan(List<Window> windows, int group) {
+        int n = 0, tableInts = 0, ctaCount = 0, dRows = 0, parts = 0, lRows = 0, maxPos = 0;
+        int tileRows = Math.max(1, CudaKernels.ATTENTION_TILE / group);
+        for (Window w : windows) {
+            int len = w.tokens().length, start = w.table().tokens();
+            n += len;
+            tableInts += w.table().numBlocks();
+            maxPos = Math.max(maxPos, start + len - 1);
+            if (len == 1) {
+                int splits = start / CudaKernels.ATTENTION_SPLIT + 1;
+                ctaCount += splits;
+                parts += splits;
+                dRows++;
+            } else {
+                ctaCount += (len + tileRows - 1) / tileRows;
+            }
+            lRows += !w.wantLogits() ? 0 : w.allLogits() ? len : 1;
+        }
+        rows = n;
+        ctas = ctaCount;
+        decodeRows = dRows;
+        partials = parts;
+        logitRows = lRows;
+        maxPosition = maxPos;
+        tokens = 0;
+        positions = n;
+        slotMap = 2 * n;
+        tables = 3 * n;
+        desc = tables + tableInts;
+        cdesc = desc + 8 * ctaCount;
+        gather = cdesc + 3 * dRows;
+        data = new int[gather + lRows];
+        logitCounts = new int[windows.size()];
+        int row = 0, tab = tables, d = desc, cd = cdesc, part = 0, g = gather;
+        for (int wi = 0; wi < windows.size(); wi++) {
+            Window w = windows.get(wi);
+            BlockTable t = w.table();
+            int len = w.tokens().length, start = t.tokens(), bs = t.blockSize();
+            int tabOff = tab - tables;
+            for (int b = 0; b < t.numBlocks(); b++) {
+                data[tab++] = t.block(b);
+            }
+            for (int r = 0; r < len; r++) {
+                int pos = start + r;
+                data[tokens + row + r] = w.tokens()[r];
+                data[positions + row + r] = pos;
+                data[slotMap + row + r] = t.block(pos / bs) * bs + pos % bs;
+            }
+            if (len == 1) {
+                int splits = start / CudaKernels.ATTENTION_SPLIT + 1;
+                data[cd++] = part;
+                data[cd++] = splits;
+                data[cd++] = row;
+                for (int s = 0; s < splits; s++) {
+                    d = descriptor(d, row, 1, start, tabOff, s, s + 1, part++);
+                }
+            } else {
+                int lastSplit = (start + len - 1) / CudaKernels.ATTENTION_SPLIT;
+                for (int r = 0; r < len; r += tileRows) {
+                    d = descriptor(d, row + r, Math.min(tileRows, len - r), start + r, tabOff, 0, lastSplit + 1, -1);
+                }
+            }
+            int want = !w.wantLogits() ? 0 : w.allLogits() ? len : 1;
+            for (int r = len - want; r < len; r++) {
+                data[g++] = row + r;
+            }
+            logitCounts[wi] = want;
+            row += len;
+        }
+    }
+
+    private int descriptor(int d, int row0, int rows, int pos0, int tabOff, int s0, int s1, int part) {
+        data[d] = row0;
+        data[d + 1] = rows;
+        data[d + 2] = pos0;
+        data[d + 3] = tabOff;
+        data[d + 4] = s0;
+        data[d + 5] = s1;
+        data[d + 6] = part;
+        data[d + 7] = 0;
+        return d + 8;
+    }
+}

@@ -1,0 +1,106 @@
+package dev.spindle.cli;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import dev.spindle.backend.cuda.CudaBench;
+import dev.spindle.backend.cuda.CudaDriver;
+import dev.spindle.backend.cuda.CudaException;
+import dev.spindle.backend.cuda.CudaForwardPass;
+import dev.spindle.backend.cuda.CublasLt;
+import dev.spindle.model.ConfigParser;
+import dev.spindle.model.LoadFormat;
+import dev.spindle.model.LoadedModel;
+import dev.spindle.model.ModelConfig;
+
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Callable;
+
+/** {@code spindle bench --backend cuda}: the GPU suite (see {@link CudaBench}), printed as JSON. */
+final class CudaBenchRun implements Callable<Integer> {
+    private final ModelOptions model;
+    private final int[] prefillLengths, decodeContexts, concurrency;
+    private final int decodeSteps, stepRows;
+
+    CudaBenchRun(ModelOptions model, int[] prefillLengths, int[] decodeContexts, int[] concurrency, int decodeSteps, int stepRows) {
+        this.model = model;
+        this.prefillLengths = prefillLengths;
+        this.decodeContexts = decodeContexts;
+        this.concurrency = concurrency;
+        this.decodeSteps = decodeSteps;
+        this.stepRows = stepRows;
+    }
+
+    @Override
+    public Integer call() throws Exception {
+        CudaDriver cuda = CudaDriver.get().orElseThrow(() -> new CudaException("no CUDA driver or GPU on this machine"));
+        CublasLt lt = CublasLt.open().orElseThrow(() -> new CudaException("cuBLASLt (libcublasLt.so.13) is not on the library path"));
+        Map<String, Object> out = new LinkedHashMap<>();
+        out.put("model", model.model.toString());
+        out.put("load_format", model.format().name().toLowerCase());
+        out.put("backend", "cuda");
+        out.put("device", cuda.deviceName());
+        // the limits first, while the device is empty
+        double copy = CudaBench.copyBandwidth(cuda, 4L << 30);
+        double peak = lt.measurePeakTflops(8192);
+        Map<String, Object> limits = new LinkedHashMap<>();
+        limits.put("device_copy_gb_per_second", Math.round(copy));
+        limits.put("bf16_gemm_peak_tflops", Math.round(peak));
+        out.put("limits", limits);
+        long t0 = System.nanoTime();
+        ModelConfig c;
+        LoadedModel host = null;
+        if (model.format() == LoadFormat.DUMMY) {
+            c = ConfigParser.read(model.model.resolve("config.json"));
+        } else {
+            host = model.load();
+            c = host.config();
+        }
+        ProgressBar bar = ProgressBar.forTerminal("loading " + model.model.getFileName() + " to " + cuda.deviceName());
+        try (CudaForwardPass gpu = CudaForwardPass.open(c, host == null ? null : host.weights(),
+                new CudaForwardPass.Options(model.blockSize, stepRows, 0.9, 0), bar)) {
+            bar.done();
+            double load = (System.nanoTime() - t0) / 1e9;
+            out.put("architecture", c.architecture());
+            out.put("parameters", c.parameterCount());
+            Map<String, Object> loadInfo = new LinkedHashMap<>();
+            loadInfo.put("seconds", Math.round(load * 1000) / 1000.0);
+            loadInfo.put("weight_bytes", gpu.weights().bytes());
+            loadInfo.put("weights_seconds", Math.round(gpu.weights().seconds() * 1000) / 1000.0);
+            loadInfo.put("weights_gb_per_second", Math.round(gpu.weights().bytes() / gpu.weights().seconds() / 1e7) / 100.0);
+            loadInfo.put("kv_pool_bytes", gpu.kvPoolBytes());
+            loadInfo.put("kv_blocks", gpu.blockPool().numBlocks());
+            out.put("load", loadInfo);
+            out.put("gemm_algorithms", lt.choices());
+            CudaBench bench = new CudaBench(gpu);
+            bench.prefill(Math.min(512, stepRows), stepRows, peak); // warm-up
+            List<Object> prefill = new ArrayList<>();
+            for (int n : prefillLengths) {
+                prefill.add(bench.prefill(n, stepRows, peak));
+                System.err.println("prefill " + n + " done");
+            }
+            out.put("prefill", prefill);
+            out.put("time_to_first_token", bench.timeToFirstToken(1024, stepRows));
+            List<Object> decode = new ArrayList<>();
+            for (int ctx : decodeContexts) {
+                decode.add(bench.decode(1, ctx, decodeSteps, copy));
+                System.err.println("decode at " + ctx + " done");
+            }
+            out.put("decode", decode);
+            List<Object> aggregate = new ArrayList<>();
+            for (int b : concurrency) {
+                aggregate.add(bench.decode(b, 1024, decodeSteps, copy));
+                System.err.println("aggregate " + b + " done");
+            }
+            out.put("aggregate_decode", aggregate);
+        } finally {
+            if (host != null) {
+                host.close();
+            }
+        }
+        System.out.println(new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT).writeValueAsString(out));
+        return 0;
+    }
+}
