@@ -60,7 +60,7 @@ final class CudaBenchRun implements Callable<Integer> {
         }
         ProgressBar bar = ProgressBar.forTerminal("loading " + model.model.getFileName() + " to " + cuda.deviceName());
         try (CudaForwardPass gpu = CudaForwardPass.open(c, host == null ? null : host.weights(),
-                new CudaForwardPass.Options(model.blockSize, stepRows, 0.9, 0), bar)) {
+                new CudaForwardPass.Options(model.blockSize, stepRows, 0.9, 0, true), bar)) {
             bar.done();
             double load = (System.nanoTime() - t0) / 1e9;
             out.put("architecture", c.architecture());
@@ -73,7 +73,7 @@ final class CudaBenchRun implements Callable<Integer> {
             loadInfo.put("kv_pool_bytes", gpu.kvPoolBytes());
             loadInfo.put("kv_blocks", gpu.blockPool().numBlocks());
             out.put("load", loadInfo);
-            out.put("gemm_algorithms", lt.choices());
+            out.put("gemm_algorithms", gpu.blas().choices());
             CudaBench bench = new CudaBench(gpu);
             bench.prefill(Math.min(512, stepRows), stepRows, peak); // warm-up
             List<Object> prefill = new ArrayList<>();
@@ -95,6 +95,8 @@ final class CudaBenchRun implements Callable<Integer> {
                 System.err.println("aggregate " + b + " done");
             }
             out.put("aggregate_decode", aggregate);
+            out.put("profile_prefill_" + Math.min(8192, stepRows), bench.profile(Math.min(8192, stepRows), 0));
+            out.put("profile_decode_batch_1", bench.profile(1, 1024));
         } finally {
             if (host != null) {
                 host.close();

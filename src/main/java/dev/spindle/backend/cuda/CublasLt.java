@@ -200,15 +200,20 @@ public final class CublasLt {
             }
             double best1 = times.stream().mapToDouble(t -> t[0]).min().orElseThrow();
             double bestL = times.stream().mapToDouble(t -> t[1]).min().orElseThrow();
-            int pick = 0;
-            double pickScore = Double.MAX_VALUE;
+            // the fastest at one row among those within 10% of the best at many rows
+            int pick = -1;
             for (int i = 0; i < ok.size(); i++) {
-                double score = Math.max(times.get(i)[0] / best1, times.get(i)[1] / bestL);
-                if (score < pickScore) {
-                    pickScore = score;
+                if (times.get(i)[1] <= 1.1 * bestL && (pick < 0 || times.get(i)[0] < times.get(pick)[0])) {
                     pick = i;
                 }
             }
+            StringBuilder all = new StringBuilder();
+            for (int i = 0; i < ok.size(); i++) {
+                all.append(String.format(" [tile %d stages %d: %.1f/%.1f us]", config(ok.get(i), CONFIG_TILE), config(ok.get(i), CONFIG_STAGES),
+                        times.get(i)[0] * 1e6, times.get(i)[1] * 1e6));
+            }
+            candidates.clear();
+            System.err.println("spindle: cuBLASLt candidates for " + nOut + " x " + k + " (1 row / " + LARGE + " rows):" + all);
             MemorySegment algo = ok.get(pick);
             choices.add(String.format("%d x %d: tile %d, stages %d, 1 row %.1f us (best %.1f), %d rows %.1f us (best %.1f), of %d candidates",
                     nOut, k, config(algo, CONFIG_TILE), config(algo, CONFIG_STAGES), times.get(pick)[0] * 1e6, best1 * 1e6, LARGE,

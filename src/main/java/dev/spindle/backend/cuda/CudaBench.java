@@ -142,6 +142,21 @@ public final class CudaBench {
         return m;
     }
 
+    /**
+     * Milliseconds per operation kind of one step, launched kernel by kernel and timed on the stream:
+     * a prefill of {@code rows} tokens (context 0) or, with rows = 1, a decode step at {@code context}.
+     */
+    public Map<String, Object> profile(int rows, int context) {
+        BlockTable t = context > 0 ? reserved(context) : new BlockTable(gpu.blockPool());
+        Map<String, Double> p = gpu.profileStep(List.of(new Window(randomTokens(rows), t, false, true)));
+        t.release();
+        Map<String, Object> m = new LinkedHashMap<>();
+        double total = p.values().stream().mapToDouble(Double::doubleValue).sum();
+        m.put("total_ms", round(total * 1e3, 3));
+        p.forEach((k, v) -> m.put(k + "_ms", round(v * 1e3, 3)));
+        return m;
+    }
+
     static double round(double v, int digits) {
         double s = Math.pow(10, digits);
         return Math.round(v * s) / s;

@@ -26,7 +26,7 @@ public final class CudaForwardPass implements ForwardPass {
     private static final ValueLayout.OfShort BF16 = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
 
     /** Sizes of the pass: tokens per KV block, rows per step, the share of free memory the KV pool takes, an optional block cap. */
-    public record Options(int blockSize, int maxStepRows, double kvMemoryFraction, int maxKvBlocks) {
+    public record Options(int blockSize, int maxStepRows, double kvMemoryFraction, int maxKvBlocks, boolean cudaGraphs) {
         public Options {
             if (blockSize < 1 || maxStepRows < 1 || kvMemoryFraction <= 0 || kvMemoryFraction > 1) {
                 throw new IllegalArgumentException("invalid CUDA options " + blockSize + ", " + maxStepRows + ", " + kvMemoryFraction);
@@ -48,6 +48,7 @@ public final class CudaForwardPass implements ForwardPass {
     private final long x, xn, qkv, att, proj, gateUp, act, meta, logits, picked;
     private final MemorySegment metaHost, logitsHost;
     private final int metaInts, logitRowsMax;
+    private final java.util.Map<Long, MemorySegment> graphs = new java.util.HashMap<>();
     private long cos, sin, partO, partML;
     private int ropeCapacity, partialCapacity;
 
@@ -113,9 +114,9 @@ public final class CudaForwardPass implements ForwardPass {
     }
 
     /** RoPE cos/sin tables on the device for positions [0, capacity), HF's bf16 values. */
-    private void ensureRope(int positions) {
+    private boolean ensureRope(int positions) {
         if (positions <= ropeCapacity) {
-            return;
+            return false;
         }
         int cap = Math.min(Math.max(positions, 2 * ropeCapacity), Math.max(positions, c.maxPositions()));
         int half = c.headDim() / 2;
@@ -133,11 +134,12 @@ public final class CudaForwardPass implements ForwardPass {
             cuda.copyToDevice(sin, a.allocateFrom(ValueLayout.JAVA_FLOAT, sn));
         }
         ropeCapacity = cap;
+        return true;
     }
 
-    private void ensurePartials(int slotsNeeded) {
+    private boolean ensurePartials(int slotsNeeded) {
         if (slotsNeeded <= partialCapacity) {
-            return;
+            return false;
         }
         int cap = Math.max(slotsNeeded, 2 * partialCapacity);
         if (partialCapacity > 0) {
@@ -148,6 +150,7 @@ public final class CudaForwardPass implements ForwardPass {
         partO = cuda.alloc((long) cap * c.numHeads() * c.headDim() * 4);
         partML = cuda.alloc((long) cap * c.numHeads() * 2 * 4);
         partialCapacity = cap;
+        return true;
     }
 
     @Override
@@ -175,14 +178,16 @@ public final class CudaForwardPass implements ForwardPass {
 
     @Override
     public List<float[][]> forward(List<Window> windows) {
-        StepPlan plan = run(windows);
+        StepPlan plan = execute(windows, false);
         List<float[][]> out = new ArrayList<>();
         int V = c.vocabSize();
         int done = 0;
         float[][] all = new float[plan.logitRows][];
         while (done < plan.logitRows) {
             int m = Math.min(logitRowsMax, plan.logitRows - done);
-            head(plan, done, m);
+            if (!plan.headDone) {
+                head(plan, done, m);
+            }
             MemorySegment host = logitsHost.asSlice(0, (long) m * V * 2);
             cuda.copyToHost(host, logits);
             for (int r = 0; r < m; r++) {
@@ -217,13 +222,15 @@ public final class CudaForwardPass implements ForwardPass {
                 throw new IllegalArgumentException("greedy sampling takes the last row of each window");
             }
         }
-        StepPlan plan = run(windows);
+        StepPlan plan = execute(windows, true);
         int[] ids = new int[plan.logitRows];
         int done = 0;
         while (done < plan.logitRows) {
             int m = Math.min(logitRowsMax, plan.logitRows - done);
-            head(plan, done, m);
-            k.argmax(logits, m, c.vocabSize(), meta);
+            if (!plan.headDone) {
+                head(plan, done, m);
+                k.argmax(logits, m, c.vocabSize(), meta);
+            }
             MemorySegment host = metaHost.asSlice(0, m * 4L);
             cuda.copyToHost(host, meta);
             for (int r = 0; r < m; r++) {
@@ -247,8 +254,61 @@ public final class CudaForwardPass implements ForwardPass {
         lt.linear(picked, m, c.hiddenSize(), w.lmHead(), c.vocabSize(), logits);
     }
 
-    /** Uploads the step's integers and runs every layer; the final hidden rows end in x. */
-    private StepPlan run(List<Window> windows) {
+    /**
+     * Runs a step: decode steps (every window one row, wanting its logits) replay a CUDA graph
+     * captured once per batch size and split bucket (the launches of all layers and the head,
+     * ~15 per layer, cost one launch); other steps launch kernel by kernel.
+     */
+    private StepPlan execute(List<Window> windows, boolean greedy) {
+        int splits = graphSplits(windows);
+        StepPlan p = prepare(windows, splits);
+        if (splits == 0) {
+            layers(p);
+            return p;
+        }
+        long key = ((long) windows.size() << 32) | ((long) splits << 1) | (greedy ? 1 : 0);
+        MemorySegment graph = graphs.get(key);
+        if (graph == null) {
+            cuda.beginCapture();
+            try {
+                layers(p);
+                head(p, 0, p.logitRows);
+                if (greedy) {
+                    k.argmax(logits, p.logitRows, c.vocabSize(), meta);
+                }
+            } finally {
+                graph = cuda.endCapture();
+            }
+            graphs.put(key, graph);
+        }
+        cuda.launchGraph(graph);
+        p.headDone = true;
+        return p;
+    }
+
+    /** The split bucket (a power of two) of a graph-eligible decode step, or 0 when the step runs without a graph. */
+    private int graphSplits(List<Window> windows) {
+        if (!opt.cudaGraphs() || windows.size() > logitRowsMax) {
+            return 0;
+        }
+        int max = 1;
+        for (Window w : windows) {
+            if (w.tokens().length != 1 || !w.wantLogits() || w.allLogits()) {
+                return 0;
+            }
+            max = Math.max(max, w.table().tokens() / CudaKernels.ATTENTION_SPLIT + 1);
+        }
+        return Integer.bitCount(max) == 1 ? max : Integer.highestOneBit(max) << 1;
+    }
+
+    private void dropGraphs() {
+        cuda.sync();
+        graphs.values().forEach(cuda::destroyGraph);
+        graphs.clear();
+    }
+
+    /** Uploads the step's integers (one copy); the device buffers they need are in place. */
+    private StepPlan prepare(List<Window> windows, int fixedSplits) {
         int n = 0;
         for (Window win : windows) {
             if (win.tokens().length == 0) {
@@ -266,15 +326,17 @@ public final class CudaForwardPass implements ForwardPass {
         for (Window win : windows) {
             win.table().reserve(win.table().tokens() + win.tokens().length);
         }
-        StepPlan p = new StepPlan(windows, c.numHeads() / c.numKvHeads());
+        StepPlan p = new StepPlan(windows, c.numHeads() / c.numKvHeads(), fixedSplits);
         if (p.data.length > metaInts) {
             throw new IllegalArgumentException("step metadata of " + p.data.length + " ints exceeds " + metaInts);
         }
-        ensureRope(p.maxPosition + 1);
-        ensurePartials(p.partials);
+        boolean moved = ensureRope(p.maxPosition + 1);
+        moved |= ensurePartials(p.partials);
+        if (moved) {
+            dropGraphs(); // graphs hold the old buffers' addresses
+        }
         MemorySegment.copy(p.data, 0, metaHost, ValueLayout.JAVA_INT, 0, p.data.length);
         cuda.copyToDeviceAsync(meta, metaHost, p.data.length * 4L);
-        layers(p);
         return p;
     }
 
@@ -282,46 +344,74 @@ public final class CudaForwardPass implements ForwardPass {
         int n = p.rows, h = c.hiddenSize(), qd = c.qDim(), kvd = c.kvDim(), in = c.intermediateSize(), stride = qd + 2 * kvd;
         float eps = c.rmsNormEps(), scale = (float) Math.pow(c.headDim(), -0.5);
         long m = meta;
-        k.embed(m + 4L * p.tokens, w.embedding(), x, n, h);
+        op("embed", () -> k.embed(m + 4L * p.tokens, w.embedding(), x, n, h));
         boolean pending = false;
         for (int loop = 0; loop < c.numLoops(); loop++) {
             for (int l = 0; l < c.numLayers(); l++) {
                 CudaWeights.Layer lw = w.layer(l);
                 int slot = l + loop * c.numLayers();
                 if (pending) {
-                    k.addRmsNorm(x, proj, lw.inputNorm(), xn, n, h, eps);
+                    op("norms", () -> k.addRmsNorm(x, proj, lw.inputNorm(), xn, n, h, eps));
                 } else {
-                    k.rmsNorm(x, lw.inputNorm(), xn, n, h, eps);
+                    op("norms", () -> k.rmsNorm(x, lw.inputNorm(), xn, n, h, eps));
                 }
-                lt.linear(xn, n, h, lw.qkv(), stride, qkv);
-                k.rope(qkv, stride, cos, sin, m + 4L * p.positions, n, c.numHeads() + c.numKvHeads(), c.headDim());
-                k.kvWrite(qkv, stride, qd, kvd, kv, m + 4L * p.slotMap, slot, slots, opt.blockSize(), n);
-                k.attention(p.ctas, qkv, stride, att, kv, m + 4L * p.tables, m + 4L * p.desc, partO, partML, c.numHeads(), c.numKvHeads(),
-                        c.headDim(), opt.blockSize(), slot, slots, scale);
-                if (p.decodeRows > 0) {
-                    k.attentionCombine(p.decodeRows, partO, partML, m + 4L * p.cdesc, att, c.numHeads(), c.headDim());
-                }
-                lt.linear(att, n, qd, lw.o(), h, proj);
-                k.addRmsNorm(x, proj, lw.postAttnNorm(), xn, n, h, eps);
-                lt.linear(xn, n, h, lw.gateUp(), 2 * in, gateUp);
-                k.swiglu(gateUp, act, n, in);
-                lt.linear(act, n, in, lw.down(), h, proj);
+                op("gemm qkv", () -> lt.linear(xn, n, h, lw.qkv(), stride, qkv));
+                op("rope", () -> k.rope(qkv, stride, cos, sin, m + 4L * p.positions, n, c.numHeads() + c.numKvHeads(), c.headDim()));
+                op("kv_write", () -> k.kvWrite(qkv, stride, qd, kvd, kv, m + 4L * p.slotMap, slot, slots, opt.blockSize(), n));
+                op("attention", () -> {
+                    k.attention(p.ctas, qkv, stride, att, kv, m + 4L * p.tables, m + 4L * p.desc, partO, partML, c.numHeads(),
+                            c.numKvHeads(), c.headDim(), opt.blockSize(), slot, slots, scale);
+                    if (p.decodeRows > 0) {
+                        k.attentionCombine(p.decodeRows, partO, partML, m + 4L * p.cdesc, att, c.numHeads(), c.headDim());
+                    }
+                });
+                op("gemm o", () -> lt.linear(att, n, qd, lw.o(), h, proj));
+                op("norms", () -> k.addRmsNorm(x, proj, lw.postAttnNorm(), xn, n, h, eps));
+                op("gemm gate_up", () -> lt.linear(xn, n, h, lw.gateUp(), 2 * in, gateUp));
+                op("swiglu", () -> k.swiglu(gateUp, act, n, in));
+                op("gemm down", () -> lt.linear(act, n, in, lw.down(), h, proj));
                 pending = true;
             }
             if (!c.skipLoopFinalNorm() || loop == c.numLoops() - 1) {
-                k.residualAdd(x, proj, (long) n * h);
+                op("norms", () -> {
+                    k.residualAdd(x, proj, (long) n * h);
+                    k.rmsNorm(x, w.finalNorm(), x, n, h, eps);
+                });
                 pending = false;
-                k.rmsNorm(x, w.finalNorm(), x, n, h, eps);
             }
         }
-        if (pending) {
-            k.residualAdd(x, proj, (long) n * h);
+    }
+
+    private java.util.Map<String, Double> profile;
+
+    private void op(String name, Runnable r) {
+        if (profile == null) {
+            r.run();
+        } else {
+            profile.merge(name, cuda.time(r), Double::sum);
+        }
+    }
+
+    /**
+     * Runs one step kernel by kernel, timing each operation on the stream (seconds per
+     * operation kind, summed over layers, plus "head"): where a step's time goes.
+     */
+    public java.util.Map<String, Double> profileStep(List<Window> windows) {
+        profile = new java.util.LinkedHashMap<>();
+        try {
+            StepPlan p = prepare(windows, 0);
+            layers(p);
+            op("head", () -> head(p, 0, Math.min(logitRowsMax, p.logitRows)));
+            advance(windows);
+            return profile;
+        } finally {
+            profile = null;
         }
     }
 
     @Override
     public void close() {
-        cuda.sync();
+        dropGraphs();
         for (long b : buffers) {
             cuda.free(b);
         }

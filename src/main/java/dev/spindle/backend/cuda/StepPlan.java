@@ -19,8 +19,19 @@ final class StepPlan {
     final int tokens, positions, slotMap, tables, desc, cdesc, gather;
     final int ctas, decodeRows, partials, logitRows, maxPosition;
     final int[] logitCounts;
+    /** Set when a captured graph already ran the lm head (and, for greedy, the argmax) over all logit rows. */
+    boolean headDone;
 
     StepPlan(List<Window> windows, int group) {
+        this(windows, group, 0);
+    }
+
+    /**
+     * @param fixedSplits 0: as many split CTAs as each decode row needs; else (decode steps only, for a
+     *                    captured CUDA graph) exactly this many per row, the unused ones empty, so the
+     *                    launches and every offset depend only on the batch size and this number
+     */
+    StepPlan(List<Window> windows, int group, int fixedSplits) {
         int n = 0, tableInts = 0, ctaCount = 0, dRows = 0, parts = 0, lRows = 0, maxPos = 0;
         int tileRows = Math.max(1, CudaKernels.ATTENTION_TILE / group);
         for (Window w : windows) {
@@ -29,7 +40,7 @@ final class StepPlan {
             tableInts += w.table().numBlocks();
             maxPos = Math.max(maxPos, start + len - 1);
             if (len == 1) {
-                int splits = start / CudaKernels.ATTENTION_SPLIT + 1;
+                int splits = fixedSplits > 0 ? fixedSplits : start / CudaKernels.ATTENTION_SPLIT + 1;
                 ctaCount += splits;
                 parts += splits;
                 dRows++;
@@ -47,11 +58,11 @@ final class StepPlan {
         tokens = 0;
         positions = n;
         slotMap = 2 * n;
-        tables = 3 * n;
-        desc = tables + tableInts;
+        desc = 3 * n;
         cdesc = desc + 8 * ctaCount;
         gather = cdesc + 3 * dRows;
-        data = new int[gather + lRows];
+        tables = gather + lRows;
+        data = new int[tables + tableInts];
         logitCounts = new int[windows.size()];
         int row = 0, tab = tables, d = desc, cd = cdesc, part = 0, g = gather;
         for (int wi = 0; wi < windows.size(); wi++) {
@@ -70,11 +81,15 @@ final class StepPlan {
             }
             if (len == 1) {
                 int splits = start / CudaKernels.ATTENTION_SPLIT + 1;
+                if (fixedSplits > 0 && splits > fixedSplits) {
+                    throw new IllegalArgumentException(splits + " splits exceed the plan's " + fixedSplits);
+                }
                 data[cd++] = part;
                 data[cd++] = splits;
                 data[cd++] = row;
-                for (int s = 0; s < splits; s++) {
-                    d = descriptor(d, row, 1, start, tabOff, s, s + 1, part++);
+                for (int s = 0; s < Math.max(splits, fixedSplits); s++) {
+                    // beyond the row's own splits: an empty CTA (no split to walk)
+                    d = descriptor(d, row, 1, start, tabOff, Math.min(s, splits), s < splits ? s + 1 : splits, part++);
                 }
             } else {
                 int lastSplit = (start + len - 1) / CudaKernels.ATTENTION_SPLIT;

@@ -35,7 +35,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
  */
 @Tag("gpu")
 class CudaForwardPassTest {
-    static final CudaForwardPass.Options OPTIONS = new CudaForwardPass.Options(16, 2048, 0.2, 4096);
+    static final CudaForwardPass.Options OPTIONS = new CudaForwardPass.Options(16, 2048, 0.2, 4096, true);
 
     @BeforeAll
     static void gpu() {
@@ -120,7 +120,13 @@ class CudaForwardPassTest {
             for (int r = 0; r < n; r++) {
                 assertArrayEquals(window[r], uneven[r], label + ": resumed windows differ at row " + r);
             }
-            System.out.printf("[cuda invariants] %s: %d rows: window = rows = resumed windows = second run, bit for bit%n", label, n);
+            try (CudaForwardPass plain = CudaForwardPass.open(c, null, new CudaForwardPass.Options(16, 2048, 0.2, 4096, false), LoadListener.NONE)) {
+                float[][] noGraph = run(plain, tokens, ones(n));
+                for (int r = 0; r < n; r++) {
+                    assertArrayEquals(window[r], noGraph[r], label + ": decode step " + r + " without CUDA graphs differs");
+                }
+            }
+            System.out.printf("[cuda invariants] %s: %d rows: window = rows (graphs and launches) = resumed windows = second run, bit for bit%n", label, n);
             // batch invariance: the probe's decode steps alone, then among 6 and 63 other sequences
             for (int batch : new int[]{1, 7, 64}) {
                 BlockTable probe = new BlockTable(gpu.blockPool());
