@@ -7,6 +7,7 @@ import dev.spindle.backend.cuda.CudaDriver;
 import dev.spindle.backend.cuda.CudaException;
 import dev.spindle.backend.cuda.CudaForwardPass;
 import dev.spindle.backend.cuda.CublasLt;
+import dev.spindle.backend.cuda.CudaKernels;
 import dev.spindle.model.ConfigParser;
 import dev.spindle.model.LoadFormat;
 import dev.spindle.model.LoadedModel;
@@ -36,7 +37,8 @@ final class CudaBenchRun implements Callable<Integer> {
     @Override
     public Integer call() throws Exception {
         CudaDriver cuda = CudaDriver.get().orElseThrow(() -> new CudaException("no CUDA driver or GPU on this machine"));
-        CublasLt lt = CublasLt.open().orElseThrow(() -> new CudaException("cuBLASLt (libcublasLt.so.13) is not on the library path"));
+        CudaKernels kernels = CudaKernels.load().orElseThrow(() -> new CudaException("the CUDA backend is unavailable: " + CudaKernels.unavailableReason()));
+        CublasLt lt = CublasLt.open(kernels).orElseThrow(() -> new CudaException("cuBLASLt (libcublasLt.so.13) is not on the library path"));
         Map<String, Object> out = new LinkedHashMap<>();
         out.put("model", model.model.toString());
         out.put("load_format", model.format().name().toLowerCase());

@@ -22,12 +22,18 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  * {@code y = bf16(x @ W^T)}, fp32 accumulation, with one <b>pinned algorithm per weight
  * shape</b> used for every row count. The algorithm is split-free (one CTA walks each output's
  * whole K in its tile's fixed order), so a row's result does not depend on how many rows share
- * the call: the batch invariance the engine's tests demand. It is picked once per shape by
- * timing cuBLASLt's own candidates at 1 row (decode) and at {@value #LARGE} rows (prefill) and
- * keeping the one whose worse ratio to the best is smallest.
+ * the call: the batch invariance the engine's tests demand. Per shape, a fast one-row algorithm
+ * and a fast many-row one are pinned that give the same bits (see {@link #choose}).
  */
 public final class CublasLt {
-    static final int LARGE = 4096;
+    static final int LARGE = 4096, PROBE = 64;
+    private static final java.lang.foreign.ValueLayout.OfLong JAVA_LONG_UNALIGNED = JAVA_LONG.withByteAlignment(1);
+
+    /** Fills device memory with random bf16 values (the engine's fill_dummy kernel). */
+    @FunctionalInterface
+    public interface RandomFill {
+        void random(long ptr, long elements, long seed);
+    }
     private static final int OP_N = 0, OP_T = 1, R_16BF = 14, R_32F = 0, COMPUTE_32F = 68;
     private static final int DESC_TRANSA = 3, DESC_TRANSB = 4, PREF_MAX_WORKSPACE = 1;
     private static final int CONFIG_TILE = 1, CONFIG_SPLITK = 2, CONFIG_REDUCTION = 3, CONFIG_STAGES = 6;
@@ -41,11 +47,13 @@ public final class CublasLt {
     private final MemorySegment handle, desc, pref, alpha, beta;
     private final long workspace;
     private final Map<Long, MemorySegment[]> layouts = new HashMap<>();
-    private final Map<Long, MemorySegment> pinned = new HashMap<>();
+    private final Map<Long, Pinned> pinned = new HashMap<>();
+    private final RandomFill fill;
     private final List<String> choices = new ArrayList<>();
 
-    private CublasLt(CudaDriver cuda, NativeLibrary lib) {
+    private CublasLt(CudaDriver cuda, NativeLibrary lib, RandomFill fill) {
         this.cuda = cuda;
+        this.fill = fill;
         this.lib = lib;
         matmul = lib.function("cublasLtMatmul", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS, JAVA_LONG, ADDRESS,
                 JAVA_LONG, ADDRESS, ADDRESS, JAVA_LONG, ADDRESS, JAVA_LONG, ADDRESS, ADDRESS, JAVA_LONG, JAVA_LONG, ADDRESS));
@@ -66,12 +74,9 @@ public final class CublasLt {
     }
 
     /** cuBLASLt on the current CUDA context, if the library can be found (libcublasLt.so.13 on the loader path). */
-    public static Optional<CublasLt> open() {
-        Optional<CudaDriver> cuda = CudaDriver.get();
-        if (cuda.isEmpty()) {
-            return Optional.empty();
-        }
-        return NativeLibrary.open(List.of("libcublasLt.so.13", "libcublasLt.so", "cublasLt64_13.dll")).map(l -> new CublasLt(cuda.get(), l));
+    public static Optional<CublasLt> open(CudaKernels kernels) {
+        RandomFill fill = (p, n, seed) -> kernels.fillDummy(p, n, seed, 0f, 1f);
+        return NativeLibrary.open(List.of("libcublasLt.so.13", "libcublasLt.so", "cublasLt64_13.dll")).map(l -> new CublasLt(kernels.driver(), l, fill));
     }
 
     private int call(String name, FunctionDescriptor fd, Object... args) {
@@ -110,12 +115,12 @@ public final class CublasLt {
 
     /** y (n, nOut) = bf16(x (n, k) @ W^T), W (nOut, k): row-major bf16 device arrays; in stream order. */
     public void linear(long x, int n, int k, long w, int nOut, long y) {
-        MemorySegment algo = pinned.get(((long) k << 32) | nOut);
-        if (algo == null) {
-            algo = choose(k, nOut);
-            pinned.put(((long) k << 32) | nOut, algo);
+        Pinned p = pinned.get(((long) k << 32) | nOut);
+        if (p == null) {
+            p = choose(k, nOut);
+            pinned.put(((long) k << 32) | nOut, p);
         }
-        run(x, n, k, w, nOut, y, algo);
+        run(x, n, k, w, nOut, y, p.forRows(n));
     }
 
     private void run(long x, int n, int k, long w, int nOut, long y, MemorySegment algo) {
@@ -173,58 +178,110 @@ public final class CublasLt {
         return true;
     }
 
-    private MemorySegment choose(int k, int nOut) {
-        List<MemorySegment> candidates = new ArrayList<>();
-        candidates.addAll(heuristics(LARGE, k, nOut, 12));
-        candidates.addAll(heuristics(64, k, nOut, 6));
-        candidates.addAll(heuristics(1, k, nOut, 6));
+    /** The algorithms a weight shape uses: {@code small} up to {@code threshold} rows, {@code large} above; the same bits either way. */
+    private record Pinned(MemorySegment small, MemorySegment large, int threshold) {
+        MemorySegment forRows(int n) {
+            return n <= threshold ? small : large;
+        }
+    }
+
+    private static String key(MemorySegment algo) {
+        return java.util.HexFormat.of().formatHex(algo.toArray(java.lang.foreign.ValueLayout.JAVA_BYTE));
+    }
+
+    /**
+     * Picks the algorithms of one weight shape. Candidates are cuBLASLt's own, made split-free
+     * and kept only if one row alone gives the bits it gives among {@value #PROBE} rows. They are
+     * grouped by the exact bits they produce on random data: algorithms of one group differ in
+     * tiling only, not in any output's summation, so the engine may use the group's fastest at one
+     * row for decode and its fastest at {@value #LARGE} rows for prefill without losing batch
+     * invariance. The group whose two best times are closest to the overall bests wins.
+     */
+    private Pinned choose(int k, int nOut) {
+        List<MemorySegment> found = new ArrayList<>();
+        found.addAll(heuristics(LARGE, k, nOut, 16));
+        found.addAll(heuristics(64, k, nOut, 8));
+        found.addAll(heuristics(1, k, nOut, 8));
+        Map<String, MemorySegment> unique = new java.util.LinkedHashMap<>();
+        for (MemorySegment algo : found) {
+            if (splitFree(algo, k, nOut)) {
+                unique.putIfAbsent(key(algo), algo);
+            }
+        }
         long x = cuda.alloc((long) LARGE * k * 2), y = cuda.alloc((long) LARGE * nOut * 2), w = cuda.alloc((long) nOut * k * 2);
-        cuda.memsetZero(x, (long) LARGE * k * 2);
-        cuda.memsetZero(w, (long) nOut * k * 2);
-        try {
+        fill.random(x, (long) LARGE * k, 11);
+        fill.random(w, (long) nOut * k, 13);
+        try (Arena host = Arena.ofConfined()) {
+            MemorySegment probe = host.allocate((long) PROBE * nOut * 2), one = host.allocate((long) nOut * 2);
             List<MemorySegment> ok = new ArrayList<>();
             List<double[]> times = new ArrayList<>();
-            for (MemorySegment algo : candidates) {
-                if (!splitFree(algo, k, nOut)) {
-                    continue;
-                }
+            List<String> groups = new ArrayList<>();
+            for (MemorySegment algo : unique.values()) {
+                run(x, PROBE, k, w, nOut, y, algo);
+                cuda.copyToHost(probe, y);
                 run(x, 1, k, w, nOut, y, algo);
+                cuda.copyToHost(one, y);
+                if (one.mismatch(probe.asSlice(0, one.byteSize())) != -1) {
+                    continue; // not row-invariant: never used
+                }
                 run(x, LARGE, k, w, nOut, y, algo);
                 double t1 = cuda.time(() -> { for (int i = 0; i < 5; i++) run(x, 1, k, w, nOut, y, algo); }) / 5;
                 double tl = cuda.time(() -> { for (int i = 0; i < 2; i++) run(x, LARGE, k, w, nOut, y, algo); }) / 2;
                 ok.add(algo);
                 times.add(new double[]{t1, tl});
+                groups.add(Long.toHexString(hash(probe)));
             }
             if (ok.isEmpty()) {
-                throw new CudaException("cuBLASLt offers no split-free bf16 algorithm for " + nOut + " x " + k);
+                throw new CudaException("cuBLASLt offers no split-free, row-invariant bf16 algorithm for " + nOut + " x " + k);
             }
             double best1 = times.stream().mapToDouble(t -> t[0]).min().orElseThrow();
             double bestL = times.stream().mapToDouble(t -> t[1]).min().orElseThrow();
-            // the fastest at one row among those within 10% of the best at many rows
-            int pick = -1;
-            for (int i = 0; i < ok.size(); i++) {
-                if (times.get(i)[1] <= 1.1 * bestL && (pick < 0 || times.get(i)[0] < times.get(pick)[0])) {
-                    pick = i;
+            int pickSmall = -1, pickLarge = -1;
+            double pickCost = Double.MAX_VALUE;
+            for (String g : new java.util.LinkedHashSet<>(groups)) {
+                int s = -1, l = -1;
+                for (int i = 0; i < ok.size(); i++) {
+                    if (groups.get(i).equals(g)) {
+                        s = s < 0 || times.get(i)[0] < times.get(s)[0] ? i : s;
+                        l = l < 0 || times.get(i)[1] < times.get(l)[1] ? i : l;
+                    }
+                }
+                double cost = times.get(s)[0] / best1 + times.get(l)[1] / bestL;
+                if (cost < pickCost) {
+                    pickCost = cost;
+                    pickSmall = s;
+                    pickLarge = l;
                 }
             }
-            StringBuilder all = new StringBuilder();
-            for (int i = 0; i < ok.size(); i++) {
-                all.append(String.format(" [tile %d stages %d: %.1f/%.1f us]", config(ok.get(i), CONFIG_TILE), config(ok.get(i), CONFIG_STAGES),
-                        times.get(i)[0] * 1e6, times.get(i)[1] * 1e6));
+            MemorySegment small = ok.get(pickSmall), large = ok.get(pickLarge);
+            int threshold = 0;
+            if (pickSmall != pickLarge) {
+                for (int n : new int[]{1, 2, 4, 8, 16, 32, 64, 128, 256}) {
+                    double ts = cuda.time(() -> run(x, n, k, w, nOut, y, small)), tl = cuda.time(() -> run(x, n, k, w, nOut, y, large));
+                    if (ts <= tl) {
+                        threshold = n;
+                    }
+                }
             }
-            candidates.clear();
-            System.err.println("spindle: cuBLASLt candidates for " + nOut + " x " + k + " (1 row / " + LARGE + " rows):" + all);
-            MemorySegment algo = ok.get(pick);
-            choices.add(String.format("%d x %d: tile %d, stages %d, 1 row %.1f us (best %.1f), %d rows %.1f us (best %.1f), of %d candidates",
-                    nOut, k, config(algo, CONFIG_TILE), config(algo, CONFIG_STAGES), times.get(pick)[0] * 1e6, best1 * 1e6, LARGE,
-                    times.get(pick)[1] * 1e6, bestL * 1e6, ok.size()));
-            return algo;
+            choices.add(String.format("%d x %d: %d row-invariant candidates in %d bit-identical groups; 1 row: tile %d, %.1f us (best %.1f);"
+                            + " %d rows: tile %d, %.1f us (best %.1f); the first up to %d rows",
+                    nOut, k, ok.size(), new java.util.HashSet<>(groups).size(), config(small, CONFIG_TILE), times.get(pickSmall)[0] * 1e6,
+                    best1 * 1e6, LARGE, config(large, CONFIG_TILE), times.get(pickLarge)[1] * 1e6, bestL * 1e6, threshold));
+            return new Pinned(small, large, threshold);
         } finally {
             cuda.sync();
             cuda.free(x);
             cuda.free(y);
             cuda.free(w);
         }
+    }
+
+    private static long hash(MemorySegment s) {
+        long h = 1125899906842597L;
+        for (long i = 0; i + 8 <= s.byteSize(); i += 8) {
+            h = 31 * h + s.get(JAVA_LONG_UNALIGNED, i);
+        }
+        return h;
     }
 
     /** One line per weight shape: the algorithm pinned and its timings. */

@@ -438,7 +438,7 @@ public final class CudaForwardPass implements ForwardPass {
     public static CudaForwardPass open(ModelConfig config, dev.spindle.model.ModelWeights hostWeights, Options options,
                                        dev.spindle.model.LoadListener listener) {
         CudaKernels kernels = CudaKernels.load().orElseThrow(() -> new CudaException("the CUDA backend is unavailable: " + CudaKernels.unavailableReason()));
-        CublasLt lt = CublasLt.open().orElseThrow(() -> new CudaException("the CUDA backend needs cuBLASLt (libcublasLt.so.13) on the library path"));
+        CublasLt lt = CublasLt.open(kernels).orElseThrow(() -> new CudaException("the CUDA backend needs cuBLASLt (libcublasLt.so.13) on the library path"));
         CudaWeights w = hostWeights == null ? CudaWeights.dummy(kernels.driver(), kernels, config, 0x5EED, listener)
                 : CudaWeights.upload(kernels.driver(), config, hostWeights, listener);
         try {

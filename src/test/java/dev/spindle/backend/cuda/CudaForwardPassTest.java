@@ -40,7 +40,7 @@ class CudaForwardPassTest {
     @BeforeAll
     static void gpu() {
         assumeTrue(CudaKernels.load().isPresent(), CudaKernels.unavailableReason());
-        assumeTrue(CublasLt.open().isPresent(), "libcublasLt.so.13 is not on the loader path");
+        assumeTrue(CublasLt.open(CudaKernels.load().get()).isPresent(), "libcublasLt.so.13 is not on the loader path");
     }
 
     static List<String> fixtures() {
