@@ -18,7 +18,10 @@
 #include "common.cuh"
 
 #define KT 64
-#define SPLIT 256
+#define SPLIT 128
+
+// two stages of K and V tiles: 2 * 2 * KT * (HD + 8) bf16, set as the launch's dynamic shared memory
+extern __shared__ __align__(16) bf16 attn_smem[];
 
 __device__ __forceinline__ void mma16816(float *d, const unsigned *a, unsigned b0, unsigned b1) {
     asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
@@ -46,8 +49,6 @@ __device__ __forceinline__ void attention_impl(
         const bf16 *qkv, int qkvStride, bf16 *out, const bf16 *pool, const int *tables, const int *desc,
         float *partO, float *partML, int heads, int kvHeads, int blockSize, int slot, int slots, float scale) {
     constexpr int LDS = HD + 8, KS = HD / 16, DN = HD / 8;
-    __shared__ __align__(16) bf16 Ks[KT][LDS];
-    __shared__ __align__(16) bf16 Vs[KT][LDS];
     const int *d = desc + blockIdx.x * 8;
     const int row0 = d[0], rows = d[1], pos0 = d[2], tab = d[3], s0 = d[4], s1 = d[5], part = d[6];
     const int g = blockIdx.y, G = heads / kvHeads, kvDim = kvHeads * HD;
@@ -68,7 +69,7 @@ __device__ __forceinline__ void attention_impl(
     const bool warpActive = warp * 16 < rows * G;
     unsigned qf[KS][4];
     #pragma unroll
-    for (int kk = 0; kk < 8; kk++) {
+    for (int kk = 0; kk < KS; kk++) {
         #pragma unroll
         for (int h = 0; h < 2; h++) {
             qf[kk][h] = valid[h] ? *reinterpret_cast<const unsigned *>(qp[h] + 16 * kk + 2 * tq) : 0u;
@@ -79,27 +80,49 @@ __device__ __forceinline__ void attention_impl(
     #pragma unroll
     for (int i = 0; i < DN; i++) for (int e = 0; e < 4; e++) O[i][e] = 0.f;
     const long kvBlock = (long) blockSize * kvDim;
-    for (int s = s0; s < s1; s++) {
-        float ms[2] = {-INFINITY, -INFINITY}, ls[2] = {0.f, 0.f}, os[DN][4];
-        #pragma unroll
-        for (int i = 0; i < DN; i++) for (int e = 0; e < 4; e++) os[i][e] = 0.f;
-        const int keyEnd = min((s + 1) * SPLIT, maxPos + 1);
-        for (int t0 = s * SPLIT; t0 < keyEnd; t0 += KT) {
-            __syncthreads();
-            for (int c = threadIdx.x; c < KT * HD / 8; c += blockDim.x) {
-                int key = c / DN, part8 = (c % DN) * 8, kj = t0 + key;
-                uint4 kv = make_uint4(0, 0, 0, 0), vv = make_uint4(0, 0, 0, 0);
-                if (kj < keyEnd) {
-                    long blk = tables[tab + kj / blockSize];
-                    long base = ((blk * slots + slot) * 2) * kvBlock + (long) (kj % blockSize) * kvDim + (long) g * HD + part8;
-                    kv = *reinterpret_cast<const uint4 *>(pool + base);
-                    vv = *reinterpret_cast<const uint4 *>(pool + base + kvBlock);
-                }
-                *reinterpret_cast<uint4 *>(&Ks[key][part8]) = kv;
-                *reinterpret_cast<uint4 *>(&Vs[key][part8]) = vv;
+    const int firstKey = s0 * SPLIT, lastKey = min(s1 * SPLIT, maxPos + 1);
+    const int tiles = lastKey > firstKey ? (lastKey - firstKey + KT - 1) / KT : 0;
+    // K/V tiles stream through two shared-memory stages with cp.async: tile i + 1 loads while tile i computes
+    auto load = [&](int i) {
+        bf16 *Ks = attn_smem + (i & 1) * 2 * KT * LDS, *Vs = Ks + KT * LDS;
+        int t0 = firstKey + i * KT;
+        for (int c = threadIdx.x; c < KT * HD / 8; c += blockDim.x) {
+            int key = c / DN, part8 = (c % DN) * 8, kj = t0 + key;
+            const bf16 *src = pool;
+            int bytes = 0;
+            if (kj < lastKey) {
+                long blk = tables[tab + kj / blockSize];
+                src = pool + ((blk * slots + slot) * 2) * kvBlock + (long) (kj % blockSize) * kvDim + (long) g * HD + part8;
+                bytes = 16;
             }
-            __syncthreads();
-            if (!warpActive) continue;
+            unsigned dk = (unsigned) __cvta_generic_to_shared(Ks + key * LDS + part8);
+            unsigned dv = (unsigned) __cvta_generic_to_shared(Vs + key * LDS + part8);
+            asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(dk), "l"(src), "r"(bytes));
+            asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(dv), "l"(src + (bytes ? kvBlock : 0)), "r"(bytes));
+        }
+        asm volatile("cp.async.commit_group;\n" ::);
+    };
+    if (tiles > 0) load(0);
+    float ms[2] = {-INFINITY, -INFINITY}, ls[2] = {0.f, 0.f}, os[DN][4];
+    for (int i = 0; i < tiles; i++) {
+        const int t0 = firstKey + i * KT, s = t0 / SPLIT;
+        if (i + 1 < tiles) {
+            load(i + 1);
+            asm volatile("cp.async.wait_group 1;\n" ::);
+        } else {
+            asm volatile("cp.async.wait_group 0;\n" ::);
+        }
+        __syncthreads();
+        if (t0 % SPLIT == 0) {
+            // a new split: a fresh softmax state
+            ms[0] = ms[1] = -INFINITY;
+            ls[0] = ls[1] = 0.f;
+            #pragma unroll
+            for (int dn = 0; dn < DN; dn++) for (int e = 0; e < 4; e++) os[dn][e] = 0.f;
+        }
+        const bf16 (*Ks)[LDS] = reinterpret_cast<const bf16 (*)[LDS]>(attn_smem + (i & 1) * 2 * KT * LDS);
+        const bf16 (*Vs)[LDS] = Ks + KT;
+        if (warpActive) {
             float S[8][4];
             #pragma unroll
             for (int nt = 0; nt < 8; nt++) {
@@ -172,7 +195,9 @@ __device__ __forceinline__ void attention_impl(
                 }
             }
         }
-        if (!warpActive) continue;
+        __syncthreads(); // stage i & 1 is free for tile i + 2
+        if (!warpActive || !((t0 + KT) % SPLIT == 0 || i == tiles - 1)) continue;
+        // the split's last tile: hand its state over (to attention_combine, or merged here in split order)
         #pragma unroll
         for (int h = 0; h < 2; h++) {
             float o[2 * DN];
@@ -235,11 +260,28 @@ ATTENTION(128)
 extern "C" __global__ void attention_combine(const float *partO, const float *partML, const int *cdesc, bf16 *out, int heads, int HD) {
     const int *d = cdesc + blockIdx.x * 3;
     int first = d[0], n = d[1], row = d[2], qh = blockIdx.y, i = threadIdx.x;
-    long po = (long) first * heads + qh;
-    float M = partML[po * 2], L = partML[po * 2 + 1], O = partO[po * HD + i];
-    for (int s = 1; s < n; s++) {
-        long ps = ((long) (first + s) * heads + qh);
-        merge_state(M, L, &O, partML[ps * 2], partML[ps * 2 + 1], &partO[ps * HD + i], 1);
+    float M = 0.f, L = 0.f, O = 0.f;
+    // states are loaded 16 splits at a time (independent loads in flight), then merged one by one in split order
+    for (int b = 0; b < n; b += 16) {
+        float pm[16], pl[16], po[16];
+        #pragma unroll
+        for (int j = 0; j < 16; j++) {
+            if (b + j < n) {
+                long ps = (long) (first + b + j) * heads + qh;
+                pm[j] = partML[ps * 2];
+                pl[j] = partML[ps * 2 + 1];
+                po[j] = partO[ps * HD + i];
+            }
+        }
+        #pragma unroll
+        for (int j = 0; j < 16; j++) {
+            if (b + j >= n) break;
+            if (b + j == 0) {
+                M = pm[j]; L = pl[j]; O = po[j];
+            } else {
+                merge_state(M, L, &O, pm[j], pl[j], &po[j], 1);
+            }
+        }
     }
     out[(long) row * heads * HD + (long) qh * HD + i] = __float2bfloat16_rn(__fdiv_rn(O, L));
 }

@@ -178,10 +178,18 @@ public final class CublasLt {
         return true;
     }
 
-    /** The algorithms a weight shape uses: {@code small} up to {@code threshold} rows, {@code large} above; the same bits either way. */
-    private record Pinned(MemorySegment small, MemorySegment large, int threshold) {
+    /** Row-count buckets, each with its own (fastest) algorithm of one bit-identical group. */
+    private static final int[] BUCKETS = {1, 4, 8, 16, 32, 64, 128, 256, 512, 1024, LARGE};
+
+    /** The algorithms a weight shape uses: algos[i] for up to BUCKETS[i] rows (the last beyond); the same bits for all. */
+    private record Pinned(MemorySegment[] algos) {
         MemorySegment forRows(int n) {
-            return n <= threshold ? small : large;
+            for (int i = 0; i < BUCKETS.length; i++) {
+                if (n <= BUCKETS[i]) {
+                    return algos[i];
+                }
+            }
+            return algos[algos.length - 1];
         }
     }
 
@@ -194,14 +202,16 @@ public final class CublasLt {
      * and kept only if one row alone gives the bits it gives among {@value #PROBE} rows. They are
      * grouped by the exact bits they produce on random data: algorithms of one group differ in
      * tiling only, not in any output's summation, so the engine may use the group's fastest at one
-     * row for decode and its fastest at {@value #LARGE} rows for prefill without losing batch
-     * invariance. The group whose two best times are closest to the overall bests wins.
+     * row for decode and its fastest at {@value #LARGE} rows for prefill, and any other in between,
+     * without losing batch invariance. The group whose best times at 1 and {@value #LARGE} rows are
+     * closest to the overall bests wins; each row-count bucket then gets the group's fastest there.
      */
     private Pinned choose(int k, int nOut) {
         List<MemorySegment> found = new ArrayList<>();
         found.addAll(heuristics(LARGE, k, nOut, 16));
-        found.addAll(heuristics(64, k, nOut, 8));
-        found.addAll(heuristics(1, k, nOut, 8));
+        for (int n : new int[]{1, 16, 64, 256, 1024}) {
+            found.addAll(heuristics(n, k, nOut, 8));
+        }
         Map<String, MemorySegment> unique = new java.util.LinkedHashMap<>();
         for (MemorySegment algo : found) {
             if (splitFree(algo, k, nOut)) {
@@ -253,21 +263,30 @@ public final class CublasLt {
                     pickLarge = l;
                 }
             }
-            MemorySegment small = ok.get(pickSmall), large = ok.get(pickLarge);
-            int threshold = 0;
-            if (pickSmall != pickLarge) {
-                for (int n : new int[]{1, 2, 4, 8, 16, 32, 64, 128, 256}) {
-                    double ts = cuda.time(() -> run(x, n, k, w, nOut, y, small)), tl = cuda.time(() -> run(x, n, k, w, nOut, y, large));
-                    if (ts <= tl) {
-                        threshold = n;
+            String group = groups.get(pickSmall);
+            MemorySegment[] algos = new MemorySegment[BUCKETS.length];
+            StringBuilder plan = new StringBuilder();
+            for (int bi = 0; bi < BUCKETS.length; bi++) {
+                int n = BUCKETS[bi], best = -1;
+                double bestTime = Double.MAX_VALUE;
+                for (int i = 0; i < ok.size(); i++) {
+                    if (!groups.get(i).equals(group)) {
+                        continue;
+                    }
+                    MemorySegment algo = ok.get(i);
+                    double t = n == 1 ? times.get(i)[0] : n == LARGE ? times.get(i)[1]
+                            : cuda.time(() -> { for (int r = 0; r < 2; r++) run(x, n, k, w, nOut, y, algo); }) / 2;
+                    if (t < bestTime) {
+                        bestTime = t;
+                        best = i;
                     }
                 }
+                algos[bi] = ok.get(best);
+                plan.append(String.format(" %d: tile %d %.1f us;", n, config(algos[bi], CONFIG_TILE), bestTime * 1e6));
             }
-            choices.add(String.format("%d x %d: %d row-invariant candidates in %d bit-identical groups; 1 row: tile %d, %.1f us (best %.1f);"
-                            + " %d rows: tile %d, %.1f us (best %.1f); the first up to %d rows",
-                    nOut, k, ok.size(), new java.util.HashSet<>(groups).size(), config(small, CONFIG_TILE), times.get(pickSmall)[0] * 1e6,
-                    best1 * 1e6, LARGE, config(large, CONFIG_TILE), times.get(pickLarge)[1] * 1e6, bestL * 1e6, threshold));
-            return new Pinned(small, large, threshold);
+            choices.add(String.format("%d x %d: %d row-invariant candidates in %d bit-identical groups; best overall 1 row %.1f us, %d rows %.1f us;"
+                            + " per rows bucket:%s", nOut, k, ok.size(), new java.util.HashSet<>(groups).size(), best1 * 1e6, LARGE, bestL * 1e6, plan));
+            return new Pinned(algos);
         } finally {
             cuda.sync();
             cuda.free(x);

@@ -154,6 +154,11 @@ public final class CudaDriver {
         }
     }
 
+    /** Lets {@code f} use up to {@code bytes} of dynamic shared memory (beyond the default 48 KiB). */
+    public void allowSharedMemory(MemorySegment f, int bytes) {
+        call("cuFuncSetAttribute", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT), f, 8 /* MAX_DYNAMIC_SHARED_SIZE_BYTES */, bytes);
+    }
+
     /** Device memory of {@code bytes}; returns its address. */
     public long alloc(long bytes) {
         try (Arena a = Arena.ofConfined()) {
@@ -245,7 +250,12 @@ public final class CudaDriver {
      *
      * @param args kernel arguments in order: Long (device pointer or long), Integer, Float
      */
-    public synchronized void launch(MemorySegment f, int gx, int gy, int bx, Object... args) {
+    public void launch(MemorySegment f, int gx, int gy, int bx, Object... args) {
+        launchShared(f, gx, gy, bx, 0, args);
+    }
+
+    /** As {@link #launch}, with {@code sharedBytes} of dynamic shared memory. */
+    public synchronized void launchShared(MemorySegment f, int gx, int gy, int bx, int sharedBytes, Object... args) {
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case Long l -> values.set(JAVA_LONG, 8L * i, l);
@@ -255,7 +265,7 @@ public final class CudaDriver {
             }
         }
         try {
-            check("cuLaunchKernel", (int) cuLaunchKernel.invokeExact(f, gx, gy, 1, bx, 1, 1, 0, stream, params, MemorySegment.NULL));
+            check("cuLaunchKernel", (int) cuLaunchKernel.invokeExact(f, gx, gy, 1, bx, 1, 1, sharedBytes, stream, params, MemorySegment.NULL));
         } catch (CudaException e) {
             throw e;
         } catch (Throwable t) {

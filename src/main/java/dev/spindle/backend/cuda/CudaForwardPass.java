@@ -56,6 +56,9 @@ public final class CudaForwardPass implements ForwardPass {
         if (!CudaKernels.supportsHeadDim(config.headDim())) {
             throw new CudaException("head_dim " + config.headDim() + " is not supported by the CUDA attention kernel (16, 32, 64 or 128)");
         }
+        if (config.hiddenSize() % 8 != 0) {
+            throw new CudaException("hidden_size " + config.hiddenSize() + " is not a multiple of 8, which the CUDA norm kernels need");
+        }
         if (config.numHeads() / config.numKvHeads() > CudaKernels.ATTENTION_TILE) {
             throw new CudaException("more than " + CudaKernels.ATTENTION_TILE + " query heads per KV head are not supported by the CUDA backend");
         }

@@ -12,7 +12,7 @@ import java.util.Optional;
  */
 public final class CudaKernels {
     /** Keys per attention split: fixed, so a row's reduction order never depends on its batch. */
-    public static final int ATTENTION_SPLIT = 256;
+    public static final int ATTENTION_SPLIT = 128;
     /** Rows of one attention CTA's MMA tile (the window's rows times the heads sharing a KV head). */
     public static final int ATTENTION_TILE = 64;
 
@@ -32,7 +32,9 @@ public final class CudaKernels {
         residualAdd = cuda.function(module, "residual_add");
         kvWrite = cuda.function(module, "kv_write");
         for (int hd : new int[]{16, 32, 64, 128}) {
-            attention.put(hd, cuda.function(module, "attention_hd" + hd));
+            MemorySegment f = cuda.function(module, "attention_hd" + hd);
+            cuda.allowSharedMemory(f, attentionSharedBytes(hd));
+            attention.put(hd, f);
         }
         attentionCombine = cuda.function(module, "attention_combine");
         argmax = cuda.function(module, "argmax");
@@ -107,6 +109,11 @@ public final class CudaKernels {
         cuda.launch(kvWrite, rows, 1, 256, qkv, stride, qDim, kvDim, pool, slotMap, slot, slots, blockSize, rows);
     }
 
+    /** Two stages of 64-key K and V tiles, rows padded by 8 (attention.cu). */
+    static int attentionSharedBytes(int headDim) {
+        return 2 * 2 * 64 * (headDim + 8) * 2;
+    }
+
     /** Head dims the attention kernel is built for. */
     public static boolean supportsHeadDim(int headDim) {
         return headDim == 16 || headDim == 32 || headDim == 64 || headDim == 128;
@@ -115,7 +122,7 @@ public final class CudaKernels {
     /** Paged causal attention for {@code ctas} CTA descriptors (8 ints each, see attention.cu). */
     public void attention(int ctas, long qkv, int stride, long out, long pool, long tables, long desc, long partO, long partML,
                           int heads, int kvHeads, int headDim, int blockSize, int slot, int slots, float scale) {
-        cuda.launch(attention.get(headDim), ctas, kvHeads, 128, qkv, stride, out, pool, tables, desc, partO, partML, heads, kvHeads, blockSize, slot,
+        cuda.launchShared(attention.get(headDim), ctas, kvHeads, 128, attentionSharedBytes(headDim), qkv, stride, out, pool, tables, desc, partO, partML, heads, kvHeads, blockSize, slot,
                 slots, scale);
     }
 
