@@ -1,20 +1,24 @@
 // attention: causal attention over the paged bf16 KV pool on tensor cores (mma.sync m16n8k16 bf16,
-// fp32 accumulation), for prefill windows and decode rows alike.
+// fp32 accumulation), for prefill windows and decode rows alike, in HF's eager numerics:
+//   s = bf16(bf16(q.k) * scale), masked keys -inf; p = bf16(exp(s - max) / sum) (the softmax in fp32,
+//   rounded to bf16 as HF's softmax(...).to(bf16)); out = bf16(sum of p v, fp32 accumulation).
+// Because p is normalised before its rounding, the kernel makes two passes over the keys: pass 1
+// the row max and sum, pass 2 the products with V.
 //
-// One kernel per head dim (attention_hd16/32/64/128). Grid: (CTAs, kvHeads), block: 128 threads (4 warps). Each CTA is described by 8 ints in desc:
+// One kernel per head dim (attention_hd16/32/64/128). Grid: (CTAs, kvHeads), block: 128 threads
+// (4 warps). The G query heads of one KV head and R rows stack into the 64 rows of the MMA tile
+// (m = r * G + j), so K/V tiles are read once per KV head. Each CTA is described by 8 ints in desc:
 //   [0] first qkv row of its rows, [1] rows (R <= 64 / G, G = heads / kvHeads), [2] position of the
 //   first row, [3] offset of its sequence's block table in tables, [4] first split, [5] end split,
-//   [6] partial slot (-1: the CTA covers every split and writes out; else it covers one split and
-//   writes its softmax state to partO/partML at that slot, merged by attention_combine).
-// The G query heads of one KV head and the R rows stack into the 64 rows of the MMA tile
-// (m = r * G + j), so K/V tiles are read once per KV head.
+//   [6] partial slot (-1: the CTA walks every split itself and writes out), [7] decode row index.
+// phase 0: both passes, out written (prefill windows). Decode rows (one row per sequence) run one
+// CTA per split: phase 1 writes each split's (max, sum) to partML; attention_stats merges them in
+// split order into stats; phase 2 writes each split's sum of p v to partO (p with the merged max and
+// sum); attention_sum adds the splits' partO in split order into out.
 //
-// Numerics, the same for every row whatever the batch, window or CTA it sits in:
-//   keys split into fixed splits of SPLIT keys, each split walked in tiles of KT keys with an online
-//   softmax (s = bf16(bf16(q.k) * scale) as HF's eager path, masked keys -inf, p = bf16(exp(s - m)),
-//   l += p, O += p V); the splits' states merged in split order (merge_state); out = bf16(O / l).
-// Keys past a row's position contribute exact zeros (alpha = 1, p = 0), so a row's bits do not
-// depend on the other rows of its CTA: a decode step equals the same row inside a prefill window.
+// Keys are cut into fixed splits of SPLIT keys, walked in tiles of KT keys; the order of every
+// reduction is fixed by the keys alone (never by the batch, the window or the CTA), and keys past a
+// row's position contribute exact zeros, so a decode step equals the same row inside any window.
 #include "common.cuh"
 
 #define KT 64
@@ -34,23 +38,22 @@ __device__ __forceinline__ unsigned pack_bf16(float lo, float hi) {
     return *reinterpret_cast<unsigned *>(&v);
 }
 
-// Merges a split's state (ms, ls, os) into the running one (M, L, O), split order fixed.
-__device__ __forceinline__ void merge_state(float &M, float &L, float *O, float ms, float ls, const float *os, int n) {
+// Merges a split's (max, sum) into the running one, in split order.
+__device__ __forceinline__ void merge_stats(float &M, float &L, float ms, float ls) {
     float mn = fmaxf(M, ms);
-    float a = expf(__fsub_rn(M, mn)), b = ms == -INFINITY ? 0.f : expf(__fsub_rn(ms, mn));
+    float a = M == -INFINITY ? 0.f : expf(__fsub_rn(M, mn)), b = ms == -INFINITY ? 0.f : expf(__fsub_rn(ms, mn));
     L = __fadd_rn(__fmul_rn(L, a), __fmul_rn(ls, b));
-    #pragma unroll
-    for (int i = 0; i < n; i++) O[i] = __fadd_rn(__fmul_rn(O[i], a), __fmul_rn(os[i], b));
     M = mn;
 }
 
 template <int HD>
 __device__ __forceinline__ void attention_impl(
         const bf16 *qkv, int qkvStride, bf16 *out, const bf16 *pool, const int *tables, const int *desc,
-        float *partO, float *partML, int heads, int kvHeads, int blockSize, int slot, int slots, float scale) {
+        float *partO, float *partML, const float *stats, int heads, int kvHeads, int blockSize, int slot, int slots,
+        float scale, int phase) {
     constexpr int LDS = HD + 8, KS = HD / 16, DN = HD / 8;
     const int *d = desc + blockIdx.x * 8;
-    const int row0 = d[0], rows = d[1], pos0 = d[2], tab = d[3], s0 = d[4], s1 = d[5], part = d[6];
+    const int row0 = d[0], rows = d[1], pos0 = d[2], tab = d[3], s0 = d[4], s1 = d[5], part = d[6], drow = d[7];
     const int g = blockIdx.y, G = heads / kvHeads, kvDim = kvHeads * HD;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, gr = lane >> 2, tq = lane & 3;
     const int maxPos = pos0 + rows - 1;
@@ -76,14 +79,12 @@ __device__ __forceinline__ void attention_impl(
             qf[kk][h + 2] = valid[h] ? *reinterpret_cast<const unsigned *>(qp[h] + 16 * kk + 8 + 2 * tq) : 0u;
         }
     }
-    float M[2] = {-INFINITY, -INFINITY}, L[2] = {0.f, 0.f}, O[DN][4];
-    #pragma unroll
-    for (int i = 0; i < DN; i++) for (int e = 0; e < 4; e++) O[i][e] = 0.f;
     const long kvBlock = (long) blockSize * kvDim;
     const int firstKey = s0 * SPLIT, lastKey = min(s1 * SPLIT, maxPos + 1);
     const int tiles = lastKey > firstKey ? (lastKey - firstKey + KT - 1) / KT : 0;
-    // K/V tiles stream through two shared-memory stages with cp.async: tile i + 1 loads while tile i computes
-    auto load = [&](int i) {
+    // K (and in pass 2 V) tiles stream through two shared-memory stages with cp.async:
+    // tile i + 1 loads while tile i computes
+    auto load = [&](int i, bool withV) {
         bf16 *Ks = attn_smem + (i & 1) * 2 * KT * LDS, *Vs = Ks + KT * LDS;
         int t0 = firstKey + i * KT;
         for (int c = threadIdx.x; c < KT * HD / 8; c += blockDim.x) {
@@ -96,137 +97,173 @@ __device__ __forceinline__ void attention_impl(
                 bytes = 16;
             }
             unsigned dk = (unsigned) __cvta_generic_to_shared(Ks + key * LDS + part8);
-            unsigned dv = (unsigned) __cvta_generic_to_shared(Vs + key * LDS + part8);
             asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(dk), "l"(src), "r"(bytes));
-            asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(dv), "l"(src + (bytes ? kvBlock : 0)), "r"(bytes));
+            if (withV) {
+                unsigned dv = (unsigned) __cvta_generic_to_shared(Vs + key * LDS + part8);
+                asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(dv), "l"(src + (bytes ? kvBlock : 0)), "r"(bytes));
+            }
         }
         asm volatile("cp.async.commit_group;\n" ::);
     };
-    if (tiles > 0) load(0);
-    float ms[2] = {-INFINITY, -INFINITY}, ls[2] = {0.f, 0.f}, os[DN][4];
+    // scores of one tile for this warp's 16 rows: S[nt][e] for keys t0 + 8 nt + 2 tq + (e & 1), rows gr (+8 for e >= 2)
+    auto scores = [&](const bf16 (*Ks)[LDS], int t0, float (*S)[4]) {
+        #pragma unroll
+        for (int nt = 0; nt < 8; nt++) {
+            #pragma unroll
+            for (int e = 0; e < 4; e++) S[nt][e] = 0.f;
+            #pragma unroll
+            for (int kk = 0; kk < KS; kk++) {
+                unsigned b0 = *reinterpret_cast<const unsigned *>(&Ks[8 * nt + gr][16 * kk + 2 * tq]);
+                unsigned b1 = *reinterpret_cast<const unsigned *>(&Ks[8 * nt + gr][16 * kk + 8 + 2 * tq]);
+                mma16816(S[nt], qf[kk], b0, b1);
+            }
+            #pragma unroll
+            for (int e = 0; e < 4; e++) {
+                int h = e >> 1, key = t0 + 8 * nt + 2 * tq + (e & 1);
+                float v = rnd(__fmul_rn(rnd(S[nt][e]), scale));
+                S[nt][e] = (valid[h] && key <= pos[h]) ? v : -INFINITY;
+            }
+        }
+    };
+
+    // pass 1: each split's max and sum of exp, merged in split order (phases 0 and 1)
+    float M[2] = {-INFINITY, -INFINITY}, L[2] = {0.f, 0.f};
+    if (phase != 2) {
+        float ms[2], ls[2];
+        if (tiles > 0) load(0, false);
+        for (int i = 0; i < tiles; i++) {
+            const int t0 = firstKey + i * KT;
+            if (i + 1 < tiles) {
+                load(i + 1, false);
+                asm volatile("cp.async.wait_group 1;\n" ::);
+            } else {
+                asm volatile("cp.async.wait_group 0;\n" ::);
+            }
+            __syncthreads();
+            if (t0 % SPLIT == 0) {
+                ms[0] = ms[1] = -INFINITY;
+                ls[0] = ls[1] = 0.f;
+            }
+            if (warpActive) {
+                float S[8][4];
+                scores(reinterpret_cast<const bf16 (*)[LDS]>(attn_smem + (i & 1) * 2 * KT * LDS), t0, S);
+                float mx[2] = {-INFINITY, -INFINITY};
+                #pragma unroll
+                for (int nt = 0; nt < 8; nt++) {
+                    #pragma unroll
+                    for (int e = 0; e < 4; e++) mx[e >> 1] = fmaxf(mx[e >> 1], S[nt][e]);
+                }
+                #pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
+                    mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
+                    float mn = fmaxf(ms[h], mx[h]), mu = mn == -INFINITY ? 0.f : mn;
+                    float sum = 0.f;
+                    #pragma unroll
+                    for (int nt = 0; nt < 8; nt++) {
+                        sum = __fadd_rn(sum, expf(__fsub_rn(S[nt][2 * h], mu)));
+                        sum = __fadd_rn(sum, expf(__fsub_rn(S[nt][2 * h + 1], mu)));
+                    }
+                    sum = __fadd_rn(sum, __shfl_xor_sync(0xffffffffu, sum, 1));
+                    sum = __fadd_rn(sum, __shfl_xor_sync(0xffffffffu, sum, 2));
+                    ls[h] = __fadd_rn(__fmul_rn(ls[h], expf(__fsub_rn(ms[h], mu))), sum);
+                    ms[h] = mn;
+                }
+            }
+            __syncthreads(); // stage i & 1 is free for tile i + 2
+            if (!warpActive || !((t0 + KT) % SPLIT == 0 || i == tiles - 1)) continue;
+            #pragma unroll
+            for (int h = 0; h < 2; h++) {
+                if (phase == 1) {
+                    if (valid[h] && tq == 0) {
+                        long po = (long) part * heads + g * G + mr[h] % G;
+                        partML[po * 2] = ms[h];
+                        partML[po * 2 + 1] = ls[h];
+                    }
+                } else if (t0 / SPLIT == s0) {
+                    M[h] = ms[h];
+                    L[h] = ls[h];
+                } else {
+                    merge_stats(M[h], L[h], ms[h], ls[h]);
+                }
+            }
+        }
+        if (phase == 1) return;
+    } else {
+        #pragma unroll
+        for (int h = 0; h < 2; h++) {
+            if (valid[h]) {
+                long si = (long) drow * heads + g * G + mr[h] % G;
+                M[h] = stats[si * 2];
+                L[h] = stats[si * 2 + 1];
+            }
+        }
+    }
+
+    // pass 2: each split's sum of p v with p = bf16(exp(s - M) / L), the splits added in split order
+    float O[DN][4], os[DN][4];
+    #pragma unroll
+    for (int i = 0; i < DN; i++) for (int e = 0; e < 4; e++) O[i][e] = 0.f;
+    if (tiles > 0) load(0, true);
     for (int i = 0; i < tiles; i++) {
-        const int t0 = firstKey + i * KT, s = t0 / SPLIT;
+        const int t0 = firstKey + i * KT;
         if (i + 1 < tiles) {
-            load(i + 1);
+            load(i + 1, true);
             asm volatile("cp.async.wait_group 1;\n" ::);
         } else {
             asm volatile("cp.async.wait_group 0;\n" ::);
         }
         __syncthreads();
         if (t0 % SPLIT == 0) {
-            // a new split: a fresh softmax state
-            ms[0] = ms[1] = -INFINITY;
-            ls[0] = ls[1] = 0.f;
             #pragma unroll
             for (int dn = 0; dn < DN; dn++) for (int e = 0; e < 4; e++) os[dn][e] = 0.f;
         }
-        const bf16 (*Ks)[LDS] = reinterpret_cast<const bf16 (*)[LDS]>(attn_smem + (i & 1) * 2 * KT * LDS);
-        const bf16 (*Vs)[LDS] = Ks + KT;
         if (warpActive) {
+            const bf16 (*Ks)[LDS] = reinterpret_cast<const bf16 (*)[LDS]>(attn_smem + (i & 1) * 2 * KT * LDS);
+            const bf16 (*Vs)[LDS] = Ks + KT;
             float S[8][4];
-            #pragma unroll
-            for (int nt = 0; nt < 8; nt++) {
-                #pragma unroll
-                for (int e = 0; e < 4; e++) S[nt][e] = 0.f;
-                #pragma unroll
-                for (int kk = 0; kk < KS; kk++) {
-                    unsigned b0 = *reinterpret_cast<const unsigned *>(&Ks[8 * nt + gr][16 * kk + 2 * tq]);
-                    unsigned b1 = *reinterpret_cast<const unsigned *>(&Ks[8 * nt + gr][16 * kk + 8 + 2 * tq]);
-                    mma16816(S[nt], qf[kk], b0, b1);
-                }
-            }
-            float mx[2] = {-INFINITY, -INFINITY};
-            #pragma unroll
-            for (int nt = 0; nt < 8; nt++) {
-                #pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    int h = e >> 1, key = t0 + 8 * nt + 2 * tq + (e & 1);
-                    float v = rnd(__fmul_rn(rnd(S[nt][e]), scale));
-                    S[nt][e] = (valid[h] && key <= pos[h]) ? v : -INFINITY;
-                    mx[h] = fmaxf(mx[h], S[nt][e]);
-                }
-            }
-            float alpha[2], mu[2];
-            #pragma unroll
-            for (int h = 0; h < 2; h++) {
-                mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
-                mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
-                float mn = fmaxf(ms[h], mx[h]);
-                mu[h] = mn == -INFINITY ? 0.f : mn;
-                alpha[h] = expf(__fsub_rn(ms[h], mu[h]));
-                ms[h] = mn;
-            }
-            float sum[2] = {0.f, 0.f};
+            scores(Ks, t0, S);
             unsigned pf[4][4];
             #pragma unroll
             for (int nt = 0; nt < 8; nt++) {
                 float p[4];
                 #pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    int h = e >> 1;
-                    p[e] = rnd(expf(__fsub_rn(S[nt][e], mu[h])));
-                    sum[h] = __fadd_rn(sum[h], p[e]);
-                }
+                for (int e = 0; e < 4; e++) p[e] = __fdiv_rn(expf(__fsub_rn(S[nt][e], M[e >> 1])), L[e >> 1]);
                 pf[nt >> 1][(nt & 1) * 2] = pack_bf16(p[0], p[1]);
                 pf[nt >> 1][(nt & 1) * 2 + 1] = pack_bf16(p[2], p[3]);
             }
             #pragma unroll
-            for (int h = 0; h < 2; h++) {
-                sum[h] = __fadd_rn(sum[h], __shfl_xor_sync(0xffffffffu, sum[h], 1));
-                sum[h] = __fadd_rn(sum[h], __shfl_xor_sync(0xffffffffu, sum[h], 2));
-                ls[h] = __fadd_rn(__fmul_rn(ls[h], alpha[h]), sum[h]);
-            }
-            #pragma unroll
-            for (int dn = 0; dn < DN; dn++) {
-                #pragma unroll
-                for (int e = 0; e < 4; e++) os[dn][e] = __fmul_rn(os[dn][e], alpha[e >> 1]);
-            }
-            #pragma unroll
             for (int j = 0; j < 4; j++) {
-                // A operand from P: rows gr / gr+8, keys 16j + 2tq (+8)
+                // A operand from P: rows gr / gr+8, keys 16j + 2tq (+8); B from V through ldmatrix.trans
                 unsigned a[4] = {pf[j][0], pf[j][1], pf[j][2], pf[j][3]};
                 #pragma unroll
                 for (int dn = 0; dn < DN; dn++) {
                     unsigned b0, b1;
-                    const bf16 *addr = &Vs[16 * j + (lane & 15)][8 * dn];
-                    unsigned sa = (unsigned) __cvta_generic_to_shared(addr);
+                    unsigned sa = (unsigned) __cvta_generic_to_shared(&Vs[16 * j + (lane & 15)][8 * dn]);
                     asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];\n" : "=r"(b0), "=r"(b1) : "r"(sa));
                     mma16816(os[dn], a, b0, b1);
                 }
             }
         }
-        __syncthreads(); // stage i & 1 is free for tile i + 2
+        __syncthreads();
         if (!warpActive || !((t0 + KT) % SPLIT == 0 || i == tiles - 1)) continue;
-        // the split's last tile: hand its state over (to attention_combine, or merged here in split order)
-        #pragma unroll
-        for (int h = 0; h < 2; h++) {
-            float o[2 * DN];
+        if (part >= 0) {
             #pragma unroll
-            for (int dn = 0; dn < DN; dn++) { o[2 * dn] = os[dn][2 * h]; o[2 * dn + 1] = os[dn][2 * h + 1]; }
-            if (part >= 0) {
-                // one split per CTA: hand the state to attention_combine (row 0 only)
-                if (valid[h]) {
-                    int qh = g * G + mr[h] % G;
-                    long po = ((long) part * heads + qh);
-                    #pragma unroll
-                    for (int dn = 0; dn < DN; dn++) {
-                        partO[po * HD + 8 * dn + 2 * tq] = o[2 * dn];
-                        partO[po * HD + 8 * dn + 2 * tq + 1] = o[2 * dn + 1];
-                    }
-                    if (tq == 0) { partML[po * 2] = ms[h]; partML[po * 2 + 1] = ls[h]; }
+            for (int h = 0; h < 2; h++) {
+                if (!valid[h]) continue;
+                long po = (long) part * heads + g * G + mr[h] % G;
+                #pragma unroll
+                for (int dn = 0; dn < DN; dn++) {
+                    partO[po * HD + 8 * dn + 2 * tq] = os[dn][2 * h];
+                    partO[po * HD + 8 * dn + 2 * tq + 1] = os[dn][2 * h + 1];
                 }
-            } else if (s == s0) {
-                M[h] = ms[h]; L[h] = ls[h];
-                #pragma unroll
-                for (int dn = 0; dn < DN; dn++) { O[dn][2 * h] = o[2 * dn]; O[dn][2 * h + 1] = o[2 * dn + 1]; }
-            } else {
-                float acc[2 * DN];
-                #pragma unroll
-                for (int dn = 0; dn < DN; dn++) { acc[2 * dn] = O[dn][2 * h]; acc[2 * dn + 1] = O[dn][2 * h + 1]; }
-                merge_state(M[h], L[h], acc, ms[h], ls[h], o, 2 * DN);
-                #pragma unroll
-                for (int dn = 0; dn < DN; dn++) { O[dn][2 * h] = acc[2 * dn]; O[dn][2 * h + 1] = acc[2 * dn + 1]; }
             }
+        } else if (t0 / SPLIT == s0) {
+            #pragma unroll
+            for (int dn = 0; dn < DN; dn++) for (int e = 0; e < 4; e++) O[dn][e] = os[dn][e];
+        } else {
+            #pragma unroll
+            for (int dn = 0; dn < DN; dn++) for (int e = 0; e < 4; e++) O[dn][e] = __fadd_rn(O[dn][e], os[dn][e]);
         }
     }
     if (part >= 0 || !warpActive) return;
@@ -237,8 +274,8 @@ __device__ __forceinline__ void attention_impl(
         bf16 *op = out + (long) (row0 + r) * heads * HD + (long) qh * HD;
         #pragma unroll
         for (int dn = 0; dn < DN; dn++) {
-            op[8 * dn + 2 * tq] = __float2bfloat16_rn(__fdiv_rn(O[dn][2 * h], L[h]));
-            op[8 * dn + 2 * tq + 1] = __float2bfloat16_rn(__fdiv_rn(O[dn][2 * h + 1], L[h]));
+            op[8 * dn + 2 * tq] = __float2bfloat16_rn(O[dn][2 * h]);
+            op[8 * dn + 2 * tq + 1] = __float2bfloat16_rn(O[dn][2 * h + 1]);
         }
     }
 }
@@ -246,42 +283,65 @@ __device__ __forceinline__ void attention_impl(
 #define ATTENTION(hd) \
     extern "C" __global__ void __launch_bounds__(128) attention_hd##hd( \
             const bf16 *qkv, int qkvStride, bf16 *out, const bf16 *pool, const int *tables, const int *desc, float *partO, \
-            float *partML, int heads, int kvHeads, int blockSize, int slot, int slots, float scale) { \
-        attention_impl<hd>(qkv, qkvStride, out, pool, tables, desc, partO, partML, heads, kvHeads, blockSize, slot, slots, scale); \
+            float *partML, const float *stats, int heads, int kvHeads, int blockSize, int slot, int slots, float scale, int phase) { \
+        attention_impl<hd>(qkv, qkvStride, out, pool, tables, desc, partO, partML, stats, heads, kvHeads, blockSize, slot, slots, \
+                           scale, phase); \
     }
 ATTENTION(16)
 ATTENTION(32)
 ATTENTION(64)
 ATTENTION(128)
 
-// attention_combine: merges the split states of decode rows in split order, out = bf16(O / l).
-// Grid: (decode rows, heads), block: headDim (one thread per dim). cdesc per row: [partial slot of its
-// first split, splits, output row].
-extern "C" __global__ void attention_combine(const float *partO, const float *partML, const int *cdesc, bf16 *out, int heads, int HD) {
+// attention_stats: merges decode rows' split (max, sum) in split order into stats (rows, heads, 2).
+// Grid: (decode rows), block: heads (one thread per query head). cdesc per row: [partial slot of
+// its first split, splits, output row].
+extern "C" __global__ void attention_stats(const float *partML, const int *cdesc, float *stats, int heads) {
     const int *d = cdesc + blockIdx.x * 3;
-    int first = d[0], n = d[1], row = d[2], qh = blockIdx.y, i = threadIdx.x;
-    float M = 0.f, L = 0.f, O = 0.f;
-    // states are loaded 16 splits at a time (independent loads in flight), then merged one by one in split order
+    int first = d[0], n = d[1], qh = threadIdx.x;
+    if (qh >= heads) return;
+    float M = 0.f, L = 0.f;
     for (int b = 0; b < n; b += 16) {
-        float pm[16], pl[16], po[16];
+        float pm[16], pl[16];
         #pragma unroll
         for (int j = 0; j < 16; j++) {
             if (b + j < n) {
                 long ps = (long) (first + b + j) * heads + qh;
                 pm[j] = partML[ps * 2];
                 pl[j] = partML[ps * 2 + 1];
-                po[j] = partO[ps * HD + i];
             }
         }
         #pragma unroll
         for (int j = 0; j < 16; j++) {
             if (b + j >= n) break;
             if (b + j == 0) {
-                M = pm[j]; L = pl[j]; O = po[j];
+                M = pm[j];
+                L = pl[j];
             } else {
-                merge_state(M, L, &O, pm[j], pl[j], &po[j], 1);
+                merge_stats(M, L, pm[j], pl[j]);
             }
         }
     }
-    out[(long) row * heads * HD + (long) qh * HD + i] = __float2bfloat16_rn(__fdiv_rn(O, L));
+    stats[((long) blockIdx.x * heads + qh) * 2] = M;
+    stats[((long) blockIdx.x * heads + qh) * 2 + 1] = L;
+}
+
+// attention_sum: out = bf16 of the decode rows' split sums of p v added in split order.
+// Grid: (decode rows, heads), block: headDim (one thread per dim).
+extern "C" __global__ void attention_sum(const float *partO, const int *cdesc, bf16 *out, int heads, int HD) {
+    const int *d = cdesc + blockIdx.x * 3;
+    int first = d[0], n = d[1], row = d[2], qh = blockIdx.y, i = threadIdx.x;
+    float O = 0.f;
+    for (int b = 0; b < n; b += 16) {
+        float po[16];
+        #pragma unroll
+        for (int j = 0; j < 16; j++) {
+            if (b + j < n) po[j] = partO[((long) (first + b + j) * heads + qh) * HD + i];
+        }
+        #pragma unroll
+        for (int j = 0; j < 16; j++) {
+            if (b + j >= n) break;
+            O = b + j == 0 ? po[j] : __fadd_rn(O, po[j]);
+        }
+    }
+    out[(long) row * heads * HD + (long) qh * HD + i] = __float2bfloat16_rn(O);
 }

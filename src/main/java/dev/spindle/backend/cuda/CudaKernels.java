@@ -17,7 +17,7 @@ public final class CudaKernels {
     public static final int ATTENTION_TILE = 64;
 
     private final CudaDriver cuda;
-    private final MemorySegment embed, rmsNorm, addRmsNorm, rope, swiglu, residualAdd, kvWrite, attentionCombine, argmax,
+    private final MemorySegment embed, rmsNorm, addRmsNorm, rope, swiglu, residualAdd, kvWrite, attentionStats, attentionSum, argmax,
             fillDummy;
     private final java.util.Map<Integer, MemorySegment> attention = new java.util.HashMap<>();
 
@@ -36,7 +36,8 @@ public final class CudaKernels {
             cuda.allowSharedMemory(f, attentionSharedBytes(hd));
             attention.put(hd, f);
         }
-        attentionCombine = cuda.function(module, "attention_combine");
+        attentionStats = cuda.function(module, "attention_stats");
+        attentionSum = cuda.function(module, "attention_sum");
         argmax = cuda.function(module, "argmax");
         fillDummy = cuda.function(module, "fill_dummy");
     }
@@ -119,16 +120,24 @@ public final class CudaKernels {
         return headDim == 16 || headDim == 32 || headDim == 64 || headDim == 128;
     }
 
-    /** Paged causal attention for {@code ctas} CTA descriptors (8 ints each, see attention.cu). */
-    public void attention(int ctas, long qkv, int stride, long out, long pool, long tables, long desc, long partO, long partML,
-                          int heads, int kvHeads, int headDim, int blockSize, int slot, int slots, float scale) {
-        cuda.launchShared(attention.get(headDim), ctas, kvHeads, 128, attentionSharedBytes(headDim), qkv, stride, out, pool, tables, desc, partO, partML, heads, kvHeads, blockSize, slot,
-                slots, scale);
+    /**
+     * Paged causal attention for {@code ctas} CTA descriptors (8 ints each, see attention.cu):
+     * phase 0 for prefill tiles; phases 1 and 2 for decode rows' split CTAs.
+     */
+    public void attention(int phase, int ctas, long qkv, int stride, long out, long pool, long tables, long desc, long partO, long partML,
+                          long stats, int heads, int kvHeads, int headDim, int blockSize, int slot, int slots, float scale) {
+        cuda.launchShared(attention.get(headDim), ctas, kvHeads, 128, attentionSharedBytes(headDim), qkv, stride, out, pool, tables, desc,
+                partO, partML, stats, heads, kvHeads, blockSize, slot, slots, scale, phase);
     }
 
-    /** Merges decode rows' split states (3 ints per row, see attention.cu). */
-    public void attentionCombine(int rows, long partO, long partML, long cdesc, long out, int heads, int headDim) {
-        cuda.launch(attentionCombine, rows, heads, headDim, partO, partML, cdesc, out, heads, headDim);
+    /** Merges decode rows' split (max, sum) states in split order (3 ints per row in cdesc). */
+    public void attentionStats(int rows, long partML, long cdesc, long stats, int heads) {
+        cuda.launch(attentionStats, rows, 1, heads, partML, cdesc, stats, heads);
+    }
+
+    /** Adds decode rows' split sums of p v in split order into out. */
+    public void attentionSum(int rows, long partO, long cdesc, long out, int heads, int headDim) {
+        cuda.launch(attentionSum, rows, heads, headDim, partO, cdesc, out, heads, headDim);
     }
 
     /** out[r] = argmax of logits row r (first among equals). */

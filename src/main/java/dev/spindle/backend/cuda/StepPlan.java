@@ -17,7 +17,7 @@ final class StepPlan {
     final int rows;
     final int[] data;
     final int tokens, positions, slotMap, tables, desc, cdesc, gather;
-    final int ctas, decodeRows, partials, logitRows, maxPosition;
+    final int ctas, decodeCtas, decodeRows, partials, logitRows, maxPosition;
     final int[] logitCounts;
     /** Set when a captured graph already ran the lm head (and, for greedy, the argmax) over all logit rows. */
     boolean headDone;
@@ -51,6 +51,7 @@ final class StepPlan {
         }
         rows = n;
         ctas = ctaCount;
+        decodeCtas = parts;
         decodeRows = dRows;
         partials = parts;
         logitRows = lRows;
@@ -64,12 +65,14 @@ final class StepPlan {
         tables = gather + lRows;
         data = new int[tables + tableInts];
         logitCounts = new int[windows.size()];
-        int row = 0, tab = tables, d = desc, cd = cdesc, part = 0, g = gather;
+        int row = 0, tab = tables, d = desc, cd = cdesc, part = 0, g = gather, drow = 0;
+        int[] tabOffs = new int[windows.size()], rowOf = new int[windows.size()];
         for (int wi = 0; wi < windows.size(); wi++) {
             Window w = windows.get(wi);
             BlockTable t = w.table();
             int len = w.tokens().length, start = t.tokens(), bs = t.blockSize();
-            int tabOff = tab - tables;
+            tabOffs[wi] = tab - tables;
+            rowOf[wi] = row;
             for (int b = 0; b < t.numBlocks(); b++) {
                 data[tab++] = t.block(b);
             }
@@ -79,24 +82,6 @@ final class StepPlan {
                 data[positions + row + r] = pos;
                 data[slotMap + row + r] = t.block(pos / bs) * bs + pos % bs;
             }
-            if (len == 1) {
-                int splits = start / CudaKernels.ATTENTION_SPLIT + 1;
-                if (fixedSplits > 0 && splits > fixedSplits) {
-                    throw new IllegalArgumentException(splits + " splits exceed the plan's " + fixedSplits);
-                }
-                data[cd++] = part;
-                data[cd++] = splits;
-                data[cd++] = row;
-                for (int s = 0; s < Math.max(splits, fixedSplits); s++) {
-                    // beyond the row's own splits: an empty CTA (no split to walk)
-                    d = descriptor(d, row, 1, start, tabOff, Math.min(s, splits), s < splits ? s + 1 : splits, part++);
-                }
-            } else {
-                int lastSplit = (start + len - 1) / CudaKernels.ATTENTION_SPLIT;
-                for (int r = 0; r < len; r += tileRows) {
-                    d = descriptor(d, row + r, Math.min(tileRows, len - r), start + r, tabOff, 0, lastSplit + 1, -1);
-                }
-            }
             int want = !w.wantLogits() ? 0 : w.allLogits() ? len : 1;
             for (int r = len - want; r < len; r++) {
                 data[g++] = row + r;
@@ -104,9 +89,39 @@ final class StepPlan {
             logitCounts[wi] = want;
             row += len;
         }
+        // decode rows first (one CTA per split, phases 1 and 2), then the windows' row tiles (phase 0)
+        for (int wi = 0; wi < windows.size(); wi++) {
+            Window w = windows.get(wi);
+            if (w.tokens().length != 1) {
+                continue;
+            }
+            int start = w.table().tokens(), splits = start / CudaKernels.ATTENTION_SPLIT + 1;
+            if (fixedSplits > 0 && splits > fixedSplits) {
+                throw new IllegalArgumentException(splits + " splits exceed the plan's " + fixedSplits);
+            }
+            data[cd++] = part;
+            data[cd++] = splits;
+            data[cd++] = rowOf[wi];
+            for (int s = 0; s < Math.max(splits, fixedSplits); s++) {
+                // beyond the row's own splits: an empty CTA (no split to walk)
+                d = descriptor(d, rowOf[wi], 1, start, tabOffs[wi], Math.min(s, splits), s < splits ? s + 1 : splits, part++, drow);
+            }
+            drow++;
+        }
+        for (int wi = 0; wi < windows.size(); wi++) {
+            Window w = windows.get(wi);
+            int len = w.tokens().length, start = w.table().tokens();
+            if (len == 1) {
+                continue;
+            }
+            int lastSplit = (start + len - 1) / CudaKernels.ATTENTION_SPLIT;
+            for (int r = 0; r < len; r += tileRows) {
+                d = descriptor(d, rowOf[wi] + r, Math.min(tileRows, len - r), start + r, tabOffs[wi], 0, lastSplit + 1, -1, 0);
+            }
+        }
     }
 
-    private int descriptor(int d, int row0, int rows, int pos0, int tabOff, int s0, int s1, int part) {
+    private int descriptor(int d, int row0, int rows, int pos0, int tabOff, int s0, int s1, int part, int drow) {
         data[d] = row0;
         data[d + 1] = rows;
         data[d + 2] = pos0;
@@ -114,7 +129,7 @@ final class StepPlan {
         data[d + 4] = s0;
         data[d + 5] = s1;
         data[d + 6] = part;
-        data[d + 7] = 0;
+        data[d + 7] = drow;
         return d + 8;
     }
 }
