@@ -17,13 +17,13 @@ final class StepPlan {
     final int rows;
     final int[] data;
     final int tokens, positions, slotMap, tables, desc, cdesc, gather;
-    final int ctas, decodeCtas, decodeRows, partials, logitRows, maxPosition;
+    final int ctas, decodeCtas, decodeRows, partials, logitRows, maxPosition, splitsPerCta;
     final int[] logitCounts;
     /** Set when a captured graph already ran the lm head (and, for greedy, the argmax) over all logit rows. */
     boolean headDone;
 
-    StepPlan(List<Window> windows, int group) {
-        this(windows, group, 0);
+    StepPlan(List<Window> windows, int group, int kvHeads) {
+        this(windows, group, kvHeads, 0);
     }
 
     /**
@@ -31,7 +31,7 @@ final class StepPlan {
      *                    captured CUDA graph) exactly this many per row, the unused ones empty, so the
      *                    launches and every offset depend only on the batch size and this number
      */
-    StepPlan(List<Window> windows, int group, int fixedSplits) {
+    StepPlan(List<Window> windows, int group, int kvHeads, int fixedSplits) {
         int n = 0, tableInts = 0, ctaCount = 0, dRows = 0, parts = 0, lRows = 0, maxPos = 0;
         int tileRows = Math.max(1, CudaKernels.ATTENTION_TILE / group);
         for (Window w : windows) {
@@ -40,18 +40,27 @@ final class StepPlan {
             tableInts += w.table().numBlocks();
             maxPos = Math.max(maxPos, start + len - 1);
             if (len == 1) {
-                int splits = fixedSplits > 0 ? fixedSplits : start / CudaKernels.ATTENTION_SPLIT + 1;
-                ctaCount += splits;
-                parts += splits;
+                parts += fixedSplits > 0 ? fixedSplits : start / CudaKernels.ATTENTION_SPLIT + 1;
                 dRows++;
             } else {
                 ctaCount += (len + tileRows - 1) / tileRows;
             }
             lRows += !w.wantLogits() ? 0 : w.allLogits() ? len : 1;
         }
+        // a decode CTA walks a run of splits (each split's state still written on its own): about four
+        // CTAs per SM of an H100-class GPU across the KV heads, whatever the batch
+        splitsPerCta = Math.max(1, (int) Math.ceil(parts * (double) kvHeads / 528));
+        int dCtas = 0;
+        for (Window w : windows) {
+            if (w.tokens().length == 1) {
+                int splits = fixedSplits > 0 ? fixedSplits : w.table().tokens() / CudaKernels.ATTENTION_SPLIT + 1;
+                dCtas += (splits + splitsPerCta - 1) / splitsPerCta;
+            }
+        }
+        ctaCount += dCtas;
         rows = n;
         ctas = ctaCount;
-        decodeCtas = parts;
+        decodeCtas = dCtas;
         decodeRows = dRows;
         partials = parts;
         logitRows = lRows;
@@ -65,7 +74,7 @@ final class StepPlan {
         tables = gather + lRows;
         data = new int[tables + tableInts];
         logitCounts = new int[windows.size()];
-        int row = 0, tab = tables, d = desc, cd = cdesc, part = 0, g = gather, drow = 0;
+        int row = 0, tab = tables, d = desc, cd = cdesc, part = 0, g = gather;
         int[] tabOffs = new int[windows.size()], rowOf = new int[windows.size()];
         for (int wi = 0; wi < windows.size(); wi++) {
             Window w = windows.get(wi);
@@ -102,11 +111,13 @@ final class StepPlan {
             data[cd++] = part;
             data[cd++] = splits;
             data[cd++] = rowOf[wi];
-            for (int s = 0; s < Math.max(splits, fixedSplits); s++) {
-                // beyond the row's own splits: an empty CTA (no split to walk)
-                d = descriptor(d, rowOf[wi], 1, start, tabOffs[wi], Math.min(s, splits), s < splits ? s + 1 : splits, part++, drow);
+            int slotsOfRow = Math.max(splits, fixedSplits);
+            for (int a = 0; a < slotsOfRow; a += splitsPerCta) {
+                // splits [a, b) of the row; past the row's own splits, an empty CTA (no split to walk)
+                int b = Math.min(a + splitsPerCta, splits);
+                d = descriptor(d, rowOf[wi], 1, start, tabOffs[wi], Math.min(a, splits), Math.max(b, Math.min(a, splits)), part + a, 0);
             }
-            drow++;
+            part += slotsOfRow;
         }
         for (int wi = 0; wi < windows.size(); wi++) {
             Window w = windows.get(wi);
@@ -121,7 +132,7 @@ final class StepPlan {
         }
     }
 
-    private int descriptor(int d, int row0, int rows, int pos0, int tabOff, int s0, int s1, int part, int drow) {
+    private int descriptor(int d, int row0, int rows, int pos0, int tabOff, int s0, int s1, int part, int spare) {
         data[d] = row0;
         data[d + 1] = rows;
         data[d + 2] = pos0;
@@ -129,7 +140,7 @@ final class StepPlan {
         data[d + 4] = s0;
         data[d + 5] = s1;
         data[d + 6] = part;
-        data[d + 7] = drow;
+        data[d + 7] = spare;
         return d + 8;
     }
 }
