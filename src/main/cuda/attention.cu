@@ -10,12 +10,13 @@
 // (m = r * G + j), so K/V tiles are read once per KV head. Each CTA is described by 8 ints in desc:
 //   [0] first qkv row of its rows, [1] rows (R <= 64 / G, G = heads / kvHeads), [2] position of the
 //   first row, [3] offset of its sequence's block table in tables, [4] first split, [5] end split,
-//   [6] partial slot of split s0 (-1: the CTA walks every split of its rows itself and writes out), [7] unused.
+//   [6] partial slot of split s0 (-1: the CTA walks every split of its rows itself and writes out),
+//   [7] decode row index (its row of stats).
 // phase 0: both passes, out written (prefill windows). Decode rows (one row per sequence) run CTAs
 // that each take a run of splits [s0, s1) of one row and write every split's state on its own, at
-// slot part + (s - s0): phase 1 each split's (max, sum) to partML; phase 2 merges the row's split
-// states in split order (as phase 0 does) and writes each split's sum of p v to partO; attention_sum
-// adds the splits' partO in split order into out.
+// slot part + (s - s0): phase 1 each split's (max, sum) to partML; attention_stats merges a row's
+// split states in split order (as phase 0 does) into stats; phase 2 writes each split's sum of p v
+// (p with the merged max and sum) to partO; attention_sum adds the splits' partO in split order.
 //
 // Keys are cut into fixed splits of SPLIT keys, walked in tiles of KT keys; the order of every
 // reduction is fixed by the keys alone (never by the batch, the window or the CTA), and keys past a
@@ -47,36 +48,10 @@ __device__ __forceinline__ void merge_stats(float &M, float &L, float ms, float 
     M = mn;
 }
 
-// The (max, sum) of n split states at slots first.. for query head qh, merged in split order
-// (loads issued 16 at a time, merges one by one).
-__device__ __forceinline__ void merged_stats(const float *partML, int first, int n, int heads, int qh, float &M, float &L) {
-    for (int b = 0; b < n; b += 16) {
-        float pm[16], pl[16];
-        #pragma unroll
-        for (int j = 0; j < 16; j++) {
-            if (b + j < n) {
-                long ps = (long) (first + b + j) * heads + qh;
-                pm[j] = partML[ps * 2];
-                pl[j] = partML[ps * 2 + 1];
-            }
-        }
-        #pragma unroll
-        for (int j = 0; j < 16; j++) {
-            if (b + j >= n) break;
-            if (b + j == 0) {
-                M = pm[j];
-                L = pl[j];
-            } else {
-                merge_stats(M, L, pm[j], pl[j]);
-            }
-        }
-    }
-}
-
 template <int HD>
 __device__ __forceinline__ void attention_impl(
         const bf16 *qkv, int qkvStride, bf16 *out, const bf16 *pool, const int *tables, const int *desc,
-        float *partO, float *partML, int heads, int kvHeads, int blockSize, int slot, int slots,
+        float *partO, float *partML, const float *stats, int heads, int kvHeads, int blockSize, int slot, int slots,
         float scale, int phase) {
     constexpr int LDS = HD + 8, KS = HD / 16, DN = HD / 8;
     const int *d = desc + blockIdx.x * 8;
@@ -217,12 +192,13 @@ __device__ __forceinline__ void attention_impl(
         }
         if (phase == 1) return;
     } else {
-        // the row's (max, sum): its splits' states from phase 1, merged in split order
-        const int first = part - s0, n = pos0 / SPLIT + 1;
+        // the row's (max, sum), merged from its splits' states by attention_stats
         #pragma unroll
         for (int h = 0; h < 2; h++) {
             if (valid[h]) {
-                merged_stats(partML, first, n, heads, g * G + mr[h] % G, M[h], L[h]);
+                long si = (long) d[7] * heads + g * G + mr[h] % G;
+                M[h] = stats[si * 2];
+                L[h] = stats[si * 2 + 1];
             }
         }
     }
@@ -310,14 +286,49 @@ __device__ __forceinline__ void attention_impl(
 #define ATTENTION(hd) \
     extern "C" __global__ void __launch_bounds__(128) attention_hd##hd( \
             const bf16 *qkv, int qkvStride, bf16 *out, const bf16 *pool, const int *tables, const int *desc, float *partO, \
-            float *partML, int heads, int kvHeads, int blockSize, int slot, int slots, float scale, int phase) { \
-        attention_impl<hd>(qkv, qkvStride, out, pool, tables, desc, partO, partML, heads, kvHeads, blockSize, slot, slots, \
+            float *partML, const float *stats, int heads, int kvHeads, int blockSize, int slot, int slots, float scale, int phase) { \
+        attention_impl<hd>(qkv, qkvStride, out, pool, tables, desc, partO, partML, stats, heads, kvHeads, blockSize, slot, slots, \
                            scale, phase); \
     }
 ATTENTION(16)
 ATTENTION(32)
 ATTENTION(64)
 ATTENTION(128)
+
+// attention_stats: merges each decode row's split (max, sum) states in split order into stats
+// (rows, heads, 2). Grid: (decode rows), block: 256 (heads <= 256); the states come into shared memory
+// 4096 / heads splits at a time (all threads loading), then one thread per query head merges them one by one.
+// cdesc per row: [partial slot of its first split, splits, output row].
+extern "C" __global__ void attention_stats(const float *partML, const int *cdesc, float *stats, int heads) {
+    __shared__ float2 st[64 * 64];
+    const int *d = cdesc + blockIdx.x * 3;
+    int first = d[0], n = d[1], qh = threadIdx.x;
+    float M = 0.f, L = 0.f;
+    const int chunk = (64 * 64) / heads; // heads <= 256
+    for (int b = 0; b < n; b += chunk) {
+        int cnt = min(chunk, n - b);
+        __syncthreads();
+        for (int i = threadIdx.x; i < cnt * heads; i += blockDim.x) {
+            st[i] = reinterpret_cast<const float2 *>(partML)[(long) (first + b) * heads + i];
+        }
+        __syncthreads();
+        if (qh < heads) {
+            for (int j = 0; j < cnt; j++) {
+                float2 v = st[j * heads + qh];
+                if (b + j == 0) {
+                    M = v.x;
+                    L = v.y;
+                } else {
+                    merge_stats(M, L, v.x, v.y);
+                }
+            }
+        }
+    }
+    if (qh < heads) {
+        stats[((long) blockIdx.x * heads + qh) * 2] = M;
+        stats[((long) blockIdx.x * heads + qh) * 2 + 1] = L;
+    }
+}
 
 // attention_sum: out = bf16 of the decode rows' split sums of p v added in split order.
 // Grid: (decode rows, heads), block: headDim (one thread per dim).

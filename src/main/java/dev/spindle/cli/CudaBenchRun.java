@@ -97,8 +97,10 @@ final class CudaBenchRun implements Callable<Integer> {
                 System.err.println("aggregate " + b + " done");
             }
             out.put("aggregate_decode", aggregate);
-            out.put("profile_prefill_" + Math.min(8192, stepRows), bench.profile(Math.min(8192, stepRows), 0));
-            out.put("profile_decode_batch_1", bench.profile(1, 1024));
+            out.put("profile_prefill_" + Math.min(8192, stepRows), bench.profile(Math.min(8192, stepRows), 0, 1));
+            out.put("profile_decode_batch_1", bench.profile(1, 1024, 1));
+            out.put("profile_decode_batch_1_context_32768", bench.profile(1, 32768, 1));
+            out.put("profile_decode_batch_32", bench.profile(1, 1024, 32));
         } finally {
             if (host != null) {
                 host.close();

@@ -144,12 +144,19 @@ public final class CudaBench {
 
     /**
      * Milliseconds per operation kind of one step, launched kernel by kernel and timed on the stream:
-     * a prefill of {@code rows} tokens (context 0) or, with rows = 1, a decode step at {@code context}.
+     * a prefill of {@code rows} tokens (context 0) or, with rows = 1, a decode step of {@code batch}
+     * sequences at {@code context}.
      */
-    public Map<String, Object> profile(int rows, int context) {
-        BlockTable t = context > 0 ? reserved(context) : new BlockTable(gpu.blockPool());
-        Map<String, Double> p = gpu.profileStep(List.of(new Window(randomTokens(rows), t, false, true)));
-        t.release();
+    public Map<String, Object> profile(int rows, int context, int batch) {
+        List<BlockTable> ts = new ArrayList<>();
+        List<Window> ws = new ArrayList<>();
+        for (int i = 0; i < batch; i++) {
+            BlockTable t = context > 0 ? reserved(context) : new BlockTable(gpu.blockPool());
+            ts.add(t);
+            ws.add(new Window(randomTokens(rows), t, false, true));
+        }
+        Map<String, Double> p = gpu.profileStep(ws);
+        ts.forEach(BlockTable::release);
         Map<String, Object> m = new LinkedHashMap<>();
         double total = p.values().stream().mapToDouble(Double::doubleValue).sum();
         m.put("total_ms", round(total * 1e3, 3));

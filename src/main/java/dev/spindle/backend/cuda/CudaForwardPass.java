@@ -45,7 +45,7 @@ public final class CudaForwardPass implements ForwardPass {
     private final long kv;
     private final RotaryTable rotary;
     private final List<Long> buffers = new ArrayList<>();
-    private final long x, xn, qkv, att, proj, gateUp, act, meta, logits, picked;
+    private final long x, xn, qkv, att, proj, gateUp, act, meta, logits, picked, stats;
     private final MemorySegment metaHost, logitsHost;
     private final int metaInts, logitRowsMax;
     private final java.util.Map<Long, MemorySegment> graphs = new java.util.HashMap<>();
@@ -59,8 +59,8 @@ public final class CudaForwardPass implements ForwardPass {
         if (config.hiddenSize() % 8 != 0) {
             throw new CudaException("hidden_size " + config.hiddenSize() + " is not a multiple of 8, which the CUDA norm kernels need");
         }
-        if (config.numHeads() > 1024) {
-            throw new CudaException(config.numHeads() + " attention heads exceed the CUDA backend's 1024");
+        if (config.numHeads() > 256) {
+            throw new CudaException(config.numHeads() + " attention heads exceed the CUDA backend's 256");
         }
         if (config.numHeads() / config.numKvHeads() > CudaKernels.ATTENTION_TILE) {
             throw new CudaException("more than " + CudaKernels.ATTENTION_TILE + " query heads per KV head are not supported by the CUDA backend");
@@ -83,6 +83,7 @@ public final class CudaForwardPass implements ForwardPass {
         logitRowsMax = Math.min(n, Math.max(1, (int) ((1L << 30) / ((long) c.vocabSize() * 2))));
         logits = buffer((long) logitRowsMax * c.vocabSize() * 2);
         picked = buffer((long) logitRowsMax * h * 2);
+        stats = buffer((long) n * c.numHeads() * 2 * 4);
         metaInts = 16 * n + 4096;
         meta = buffer(metaInts * 4L);
         metaHost = cuda.allocHost(metaInts * 4L);
@@ -368,12 +369,13 @@ public final class CudaForwardPass implements ForwardPass {
                     int heads = c.numHeads(), kvh = c.numKvHeads(), hd = c.headDim(), bs = opt.blockSize();
                     long tables = m + 4L * p.tables, desc = m + 4L * p.desc, cdesc = m + 4L * p.cdesc;
                     if (p.decodeRows > 0) {
-                        k.attention(1, p.decodeCtas, qkv, stride, att, kv, tables, desc, partO, partML, heads, kvh, hd, bs, slot, slots, scale);
-                        k.attention(2, p.decodeCtas, qkv, stride, att, kv, tables, desc, partO, partML, heads, kvh, hd, bs, slot, slots, scale);
+                        k.attention(1, p.decodeCtas, qkv, stride, att, kv, tables, desc, partO, partML, stats, heads, kvh, hd, bs, slot, slots, scale);
+                        k.attentionStats(p.decodeRows, partML, cdesc, stats, heads);
+                        k.attention(2, p.decodeCtas, qkv, stride, att, kv, tables, desc, partO, partML, stats, heads, kvh, hd, bs, slot, slots, scale);
                         k.attentionSum(p.decodeRows, partO, cdesc, att, heads, hd);
                     }
                     if (p.ctas > p.decodeCtas) {
-                        k.attention(0, p.ctas - p.decodeCtas, qkv, stride, att, kv, tables, desc + 32L * p.decodeCtas, partO, partML,
+                        k.attention(0, p.ctas - p.decodeCtas, qkv, stride, att, kv, tables, desc + 32L * p.decodeCtas, partO, partML, stats,
                                 heads, kvh, hd, bs, slot, slots, scale);
                     }
                 });

@@ -17,7 +17,7 @@ public final class CudaKernels {
     public static final int ATTENTION_TILE = 64;
 
     private final CudaDriver cuda;
-    private final MemorySegment embed, rmsNorm, addRmsNorm, rope, swiglu, residualAdd, kvWrite, attentionSum, argmax,
+    private final MemorySegment embed, rmsNorm, addRmsNorm, rope, swiglu, residualAdd, kvWrite, attentionStats, attentionSum, argmax,
             fillDummy;
     private final java.util.Map<Integer, MemorySegment> attention = new java.util.HashMap<>();
 
@@ -36,6 +36,7 @@ public final class CudaKernels {
             cuda.allowSharedMemory(f, attentionSharedBytes(hd));
             attention.put(hd, f);
         }
+        attentionStats = cuda.function(module, "attention_stats");
         attentionSum = cuda.function(module, "attention_sum");
         argmax = cuda.function(module, "argmax");
         fillDummy = cuda.function(module, "fill_dummy");
@@ -124,9 +125,14 @@ public final class CudaKernels {
      * phase 0 for prefill tiles; phases 1 and 2 for decode rows' split CTAs.
      */
     public void attention(int phase, int ctas, long qkv, int stride, long out, long pool, long tables, long desc, long partO, long partML,
-                          int heads, int kvHeads, int headDim, int blockSize, int slot, int slots, float scale) {
+                          long stats, int heads, int kvHeads, int headDim, int blockSize, int slot, int slots, float scale) {
         cuda.launchShared(attention.get(headDim), ctas, kvHeads, 128, attentionSharedBytes(headDim), qkv, stride, out, pool, tables, desc,
-                partO, partML, heads, kvHeads, blockSize, slot, slots, scale, phase);
+                partO, partML, stats, heads, kvHeads, blockSize, slot, slots, scale, phase);
+    }
+
+    /** Merges decode rows' split (max, sum) states in split order into stats (rows, heads, 2); heads <= 256. */
+    public void attentionStats(int rows, long partML, long cdesc, long stats, int heads) {
+        cuda.launch(attentionStats, rows, 1, 256, partML, cdesc, stats, heads);
     }
 
     /** Adds decode rows' split sums of p v in split order into out. */

@@ -47,9 +47,9 @@ final class StepPlan {
             }
             lRows += !w.wantLogits() ? 0 : w.allLogits() ? len : 1;
         }
-        // a decode CTA walks a run of splits (each split's state still written on its own): about four
-        // CTAs per SM of an H100-class GPU across the KV heads, whatever the batch
-        splitsPerCta = Math.max(1, (int) Math.ceil(parts * (double) kvHeads / 528));
+        // a decode CTA walks a run of splits (each split's state still written on its own): about eight
+        // CTAs per SM of an H100-class GPU across the KV heads
+        splitsPerCta = Math.max(1, (int) Math.ceil(parts * (double) kvHeads / 1056));
         int dCtas = 0;
         for (Window w : windows) {
             if (w.tokens().length == 1) {
@@ -74,7 +74,7 @@ final class StepPlan {
         tables = gather + lRows;
         data = new int[tables + tableInts];
         logitCounts = new int[windows.size()];
-        int row = 0, tab = tables, d = desc, cd = cdesc, part = 0, g = gather;
+        int row = 0, tab = tables, d = desc, cd = cdesc, part = 0, g = gather, drow = 0;
         int[] tabOffs = new int[windows.size()], rowOf = new int[windows.size()];
         for (int wi = 0; wi < windows.size(); wi++) {
             Window w = windows.get(wi);
@@ -115,9 +115,10 @@ final class StepPlan {
             for (int a = 0; a < slotsOfRow; a += splitsPerCta) {
                 // splits [a, b) of the row; past the row's own splits, an empty CTA (no split to walk)
                 int b = Math.min(a + splitsPerCta, splits);
-                d = descriptor(d, rowOf[wi], 1, start, tabOffs[wi], Math.min(a, splits), Math.max(b, Math.min(a, splits)), part + a, 0);
+                d = descriptor(d, rowOf[wi], 1, start, tabOffs[wi], Math.min(a, splits), Math.max(b, Math.min(a, splits)), part + a, drow);
             }
             part += slotsOfRow;
+            drow++;
         }
         for (int wi = 0; wi < windows.size(); wi++) {
             Window w = windows.get(wi);
@@ -132,7 +133,7 @@ final class StepPlan {
         }
     }
 
-    private int descriptor(int d, int row0, int rows, int pos0, int tabOff, int s0, int s1, int part, int spare) {
+    private int descriptor(int d, int row0, int rows, int pos0, int tabOff, int s0, int s1, int part, int decodeRow) {
         data[d] = row0;
         data[d + 1] = rows;
         data[d + 2] = pos0;
@@ -140,7 +141,7 @@ final class StepPlan {
         data[d + 4] = s0;
         data[d + 5] = s1;
         data[d + 6] = part;
-        data[d + 7] = spare;
+        data[d + 7] = decodeRow;
         return d + 8;
     }
 }
