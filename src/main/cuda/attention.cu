@@ -5,7 +5,7 @@
 // Because p is normalised before its rounding, the kernel makes two passes over the keys: pass 1
 // the row max and sum, pass 2 the products with V.
 //
-// One kernel per head dim (attention_hd16/32/64/128). Grid: (CTAs, kvHeads), block: 128 threads
+// One kernel per head dim and phase (attention_hd{16,32,64,128}_p{0,1,2}). Grid: (CTAs, kvHeads), block: 128 threads
 // (4 warps). The G query heads of one KV head and R rows stack into the 64 rows of the MMA tile
 // (m = r * G + j), so K/V tiles are read once per KV head. Each CTA is described by 8 ints in desc:
 //   [0] first qkv row of its rows, [1] rows (R <= 64 / G, G = heads / kvHeads), [2] position of the
@@ -26,7 +26,7 @@
 #define KT 64
 #define SPLIT 128
 
-// two stages of K and V tiles: 2 * 2 * KT * (HD + 8) bf16, set as the launch's dynamic shared memory
+// two stages of K and V tiles (K only for phase 1): 2 * 2 * KT * (HD + 8) bf16, the launch's dynamic shared memory
 extern __shared__ __align__(16) bf16 attn_smem[];
 
 __device__ __forceinline__ void mma16816(float *d, const unsigned *a, unsigned b0, unsigned b1) {
@@ -48,12 +48,14 @@ __device__ __forceinline__ void merge_stats(float &M, float &L, float ms, float 
     M = mn;
 }
 
-template <int HD>
+template <int HD, int PHASE>
 __device__ __forceinline__ void attention_impl(
         const bf16 *qkv, int qkvStride, bf16 *out, const bf16 *pool, const int *tables, const int *desc,
         float *partO, float *partML, const float *stats, int heads, int kvHeads, int blockSize, int slot, int slots,
-        float scale, int phase) {
+        float scale) {
     constexpr int LDS = HD + 8, KS = HD / 16, DN = HD / 8;
+    // a stage holds a K tile, and a V tile unless the kernel only makes pass 1
+    constexpr int STAGE = (PHASE == 1 ? 1 : 2) * KT * LDS;
     const int *d = desc + blockIdx.x * 8;
     const int row0 = d[0], rows = d[1], pos0 = d[2], tab = d[3], s0 = d[4], s1 = d[5], part = d[6];
     const int g = blockIdx.y, G = heads / kvHeads, kvDim = kvHeads * HD;
@@ -87,7 +89,7 @@ __device__ __forceinline__ void attention_impl(
     // K (and in pass 2 V) tiles stream through two shared-memory stages with cp.async:
     // tile i + 1 loads while tile i computes
     auto load = [&](int i, bool withV) {
-        bf16 *Ks = attn_smem + (i & 1) * 2 * KT * LDS, *Vs = Ks + KT * LDS;
+        bf16 *Ks = attn_smem + (i & 1) * STAGE, *Vs = Ks + KT * LDS;
         int t0 = firstKey + i * KT;
         for (int c = threadIdx.x; c < KT * HD / 8; c += blockDim.x) {
             int key = c / DN, part8 = (c % DN) * 8, kj = t0 + key;
@@ -130,7 +132,7 @@ __device__ __forceinline__ void attention_impl(
 
     // pass 1: each split's max and sum of exp, merged in split order (phases 0 and 1)
     float M[2] = {-INFINITY, -INFINITY}, L[2] = {0.f, 0.f};
-    if (phase != 2) {
+    if constexpr (PHASE != 2) {
         float ms[2], ls[2];
         if (tiles > 0) load(0, false);
         for (int i = 0; i < tiles; i++) {
@@ -148,7 +150,7 @@ __device__ __forceinline__ void attention_impl(
             }
             if (warpActive) {
                 float S[8][4];
-                scores(reinterpret_cast<const bf16 (*)[LDS]>(attn_smem + (i & 1) * 2 * KT * LDS), t0, S);
+                scores(reinterpret_cast<const bf16 (*)[LDS]>(attn_smem + (i & 1) * STAGE), t0, S);
                 float mx[2] = {-INFINITY, -INFINITY};
                 #pragma unroll
                 for (int nt = 0; nt < 8; nt++) {
@@ -176,7 +178,7 @@ __device__ __forceinline__ void attention_impl(
             if (!warpActive || !((t0 + KT) % SPLIT == 0 || i == tiles - 1)) continue;
             #pragma unroll
             for (int h = 0; h < 2; h++) {
-                if (phase == 1) {
+                if constexpr (PHASE == 1) {
                     if (valid[h] && tq == 0) {
                         long po = (long) (part + t0 / SPLIT - s0) * heads + g * G + mr[h] % G;
                         partML[po * 2] = ms[h];
@@ -190,7 +192,6 @@ __device__ __forceinline__ void attention_impl(
                 }
             }
         }
-        if (phase == 1) return;
     } else {
         // the row's (max, sum), merged from its splits' states by attention_stats
         #pragma unroll
@@ -203,6 +204,7 @@ __device__ __forceinline__ void attention_impl(
         }
     }
 
+    if constexpr (PHASE != 1) {
     // pass 2: each split's sum of p v with p = bf16(exp(s - M) / L), the splits added in split order
     float O[DN][4], os[DN][4];
     #pragma unroll
@@ -222,7 +224,7 @@ __device__ __forceinline__ void attention_impl(
             for (int dn = 0; dn < DN; dn++) for (int e = 0; e < 4; e++) os[dn][e] = 0.f;
         }
         if (warpActive) {
-            const bf16 (*Ks)[LDS] = reinterpret_cast<const bf16 (*)[LDS]>(attn_smem + (i & 1) * 2 * KT * LDS);
+            const bf16 (*Ks)[LDS] = reinterpret_cast<const bf16 (*)[LDS]>(attn_smem + (i & 1) * STAGE);
             const bf16 (*Vs)[LDS] = Ks + KT;
             float S[8][4];
             scores(Ks, t0, S);
@@ -250,7 +252,7 @@ __device__ __forceinline__ void attention_impl(
         }
         __syncthreads();
         if (!warpActive || !((t0 + KT) % SPLIT == 0 || i == tiles - 1)) continue;
-        if (part >= 0) {
+        if constexpr (PHASE == 2) {
             #pragma unroll
             for (int h = 0; h < 2; h++) {
                 if (!valid[h]) continue;
@@ -269,7 +271,7 @@ __device__ __forceinline__ void attention_impl(
             for (int dn = 0; dn < DN; dn++) for (int e = 0; e < 4; e++) O[dn][e] = __fadd_rn(O[dn][e], os[dn][e]);
         }
     }
-    if (part >= 0 || !warpActive) return;
+    if (PHASE == 2 || !warpActive) return;
     #pragma unroll
     for (int h = 0; h < 2; h++) {
         if (!valid[h]) continue;
@@ -281,19 +283,21 @@ __device__ __forceinline__ void attention_impl(
             op[8 * dn + 2 * tq + 1] = __float2bfloat16_rn(O[dn][2 * h + 1]);
         }
     }
+    }
 }
 
-#define ATTENTION(hd) \
-    extern "C" __global__ void __launch_bounds__(128) attention_hd##hd( \
+#define ATTENTION(hd, phase) \
+    extern "C" __global__ void __launch_bounds__(128) attention_hd##hd##_p##phase( \
             const bf16 *qkv, int qkvStride, bf16 *out, const bf16 *pool, const int *tables, const int *desc, float *partO, \
-            float *partML, const float *stats, int heads, int kvHeads, int blockSize, int slot, int slots, float scale, int phase) { \
-        attention_impl<hd>(qkv, qkvStride, out, pool, tables, desc, partO, partML, stats, heads, kvHeads, blockSize, slot, slots, \
-                           scale, phase); \
+            float *partML, const float *stats, int heads, int kvHeads, int blockSize, int slot, int slots, float scale) { \
+        attention_impl<hd, phase>(qkv, qkvStride, out, pool, tables, desc, partO, partML, stats, heads, kvHeads, blockSize, slot, \
+                                  slots, scale); \
     }
-ATTENTION(16)
-ATTENTION(32)
-ATTENTION(64)
-ATTENTION(128)
+#define ATTENTION_PHASES(hd) ATTENTION(hd, 0) ATTENTION(hd, 1) ATTENTION(hd, 2)
+ATTENTION_PHASES(16)
+ATTENTION_PHASES(32)
+ATTENTION_PHASES(64)
+ATTENTION_PHASES(128)
 
 // attention_stats: merges each decode row's split (max, sum) states in split order into stats
 // (rows, heads, 2). Grid: (decode rows), block: 256 (heads <= 256); the states come into shared memory

@@ -32,9 +32,11 @@ public final class CudaKernels {
         residualAdd = cuda.function(module, "residual_add");
         kvWrite = cuda.function(module, "kv_write");
         for (int hd : new int[]{16, 32, 64, 128}) {
-            MemorySegment f = cuda.function(module, "attention_hd" + hd);
-            cuda.allowSharedMemory(f, attentionSharedBytes(hd));
-            attention.put(hd, f);
+            for (int phase = 0; phase < 3; phase++) {
+                MemorySegment f = cuda.function(module, "attention_hd" + hd + "_p" + phase);
+                cuda.allowSharedMemory(f, attentionSharedBytes(hd, phase));
+                attention.put(hd * 4 + phase, f);
+            }
         }
         attentionStats = cuda.function(module, "attention_stats");
         attentionSum = cuda.function(module, "attention_sum");
@@ -110,9 +112,9 @@ public final class CudaKernels {
         cuda.launch(kvWrite, rows, 1, 256, qkv, stride, qDim, kvDim, pool, slotMap, slot, slots, blockSize, rows);
     }
 
-    /** Two stages of 64-key K and V tiles, rows padded by 8 (attention.cu). */
-    static int attentionSharedBytes(int headDim) {
-        return 2 * 2 * 64 * (headDim + 8) * 2;
+    /** Two stages of 64-key K and V tiles (K only in phase 1), rows padded by 8 (attention.cu). */
+    static int attentionSharedBytes(int headDim, int phase) {
+        return 2 * (phase == 1 ? 1 : 2) * 64 * (headDim + 8) * 2;
     }
 
     /** Head dims the attention kernel is built for. */
@@ -126,8 +128,8 @@ public final class CudaKernels {
      */
     public void attention(int phase, int ctas, long qkv, int stride, long out, long pool, long tables, long desc, long partO, long partML,
                           long stats, int heads, int kvHeads, int headDim, int blockSize, int slot, int slots, float scale) {
-        cuda.launchShared(attention.get(headDim), ctas, kvHeads, 128, attentionSharedBytes(headDim), qkv, stride, out, pool, tables, desc,
-                partO, partML, stats, heads, kvHeads, blockSize, slot, slots, scale, phase);
+        cuda.launchShared(attention.get(headDim * 4 + phase), ctas, kvHeads, 128, attentionSharedBytes(headDim, phase), qkv, stride, out,
+                pool, tables, desc, partO, partML, stats, heads, kvHeads, blockSize, slot, slots, scale);
     }
 
     /** Merges decode rows' split (max, sum) states in split order into stats (rows, heads, 2); heads <= 256. */
