@@ -12,7 +12,7 @@ inputs=$(cat "$src"/*.cu "$src"/*.cuh | sha256sum | cut -c1-64)
 if [ -f "$out" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$inputs" ]; then exit 0; fi
 all="$(mktemp -d)/all.cu"
 for f in "$src"/*.cu; do echo "#include \"$(readlink -f "$f")\""; done > "$all"
-nvcc -fatbin -O3 -std=c++17 -I"$src" \
+nvcc -fatbin -O3 -std=c++17 --compress-mode=size -I"$src" \
   -gencode arch=compute_80,code=sm_80 -gencode arch=compute_86,code=sm_86 -gencode arch=compute_89,code=sm_89 \
   -gencode arch=compute_90,code=sm_90 -gencode arch=compute_100,code=sm_100 -gencode arch=compute_120,code=sm_120 \
   -gencode arch=compute_90,code=compute_90 -o "$out" "$all"
