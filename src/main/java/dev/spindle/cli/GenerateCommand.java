@@ -1,9 +1,8 @@
 package dev.spindle.cli;
 
-import dev.spindle.backend.cpu.CpuForwardPass;
-import dev.spindle.backend.cpu.KvSlots;
+import dev.spindle.backend.Backends;
 import dev.spindle.engine.GreedyGenerator;
-import dev.spindle.model.LoadedModel;
+import dev.spindle.model.ModelConfig;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
@@ -32,22 +31,28 @@ final class GenerateCommand implements Callable<Integer> {
     @Option(names = "--prefill-chunk", defaultValue = "512", paramLabel = "TOKENS", description = "Prompt tokens per prefill window (default 512).")
     int prefillChunk;
 
+    @Option(names = "--backend", defaultValue = "auto", paramLabel = "auto|cpu|cuda",
+            description = "Backend (default auto: CUDA when a GPU is usable, else the CPU).")
+    String backend;
+
     @Override
     public Integer call() {
-        try (LoadedModel m = model.load();
-             CpuForwardPass cpu = new CpuForwardPass(m.config(), m.weights(), model.blocksFor(promptIds.length + maxTokens),
-                     model.blockSize, model.threadCount(), KvSlots.PER_EXECUTED_LAYER)) {
+        Backends.Settings settings = new Backends.Settings(model.threadCount(), model.blockSize,
+                model.blocksFor(promptIds.length + maxTokens) * model.blockSize, Math.max(prefillChunk, 1), 0.9, true);
+        ProgressBar bar = ProgressBar.forTerminal("loading " + model.model.getFileName());
+        try (Backends.Opened b = Backends.open(model.model, model.format(), Backends.Kind.parse(backend), settings, bar)) {
+            bar.done();
+            ModelConfig c = b.config();
             for (int id : promptIds) {
-                if (id < 0 || id >= m.config().vocabSize()) {
-                    throw new IllegalArgumentException("--prompt-ids: token id " + id + " is outside the vocabulary [0, " + m.config().vocabSize() + ")");
+                if (id < 0 || id >= c.vocabSize()) {
+                    throw new IllegalArgumentException("--prompt-ids: token id " + id + " is outside the vocabulary [0, " + c.vocabSize() + ")");
                 }
             }
-            Set<Integer> stop = ignoreEos ? Set.of() : new HashSet<>(m.config().eosTokenIds());
-            System.err.printf("model %s: %s, %d layers%s, hidden %d, %d/%d heads of %d, vocab %d; CPU backend, %d threads%n",
-                    m.dir(), m.config().architecture(), m.config().numLayers(),
-                    m.config().numLoops() > 1 ? " x " + m.config().numLoops() + " loops" : "", m.config().hiddenSize(),
-                    m.config().numHeads(), m.config().numKvHeads(), m.config().headDim(), m.config().vocabSize(), model.threadCount());
-            GreedyGenerator.Result r = new GreedyGenerator(cpu, prefillChunk).generate(promptIds, maxTokens, stop, t -> { });
+            Set<Integer> stop = ignoreEos ? Set.of() : new HashSet<>(c.eosTokenIds());
+            System.err.printf("model %s: %s, %d layers%s, hidden %d, %d/%d heads of %d, vocab %d; %s%n",
+                    model.model, c.architecture(), c.numLayers(), c.numLoops() > 1 ? " x " + c.numLoops() + " loops" : "", c.hiddenSize(),
+                    c.numHeads(), c.numKvHeads(), c.headDim(), c.vocabSize(), b.description());
+            GreedyGenerator.Result r = new GreedyGenerator(b.pass(), prefillChunk).generate(promptIds, maxTokens, stop, t -> { });
             System.out.println(String.join(",", Arrays.stream(r.tokens()).mapToObj(Integer::toString).toList()));
             System.err.printf("%d prompt tokens at %.1f tok/s; %d generated at %.2f tok/s%s%n", r.promptTokens(), r.prefillTokensPerSecond(),
                     r.tokens().length, r.decodeTokensPerSecond(), r.stoppedOnEos() ? " (stopped at end of sequence)" : "");

@@ -2,14 +2,12 @@ package dev.spindle.server;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.spindle.backend.cpu.CpuForwardPass;
-import dev.spindle.backend.cpu.KvSlots;
+import dev.spindle.backend.Backends;
 import dev.spindle.chat.ChatTemplate;
 import dev.spindle.engine.Engine;
 import dev.spindle.model.LoadFormat;
 import dev.spindle.model.LoadListener;
-import dev.spindle.model.LoadedModel;
-import dev.spindle.model.ModelLoader;
+import dev.spindle.model.ModelConfig;
 import dev.spindle.tokenizer.Tokenizer;
 import io.quarkus.logging.Log;
 import io.quarkus.runtime.Startup;
@@ -31,7 +29,7 @@ import java.util.Set;
 @Startup
 public class ModelService {
     /** Everything that exists once the model is loaded. */
-    private record Loaded(LoadedModel model, Tokenizer tokenizer, ChatTemplate template, CpuForwardPass backend, Engine engine,
+    private record Loaded(Backends.Opened backend, Tokenizer tokenizer, ChatTemplate template, Engine engine,
                           String servedName, JsonNode generationDefaults, dev.spindle.engine.grammar.TokenTexts tokenTexts,
                           Set<Integer> eosIds) {
     }
@@ -57,21 +55,23 @@ public class ModelService {
     private Loaded load(Path dir) {
         LoadFormat format = LoadFormat.parse(config.loadFormat());
         long t0 = System.nanoTime();
-        LoadedModel model = ModelLoader.load(dir, format, LoadListener.NONE);
         Tokenizer tokenizer = Tokenizer.load(dir);
         ChatTemplate template = ChatTemplate.fromModelDir(dir);
         int threads = config.threads().orElse(Runtime.getRuntime().availableProcessors());
-        int blocks = Math.max(1, config.kvCacheTokens() / config.blockSize());
-        CpuForwardPass backend = new CpuForwardPass(model.config(), model.weights(), blocks, config.blockSize(), threads, KvSlots.PER_EXECUTED_LAYER);
-        Set<Integer> eos = dev.spindle.engine.ChatRunner.endOfTurnIds(model.config(), tokenizer);
-        Engine engine = new Engine(backend, config.maxNumBatchedTokens(), config.maxNumSeqs(), eos);
-        var texts = dev.spindle.engine.grammar.TokenTexts.load(dir.resolve("tokenizer.json"), model.config().vocabSize());
+        Backends.Kind kind = Backends.Kind.parse(config.backend());
+        boolean cpu = Backends.resolve(kind)[0].equals("CPU");
+        Backends.Settings settings = new Backends.Settings(threads, config.blockSize(), config.kvCacheTokens().orElse(cpu ? 32768 : 0),
+                Math.max(config.maxNumBatchedTokens(), config.maxNumSeqs()), config.kvMemoryFraction(), config.cudaGraphs());
+        Backends.Opened backend = Backends.open(dir, format, kind, settings, LoadListener.NONE);
+        ModelConfig mc = backend.config();
+        Set<Integer> eos = dev.spindle.engine.ChatRunner.endOfTurnIds(mc, tokenizer);
+        Engine engine = new Engine(backend.pass(), config.maxNumBatchedTokens(), config.maxNumSeqs(), eos);
+        var texts = dev.spindle.engine.grammar.TokenTexts.load(dir.resolve("tokenizer.json"), mc.vocabSize());
         warmUp(engine, tokenizer);
-        Log.infof("serving %s (%s, %d layers%s, %,d parameters) on the CPU backend with %d threads; KV pool %d blocks of %d tokens; ready in %.1f s",
-                servedName, model.config().architecture(), model.config().numLayers(),
-                model.config().numLoops() > 1 ? " x " + model.config().numLoops() + " loops" : "", model.config().parameterCount(),
-                threads, blocks, config.blockSize(), (System.nanoTime() - t0) / 1e9);
-        return new Loaded(model, tokenizer, template, backend, engine, servedName, readGenerationConfig(dir.resolve("generation_config.json")),
+        Log.infof("serving %s (%s, %d layers%s, %,d parameters) on %s; ready in %.1f s",
+                servedName, mc.architecture(), mc.numLayers(), mc.numLoops() > 1 ? " x " + mc.numLoops() + " loops" : "", mc.parameterCount(),
+                backend.description(), (System.nanoTime() - t0) / 1e9);
+        return new Loaded(backend, tokenizer, template, engine, servedName, readGenerationConfig(dir.resolve("generation_config.json")),
                 texts, eos);
     }
 
@@ -149,8 +149,9 @@ public class ModelService {
         return servedName;
     }
 
-    public LoadedModel model() {
-        return l().model();
+    /** The served model's configuration. */
+    public ModelConfig modelConfig() {
+        return l().backend().config();
     }
 
     /** The model's generation_config.json (defaults for temperature, top_p, top_k). */
@@ -179,7 +180,6 @@ public class ModelService {
             x.engine().close();
             x.backend().close();
             x.tokenizer().close();
-            x.model().close();
         }
     }
 }

@@ -22,12 +22,18 @@ final class ServeOptions {
     Integer port;
     @Option(names = "--threads", paramLabel = "N", description = "CPU backend threads.")
     Integer threads;
-    @Option(names = "--kv-cache-tokens", paramLabel = "N", description = "KV cache capacity in tokens (default 32768).")
+    @Option(names = "--kv-cache-tokens", paramLabel = "N", description = "KV cache capacity in tokens (default 32768 on the CPU; on CUDA sized from free memory, capped by this).")
     Integer kvTokens;
     @Option(names = "--max-num-seqs", paramLabel = "N", description = "Sequences batched together at most (default 32).")
     Integer maxSeqs;
     @Option(names = "--max-num-batched-tokens", paramLabel = "N", description = "Tokens per engine step at most (default 512).")
     Integer maxBatched;
+    @Option(names = "--backend", paramLabel = "auto|cpu|cuda", description = "Backend (default auto: CUDA when a GPU is usable, else CPU).")
+    String backend;
+    @Option(names = "--kv-memory-fraction", paramLabel = "F", description = "CUDA: share of the device memory left after weights for the KV pool (default 0.9).")
+    Double kvFraction;
+    @Option(names = "--cuda-graphs", paramLabel = "true|false", arity = "1", description = "CUDA: replay decode steps as CUDA graphs (default true).")
+    Boolean cudaGraphs;
 
     /** Parses {@code args}; false when only help was asked for (printed) or the flags were wrong. */
     static boolean apply(String[] args) {
@@ -53,6 +59,9 @@ final class ServeOptions {
         set("spindle.kv-cache-tokens", o.kvTokens);
         set("spindle.max-num-seqs", o.maxSeqs);
         set("spindle.max-num-batched-tokens", o.maxBatched);
+        set("spindle.backend", o.backend);
+        set("spindle.kv-memory-fraction", o.kvFraction);
+        set("spindle.cuda-graphs", o.cudaGraphs);
         return true;
     }
 

@@ -23,12 +23,26 @@ public interface SpindleConfig {
     /** The model id clients use; defaults to the directory name. */
     Optional<String> servedModelName();
 
+    /** auto (CUDA when a GPU is usable, else CPU), cpu or cuda. The choice and its reason are logged at start. */
+    @WithDefault("auto")
+    String backend();
+
     /** CPU backend threads; defaults to all cores. */
     OptionalInt threads();
 
-    /** KV cache capacity in tokens (all sequences together). */
-    @WithDefault("32768")
-    int kvCacheTokens();
+    /**
+     * KV cache capacity in tokens (all sequences together). Default: 32768 on the CPU; on CUDA the
+     * pool takes {@link #kvMemoryFraction()} of the device memory left after weights, capped by this when set.
+     */
+    OptionalInt kvCacheTokens();
+
+    /** CUDA: the share of device memory free after weights and activations that the KV pool takes. */
+    @WithDefault("0.9")
+    double kvMemoryFraction();
+
+    /** CUDA: replay decode steps as captured CUDA graphs (one launch per step instead of ~15 per layer). */
+    @WithDefault("true")
+    boolean cudaGraphs();
 
     /** Tokens per KV block. */
     @WithDefault("16")

@@ -74,6 +74,11 @@ public final class CublasLt {
     }
 
     /** cuBLASLt on the current CUDA context, if the library can be found (libcublasLt.so.13 on the loader path). */
+    /** Whether the library can be found here. */
+    public static boolean available() {
+        return NativeLibrary.open(List.of("libcublasLt.so.13", "libcublasLt.so", "cublasLt64_13.dll")).isPresent();
+    }
+
     public static Optional<CublasLt> open(CudaKernels kernels) {
         RandomFill fill = (p, n, seed) -> kernels.fillDummy(p, n, seed, 0f, 1f);
         return NativeLibrary.open(List.of("libcublasLt.so.13", "libcublasLt.so", "cublasLt64_13.dll")).map(l -> new CublasLt(kernels.driver(), l, fill));

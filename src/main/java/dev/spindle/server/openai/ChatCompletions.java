@@ -78,7 +78,7 @@ public class ChatCompletions {
             throw ApiException.badRequest(e.getMessage(), "messages");
         }
         int[] ids = service.tokenizer().encode(prompt);
-        gen = gen.fitToContext(ids.length, service.model().config().maxPositions());
+        gen = gen.fitToContext(ids.length, service.modelConfig().maxPositions());
         try {
             service.engine().validate(ids, gen.params());
         } catch (IllegalArgumentException e) {

@@ -54,7 +54,7 @@ public class Completions {
         }
         GenerationRequest gen = GenerationRequest.parse(body, service.generationDefaults(), service.config().defaultMaxTokens(), false);
         boolean echo = body.path("echo").asBoolean(false);
-        gen = gen.fitToContext(ids.length, service.model().config().maxPositions());
+        gen = gen.fitToContext(ids.length, service.modelConfig().maxPositions());
         try {
             service.engine().validate(ids, gen.params());
         } catch (IllegalArgumentException e) {
@@ -64,7 +64,7 @@ public class Completions {
     }
 
     private ChoiceText choiceText(Prepared p) {
-        Set<Integer> ends = new HashSet<>(service.model().config().eosTokenIds());
+        Set<Integer> ends = new HashSet<>(service.modelConfig().eosTokenIds());
         ends.addAll(p.gen().params().stopTokenIds());
         return new ChoiceText(service.tokenizer(), p.gen().skipSpecialTokens(), p.gen().stops(), null, ends);
     }

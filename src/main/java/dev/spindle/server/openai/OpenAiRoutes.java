@@ -64,7 +64,7 @@ public class OpenAiRoutes {
             ObjectNode r = JSON.createObjectNode().put("object", "list");
             ObjectNode m = r.putArray("data").addObject();
             m.put("id", service.servedName()).put("object", "model").put("created", 0).put("owned_by", "spindle")
-                    .put("max_model_len", service.model().config().maxPositions());
+                    .put("max_model_len", service.modelConfig().maxPositions());
             send(ctx.response(), 200, r);
         });
         router.post("/tokenize").handler(body).handler(ctx -> json(ctx, this::tokenize));
@@ -94,7 +94,7 @@ public class OpenAiRoutes {
         boolean special = b.path("add_special_tokens").asBoolean(!b.has("messages"));
         int[] ids = special ? service.tokenizer().encodeWithSpecialTokens(text) : service.tokenizer().encode(text);
         ObjectNode r = JSON.createObjectNode();
-        r.put("count", ids.length).put("max_model_len", service.model().config().maxPositions());
+        r.put("count", ids.length).put("max_model_len", service.modelConfig().maxPositions());
         ArrayNode t = r.putArray("tokens");
         Arrays.stream(ids).forEach(t::add);
         if (b.has("messages")) {

@@ -1,0 +1,134 @@
+package dev.spindle.backend;
+
+import dev.spindle.backend.cpu.CpuForwardPass;
+import dev.spindle.backend.cpu.KvSlots;
+import dev.spindle.backend.cuda.CublasLt;
+import dev.spindle.backend.cuda.CudaException;
+import dev.spindle.backend.cuda.CudaForwardPass;
+import dev.spindle.backend.cuda.CudaKernels;
+import dev.spindle.model.ConfigParser;
+import dev.spindle.model.LoadFormat;
+import dev.spindle.model.LoadListener;
+import dev.spindle.model.LoadedModel;
+import dev.spindle.model.ModelConfig;
+import dev.spindle.model.ModelLoader;
+
+import java.nio.file.Path;
+import java.util.Locale;
+
+/**
+ * Chooses and opens the backend a model is served on: {@code cpu}, {@code cuda}, or
+ * {@code auto} (CUDA when a GPU, the compiled kernels and cuBLASLt are here, else the CPU,
+ * saying why). The description says what was chosen, for the startup log.
+ */
+public final class Backends {
+    private Backends() {
+    }
+
+    /** The configured choice. */
+    public enum Kind {
+        AUTO, CPU, CUDA;
+
+        public static Kind parse(String s) {
+            try {
+                return valueOf(s.trim().toUpperCase(Locale.ROOT));
+            } catch (IllegalArgumentException e) {
+                throw new IllegalArgumentException("backend: expected auto, cpu or cuda, got \"" + s + "\"");
+            }
+        }
+    }
+
+    /**
+     * What a backend is sized by.
+     *
+     * @param threads          CPU backend threads
+     * @param blockSize        tokens per KV block
+     * @param kvCacheTokens    KV capacity in tokens; 0 on CUDA: sized from free device memory
+     * @param maxStepRows      rows one forward step may hold (the engine's token budget)
+     * @param kvMemoryFraction CUDA: share of the device memory left after weights that the KV pool takes
+     * @param cudaGraphs       CUDA: replay decode steps as captured graphs
+     */
+    public record Settings(int threads, int blockSize, int kvCacheTokens, int maxStepRows, double kvMemoryFraction, boolean cudaGraphs) {
+    }
+
+    /** An opened backend; closing it closes the pass and the host copy of the weights. */
+    public record Opened(ForwardPass pass, ModelConfig config, String description, AutoCloseable hostModel) implements AutoCloseable {
+        @Override
+        public void close() {
+            pass.close();
+            try {
+                if (hostModel != null) {
+                    hostModel.close();
+                }
+            } catch (Exception e) {
+                throw new IllegalStateException(e);
+            }
+        }
+    }
+
+    /** The kind {@code auto} resolves to here, and why. */
+    public static String[] resolve(Kind kind) {
+        if (kind != Kind.AUTO) {
+            return new String[]{kind.name(), "configured"};
+        }
+        String why = cudaUnavailableReason();
+        return why == null ? new String[]{"CUDA", "auto: a CUDA device is present"} : new String[]{"CPU", "auto: " + why};
+    }
+
+    private static String cudaUnavailableReason() {
+        if (CudaKernels.load().isEmpty()) {
+            return CudaKernels.unavailableReason();
+        }
+        if (!CublasLt.available()) {
+            return "cuBLASLt (libcublasLt.so.13) is not on the library path";
+        }
+        return null;
+    }
+
+    public static Opened open(Path dir, LoadFormat format, Kind kind, Settings s, LoadListener listener) {
+        String[] chosen = resolve(kind);
+        if (chosen[0].equals("CUDA")) {
+            if (kind == Kind.CUDA) {
+                String why = cudaUnavailableReason();
+                if (why != null) {
+                    throw new CudaException("backend cuda: " + why);
+                }
+            }
+            return openCuda(dir, format, s, listener, chosen[1]);
+        }
+        LoadedModel m = ModelLoader.load(dir, format, listener);
+        try {
+            int blocks = Math.max(1, s.kvCacheTokens() / s.blockSize());
+            CpuForwardPass cpu = new CpuForwardPass(m.config(), m.weights(), blocks, s.blockSize(), s.threads(), KvSlots.PER_EXECUTED_LAYER);
+            return new Opened(cpu, m.config(), String.format("the CPU backend (%s) with %d threads; KV pool %d blocks of %d tokens",
+                    chosen[1], s.threads(), blocks, s.blockSize()), m);
+        } catch (RuntimeException e) {
+            m.close();
+            throw e;
+        }
+    }
+
+    private static Opened openCuda(Path dir, LoadFormat format, Settings s, LoadListener listener, String why) {
+        LoadedModel host = format == LoadFormat.DUMMY ? null : ModelLoader.load(dir, format, listener);
+        ModelConfig c = host != null ? host.config() : ConfigParser.read(dir.resolve("config.json"));
+        try {
+            int maxBlocks = s.kvCacheTokens() > 0 ? Math.max(1, s.kvCacheTokens() / s.blockSize()) : 0;
+            CudaForwardPass gpu = CudaForwardPass.open(c, host == null ? null : host.weights(),
+                    new CudaForwardPass.Options(s.blockSize(), s.maxStepRows(), s.kvMemoryFraction(), maxBlocks, s.cudaGraphs()), listener);
+            String desc = String.format("the CUDA backend (%s) on %s: %.1f GB of weights %s in %.1f s (%.1f GB/s); KV pool %d blocks of %d tokens"
+                            + " (%,d tokens, %.1f GiB); CUDA graphs %s",
+                    why, dev.spindle.backend.cuda.CudaDriver.get().orElseThrow().deviceName(), gpu.weights().bytes() / 1e9, host == null ? "generated" : "uploaded", gpu.weights().seconds(),
+                    gpu.weights().bytes() / 1e9 / Math.max(1e-9, gpu.weights().seconds()), gpu.blockPool().numBlocks(), s.blockSize(),
+                    (long) gpu.blockPool().numBlocks() * s.blockSize(), gpu.kvPoolBytes() / (double) (1L << 30), s.cudaGraphs() ? "on" : "off");
+            if (host != null) {
+                host.close(); // the weights live on the device now; unmap the files
+            }
+            return new Opened(gpu, c, desc, null);
+        } catch (RuntimeException e) {
+            if (host != null) {
+                host.close();
+            }
+            throw e;
+        }
+    }
+}
