@@ -10,7 +10,7 @@ java=(/tmp/spindle-jre/jre25/bin/java --add-modules jdk.incubator.vector --enabl
 what="$1"; shift
 case "$what" in
   tests) "${java[@]}" -jar .dist/lib/junit-platform-console-standalone-6.0.3.jar execute \
-           --class-path ".dist/classes:.dist/test-classes:$(ls .dist/lib/*.jar | grep -v junit | tr '\n' ':')" --select-package dev.spindle.backend.cuda \
+           --class-path ".dist/classes:.dist/test-classes:$(ls .dist/lib/*.jar | grep -v junit | tr '\n' ':')" --select-package dev.spindle.backend.cuda --select-class dev.spindle.engine.sched.CudaEngineTest \
            --details=tree --disable-ansi-colors "$@" 2>&1 | tee "${OUT:-/tmp}/tests.log" ;;
   bench) "${java[@]}" -cp ".dist/classes:.dist/lib/*" dev.spindle.cli.SpindleCli bench --backend cuda "$@" ;;
   *) echo "usage: device-run.sh tests|bench ..." >&2; exit 2 ;;

@@ -17,6 +17,8 @@
 // slot part + (s - s0): phase 1 each split's (max, sum) to partML; attention_stats merges a row's
 // split states in split order (as phase 0 does) into stats; phase 2 writes each split's sum of p v
 // (p with the merged max and sum) to partO; attention_sum adds the splits' partO in split order.
+// Phase 1 keeps its scores in sbuf (slot, query head, SPLIT keys; bf16 values, so exact) and phase 2
+// reads them back instead of K: it streams only V.
 //
 // Keys are cut into fixed splits of SPLIT keys, walked in tiles of KT keys; the order of every
 // reduction is fixed by the keys alone (never by the batch, the window or the CTA), and keys past a
@@ -51,11 +53,11 @@ __device__ __forceinline__ void merge_stats(float &M, float &L, float ms, float 
 template <int HD, int PHASE>
 __device__ __forceinline__ void attention_impl(
         const bf16 *qkv, int qkvStride, bf16 *out, const bf16 *pool, const int *tables, const int *desc,
-        float *partO, float *partML, const float *stats, int heads, int kvHeads, int blockSize, int slot, int slots,
+        float *partO, float *partML, const float *stats, bf16 *sbuf, int heads, int kvHeads, int blockSize, int slot, int slots,
         float scale) {
     constexpr int LDS = HD + 8, KS = HD / 16, DN = HD / 8;
-    // a stage holds a K tile, and a V tile unless the kernel only makes pass 1
-    constexpr int STAGE = (PHASE == 1 ? 1 : 2) * KT * LDS;
+    // a stage holds a K tile and a V tile; phase 1 needs only K, phase 2 only V (its scores come from phase 1)
+    constexpr int STAGE = (PHASE == 0 ? 2 : 1) * KT * LDS;
     const int *d = desc + blockIdx.x * 8;
     const int row0 = d[0], rows = d[1], pos0 = d[2], tab = d[3], s0 = d[4], s1 = d[5], part = d[6];
     const int g = blockIdx.y, G = heads / kvHeads, kvDim = kvHeads * HD;
@@ -89,7 +91,7 @@ __device__ __forceinline__ void attention_impl(
     // K (and in pass 2 V) tiles stream through two shared-memory stages with cp.async:
     // tile i + 1 loads while tile i computes
     auto load = [&](int i, bool withV) {
-        bf16 *Ks = attn_smem + (i & 1) * STAGE, *Vs = Ks + KT * LDS;
+        bf16 *Ks = attn_smem + (i & 1) * STAGE, *Vs = PHASE == 2 ? Ks : Ks + KT * LDS;
         int t0 = firstKey + i * KT;
         for (int c = threadIdx.x; c < KT * HD / 8; c += blockDim.x) {
             int key = c / DN, part8 = (c % DN) * 8, kj = t0 + key;
@@ -100,8 +102,10 @@ __device__ __forceinline__ void attention_impl(
                 src = pool + ((blk * slots + slot) * 2) * kvBlock + (long) (kj % blockSize) * kvDim + (long) g * HD + part8;
                 bytes = 16;
             }
-            unsigned dk = (unsigned) __cvta_generic_to_shared(Ks + key * LDS + part8);
-            asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(dk), "l"(src), "r"(bytes));
+            if (PHASE != 2) {
+                unsigned dk = (unsigned) __cvta_generic_to_shared(Ks + key * LDS + part8);
+                asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(dk), "l"(src), "r"(bytes));
+            }
             if (withV) {
                 unsigned dv = (unsigned) __cvta_generic_to_shared(Vs + key * LDS + part8);
                 asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(dv), "l"(src + (bytes ? kvBlock : 0)), "r"(bytes));
@@ -151,6 +155,18 @@ __device__ __forceinline__ void attention_impl(
             if (warpActive) {
                 float S[8][4];
                 scores(reinterpret_cast<const bf16 (*)[LDS]>(attn_smem + (i & 1) * STAGE), t0, S);
+                if constexpr (PHASE == 1) {
+                    // keep the scores (bf16 values, so exact) for phase 2
+                    #pragma unroll
+                    for (int h = 0; h < 2; h++) {
+                        if (!valid[h]) continue;
+                        bf16 *sp = sbuf + ((long) (part + t0 / SPLIT - s0) * heads + g * G + mr[h] % G) * SPLIT + t0 % SPLIT + 2 * tq;
+                        #pragma unroll
+                        for (int nt = 0; nt < 8; nt++) {
+                            *reinterpret_cast<__nv_bfloat162 *>(sp + 8 * nt) = __floats2bfloat162_rn(S[nt][2 * h], S[nt][2 * h + 1]);
+                        }
+                    }
+                }
                 float mx[2] = {-INFINITY, -INFINITY};
                 #pragma unroll
                 for (int nt = 0; nt < 8; nt++) {
@@ -225,9 +241,23 @@ __device__ __forceinline__ void attention_impl(
         }
         if (warpActive) {
             const bf16 (*Ks)[LDS] = reinterpret_cast<const bf16 (*)[LDS]>(attn_smem + (i & 1) * STAGE);
-            const bf16 (*Vs)[LDS] = Ks + KT;
+            const bf16 (*Vs)[LDS] = PHASE == 2 ? Ks : Ks + KT;
             float S[8][4];
-            scores(Ks, t0, S);
+            if constexpr (PHASE == 2) {
+                #pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    const bf16 *sp = sbuf + ((long) (part + t0 / SPLIT - s0) * heads + g * G + mr[h] % G) * SPLIT + t0 % SPLIT + 2 * tq;
+                    #pragma unroll
+                    for (int nt = 0; nt < 8; nt++) {
+                        float2 v = valid[h] ? __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(sp + 8 * nt))
+                                            : make_float2(-INFINITY, -INFINITY);
+                        S[nt][2 * h] = v.x;
+                        S[nt][2 * h + 1] = v.y;
+                    }
+                }
+            } else {
+                scores(Ks, t0, S);
+            }
             unsigned pf[4][4];
             #pragma unroll
             for (int nt = 0; nt < 8; nt++) {
@@ -289,8 +319,8 @@ __device__ __forceinline__ void attention_impl(
 #define ATTENTION(hd, phase) \
     extern "C" __global__ void __launch_bounds__(128) attention_hd##hd##_p##phase( \
             const bf16 *qkv, int qkvStride, bf16 *out, const bf16 *pool, const int *tables, const int *desc, float *partO, \
-            float *partML, const float *stats, int heads, int kvHeads, int blockSize, int slot, int slots, float scale) { \
-        attention_impl<hd, phase>(qkv, qkvStride, out, pool, tables, desc, partO, partML, stats, heads, kvHeads, blockSize, slot, \
+            float *partML, const float *stats, bf16 *sbuf, int heads, int kvHeads, int blockSize, int slot, int slots, float scale) { \
+        attention_impl<hd, phase>(qkv, qkvStride, out, pool, tables, desc, partO, partML, stats, sbuf, heads, kvHeads, blockSize, slot, \
                                   slots, scale); \
     }
 #define ATTENTION_PHASES(hd) ATTENTION(hd, 0) ATTENTION(hd, 1) ATTENTION(hd, 2)

@@ -49,7 +49,7 @@ public final class CudaForwardPass implements ForwardPass {
     private final MemorySegment metaHost, logitsHost;
     private final int metaInts, logitRowsMax;
     private final java.util.Map<Long, MemorySegment> graphs = new java.util.HashMap<>();
-    private long cos, sin, partO, partML;
+    private long cos, sin, partO, partML, scores;
     private int ropeCapacity, partialCapacity;
 
     public CudaForwardPass(ModelConfig config, CudaKernels kernels, CublasLt lt, CudaWeights weights, Options options) {
@@ -153,9 +153,11 @@ public final class CudaForwardPass implements ForwardPass {
             cuda.sync();
             cuda.free(partO);
             cuda.free(partML);
+            cuda.free(scores);
         }
         partO = cuda.alloc((long) cap * c.numHeads() * c.headDim() * 4);
         partML = cuda.alloc((long) cap * c.numHeads() * 2 * 4);
+        scores = cuda.alloc((long) cap * c.numHeads() * CudaKernels.ATTENTION_SPLIT * 2);
         partialCapacity = cap;
         return true;
     }
@@ -369,14 +371,14 @@ public final class CudaForwardPass implements ForwardPass {
                     int heads = c.numHeads(), kvh = c.numKvHeads(), hd = c.headDim(), bs = opt.blockSize();
                     long tables = m + 4L * p.tables, desc = m + 4L * p.desc, cdesc = m + 4L * p.cdesc;
                     if (p.decodeRows > 0) {
-                        k.attention(1, p.decodeCtas, qkv, stride, att, kv, tables, desc, partO, partML, stats, heads, kvh, hd, bs, slot, slots, scale);
+                        k.attention(1, p.decodeCtas, qkv, stride, att, kv, tables, desc, partO, partML, stats, scores, heads, kvh, hd, bs, slot, slots, scale);
                         k.attentionStats(p.decodeRows, partML, cdesc, stats, heads);
-                        k.attention(2, p.decodeCtas, qkv, stride, att, kv, tables, desc, partO, partML, stats, heads, kvh, hd, bs, slot, slots, scale);
+                        k.attention(2, p.decodeCtas, qkv, stride, att, kv, tables, desc, partO, partML, stats, scores, heads, kvh, hd, bs, slot, slots, scale);
                         k.attentionSum(p.decodeRows, partO, cdesc, att, heads, hd);
                     }
                     if (p.ctas > p.decodeCtas) {
                         k.attention(0, p.ctas - p.decodeCtas, qkv, stride, att, kv, tables, desc + 32L * p.decodeCtas, partO, partML, stats,
-                                heads, kvh, hd, bs, slot, slots, scale);
+                                scores, heads, kvh, hd, bs, slot, slots, scale);
                     }
                 });
                 op("gemm o", () -> lt.linear(att, n, qd, lw.o(), h, proj));
@@ -437,6 +439,7 @@ public final class CudaForwardPass implements ForwardPass {
         if (partialCapacity > 0) {
             cuda.free(partO);
             cuda.free(partML);
+            cuda.free(scores);
         }
         cuda.freeHost(metaHost);
         cuda.freeHost(logitsHost);

@@ -112,9 +112,9 @@ public final class CudaKernels {
         cuda.launch(kvWrite, rows, 1, 256, qkv, stride, qDim, kvDim, pool, slotMap, slot, slots, blockSize, rows);
     }
 
-    /** Two stages of 64-key K and V tiles (K only in phase 1), rows padded by 8 (attention.cu). */
+    /** Two stages of 64-key K and V tiles (K only in phase 1, V only in phase 2), rows padded by 8 (attention.cu). */
     static int attentionSharedBytes(int headDim, int phase) {
-        return 2 * (phase == 1 ? 1 : 2) * 64 * (headDim + 8) * 2;
+        return 2 * (phase == 0 ? 2 : 1) * 64 * (headDim + 8) * 2;
     }
 
     /** Head dims the attention kernel is built for. */
@@ -127,9 +127,9 @@ public final class CudaKernels {
      * phase 0 for prefill tiles; phases 1 and 2 for decode rows' split CTAs.
      */
     public void attention(int phase, int ctas, long qkv, int stride, long out, long pool, long tables, long desc, long partO, long partML,
-                          long stats, int heads, int kvHeads, int headDim, int blockSize, int slot, int slots, float scale) {
+                          long stats, long scores, int heads, int kvHeads, int headDim, int blockSize, int slot, int slots, float scale) {
         cuda.launchShared(attention.get(headDim * 4 + phase), ctas, kvHeads, 128, attentionSharedBytes(headDim, phase), qkv, stride, out,
-                pool, tables, desc, partO, partML, stats, heads, kvHeads, blockSize, slot, slots, scale);
+                pool, tables, desc, partO, partML, stats, scores, heads, kvHeads, blockSize, slot, slots, scale);
     }
 
     /** Merges decode rows' split (max, sum) states in split order into stats (rows, heads, 2); heads <= 256. */

@@ -334,12 +334,12 @@ class KernelContractTest {
                 long dout = cuda.alloc((long) ctx * qd * 2), partO = cuda.alloc((long) part * heads * hd * 4), partML = cuda.alloc((long) part * heads * 8);
                 cuda.memsetZero(dout, (long) ctx * qd * 2);
                 float scale = (float) Math.pow(hd, -0.5);
-                long stats = cuda.alloc((long) decode.length * heads * 8);
-                k.attention(1, decodeCtas, dq, stride, dout, dpool, dtab, ddesc, partO, partML, stats, heads, kvHeads, hd, bs, 0, 1, scale);
+                long stats = cuda.alloc((long) decode.length * heads * 8), scores = cuda.alloc((long) part * heads * CudaKernels.ATTENTION_SPLIT * 2);
+                k.attention(1, decodeCtas, dq, stride, dout, dpool, dtab, ddesc, partO, partML, stats, scores, heads, kvHeads, hd, bs, 0, 1, scale);
                 k.attentionStats(decode.length, partML, dcd, stats, heads);
-                k.attention(2, decodeCtas, dq, stride, dout, dpool, dtab, ddesc, partO, partML, stats, heads, kvHeads, hd, bs, 0, 1, scale);
+                k.attention(2, decodeCtas, dq, stride, dout, dpool, dtab, ddesc, partO, partML, stats, scores, heads, kvHeads, hd, bs, 0, 1, scale);
                 k.attentionSum(decode.length, partO, dcd, dout, heads, hd);
-                k.attention(0, desc.size() - decodeCtas, dq, stride, dout, dpool, dtab, ddesc + 32L * decodeCtas, partO, partML, stats,
+                k.attention(0, desc.size() - decodeCtas, dq, stride, dout, dpool, dtab, ddesc + 32L * decodeCtas, partO, partML, stats, scores,
                         heads, kvHeads, hd, bs, 0, 1, scale);
                 float[] got = download(a, dout, ctx * qd);
                 double worst = 0;
