@@ -57,7 +57,8 @@ __device__ __forceinline__ void attention_impl(
         float scale) {
     constexpr int LDS = HD + 8, KS = HD / 16, DN = HD / 8;
     // a stage holds a K tile and a V tile; phase 1 needs only K, phase 2 only V (its scores come from phase 1)
-    constexpr int STAGE = (PHASE == 0 ? 2 : 1) * KT * LDS;
+    // (phase 2 also stages the tile's scores, 16 query heads x KT keys, after V)
+    constexpr int STAGE = (PHASE == 0 ? 2 : 1) * KT * LDS + (PHASE == 2 ? 16 * KT : 0);
     const int *d = desc + blockIdx.x * 8;
     const int row0 = d[0], rows = d[1], pos0 = d[2], tab = d[3], s0 = d[4], s1 = d[5], part = d[6];
     const int g = blockIdx.y, G = heads / kvHeads, kvDim = kvHeads * HD;
@@ -110,6 +111,13 @@ __device__ __forceinline__ void attention_impl(
                 unsigned dv = (unsigned) __cvta_generic_to_shared(Vs + key * LDS + part8);
                 asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(dv), "l"(src + (bytes ? kvBlock : 0)), "r"(bytes));
             }
+        }
+        if (PHASE == 2 && threadIdx.x < G * (KT / 8)) {
+            // the tile's scores from phase 1: G query heads x KT keys, 16 bytes per thread
+            int j = threadIdx.x / (KT / 8), c8 = (threadIdx.x % (KT / 8)) * 8;
+            const bf16 *src = sbuf + ((long) (part + t0 / SPLIT - s0) * heads + g * G + j) * SPLIT + t0 % SPLIT + c8;
+            unsigned ds = (unsigned) __cvta_generic_to_shared(Vs + KT * LDS + j * KT + c8);
+            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"(ds), "l"(src));
         }
         asm volatile("cp.async.commit_group;\n" ::);
     };
@@ -246,7 +254,7 @@ __device__ __forceinline__ void attention_impl(
             if constexpr (PHASE == 2) {
                 #pragma unroll
                 for (int h = 0; h < 2; h++) {
-                    const bf16 *sp = sbuf + ((long) (part + t0 / SPLIT - s0) * heads + g * G + mr[h] % G) * SPLIT + t0 % SPLIT + 2 * tq;
+                    const bf16 *sp = &Vs[KT][0] + (mr[h] % G) * KT + 2 * tq;
                     #pragma unroll
                     for (int nt = 0; nt < 8; nt++) {
                         float2 v = valid[h] ? __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(sp + 8 * nt))
@@ -330,35 +338,41 @@ ATTENTION_PHASES(64)
 ATTENTION_PHASES(128)
 
 // attention_stats: merges each decode row's split (max, sum) states in split order into stats
-// (rows, heads, 2). Grid: (decode rows), block: 256 (heads <= 256); the states come into shared memory
-// 4096 / heads splits at a time (all threads loading), then one thread per query head merges them one by one.
-// cdesc per row: [partial slot of its first split, splits, output row].
+// (rows, heads, 2), with exactly merge_stats's arithmetic. Grid: (decode rows, heads), block: 32.
+// The running max is a prefix max (exact in any order), so every split's two factors
+// a = exp(M_before - M_after), b = exp(m_split - M_after) are computed by the lanes in parallel;
+// only L = L * a + l_split * b runs split after split. cdesc per row: [first slot, splits, output row].
 extern "C" __global__ void attention_stats(const float *partML, const int *cdesc, float *stats, int heads) {
-    __shared__ float2 st[64 * 64];
+    __shared__ float fa[32], ft[32];
     const int *d = cdesc + blockIdx.x * 3;
-    int first = d[0], n = d[1], qh = threadIdx.x;
-    float M = 0.f, L = 0.f;
-    const int chunk = (64 * 64) / heads; // heads <= 256
-    for (int b = 0; b < n; b += chunk) {
-        int cnt = min(chunk, n - b);
-        __syncthreads();
-        for (int i = threadIdx.x; i < cnt * heads; i += blockDim.x) {
-            st[i] = reinterpret_cast<const float2 *>(partML)[(long) (first + b) * heads + i];
+    const int first = d[0], n = d[1], qh = blockIdx.y, lane = threadIdx.x;
+    float M = -INFINITY, L = 0.f;
+    for (int b = 0; b < n; b += 32) {
+        int j = b + lane, cnt = min(32, n - b);
+        float ms = -INFINITY, ls = 0.f;
+        if (j < n) {
+            long ps = (long) (first + j) * heads + qh;
+            ms = partML[ps * 2];
+            ls = partML[ps * 2 + 1];
         }
-        __syncthreads();
-        if (qh < heads) {
-            for (int j = 0; j < cnt; j++) {
-                float2 v = st[j * heads + qh];
-                if (b + j == 0) {
-                    M = v.x;
-                    L = v.y;
-                } else {
-                    merge_stats(M, L, v.x, v.y);
-                }
-            }
+        float pm = ms;
+        #pragma unroll
+        for (int off = 1; off < 32; off <<= 1) {
+            float t = __shfl_up_sync(0xffffffffu, pm, off);
+            if (lane >= off) pm = fmaxf(pm, t);
         }
+        float after = fmaxf(M, pm), before = __shfl_up_sync(0xffffffffu, after, 1);
+        if (lane == 0) before = M;
+        fa[lane] = before == -INFINITY ? 0.f : expf(__fsub_rn(before, after));
+        ft[lane] = __fmul_rn(ls, ms == -INFINITY ? 0.f : expf(__fsub_rn(ms, after)));
+        __syncwarp();
+        if (lane == 0) {
+            for (int k = 0; k < cnt; k++) L = __fadd_rn(__fmul_rn(L, fa[k]), ft[k]);
+        }
+        __syncwarp();
+        M = __shfl_sync(0xffffffffu, after, cnt - 1);
     }
-    if (qh < heads) {
+    if (lane == 0) {
         stats[((long) blockIdx.x * heads + qh) * 2] = M;
         stats[((long) blockIdx.x * heads + qh) * 2 + 1] = L;
     }

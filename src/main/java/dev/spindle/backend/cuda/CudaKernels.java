@@ -132,9 +132,9 @@ public final class CudaKernels {
                 pool, tables, desc, partO, partML, stats, scores, heads, kvHeads, blockSize, slot, slots, scale);
     }
 
-    /** Merges decode rows' split (max, sum) states in split order into stats (rows, heads, 2); heads <= 256. */
+    /** Merges decode rows' split (max, sum) states in split order into stats (rows, heads, 2). */
     public void attentionStats(int rows, long partML, long cdesc, long stats, int heads) {
-        cuda.launch(attentionStats, rows, 1, 256, partML, cdesc, stats, heads);
+        cuda.launch(attentionStats, rows, heads, 32, partML, cdesc, stats, heads);
     }
 
     /** Adds decode rows' split sums of p v in split order into out. */
