@@ -309,10 +309,10 @@ __device__ __forceinline__ void attention_impl(
             for (int dn = 0; dn < DN; dn++) for (int e = 0; e < 4; e++) O[dn][e] = __fadd_rn(O[dn][e], os[dn][e]);
         }
     }
-    if (PHASE == 2 || !warpActive) return;
+    if constexpr (PHASE == 0) {
     #pragma unroll
     for (int h = 0; h < 2; h++) {
-        if (!valid[h]) continue;
+        if (!valid[h] || !warpActive) continue;
         int r = mr[h] / G, qh = g * G + mr[h] % G;
         bf16 *op = out + (long) (row0 + r) * heads * HD + (long) qh * HD;
         #pragma unroll
@@ -320,6 +320,7 @@ __device__ __forceinline__ void attention_impl(
             op[8 * dn + 2 * tq] = __float2bfloat16_rn(O[dn][2 * h]);
             op[8 * dn + 2 * tq + 1] = __float2bfloat16_rn(O[dn][2 * h + 1]);
         }
+    }
     }
     }
 }
