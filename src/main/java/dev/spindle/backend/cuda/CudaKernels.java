@@ -112,9 +112,13 @@ public final class CudaKernels {
         cuda.launch(kvWrite, rows, 1, 256, qkv, stride, qDim, kvDim, pool, slotMap, slot, slots, blockSize, rows);
     }
 
-    /** Two stages of 64-key K and V tiles (K only in phase 1, V only in phase 2), rows padded by 8 (attention.cu). */
+    /**
+     * Two stages of 64-key K and V tiles (K only in phase 1; V and 16 x 64 scores in phase 2), rows padded
+     * by 8: the STAGE of attention.cu, in bytes.
+     */
     static int attentionSharedBytes(int headDim, int phase) {
-        return 2 * (phase == 0 ? 2 : 1) * 64 * (headDim + 8) * 2;
+        int stage = (phase == 0 ? 2 : 1) * 64 * (headDim + 8) + (phase == 2 ? 16 * 64 : 0);
+        return 2 * stage * 2;
     }
 
     /** Head dims the attention kernel is built for. */
