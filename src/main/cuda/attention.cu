@@ -94,31 +94,22 @@ __device__ __forceinline__ void attention_impl(
     auto load = [&](int i, bool withV) {
         bf16 *Ks = attn_smem + (i & 1) * STAGE, *Vs = PHASE == 2 ? Ks : Ks + KT * LDS;
         int t0 = firstKey + i * KT;
-        // all of this thread's block-table lookups first (independent loads in flight together), then the copies
-        constexpr int ITERS = KT * HD / 8 / 128;
-        const bf16 *src[ITERS];
-        int bytes[ITERS];
-        #pragma unroll
-        for (int it = 0; it < ITERS; it++) {
-            int c = threadIdx.x + 128 * it, key = c / DN, part8 = (c % DN) * 8, kj = t0 + key;
-            src[it] = pool;
-            bytes[it] = 0;
+        for (int c = threadIdx.x; c < KT * HD / 8; c += blockDim.x) {
+            int key = c / DN, part8 = (c % DN) * 8, kj = t0 + key;
+            const bf16 *src = pool;
+            int bytes = 0;
             if (kj < lastKey) {
                 long blk = tables[tab + kj / blockSize];
-                src[it] = pool + ((blk * slots + slot) * 2) * kvBlock + (long) (kj % blockSize) * kvDim + (long) g * HD + part8;
-                bytes[it] = 16;
+                src = pool + ((blk * slots + slot) * 2) * kvBlock + (long) (kj % blockSize) * kvDim + (long) g * HD + part8;
+                bytes = 16;
             }
-        }
-        #pragma unroll
-        for (int it = 0; it < ITERS; it++) {
-            int c = threadIdx.x + 128 * it, key = c / DN, part8 = (c % DN) * 8;
             if (PHASE != 2) {
                 unsigned dk = (unsigned) __cvta_generic_to_shared(Ks + key * LDS + part8);
-                asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(dk), "l"(src[it]), "r"(bytes[it]));
+                asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(dk), "l"(src), "r"(bytes));
             }
             if (withV) {
                 unsigned dv = (unsigned) __cvta_generic_to_shared(Vs + key * LDS + part8);
-                asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(dv), "l"(src[it] + (bytes[it] ? kvBlock : 0)), "r"(bytes[it]));
+                asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(dv), "l"(src + (bytes ? kvBlock : 0)), "r"(bytes));
             }
         }
         if (PHASE == 2 && threadIdx.x < G * (KT / 8)) {
