@@ -7,8 +7,6 @@ import dev.spindle.engine.kv.BlockTable;
 import dev.spindle.model.ConfigParser;
 import dev.spindle.model.LoadListener;
 import dev.spindle.model.ModelConfig;
-import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -24,7 +22,6 @@ import java.util.Random;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
  * The GPU forward pass: parity with HF on the committed fixtures (the CPU backend's
@@ -33,15 +30,9 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
  * equal a prefill window, uneven windows (a resumed prompt) equal one window, a request
  * in a batch of 1, 7 or 64 gives the same logits, and two runs agree.
  */
-@Tag("gpu")
+@RequiresGpu
 class CudaForwardPassTest {
     static final CudaForwardPass.Options OPTIONS = new CudaForwardPass.Options(16, 2048, 0.2, 4096, true);
-
-    @BeforeAll
-    static void gpu() {
-        assumeTrue(CudaKernels.load().isPresent(), CudaKernels.unavailableReason());
-        assumeTrue(CublasLt.open(CudaKernels.load().get()).isPresent(), "libcublasLt.so.13 is not on the loader path");
-    }
 
     static List<String> fixtures() {
         return Fixture.NAMES;

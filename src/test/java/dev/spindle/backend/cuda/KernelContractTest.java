@@ -3,7 +3,6 @@ package dev.spindle.backend.cuda;
 import dev.spindle.backend.cpu.CpuKernels;
 import dev.spindle.model.Bf16;
 import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 import java.lang.foreign.Arena;
@@ -23,7 +22,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
  * one bf16 ulp per element where only the reduction order (rms_norm) or expf (swiglu)
  * differ. Runs where a GPU and the compiled kernels are; skipped elsewhere, saying why.
  */
-@Tag("gpu")
+@RequiresGpu
 class KernelContractTest {
     static final ValueLayout.OfShort BF16 = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
     static CudaKernels k;

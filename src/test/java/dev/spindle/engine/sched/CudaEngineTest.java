@@ -11,8 +11,6 @@ import dev.spindle.model.LoadFormat;
 import dev.spindle.model.LoadListener;
 import dev.spindle.model.LoadedModel;
 import dev.spindle.model.ModelLoader;
-import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 import java.io.IOException;
@@ -24,7 +22,6 @@ import java.util.Set;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
  * The engine and scheduler driving the CUDA backend: requests sampled and greedy, alone or
@@ -32,13 +29,8 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
  * one forward step), give identical tokens and logprobs; and the bundled chat model's greedy
  * replies equal HF's.
  */
-@Tag("gpu")
+@dev.spindle.backend.cuda.RequiresGpu
 class CudaEngineTest {
-    @BeforeAll
-    static void gpu() {
-        assumeTrue(CudaKernels.load().isPresent(), CudaKernels.unavailableReason());
-    }
-
     static CudaForwardPass cuda(LoadedModel m) {
         return CudaForwardPass.open(m.config(), m.weights(), new CudaForwardPass.Options(16, 512, 0.1, 256, true), LoadListener.NONE);
     }

@@ -1,0 +1,35 @@
+package dev.spindle.backend.cuda;
+
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.extension.ConditionEvaluationResult;
+import org.junit.jupiter.api.extension.ExecutionCondition;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.ExtensionContext;
+
+import java.lang.annotation.ElementType;
+import java.lang.annotation.Retention;
+import java.lang.annotation.RetentionPolicy;
+import java.lang.annotation.Target;
+
+/**
+ * Marks a test class that needs the CUDA backend: tagged {@code gpu}, and every test is reported
+ * as skipped, with the reason (no driver or GPU, no compiled kernels, no cuBLASLt), where it is missing.
+ */
+@Target(ElementType.TYPE)
+@Retention(RetentionPolicy.RUNTIME)
+@Tag("gpu")
+@ExtendWith(RequiresGpu.Condition.class)
+public @interface RequiresGpu {
+    final class Condition implements ExecutionCondition {
+        @Override
+        public ConditionEvaluationResult evaluateExecutionCondition(ExtensionContext context) {
+            if (CudaKernels.load().isEmpty()) {
+                return ConditionEvaluationResult.disabled("skipped: " + CudaKernels.unavailableReason());
+            }
+            if (!CublasLt.available()) {
+                return ConditionEvaluationResult.disabled("skipped: libcublasLt.so.13 is not on the loader path");
+            }
+            return ConditionEvaluationResult.enabled("a CUDA device, the kernels and cuBLASLt are here");
+        }
+    }
+}
