@@ -56,9 +56,6 @@ __device__ __forceinline__ void attention_impl(
         float *partO, float *partML, const float *stats, bf16 *sbuf, int heads, int kvHeads, int blockSize, int slot, int slots,
         float scale) {
     constexpr int LDS = HD + 8, KS = HD / 16, DN = HD / 8;
-    // phase 2 (one decode row): the warps share the row's 16 MMA rows and split the head's dims
-    // (a warp's outputs are the same MMA blocks, so the same bits); otherwise a warp has all dims
-    constexpr int DW = PHASE == 2 ? (DN < 4 ? DN : 4) : 1, DNW = DN / DW;
     // a stage holds a K tile and a V tile; phase 1 needs only K, phase 2 only V (its scores come from phase 1)
     // (phase 2 also stages the tile's scores, 16 query heads x KT keys, after V)
     constexpr int STAGE = (PHASE == 0 ? 2 : 1) * KT * LDS + (PHASE == 2 ? 16 * KT : 0);
@@ -73,14 +70,13 @@ __device__ __forceinline__ void attention_impl(
     const bf16 *qp[2];
     #pragma unroll
     for (int h = 0; h < 2; h++) {
-        int m = (PHASE == 2 ? 0 : warp * 16) + gr + 8 * h, r = m / G, j = m % G;
+        int m = warp * 16 + gr + 8 * h, r = m / G, j = m % G;
         valid[h] = r < rows;
         pos[h] = pos0 + r;
         mr[h] = m;
         qp[h] = qkv + (long) (row0 + (valid[h] ? r : 0)) * qkvStride + (long) (g * G + j) * HD;
     }
-    const bool warpActive = PHASE == 2 ? warp < DW : warp * 16 < rows * G;
-    const int dn0 = PHASE == 2 ? warp * DNW : 0;
+    const bool warpActive = warp * 16 < rows * G;
     unsigned qf[KS][4];
     #pragma unroll
     for (int kk = 0; kk < KS; kk++) {
@@ -234,7 +230,7 @@ __device__ __forceinline__ void attention_impl(
 
     if constexpr (PHASE != 1) {
     // pass 2: each split's sum of p v with p = bf16(exp(s - M) / L), the splits added in split order
-    float O[DN][4], os[DNW][4];
+    float O[DN][4], os[DN][4];
     #pragma unroll
     for (int i = 0; i < DN; i++) for (int e = 0; e < 4; e++) O[i][e] = 0.f;
     if (tiles > 0) load(0, true);
@@ -249,7 +245,7 @@ __device__ __forceinline__ void attention_impl(
         __syncthreads();
         if (t0 % SPLIT == 0) {
             #pragma unroll
-            for (int dn = 0; dn < DNW; dn++) for (int e = 0; e < 4; e++) os[dn][e] = 0.f;
+            for (int dn = 0; dn < DN; dn++) for (int e = 0; e < 4; e++) os[dn][e] = 0.f;
         }
         if (warpActive) {
             const bf16 (*Ks)[LDS] = reinterpret_cast<const bf16 (*)[LDS]>(attn_smem + (i & 1) * STAGE);
@@ -284,9 +280,9 @@ __device__ __forceinline__ void attention_impl(
                 // A operand from P: rows gr / gr+8, keys 16j + 2tq (+8); B from V through ldmatrix.trans
                 unsigned a[4] = {pf[j][0], pf[j][1], pf[j][2], pf[j][3]};
                 #pragma unroll
-                for (int dn = 0; dn < DNW; dn++) {
+                for (int dn = 0; dn < DN; dn++) {
                     unsigned b0, b1;
-                    unsigned sa = (unsigned) __cvta_generic_to_shared(&Vs[16 * j + (lane & 15)][8 * (dn0 + dn)]);
+                    unsigned sa = (unsigned) __cvta_generic_to_shared(&Vs[16 * j + (lane & 15)][8 * dn]);
                     asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];\n" : "=r"(b0), "=r"(b1) : "r"(sa));
                     mma16816(os[dn], a, b0, b1);
                 }
@@ -300,17 +296,17 @@ __device__ __forceinline__ void attention_impl(
                 if (!valid[h]) continue;
                 long po = (long) (part + t0 / SPLIT - s0) * heads + g * G + mr[h] % G;
                 #pragma unroll
-                for (int dn = 0; dn < DNW; dn++) {
-                    partO[po * HD + 8 * (dn0 + dn) + 2 * tq] = os[dn][2 * h];
-                    partO[po * HD + 8 * (dn0 + dn) + 2 * tq + 1] = os[dn][2 * h + 1];
+                for (int dn = 0; dn < DN; dn++) {
+                    partO[po * HD + 8 * dn + 2 * tq] = os[dn][2 * h];
+                    partO[po * HD + 8 * dn + 2 * tq + 1] = os[dn][2 * h + 1];
                 }
             }
         } else if (t0 / SPLIT == s0) {
             #pragma unroll
-            for (int dn = 0; dn < DNW; dn++) for (int e = 0; e < 4; e++) O[dn][e] = os[dn][e];
+            for (int dn = 0; dn < DN; dn++) for (int e = 0; e < 4; e++) O[dn][e] = os[dn][e];
         } else {
             #pragma unroll
-            for (int dn = 0; dn < DNW; dn++) for (int e = 0; e < 4; e++) O[dn][e] = __fadd_rn(O[dn][e], os[dn][e]);
+            for (int dn = 0; dn < DN; dn++) for (int e = 0; e < 4; e++) O[dn][e] = __fadd_rn(O[dn][e], os[dn][e]);
         }
     }
     if constexpr (PHASE == 0) {
