@@ -19,6 +19,8 @@ reference follows). The looped (Nanbeige 4.2 style) reference is written over
 HF's llama decoder layers with the rotary frequencies recomputed explicitly.
 
 Usage: python3 make_fixtures.py OUT_DIR [--bundled MODEL_DIR]
+       python3 make_fixtures.py OUT_DIR --large   (only the ~0.94B-parameter llama-1b, built on the
+       GPU machine for the CUDA backend's parity test; too large to commit)
 """
 import json, math, os, sys, shutil
 import torch
@@ -238,6 +240,13 @@ def build(name, cfg, out_root, seed, loops=None, shard_kb=None, prompt_lens=(7, 
 def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
+    if "--large" in sys.argv:
+        # ~0.94B parameters with the family's head layout (128-dim heads, GQA 4), prompts over
+        # several 128-key attention splits
+        build("llama-1b", llama_config(vocab_size=32000, hidden_size=2048, intermediate_size=5632, num_hidden_layers=18,
+              num_attention_heads=16, num_key_value_heads=4, head_dim=128, rope_theta=1_000_000.0),
+              out, seed=71, prompt_lens=(64, 300, 700))
+        return
     # stock llama, GQA 8/2, untied head, rope_theta 1e4 (positions matter)
     build("llama-gqa", llama_config(), out, seed=11)
     # head_dim independent of hidden/heads (6 x 32 over 96, like 4.2's 48 x 128 over 3072),

@@ -65,6 +65,27 @@ class CudaForwardPassTest {
         }
     }
 
+    /**
+     * A ~0.94B-parameter random llama (128-dim heads, GQA 4, 32K vocabulary; prompts of 64, 300 and
+     * 700 tokens over several attention splits), too large to commit: built on the GPU machine by
+     * {@code scripts/make_fixtures.py target/large-fixture --large}, skipped where it is absent.
+     */
+    @org.junit.jupiter.api.Test
+    void largeRandomModelMatchesHf() {
+        Path dir = Path.of("target/large-fixture/llama-1b");
+        org.junit.jupiter.api.Assumptions.assumeTrue(Files.isDirectory(dir),
+                "no " + dir + " (built on the GPU machine by scripts/make_fixtures.py target/large-fixture --large)");
+        try (Fixture f = new Fixture("llama-1b", dir); CudaForwardPass gpu = open(f)) {
+            HfParityTest.Parity p = HfParityTest.Parity.teacherForced(f, gpu, false);
+            System.out.printf("[cuda parity] llama-1b (%,d parameters): teacher-forced KL(HF bf16 || Spindle CUDA) = %.3e nats, top-1 %.4f over %d"
+                    + " positions; KL(HF fp32 || CUDA) = %.3e; HF bf16 vs fp32 %.3e%n", f.model.config().parameterCount(), p.klBf16(), p.top1(),
+                    p.positions(), p.klF32(), p.klHfBf16VsF32());
+            assertTrue(p.klBf16() <= HfParityTest.MAX_KL, "llama-1b: KL " + p.klBf16());
+            assertTrue(p.top1() >= HfParityTest.MIN_TOP1, "llama-1b: top-1 " + p.top1());
+            HfParityTest.checkGreedy(f, gpu, "llama-1b (cuda)");
+        }
+    }
+
     static ModelConfig config(Path dir, String arch, String type, String extra) throws IOException {
         Files.writeString(dir.resolve("config.json"), """
                 {"architectures": ["%s"], "model_type": "%s", "hidden_size": 896, "intermediate_size": 2048,
