@@ -34,6 +34,33 @@ public interface ForwardPass extends AutoCloseable {
      */
     java.util.List<float[][]> forward(java.util.List<Window> windows);
 
+    /**
+     * Checks a step's windows against the model (none empty, positions within
+     * max_position_embeddings), reserves their KV blocks, and returns each window's first row in
+     * the step (and, last, the step's row count).
+     */
+    static int[] prepareWindows(ModelConfig c, java.util.List<Window> windows) {
+        int[] rowStart = new int[windows.size() + 1];
+        int n = 0;
+        for (int i = 0; i < windows.size(); i++) {
+            Window win = windows.get(i);
+            if (win.tokens().length == 0) {
+                throw new IllegalArgumentException("empty window");
+            }
+            int end = win.table().tokens() + win.tokens().length;
+            if (end > c.maxPositions()) {
+                throw new IllegalArgumentException("positions up to " + end + " exceed max_position_embeddings " + c.maxPositions());
+            }
+            rowStart[i] = n;
+            n += win.tokens().length;
+        }
+        rowStart[windows.size()] = n;
+        for (Window win : windows) {
+            win.table().reserve(win.table().tokens() + win.tokens().length);
+        }
+        return rowStart;
+    }
+
     @Override
     void close();
 }

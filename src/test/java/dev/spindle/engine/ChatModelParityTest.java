@@ -26,7 +26,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * tokenizer) equal HF's, and Spindle's CPU greedy reply equals HF transformers' (bf16,
  * eager) token for token up to HF's first top-2 margin under two bf16 ulps.
  */
-class ChatModelParityTest {
+public class ChatModelParityTest {
     static final Path MODEL = Path.of("models/spindle-chat-target");
 
     @Test
@@ -46,17 +46,7 @@ class ChatModelParityTest {
                 assertArrayEquals(ints(c.get("prompt_ids")), ids, c.get("kind") + ": prompt ids differ from HF's");
                 int[] hf = ints(c.get("greedy"));
                 int[] ours = new GreedyGenerator(cpu, 512).generate(ids, hf.length, Set.of(), t -> { }).tokens();
-                int decisive = 0;
-                while (decisive < hf.length && c.get("margins").get(decisive).floatValue()
-                        >= 2 * Math.scalb(1.0f, Math.getExponent(c.get("tops").get(decisive).floatValue()) - 7)) {
-                    decisive++;
-                }
-                int agree = 0;
-                while (agree < hf.length && hf[agree] == ours[agree]) {
-                    agree++;
-                }
-                System.out.printf("[chat parity] %s: %d of %d greedy tokens equal HF's (decisive for %d)%n", c.get("kind").asText(), agree, hf.length, decisive);
-                assertTrue(agree >= decisive, c.get("kind") + ": diverged at " + agree + " before HF's first close call at " + decisive);
+                int decisive = checkGreedy(c, ours, "chat parity");
                 checked += decisive;
                 total += hf.length;
             }
@@ -64,7 +54,27 @@ class ChatModelParityTest {
         }
     }
 
-    static int[] ints(JsonNode a) {
+    /**
+     * Our greedy tokens against a case's HF greedy: equal up to HF's first top-2 margin under two
+     * bf16 ulps (asserted); prints the agreement; returns how many tokens were decisive.
+     */
+    public static int checkGreedy(JsonNode c, int[] ours, String label) {
+        int[] hf = ints(c.get("greedy"));
+        int decisive = 0;
+        while (decisive < hf.length && c.get("margins").get(decisive).floatValue()
+                >= 2 * Math.scalb(1.0f, Math.getExponent(c.get("tops").get(decisive).floatValue()) - 7)) {
+            decisive++;
+        }
+        int agree = 0;
+        while (agree < hf.length && hf[agree] == ours[agree]) {
+            agree++;
+        }
+        System.out.printf("[%s] %s: %d of %d greedy tokens equal HF's (decisive for %d)%n", label, c.get("kind").asText(), agree, hf.length, decisive);
+        assertTrue(agree >= decisive, c.get("kind") + ": diverged at " + agree + " before HF's first close call at " + decisive);
+        return decisive;
+    }
+
+    public static int[] ints(JsonNode a) {
         int[] out = new int[a.size()];
         for (int i = 0; i < out.length; i++) {
             out[i] = a.get(i).asInt();

@@ -64,24 +64,8 @@ public final class CpuForwardPass implements ForwardPass {
 
     @Override
     public java.util.List<float[][]> forward(java.util.List<Window> windows) {
-        int n = 0;
-        int[] rowStart = new int[windows.size() + 1];
-        for (int i = 0; i < windows.size(); i++) {
-            Window win = windows.get(i);
-            if (win.tokens().length == 0) {
-                throw new IllegalArgumentException("empty window");
-            }
-            int start = win.table().tokens();
-            if (start + win.tokens().length > c.maxPositions()) {
-                throw new IllegalArgumentException("positions up to " + (start + win.tokens().length) + " exceed max_position_embeddings " + c.maxPositions());
-            }
-            rowStart[i] = n;
-            n += win.tokens().length;
-        }
-        rowStart[windows.size()] = n;
-        for (Window win : windows) {
-            win.table().reserve(win.table().tokens() + win.tokens().length);
-        }
+        int[] rowStart = ForwardPass.prepareWindows(c, windows);
+        int n = rowStart[windows.size()];
         int hidden = c.hiddenSize(), qd = c.qDim(), kvd = c.kvDim(), inter = c.intermediateSize(), half = c.headDim() / 2;
         int[] tokens = new int[n];
         float[] x = new float[n * hidden];        // residual stream (n, H), rows of all windows

@@ -315,23 +315,11 @@ public final class CudaForwardPass implements ForwardPass {
 
     /** Uploads the step's integers (one copy); the device buffers they need are in place. */
     private StepPlan prepare(List<Window> windows, int fixedSplits) {
-        int n = 0;
-        for (Window win : windows) {
-            if (win.tokens().length == 0) {
-                throw new IllegalArgumentException("empty window");
-            }
-            int start = win.table().tokens();
-            if (start + win.tokens().length > c.maxPositions()) {
-                throw new IllegalArgumentException("positions up to " + (start + win.tokens().length) + " exceed max_position_embeddings " + c.maxPositions());
-            }
-            n += win.tokens().length;
-        }
+        int n = windows.stream().mapToInt(w -> w.tokens().length).sum();
         if (n > opt.maxStepRows()) {
             throw new IllegalArgumentException(n + " rows in one step exceed the CUDA backend's " + opt.maxStepRows() + " (max step rows)");
         }
-        for (Window win : windows) {
-            win.table().reserve(win.table().tokens() + win.tokens().length);
-        }
+        ForwardPass.prepareWindows(c, windows);
         StepPlan p = new StepPlan(windows, c.numHeads() / c.numKvHeads(), c.numKvHeads(), fixedSplits);
         if (p.data.length > metaInts) {
             throw new IllegalArgumentException("step metadata of " + p.data.length + " ints exceeds " + metaInts);

@@ -95,6 +95,26 @@ class KernelContractTest {
         return new int[]{maxUlps, differ};
     }
 
+    /**
+     * The largest |diff| / bound of a GEMM's outputs against the CPU linear layer: the bound is the
+     * result's bf16 rounding step plus an fp32 accumulation error of 2^-16 of the sum of |x_i w_i|.
+     */
+    static double worstLinearRatio(float[] x, float[] w, float[] want, float[] got, int n, int k, int nOut) {
+        double worst = 0;
+        for (int r = 0; r < n; r++) {
+            for (int j = 0; j < nOut; j++) {
+                double sumAbs = 0;
+                for (int i = 0; i < k; i++) {
+                    sumAbs += Math.abs((double) x[r * k + i] * w[j * k + i]);
+                }
+                float p = want[r * nOut + j], q = got[r * nOut + j];
+                double bound = Math.scalb(1.0, Math.getExponent(Math.max(Math.abs(p), Math.abs(q))) - 7) + Math.scalb(sumAbs, -16);
+                worst = Math.max(worst, Math.abs(p - q) / bound);
+            }
+        }
+        return worst;
+    }
+
     @Test
     void embedIsExact() {
         try (Arena a = Arena.ofConfined()) {
@@ -206,18 +226,7 @@ class KernelContractTest {
             blas.get().linear(dx, n, k, dw, nOut, dy);
             float[] got = download(a, dy, n * nOut);
             int[] c = compare(want, got);
-            double worst = 0;
-            for (int r = 0; r < n; r++) {
-                for (int j = 0; j < nOut; j++) {
-                    double sumAbs = 0;
-                    for (int i = 0; i < k; i++) {
-                        sumAbs += Math.abs((double) x[r * k + i] * w[j * k + i]);
-                    }
-                    float p = want[r * nOut + j], q = got[r * nOut + j];
-                    double bound = Math.scalb(1.0, Math.getExponent(Math.max(Math.abs(p), Math.abs(q))) - 7) + Math.scalb(sumAbs, -16);
-                    worst = Math.max(worst, Math.abs(p - q) / bound);
-                }
-            }
+            double worst = worstLinearRatio(x, w, want, got, n, k, nOut);
             System.out.printf("[cuda] cublas linear (7 x 2560 x 1024): %d of %d outputs differ from the CPU twin; worst |diff| / bound = %.3f%n",
                     c[1], n * nOut, worst);
             assertTrue(worst <= 1, "cuBLAS linear exceeds its bound: " + worst);
@@ -417,18 +426,7 @@ class KernelContractTest {
                 long dx = upload(a, x), dw = upload(a, w), dy = cuda.alloc((long) n * nOut * 2);
                 blas.get().linear(dx, n, kk, dw, nOut, dy);
                 float[] got = download(a, dy, n * nOut);
-                double worst = 0;
-                for (int r = 0; r < n; r++) {
-                    for (int j = 0; j < nOut; j++) {
-                        double sumAbs = 0;
-                        for (int i = 0; i < kk; i++) {
-                            sumAbs += Math.abs((double) x[r * kk + i] * w[j * kk + i]);
-                        }
-                        float p = want[r * nOut + j], q = got[r * nOut + j];
-                        double bound = Math.scalb(1.0, Math.getExponent(Math.max(Math.abs(p), Math.abs(q))) - 7) + Math.scalb(sumAbs, -16);
-                        worst = Math.max(worst, Math.abs(p - q) / bound);
-                    }
-                }
+                double worst = worstLinearRatio(x, w, want, got, n, kk, nOut);
                 blas.get().linear(dx, 1, kk, dw, nOut, dy);
                 int[] c1 = compare(java.util.Arrays.copyOf(got, nOut), download(a, dy, nOut));
                 System.out.printf("[cuda] cublasLt %d x %d: worst |diff| / bound = %.3f; row 0 alone differs in %d outputs%n", nOut, kk, worst, c1[1]);

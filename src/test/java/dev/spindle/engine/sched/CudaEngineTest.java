@@ -68,18 +68,11 @@ class CudaEngineTest {
             for (JsonNode c : ref.get("cases")) {
                 int[] ids = ints(c.get("prompt_ids")), hf = ints(c.get("greedy"));
                 int[] ours = new GreedyGenerator(gpu, 512).generate(ids, hf.length, Set.of(), t -> { }).tokens();
-                int decisive = 0;
-                while (decisive < hf.length && c.get("margins").get(decisive).floatValue()
-                        >= 2 * Math.scalb(1.0f, Math.getExponent(c.get("tops").get(decisive).floatValue()) - 7)) {
-                    decisive++;
-                }
+                dev.spindle.engine.ChatModelParityTest.checkGreedy(c, ours, "cuda chat parity");
                 int agree = 0;
                 while (agree < hf.length && hf[agree] == ours[agree]) {
                     agree++;
                 }
-                System.out.printf("[cuda chat parity] %s: %d of %d greedy tokens equal HF's (decisive for %d)%n", c.get("kind").asText(), agree,
-                        hf.length, decisive);
-                assertTrue(agree >= decisive, c.get("kind") + ": diverged at " + agree + " before HF's first close call at " + decisive);
                 equal += agree;
                 total += hf.length;
             }
@@ -88,10 +81,6 @@ class CudaEngineTest {
     }
 
     static int[] ints(JsonNode a) {
-        int[] out = new int[a.size()];
-        for (int i = 0; i < out.length; i++) {
-            out[i] = a.get(i).asInt();
-        }
-        return out;
+        return dev.spindle.engine.ChatModelParityTest.ints(a);
     }
 }
