@@ -45,9 +45,12 @@ public final class CudaForwardPass implements ForwardPass {
     private final long kv;
     private final RotaryTable rotary;
     private final List<Long> buffers = new ArrayList<>();
-    private final long x, xn, qkv, att, proj, gateUp, act, meta, logits, picked, stats;
-    private final MemorySegment metaHost, logitsHost;
-    private final int metaInts, logitRowsMax;
+    private final long x, xn, qkv, att, proj, gateUp, act, logits, picked, stats;
+    private final MemorySegment logitsHost;
+    private final int logitRowsMax;
+    private long meta;
+    private MemorySegment metaHost;
+    private int metaInts;
     private final java.util.Map<Long, MemorySegment> graphs = new java.util.HashMap<>();
     private long cos, sin, partO, partML, scores;
     private int ropeCapacity, partialCapacity;
@@ -81,9 +84,7 @@ public final class CudaForwardPass implements ForwardPass {
         logits = buffer((long) logitRowsMax * c.vocabSize() * 2);
         picked = buffer((long) logitRowsMax * h * 2);
         stats = buffer((long) n * c.numHeads() * 2 * 4);
-        metaInts = 16 * n + 4096;
-        meta = buffer(metaInts * 4L);
-        metaHost = cuda.allocHost(metaInts * 4L);
+        ensureMeta(16 * n + 4096);
         logitsHost = cuda.allocHost((long) logitRowsMax * c.vocabSize() * 2);
         ensureRope(4096);
         ensurePartials(4096);
@@ -138,6 +139,23 @@ public final class CudaForwardPass implements ForwardPass {
             cuda.copyToDevice(sin, a.allocateFrom(ValueLayout.JAVA_FLOAT, sn));
         }
         ropeCapacity = cap;
+        return true;
+    }
+
+    /** The step-integer buffers (device and pinned host) hold at least {@code ints}; true when they moved. */
+    private boolean ensureMeta(int ints) {
+        if (ints <= metaInts) {
+            return false;
+        }
+        int cap = Math.max(ints, 2 * metaInts);
+        if (metaInts > 0) {
+            cuda.sync();
+            cuda.free(meta);
+            cuda.freeHost(metaHost);
+        }
+        meta = cuda.alloc(cap * 4L);
+        metaHost = cuda.allocHost(cap * 4L);
+        metaInts = cap;
         return true;
     }
 
@@ -321,10 +339,8 @@ public final class CudaForwardPass implements ForwardPass {
         }
         ForwardPass.prepareWindows(c, windows);
         StepPlan p = new StepPlan(windows, c.numHeads() / c.numKvHeads(), c.numKvHeads(), fixedSplits);
-        if (p.data.length > metaInts) {
-            throw new IllegalArgumentException("step metadata of " + p.data.length + " ints exceeds " + metaInts);
-        }
-        boolean moved = ensureRope(p.maxPosition + 1);
+        boolean moved = ensureMeta(p.data.length);
+        moved |= ensureRope(p.maxPosition + 1);
         moved |= ensurePartials(p.partials);
         if (moved) {
             dropGraphs(); // graphs hold the old buffers' addresses
@@ -426,6 +442,7 @@ public final class CudaForwardPass implements ForwardPass {
             cuda.free(partML);
             cuda.free(scores);
         }
+        cuda.free(meta);
         cuda.freeHost(metaHost);
         cuda.freeHost(logitsHost);
         w.close();
