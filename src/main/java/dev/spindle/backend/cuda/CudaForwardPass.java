@@ -214,11 +214,12 @@ public final class CudaForwardPass implements ForwardPass {
             }
             MemorySegment host = logitsHost.asSlice(0, (long) m * V * 2);
             cuda.copyToHost(host, logits);
+            short[] bits = new short[V];
             for (int r = 0; r < m; r++) {
+                MemorySegment.copy(host, BF16, (long) r * V * 2, bits, 0, V);
                 float[] row = new float[V];
-                long base = (long) r * V;
                 for (int i = 0; i < V; i++) {
-                    row[i] = Bf16.toFloat(host.getAtIndex(BF16, base + i));
+                    row[i] = Bf16.toFloat(bits[i]);
                 }
                 all[done + r] = row;
             }

@@ -45,7 +45,17 @@ public final class CudaKernels {
     }
 
     /** The kernels, if this build has them (nvcc was present) and a GPU is here. */
-    public static Optional<CudaKernels> load() {
+    public static synchronized Optional<CudaKernels> load() {
+        if (loaded == null) {
+            loaded = read();
+        }
+        return loaded;
+    }
+
+    /** The module is loaded once into the primary context; every pass shares it. */
+    private static Optional<CudaKernels> loaded;
+
+    private static Optional<CudaKernels> read() {
         Optional<CudaDriver> cuda = CudaDriver.get();
         if (cuda.isEmpty()) {
             return Optional.empty();
