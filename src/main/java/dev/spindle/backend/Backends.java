@@ -66,16 +66,21 @@ public final class Backends {
         }
     }
 
-    /** The kind {@code auto} resolves to here, and why. */
-    public static String[] resolve(Kind kind) {
-        if (kind != Kind.AUTO) {
-            return new String[]{kind.name(), "configured"};
-        }
-        String why = cudaUnavailableReason();
-        return why == null ? new String[]{"CUDA", "auto: a CUDA device is present"} : new String[]{"CPU", "auto: " + why};
+    /** What a configured kind comes to here: CPU or CUDA, and why. */
+    public record Choice(boolean cuda, String reason) {
     }
 
-    private static String cudaUnavailableReason() {
+    /** The backend {@code kind} resolves to here ({@code auto}: CUDA when usable), and why. */
+    public static Choice resolve(Kind kind) {
+        if (kind != Kind.AUTO) {
+            return new Choice(kind == Kind.CUDA, "configured");
+        }
+        String why = cudaUnavailableReason();
+        return why == null ? new Choice(true, "auto: a CUDA device is present") : new Choice(false, "auto: " + why);
+    }
+
+    /** Why the CUDA backend cannot run here (no driver or GPU, no compiled kernels, no cuBLASLt), or null when it can. */
+    public static String cudaUnavailableReason() {
         if (CudaKernels.load().isEmpty()) {
             return CudaKernels.unavailableReason();
         }
@@ -86,22 +91,22 @@ public final class Backends {
     }
 
     public static Opened open(Path dir, LoadFormat format, Kind kind, Settings s, LoadListener listener) {
-        String[] chosen = resolve(kind);
-        if (chosen[0].equals("CUDA")) {
+        Choice chosen = resolve(kind);
+        if (chosen.cuda()) {
             if (kind == Kind.CUDA) {
                 String why = cudaUnavailableReason();
                 if (why != null) {
                     throw new CudaException("backend cuda: " + why);
                 }
             }
-            return openCuda(dir, format, s, listener, chosen[1]);
+            return openCuda(dir, format, s, listener, chosen.reason());
         }
         LoadedModel m = ModelLoader.load(dir, format, listener);
         try {
             int blocks = Math.max(1, s.kvCacheTokens() / s.blockSize());
             CpuForwardPass cpu = new CpuForwardPass(m.config(), m.weights(), blocks, s.blockSize(), s.threads(), KvSlots.PER_EXECUTED_LAYER);
             return new Opened(cpu, m.config(), String.format("the CPU backend (%s) with %d threads; KV pool %d blocks of %d tokens",
-                    chosen[1], s.threads(), blocks, s.blockSize()), m);
+                    chosen.reason(), s.threads(), blocks, s.blockSize()), m);
         } catch (RuntimeException e) {
             m.close();
             throw e;

@@ -59,7 +59,7 @@ public class ModelService {
         ChatTemplate template = ChatTemplate.fromModelDir(dir);
         int threads = config.threads().orElse(Runtime.getRuntime().availableProcessors());
         Backends.Kind kind = Backends.Kind.parse(config.backend());
-        boolean cpu = Backends.resolve(kind)[0].equals("CPU");
+        boolean cpu = !Backends.resolve(kind).cuda();
         Backends.Settings settings = new Backends.Settings(threads, config.blockSize(), config.kvCacheTokens().orElse(cpu ? 32768 : 0),
                 Math.max(config.maxNumBatchedTokens(), config.maxNumSeqs()), config.kvMemoryFraction(), config.cudaGraphs());
         Backends.Opened backend = Backends.open(dir, format, kind, settings, LoadListener.NONE);

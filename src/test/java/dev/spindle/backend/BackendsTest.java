@@ -29,9 +29,9 @@ class BackendsTest {
     @Test
     void autoFallsBackToTheCpuSayingWhyWithoutAGpu() {
         assumeTrue(CudaDriver.get().isEmpty(), "this machine has a GPU");
-        String[] r = Backends.resolve(Backends.Kind.AUTO);
-        assertEquals("CPU", r[0]);
-        assertEquals("auto: no CUDA driver or GPU on this machine", r[1]);
+        Backends.Choice r = Backends.resolve(Backends.Kind.AUTO);
+        assertEquals(false, r.cuda());
+        assertEquals("auto: no CUDA driver or GPU on this machine", r.reason());
         try (Backends.Opened o = Backends.open(Path.of("models/spindle-chat-drafter"), LoadFormat.SAFETENSORS, Backends.Kind.AUTO, SETTINGS,
                 LoadListener.NONE)) {
             assertTrue(o.description().startsWith("the CPU backend (auto: no CUDA driver or GPU on this machine) with 2 threads"), o.description());

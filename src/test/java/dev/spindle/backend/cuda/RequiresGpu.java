@@ -23,11 +23,9 @@ public @interface RequiresGpu {
     final class Condition implements ExecutionCondition {
         @Override
         public ConditionEvaluationResult evaluateExecutionCondition(ExtensionContext context) {
-            if (CudaKernels.load().isEmpty()) {
-                return ConditionEvaluationResult.disabled("skipped: " + CudaKernels.unavailableReason());
-            }
-            if (!CublasLt.available()) {
-                return ConditionEvaluationResult.disabled("skipped: libcublasLt.so.13 is not on the loader path");
+            String why = dev.spindle.backend.Backends.cudaUnavailableReason();
+            if (why != null) {
+                return ConditionEvaluationResult.disabled("skipped: " + why);
             }
             return ConditionEvaluationResult.enabled("a CUDA device, the kernels and cuBLASLt are here");
         }
