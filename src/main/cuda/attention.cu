@@ -50,11 +50,21 @@ __device__ __forceinline__ void merge_stats(float &M, float &L, float ms, float 
     M = mn;
 }
 
+// The p that HF computes, exp(s - M) / L rounded to bf16, returned as the fp32 quotient whose bf16
+// rounding is HF's. Fast path: q = e * (1 / L) is within 3 fp32 steps of the correctly rounded quotient
+// (two roundings of relative error 2^-24 each), and rounding to bf16 is monotone, so q rounds to the
+// same bf16 unless a rounding tie (low 16 bits 0x8000) lies within 3 steps of q; then the exact
+// quotient decides (about 1 in 9,000 values). e is in [0, 1] and L >= 1, so q never overflows.
+__device__ __forceinline__ float p_quotient(float e, float L, float rl) {
+    float q = __fmul_rn(e, rl);
+    if ((__float_as_uint(q) & 0xFFFFu) - 0x7FFDu <= 6u) q = __fdiv_rn(e, L);
+    return q;
+}
+
 template <int HD, int PHASE>
 __device__ __forceinline__ void attention_impl(
         const bf16 *qkv, int qkvStride, bf16 *out, const bf16 *pool, const int *tables, const int *desc,
-        float *partO, float *partML, const float *stats, bf16 *sbuf, int heads, int kvHeads, int blockSize, int slot, int slots,
-        float scale) {
+        float *partO, float *partML, const float *stats, bf16 *sbuf, int heads, int kvHeads, int blockSize, float scale) {
     constexpr int LDS = HD + 8, KS = HD / 16, DN = HD / 8;
     // a stage holds a K tile and a V tile; phase 1 needs only K, phase 2 only V (its scores come from phase 1)
     // (phase 2 also stages the tile's scores, 16 query heads x KT keys, after V)
@@ -100,7 +110,7 @@ __device__ __forceinline__ void attention_impl(
             int bytes = 0;
             if (kj < lastKey) {
                 long blk = tables[tab + kj / blockSize];
-                src = pool + ((blk * slots + slot) * 2) * kvBlock + (long) (kj % blockSize) * kvDim + (long) g * HD + part8;
+                src = pool + (blk * 2) * kvBlock + (long) (kj % blockSize) * kvDim + (long) g * HD + part8;
                 bytes = 16;
             }
             if (PHASE != 2) {
@@ -230,9 +240,12 @@ __device__ __forceinline__ void attention_impl(
 
     if constexpr (PHASE != 1) {
     // pass 2: each split's sum of p v with p = bf16(exp(s - M) / L), the splits added in split order
-    float O[DN][4], os[DN][4];
-    #pragma unroll
-    for (int i = 0; i < DN; i++) for (int e = 0; e < 4; e++) O[i][e] = 0.f;
+    // phase 0 keeps the splits' running sum of p v in shared memory after the stages (this thread's
+    // slots q * 128 + thread), which leaves the registers to the split's own sum
+    float os[DN][4];
+    float *orun = reinterpret_cast<float *>(attn_smem + 2 * STAGE);
+    // 1 / L for the quotient's fast path (see p_bf16)
+    const float rl[2] = {__frcp_rn(L[0]), __frcp_rn(L[1])};
     if (tiles > 0) load(0, true);
     for (int i = 0; i < tiles; i++) {
         const int t0 = firstKey + i * KT;
@@ -271,7 +284,7 @@ __device__ __forceinline__ void attention_impl(
             for (int nt = 0; nt < 8; nt++) {
                 float p[4];
                 #pragma unroll
-                for (int e = 0; e < 4; e++) p[e] = __fdiv_rn(expf(__fsub_rn(S[nt][e], M[e >> 1])), L[e >> 1]);
+                for (int e = 0; e < 4; e++) p[e] = p_quotient(expf(__fsub_rn(S[nt][e], M[e >> 1])), L[e >> 1], rl[e >> 1]);
                 pf[nt >> 1][(nt & 1) * 2] = pack_bf16(p[0], p[1]);
                 pf[nt >> 1][(nt & 1) * 2 + 1] = pack_bf16(p[2], p[3]);
             }
@@ -301,12 +314,16 @@ __device__ __forceinline__ void attention_impl(
                     partO[po * HD + 8 * dn + 2 * tq + 1] = os[dn][2 * h + 1];
                 }
             }
-        } else if (t0 / SPLIT == s0) {
-            #pragma unroll
-            for (int dn = 0; dn < DN; dn++) for (int e = 0; e < 4; e++) O[dn][e] = os[dn][e];
         } else {
+            const bool firstSplit = t0 / SPLIT == s0;
             #pragma unroll
-            for (int dn = 0; dn < DN; dn++) for (int e = 0; e < 4; e++) O[dn][e] = __fadd_rn(O[dn][e], os[dn][e]);
+            for (int dn = 0; dn < DN; dn++) {
+                #pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    float *o = orun + (dn * 4 + e) * 128 + threadIdx.x;
+                    *o = firstSplit ? os[dn][e] : __fadd_rn(*o, os[dn][e]);
+                }
+            }
         }
     }
     if constexpr (PHASE == 0) {
@@ -317,8 +334,8 @@ __device__ __forceinline__ void attention_impl(
         bf16 *op = out + (long) (row0 + r) * heads * HD + (long) qh * HD;
         #pragma unroll
         for (int dn = 0; dn < DN; dn++) {
-            op[8 * dn + 2 * tq] = __float2bfloat16_rn(O[dn][2 * h]);
-            op[8 * dn + 2 * tq + 1] = __float2bfloat16_rn(O[dn][2 * h + 1]);
+            float o0 = orun[(dn * 4 + 2 * h) * 128 + threadIdx.x], o1 = orun[(dn * 4 + 2 * h + 1) * 128 + threadIdx.x];
+            *reinterpret_cast<__nv_bfloat162 *>(op + 8 * dn + 2 * tq) = __floats2bfloat162_rn(o0, o1);
         }
     }
     }
@@ -328,9 +345,8 @@ __device__ __forceinline__ void attention_impl(
 #define ATTENTION(hd, phase) \
     extern "C" __global__ void __launch_bounds__(128) attention_hd##hd##_p##phase( \
             const bf16 *qkv, int qkvStride, bf16 *out, const bf16 *pool, const int *tables, const int *desc, float *partO, \
-            float *partML, const float *stats, bf16 *sbuf, int heads, int kvHeads, int blockSize, int slot, int slots, float scale) { \
-        attention_impl<hd, phase>(qkv, qkvStride, out, pool, tables, desc, partO, partML, stats, sbuf, heads, kvHeads, blockSize, slot, \
-                                  slots, scale); \
+            float *partML, const float *stats, bf16 *sbuf, int heads, int kvHeads, int blockSize, float scale) { \
+        attention_impl<hd, phase>(qkv, qkvStride, out, pool, tables, desc, partO, partML, stats, sbuf, heads, kvHeads, blockSize, scale); \
     }
 #define ATTENTION_PHASES(hd) ATTENTION(hd, 0) ATTENTION(hd, 1) ATTENTION(hd, 2)
 ATTENTION_PHASES(16)
@@ -385,14 +401,15 @@ extern "C" __global__ void attention_sum(const float *partO, const int *cdesc, b
     const int *d = cdesc + blockIdx.x * 3;
     int first = d[0], n = d[1], row = d[2], qh = blockIdx.y, i = threadIdx.x;
     float O = 0.f;
-    for (int b = 0; b < n; b += 32) {
-        float po[32];
+    for (int b = 0; b < n; b += 64) {
+        // 64 loads in flight, then their sums in split order
+        float po[64];
         #pragma unroll
-        for (int j = 0; j < 32; j++) {
+        for (int j = 0; j < 64; j++) {
             if (b + j < n) po[j] = partO[((long) (first + b + j) * heads + qh) * HD + i];
         }
         #pragma unroll
-        for (int j = 0; j < 32; j++) {
+        for (int j = 0; j < 64; j++) {
             if (b + j >= n) break;
             O = b + j == 0 ? po[j] : __fadd_rn(O, po[j]);
         }

@@ -368,20 +368,22 @@ public final class CudaForwardPass implements ForwardPass {
                 }
                 op("gemm qkv", () -> lt.linear(xn, n, h, lw.qkv(), stride, qkv));
                 op("rope", () -> k.rope(qkv, stride, cos, sin, m + 4L * p.positions, n, c.numHeads() + c.numKvHeads(), c.headDim()));
-                op("kv_write", () -> k.kvWrite(qkv, stride, qd, kvd, kv, m + 4L * p.slotMap, slot, slots, opt.blockSize(), n));
+                // the slots' pools lie one after another: one layer's blocks stay within few pages
+                long kvSlot = kv + (long) slot * pool.numBlocks() * 2 * opt.blockSize() * kvd * 2;
+                op("kv_write", () -> k.kvWrite(qkv, stride, qd, kvd, kvSlot, m + 4L * p.slotMap, opt.blockSize(), n));
                 int heads = c.numHeads(), kvh = c.numKvHeads(), hd = c.headDim(), bs = opt.blockSize();
                 long tables = m + 4L * p.tables, desc = m + 4L * p.desc, cdesc = m + 4L * p.cdesc;
                 if (p.decodeRows > 0) {
-                    op("attention decode scores", () -> k.attention(1, p.decodeCtas, qkv, stride, att, kv, tables, desc, partO, partML, stats,
-                            scores, heads, kvh, hd, bs, slot, slots, scale));
+                    op("attention decode scores", () -> k.attention(1, p.decodeCtas, qkv, stride, att, kvSlot, tables, desc, partO, partML, stats,
+                            scores, heads, kvh, hd, bs, scale));
                     op("attention decode stats", () -> k.attentionStats(p.decodeRows, partML, cdesc, stats, heads));
-                    op("attention decode values", () -> k.attention(2, p.decodeCtas, qkv, stride, att, kv, tables, desc, partO, partML, stats,
-                            scores, heads, kvh, hd, bs, slot, slots, scale));
+                    op("attention decode values", () -> k.attention(2, p.decodeCtas, qkv, stride, att, kvSlot, tables, desc, partO, partML, stats,
+                            scores, heads, kvh, hd, bs, scale));
                     op("attention decode sum", () -> k.attentionSum(p.decodeRows, partO, cdesc, att, heads, hd));
                 }
                 if (p.ctas > p.decodeCtas) {
-                    op("attention prefill", () -> k.attention(0, p.ctas - p.decodeCtas, qkv, stride, att, kv, tables, desc + 32L * p.decodeCtas,
-                            partO, partML, stats, scores, heads, kvh, hd, bs, slot, slots, scale));
+                    op("attention prefill", () -> k.attention(0, p.ctas - p.decodeCtas, qkv, stride, att, kvSlot, tables, desc + 32L * p.decodeCtas,
+                            partO, partML, stats, scores, heads, kvh, hd, bs, scale));
                 }
                 op("gemm o", () -> lt.linear(att, n, qd, lw.o(), h, proj));
                 op("norms", () -> k.addRmsNorm(x, proj, lw.postAttnNorm(), xn, n, h, eps));

@@ -104,12 +104,14 @@ public final class CudaKernels {
 
     /** Rotates the first {@code heads} head vectors of each row (row stride {@code stride}) at its position. */
     public void rope(long x, int stride, long cos, long sin, long positions, int rows, int heads, int headDim) {
-        cuda.launch(rope, rows, heads, headDim / 2, x, stride, cos, sin, positions, rows, heads, headDim);
+        int headsPerCta = 128 / (headDim / 4);
+        cuda.launch(rope, rows, (heads + headsPerCta - 1) / headsPerCta, 128, x, stride, cos, sin, positions, rows, heads, headDim);
     }
 
     /** out (rows, width) = silu(gate) * up from the fused (rows, 2 width) gate|up rows. */
     public void swiglu(long gateUp, long out, long rows, int width) {
-        cuda.launch(swiglu, grid(rows * width), 1, 256, gateUp, out, rows, width);
+        int perThread = width % 8 == 0 ? 8 : 1;
+        cuda.launch(swiglu, (width / perThread + 255) / 256, (int) Math.min(rows, 65535), 256, gateUp, out, (int) rows, width);
     }
 
     /** x += y over n elements. */
@@ -118,17 +120,17 @@ public final class CudaKernels {
     }
 
     /** K and V of each qkv row into the pool at slotMap[row]. */
-    public void kvWrite(long qkv, int stride, int qDim, int kvDim, long pool, long slotMap, int slot, int slots, int blockSize, int rows) {
-        cuda.launch(kvWrite, rows, 1, 256, qkv, stride, qDim, kvDim, pool, slotMap, slot, slots, blockSize, rows);
+    public void kvWrite(long qkv, int stride, int qDim, int kvDim, long pool, long slotMap, int blockSize, int rows) {
+        cuda.launch(kvWrite, rows, 1, 128, qkv, stride, qDim, kvDim, pool, slotMap, blockSize, rows);
     }
 
     /**
      * Two stages of 64-key K and V tiles (K only in phase 1; V and 16 x 64 scores in phase 2), rows padded
-     * by 8: the STAGE of attention.cu, in bytes.
+     * by 8: the STAGE of attention.cu; phase 0 adds its 128 threads' running sums (fp32). In bytes.
      */
     static int attentionSharedBytes(int headDim, int phase) {
         int stage = (phase == 0 ? 2 : 1) * 64 * (headDim + 8) + (phase == 2 ? 16 * 64 : 0);
-        return 2 * stage * 2;
+        return 2 * stage * 2 + (phase == 0 ? headDim / 8 * 4 * 128 * 4 : 0);
     }
 
     /** Head dims the attention kernel is built for. */
@@ -141,9 +143,9 @@ public final class CudaKernels {
      * phase 0 for prefill tiles; phases 1 and 2 for decode rows' split CTAs.
      */
     public void attention(int phase, int ctas, long qkv, int stride, long out, long pool, long tables, long desc, long partO, long partML,
-                          long stats, long scores, int heads, int kvHeads, int headDim, int blockSize, int slot, int slots, float scale) {
+                          long stats, long scores, int heads, int kvHeads, int headDim, int blockSize, float scale) {
         cuda.launchShared(attention.get(headDim * 4 + phase), ctas, kvHeads, 128, attentionSharedBytes(headDim, phase), qkv, stride, out,
-                pool, tables, desc, partO, partML, stats, scores, heads, kvHeads, blockSize, slot, slots, scale);
+                pool, tables, desc, partO, partML, stats, scores, heads, kvHeads, blockSize, scale);
     }
 
     /** Merges decode rows' split (max, sum) states in split order into stats (rows, heads, 2). */

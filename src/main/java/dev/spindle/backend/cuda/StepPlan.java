@@ -19,6 +19,8 @@ final class StepPlan {
     final int tokens, positions, slotMap, tables, desc, cdesc, gather;
     final int ctas, decodeCtas, decodeRows, partials, logitRows, maxPosition, splitsPerCta;
     final int[] logitCounts;
+    /** Decode CTAs a step aims at: five per SM of a 132-SM GPU. */
+    static final int DECODE_CTAS = 660;
     /** Set when a captured graph already ran the lm head (and, for greedy, the argmax) over all logit rows. */
     boolean headDone;
 
@@ -47,9 +49,10 @@ final class StepPlan {
             }
             lRows += !w.wantLogits() ? 0 : w.allLogits() ? len : 1;
         }
-        // a decode CTA walks a run of splits (each split's state still written on its own): about eight
-        // CTAs per SM of an H100-class GPU across the KV heads
-        splitsPerCta = Math.max(1, (int) Math.ceil(parts * (double) kvHeads / 1056));
+        // a decode CTA walks a run of splits (each split's state still written on its own): about one
+        // wave of five CTAs per SM of an H100-class GPU across the KV heads (fewer, longer CTAs spend
+        // less of their time starting)
+        splitsPerCta = Math.max(1, (int) Math.ceil(parts * (double) kvHeads / DECODE_CTAS));
         int dCtas = 0;
         for (Window w : windows) {
             if (w.tokens().length == 1) {
@@ -127,7 +130,8 @@ final class StepPlan {
                 continue;
             }
             int lastSplit = (start + len - 1) / CudaKernels.ATTENTION_SPLIT;
-            for (int r = 0; r < len; r += tileRows) {
+            // the last rows (the most keys) first, so the longest CTAs start in the first wave
+            for (int r = (len - 1) / tileRows * tileRows; r >= 0; r -= tileRows) {
                 d = descriptor(d, rowOf[wi] + r, Math.min(tileRows, len - r), start + r, tabOffs[wi], 0, lastSplit + 1, -1, 0);
             }
         }

@@ -86,6 +86,39 @@ class CudaForwardPassTest {
         }
     }
 
+    /**
+     * The same ~1B model through the CPU reference, and HF's own bf16 run against its fp32 run: how far
+     * any implementation that does not share torch's GEMM algorithms lands from HF bf16 on it.
+     */
+    @org.junit.jupiter.api.Test
+    void largeRandomModelOnTheCpuReference() {
+        Path dir = Path.of("target/large-fixture/llama-1b");
+        org.junit.jupiter.api.Assumptions.assumeTrue(Files.isDirectory(dir), "no " + dir);
+        try (Fixture f = new Fixture("llama-1b", dir); dev.spindle.backend.cpu.CpuForwardPass cpu = f.cpu()) {
+            HfParityTest.Parity p = HfParityTest.Parity.teacherForced(f, cpu, false);
+            int agree = 0, n = 0;
+            for (int i = 0; i < f.prompts.size(); i++) {
+                float[][] hf = f.matrix("logits_bf16_" + i), hf32 = f.matrix("logits_f32_" + i);
+                for (int r = 0; r < hf.length; r++, n++) {
+                    agree += argmax(hf[r]) == argmax(hf32[r]) ? 1 : 0;
+                }
+            }
+            System.out.printf("[cpu parity] llama-1b: teacher-forced KL(HF bf16 || Spindle CPU) = %.3e nats, top-1 %.4f; KL(HF fp32 || CPU) = %.3e;"
+                    + " HF bf16 vs HF fp32: KL %.3e, top-1 %.4f over %d positions%n", p.klBf16(), p.top1(), p.klF32(), p.klHfBf16VsF32(),
+                    (double) agree / n, n);
+        }
+    }
+
+    private static int argmax(float[] x) {
+        int best = 0;
+        for (int i = 1; i < x.length; i++) {
+            if (x[i] > x[best]) {
+                best = i;
+            }
+        }
+        return best;
+    }
+
     static ModelConfig config(Path dir, String arch, String type, String extra) throws IOException {
         Files.writeString(dir.resolve("config.json"), """
                 {"architectures": ["%s"], "model_type": "%s", "hidden_size": 896, "intermediate_size": 2048,

@@ -314,7 +314,7 @@ class KernelContractTest {
                 long dslot = cuda.alloc(ctx * 4L), dtab = cuda.alloc(blocks * 4L);
                 cuda.copyToDevice(dslot, a.allocateFrom(ValueLayout.JAVA_INT, slotMap));
                 cuda.copyToDevice(dtab, a.allocateFrom(ValueLayout.JAVA_INT, table));
-                k.kvWrite(dq, stride, qd, kvd, dpool, dslot, 0, 1, bs, ctx);
+                k.kvWrite(dq, stride, qd, kvd, dpool, dslot, bs, ctx);
                 int window = 200;
                 int[] decode = {255, 256, 699};
                 int tileRows = CudaKernels.ATTENTION_TILE / group;
@@ -343,12 +343,12 @@ class KernelContractTest {
                 cuda.memsetZero(dout, (long) ctx * qd * 2);
                 float scale = (float) Math.pow(hd, -0.5);
                 long stats = cuda.alloc((long) decode.length * heads * 8), scores = cuda.alloc((long) part * heads * CudaKernels.ATTENTION_SPLIT * 2);
-                k.attention(1, decodeCtas, dq, stride, dout, dpool, dtab, ddesc, partO, partML, stats, scores, heads, kvHeads, hd, bs, 0, 1, scale);
+                k.attention(1, decodeCtas, dq, stride, dout, dpool, dtab, ddesc, partO, partML, stats, scores, heads, kvHeads, hd, bs, scale);
                 k.attentionStats(decode.length, partML, dcd, stats, heads);
-                k.attention(2, decodeCtas, dq, stride, dout, dpool, dtab, ddesc, partO, partML, stats, scores, heads, kvHeads, hd, bs, 0, 1, scale);
+                k.attention(2, decodeCtas, dq, stride, dout, dpool, dtab, ddesc, partO, partML, stats, scores, heads, kvHeads, hd, bs, scale);
                 k.attentionSum(decode.length, partO, dcd, dout, heads, hd);
                 k.attention(0, desc.size() - decodeCtas, dq, stride, dout, dpool, dtab, ddesc + 32L * decodeCtas, partO, partML, stats, scores,
-                        heads, kvHeads, hd, bs, 0, 1, scale);
+                        heads, kvHeads, hd, bs, scale);
                 float[] got = download(a, dout, ctx * qd);
                 double worst = 0;
                 String where = "";

@@ -101,18 +101,25 @@ class StepPlanTest {
         StepPlan p = new StepPlan(List.of(new Window(new int[50], t, true, true)), 7, 8);
         assertEquals(0, p.decodeCtas);
         int tile = CudaKernels.ATTENTION_TILE / 7;
-        int covered = 0;
+        boolean[] covered = new boolean[50];
+        int previous = Integer.MAX_VALUE;
         for (int i = 0; i < p.ctas; i++) {
             int[] d = desc(p, i);
-            assertEquals(covered, d[0]);
+            assertTrue(d[0] < previous, "the tiles with the most keys come first");
+            previous = d[0];
             assertTrue(d[1] >= 1 && d[1] <= tile);
-            assertEquals(300 + covered, d[2]);
+            assertEquals(300 + d[0], d[2]);
             assertEquals(0, d[4]);
             assertEquals((300 + 49) / SPLIT + 1, d[5]);
             assertEquals(-1, d[6]);
-            covered += d[1];
+            for (int r = d[0]; r < d[0] + d[1]; r++) {
+                assertTrue(!covered[r], "row " + r + " twice");
+                covered[r] = true;
+            }
         }
-        assertEquals(50, covered);
+        for (int r = 0; r < 50; r++) {
+            assertTrue(covered[r], "row " + r + " in no tile");
+        }
         assertEquals(50, p.logitRows, "all logits asked for");
     }
 
