@@ -110,7 +110,7 @@ __device__ __forceinline__ void attention_impl(
             int bytes = 0;
             if (kj < lastKey) {
                 long blk = tables[tab + kj / blockSize];
-                src = pool + (blk * 2) * kvBlock + (long) (kj % blockSize) * kvDim + (long) g * HD + part8;
+                src = pool + (blk * 2) * kvBlock + ((long) g * blockSize + kj % blockSize) * HD + part8;
                 bytes = 16;
             }
             if (PHASE != 2) {

@@ -370,7 +370,7 @@ public final class CudaForwardPass implements ForwardPass {
                 op("rope", () -> k.rope(qkv, stride, cos, sin, m + 4L * p.positions, n, c.numHeads() + c.numKvHeads(), c.headDim()));
                 // the slots' pools lie one after another: one layer's blocks stay within few pages
                 long kvSlot = kv + (long) slot * pool.numBlocks() * 2 * opt.blockSize() * kvd * 2;
-                op("kv_write", () -> k.kvWrite(qkv, stride, qd, kvd, kvSlot, m + 4L * p.slotMap, opt.blockSize(), n));
+                op("kv_write", () -> k.kvWrite(qkv, stride, qd, kvd, c.headDim(), kvSlot, m + 4L * p.slotMap, opt.blockSize(), n));
                 int heads = c.numHeads(), kvh = c.numKvHeads(), hd = c.headDim(), bs = opt.blockSize();
                 long tables = m + 4L * p.tables, desc = m + 4L * p.desc, cdesc = m + 4L * p.cdesc;
                 if (p.decodeRows > 0) {

@@ -120,8 +120,8 @@ public final class CudaKernels {
     }
 
     /** K and V of each qkv row into the pool at slotMap[row]. */
-    public void kvWrite(long qkv, int stride, int qDim, int kvDim, long pool, long slotMap, int blockSize, int rows) {
-        cuda.launch(kvWrite, rows, 1, 128, qkv, stride, qDim, kvDim, pool, slotMap, blockSize, rows);
+    public void kvWrite(long qkv, int stride, int qDim, int kvDim, int headDim, long pool, long slotMap, int blockSize, int rows) {
+        cuda.launch(kvWrite, rows, 1, 128, qkv, stride, qDim, kvDim, headDim, pool, slotMap, blockSize, rows);
     }
 
     /**

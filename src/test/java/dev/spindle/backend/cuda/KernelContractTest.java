@@ -314,7 +314,7 @@ class KernelContractTest {
                 long dslot = cuda.alloc(ctx * 4L), dtab = cuda.alloc(blocks * 4L);
                 cuda.copyToDevice(dslot, a.allocateFrom(ValueLayout.JAVA_INT, slotMap));
                 cuda.copyToDevice(dtab, a.allocateFrom(ValueLayout.JAVA_INT, table));
-                k.kvWrite(dq, stride, qd, kvd, dpool, dslot, bs, ctx);
+                k.kvWrite(dq, stride, qd, kvd, hd, dpool, dslot, bs, ctx);
                 int window = 200;
                 int[] decode = {255, 256, 699};
                 int tileRows = CudaKernels.ATTENTION_TILE / group;
