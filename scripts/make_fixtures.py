@@ -35,7 +35,7 @@ DEV = "cuda" if torch.cuda.is_available() else "cpu"
 GREEDY_STEPS = 32
 
 
-def randomize(model, seed):
+def randomize(model, seed, residual=0.25):
     """Weights with structure: unit-scale embeddings, 1/sqrt(fan_in) projections
     (residual branches scaled down), norm weights spread around 1, a head that gives
     logits of a few units, so that top-1, greedy and KL are meaningful rather than
@@ -52,7 +52,7 @@ def randomize(model, seed):
             elif name.endswith(("o_proj.weight", "down_proj.weight")):
                 # residual branches small against the stream, as in trained pre-norm models:
                 # bf16 rounding noise then stays noise instead of being amplified layer by layer
-                v = torch.randn(p.shape, generator=g) * (0.25 / math.sqrt(p.shape[1]))
+                v = torch.randn(p.shape, generator=g) * (residual / math.sqrt(p.shape[1]))
             else:
                 v = torch.randn(p.shape, generator=g) * (1.0 / math.sqrt(p.shape[1]))
             p.copy_(v.to(p.dtype))
@@ -182,10 +182,10 @@ def greedy(fwd, prompt):
     return out, margins, tops
 
 
-def build(name, cfg, out_root, seed, loops=None, shard_kb=None, prompt_lens=(7, 33, 64)):
+def build(name, cfg, out_root, seed, loops=None, shard_kb=None, prompt_lens=(7, 33, 64), residual=0.25):
     torch.manual_seed(seed)
     init = LlamaForCausalLM(cfg)
-    randomize(init, seed)
+    randomize(init, seed, residual)
     weights = {k: v.detach().to(torch.bfloat16) for k, v in init.state_dict().items()}
     d = os.path.join(out_root, name)
     if loops:
@@ -245,7 +245,11 @@ def main():
         # several 128-key attention splits
         build("llama-1b", llama_config(vocab_size=32000, hidden_size=2048, intermediate_size=5632, num_hidden_layers=18,
               num_attention_heads=16, num_key_value_heads=4, head_dim=128, rope_theta=1_000_000.0),
-              out, seed=71, prompt_lens=(64, 300, 700))
+              out, seed=71, prompt_lens=(64, 300, 700),
+              # residual branches scaled with depth (as deep pre-norm models are initialised): at the
+              # 3-layer fixtures' 0.25, 18 layers amplify bf16 noise until HF's own bf16 and fp32 runs
+              # disagree on 3.5% of top-1s (KL 3.3e-4), above the parity gate for any implementation
+              residual=0.25 * math.sqrt(3 / 18))
         return
     # stock llama, GQA 8/2, untied head, rope_theta 1e4 (positions matter)
     build("llama-gqa", llama_config(), out, seed=11)

@@ -401,15 +401,15 @@ extern "C" __global__ void attention_sum(const float *partO, const int *cdesc, b
     const int *d = cdesc + blockIdx.x * 3;
     int first = d[0], n = d[1], row = d[2], qh = blockIdx.y, i = threadIdx.x;
     float O = 0.f;
-    for (int b = 0; b < n; b += 64) {
-        // 64 loads in flight, then their sums in split order
-        float po[64];
+    for (int b = 0; b < n; b += 32) {
+        // 32 loads in flight, then their sums in split order
+        float po[32];
         #pragma unroll
-        for (int j = 0; j < 64; j++) {
+        for (int j = 0; j < 32; j++) {
             if (b + j < n) po[j] = partO[((long) (first + b + j) * heads + qh) * HD + i];
         }
         #pragma unroll
-        for (int j = 0; j < 64; j++) {
+        for (int j = 0; j < 32; j++) {
             if (b + j >= n) break;
             O = b + j == 0 ? po[j] : __fadd_rn(O, po[j]);
         }

@@ -19,8 +19,8 @@ final class StepPlan {
     final int tokens, positions, slotMap, tables, desc, cdesc, gather;
     final int ctas, decodeCtas, decodeRows, partials, logitRows, maxPosition, splitsPerCta;
     final int[] logitCounts;
-    /** Decode CTAs a step aims at: five per SM of a 132-SM GPU. */
-    static final int DECODE_CTAS = 660;
+    /** Decode CTAs a step aims at: eight per SM of a 132-SM GPU. */
+    static final int DECODE_CTAS = 1056;
     /** Set when a captured graph already ran the lm head (and, for greedy, the argmax) over all logit rows. */
     boolean headDone;
 
@@ -49,9 +49,9 @@ final class StepPlan {
             }
             lRows += !w.wantLogits() ? 0 : w.allLogits() ? len : 1;
         }
-        // a decode CTA walks a run of splits (each split's state still written on its own): about one
-        // wave of five CTAs per SM of an H100-class GPU across the KV heads (fewer, longer CTAs spend
-        // less of their time starting)
+        // a decode CTA walks a run of splits (each split's state still written on its own): about eight
+        // CTAs per SM of an H100-class GPU across the KV heads (measured on the H200: one wave of five
+        // per SM, with longer CTAs, was slower)
         splitsPerCta = Math.max(1, (int) Math.ceil(parts * (double) kvHeads / DECODE_CTAS));
         int dCtas = 0;
         for (Window w : windows) {
