@@ -69,33 +69,23 @@ class CudaForwardPassTest {
      * A ~0.94B-parameter random llama (128-dim heads, GQA 4, 32K vocabulary; prompts of 64, 300 and
      * 700 tokens over several attention splits), too large to commit: built on the GPU machine by
      * {@code scripts/make_fixtures.py target/large-fixture --large}, skipped where it is absent.
+     * On this model no implementation reaches the small fixtures' absolute gate (KL 1e-4, top-1 0.99):
+     * 18 layers amplify rounding noise until HF's own bf16 and fp32 runs differ by KL 2.7e-4 and on
+     * 3% of top-1s, and torch's GEMM algorithms (not ours) set the bits of HF's reference. So the
+     * gate here is the CPU reference's own distance on the same fixture, measured in the same run:
+     * CUDA within 10% of its KL and half a point of its top-1 (or inside the absolute gate), and the
+     * greedy rule as everywhere.
      */
     @org.junit.jupiter.api.Test
-    void largeRandomModelMatchesHf() {
+    void largeRandomModelMatchesHfAsCloselyAsTheCpuReference() {
         Path dir = Path.of("target/large-fixture/llama-1b");
         org.junit.jupiter.api.Assumptions.assumeTrue(Files.isDirectory(dir),
                 "no " + dir + " (built on the GPU machine by scripts/make_fixtures.py target/large-fixture --large)");
-        try (Fixture f = new Fixture("llama-1b", dir); CudaForwardPass gpu = open(f)) {
-            HfParityTest.Parity p = HfParityTest.Parity.teacherForced(f, gpu, false);
-            System.out.printf("[cuda parity] llama-1b (%,d parameters): teacher-forced KL(HF bf16 || Spindle CUDA) = %.3e nats, top-1 %.4f over %d"
-                    + " positions; KL(HF fp32 || CUDA) = %.3e; HF bf16 vs fp32 %.3e%n", f.model.config().parameterCount(), p.klBf16(), p.top1(),
-                    p.positions(), p.klF32(), p.klHfBf16VsF32());
-            assertTrue(p.klBf16() <= HfParityTest.MAX_KL, "llama-1b: KL " + p.klBf16());
-            assertTrue(p.top1() >= HfParityTest.MIN_TOP1, "llama-1b: top-1 " + p.top1());
-            HfParityTest.checkGreedy(f, gpu, "llama-1b (cuda)");
-        }
-    }
-
-    /**
-     * The same ~1B model through the CPU reference, and HF's own bf16 run against its fp32 run: how far
-     * any implementation that does not share torch's GEMM algorithms lands from HF bf16 on it.
-     */
-    @org.junit.jupiter.api.Test
-    void largeRandomModelOnTheCpuReference() {
-        Path dir = Path.of("target/large-fixture/llama-1b");
-        org.junit.jupiter.api.Assumptions.assumeTrue(Files.isDirectory(dir), "no " + dir);
-        try (Fixture f = new Fixture("llama-1b", dir); dev.spindle.backend.cpu.CpuForwardPass cpu = f.cpu()) {
-            HfParityTest.Parity p = HfParityTest.Parity.teacherForced(f, cpu, false);
+        try (Fixture f = new Fixture("llama-1b", dir)) {
+            HfParityTest.Parity cpu;
+            try (dev.spindle.backend.cpu.CpuForwardPass reference = f.cpu()) {
+                cpu = HfParityTest.Parity.teacherForced(f, reference, false);
+            }
             int agree = 0, n = 0;
             for (int i = 0; i < f.prompts.size(); i++) {
                 float[][] hf = f.matrix("logits_bf16_" + i), hf32 = f.matrix("logits_f32_" + i);
@@ -103,9 +93,16 @@ class CudaForwardPassTest {
                     agree += argmax(hf[r]) == argmax(hf32[r]) ? 1 : 0;
                 }
             }
-            System.out.printf("[cpu parity] llama-1b: teacher-forced KL(HF bf16 || Spindle CPU) = %.3e nats, top-1 %.4f; KL(HF fp32 || CPU) = %.3e;"
-                    + " HF bf16 vs HF fp32: KL %.3e, top-1 %.4f over %d positions%n", p.klBf16(), p.top1(), p.klF32(), p.klHfBf16VsF32(),
-                    (double) agree / n, n);
+            try (CudaForwardPass gpu = open(f)) {
+                HfParityTest.Parity p = HfParityTest.Parity.teacherForced(f, gpu, false);
+                System.out.printf("[cuda parity] llama-1b (%,d parameters), %d positions: KL(HF bf16 || Spindle CUDA) = %.3e nats, top-1 %.4f;"
+                        + " the CPU reference: KL %.3e, top-1 %.4f; HF fp32 against HF bf16: KL %.3e, top-1 %.4f%n",
+                        f.model.config().parameterCount(), p.positions(), p.klBf16(), p.top1(), cpu.klBf16(), cpu.top1(), p.klHfBf16VsF32(),
+                        (double) agree / n);
+                assertTrue(p.klBf16() <= Math.max(HfParityTest.MAX_KL, 1.1 * cpu.klBf16()), "llama-1b: KL " + p.klBf16() + ", CPU " + cpu.klBf16());
+                assertTrue(p.top1() >= Math.min(HfParityTest.MIN_TOP1, cpu.top1() - 0.005), "llama-1b: top-1 " + p.top1() + ", CPU " + cpu.top1());
+                HfParityTest.checkGreedy(f, gpu, "llama-1b (cuda)");
+            }
         }
     }
 
