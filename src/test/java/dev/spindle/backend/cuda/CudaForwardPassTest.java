@@ -73,8 +73,9 @@ class CudaForwardPassTest {
      * 18 layers amplify rounding noise until HF's own bf16 and fp32 runs differ by KL 2.7e-4 and on
      * 3% of top-1s, and torch's GEMM algorithms (not ours) set the bits of HF's reference. So the
      * gate here is the CPU reference's own distance on the same fixture, measured in the same run:
-     * CUDA within 10% of its KL and half a point of its top-1 (or inside the absolute gate), and the
-     * greedy rule as everywhere.
+     * CUDA within 10% of its KL and half a point of its top-1 (or inside the absolute gate). The greedy
+     * rule holds on its decisive tokens, but a random model of this depth has few (8 of 96 on the H200);
+     * the bundled chat model's 231 decisive tokens carry the greedy check.
      */
     @org.junit.jupiter.api.Test
     void largeRandomModelMatchesHfAsCloselyAsTheCpuReference() {
@@ -101,7 +102,7 @@ class CudaForwardPassTest {
                         (double) agree / n);
                 assertTrue(p.klBf16() <= Math.max(HfParityTest.MAX_KL, 1.1 * cpu.klBf16()), "llama-1b: KL " + p.klBf16() + ", CPU " + cpu.klBf16());
                 assertTrue(p.top1() >= Math.min(HfParityTest.MIN_TOP1, cpu.top1() - 0.005), "llama-1b: top-1 " + p.top1() + ", CPU " + cpu.top1());
-                HfParityTest.checkGreedy(f, gpu, "llama-1b (cuda)");
+                HfParityTest.checkGreedy(f, gpu, "llama-1b (cuda)", 1);
             }
         }
     }
