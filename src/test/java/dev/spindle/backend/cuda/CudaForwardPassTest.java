@@ -4,6 +4,7 @@ import dev.spindle.Fixture;
 import dev.spindle.backend.ForwardPass.Window;
 import dev.spindle.backend.cpu.HfParityTest;
 import dev.spindle.engine.kv.BlockTable;
+import dev.spindle.engine.sample.Sampler;
 import dev.spindle.model.ConfigParser;
 import dev.spindle.model.LoadListener;
 import dev.spindle.model.ModelConfig;
@@ -91,7 +92,7 @@ class CudaForwardPassTest {
             for (int i = 0; i < f.prompts.size(); i++) {
                 float[][] hf = f.matrix("logits_bf16_" + i), hf32 = f.matrix("logits_f32_" + i);
                 for (int r = 0; r < hf.length; r++, n++) {
-                    agree += argmax(hf[r]) == argmax(hf32[r]) ? 1 : 0;
+                    agree += Sampler.argmax(hf[r]) == Sampler.argmax(hf32[r]) ? 1 : 0;
                 }
             }
             try (CudaForwardPass gpu = open(f)) {
@@ -105,16 +106,6 @@ class CudaForwardPassTest {
                 HfParityTest.checkGreedy(f, gpu, "llama-1b (cuda)", 1);
             }
         }
-    }
-
-    private static int argmax(float[] x) {
-        int best = 0;
-        for (int i = 1; i < x.length; i++) {
-            if (x[i] > x[best]) {
-                best = i;
-            }
-        }
-        return best;
     }
 
     static ModelConfig config(Path dir, String arch, String type, String extra) throws IOException {
