@@ -35,6 +35,34 @@ public interface ForwardPass extends AutoCloseable {
     java.util.List<float[][]> forward(java.util.List<Window> windows);
 
     /**
+     * A token drawn on the device from a window's last logits row, by the engine's sampling rule
+     * (engine.sample.Sampler) without penalties, logit bias, grammar or logprobs.
+     *
+     * @param temperature 0 = greedy
+     * @param topK        0 = off
+     * @param topP        1 = off
+     * @param minP        0 = off
+     * @param u           the sequence's uniform draw in [0, 1) (unused when greedy)
+     */
+    record Draw(double temperature, int topK, double topP, double minP, double u) {
+    }
+
+    /** True when {@link #forward(java.util.List, java.util.List, int[])} draws tokens on the device. */
+    default boolean drawsOnDevice() {
+        return false;
+    }
+
+    /**
+     * As {@link #forward(java.util.List)}, but each window with a non-null draw (it must want the
+     * logits of its last row only) gets its next token drawn on the device into {@code tokens[window]};
+     * its logits stay there (an empty array is returned for it). Only backends that
+     * {@link #drawsOnDevice} implement it.
+     */
+    default java.util.List<float[][]> forward(java.util.List<Window> windows, java.util.List<Draw> draws, int[] tokens) {
+        throw new UnsupportedOperationException(getClass().getSimpleName() + " does not draw tokens on the device");
+    }
+
+    /**
      * Checks a step's windows against the model (none empty, positions within
      * max_position_embeddings), reserves their KV blocks, and returns each window's first row in
      * the step (and, last, the step's row count).

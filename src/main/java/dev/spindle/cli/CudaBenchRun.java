@@ -97,6 +97,11 @@ final class CudaBenchRun implements Callable<Integer> {
                 System.err.println("aggregate " + b + " done");
             }
             out.put("aggregate_decode", aggregate);
+            List<Object> sampled = new ArrayList<>();
+            for (int b : new int[]{1, 32}) {
+                sampled.add(bench.decode(b, 1024, decodeSteps, copy, true));
+            }
+            out.put("decode_sampled_on_device", sampled);
             out.put("profile_prefill_" + Math.min(8192, stepRows), bench.profile(Math.min(8192, stepRows), 0, 1));
             out.put("profile_decode_batch_1", bench.profile(1, 1024, 1));
             out.put("profile_decode_batch_1_context_32768", bench.profile(1, 32768, 1));

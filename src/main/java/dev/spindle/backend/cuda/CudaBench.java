@@ -1,5 +1,6 @@
 package dev.spindle.backend.cuda;
 
+import dev.spindle.backend.ForwardPass;
 import dev.spindle.backend.ForwardPass.Window;
 import dev.spindle.engine.kv.BlockTable;
 import dev.spindle.model.ModelConfig;
@@ -93,6 +94,14 @@ public final class CudaBench {
     }
 
     public Map<String, Object> decode(int batch, int context, int steps, double copyGBs) {
+        return decode(batch, context, steps, copyGBs, false);
+    }
+
+    /**
+     * Decode steps of {@code batch} sequences at {@code context}; greedy on the device, or (sampled)
+     * temperature 0.8, top-k 50, top-p 0.9 drawn on the device (only ids come back either way).
+     */
+    public Map<String, Object> decode(int batch, int context, int steps, double copyGBs, boolean sampled) {
         List<BlockTable> tables = new ArrayList<>();
         for (int i = 0; i < batch; i++) {
             tables.add(reserved(context));
@@ -103,8 +112,16 @@ public final class CudaBench {
             for (int i = 0; i < batch; i++) {
                 ws.add(new Window(new int[]{next[i]}, tables.get(i), false, true));
             }
-            int[] ids = gpu.greedy(ws);
-            System.arraycopy(ids, 0, next, 0, batch);
+            if (sampled) {
+                List<ForwardPass.Draw> draws = new ArrayList<>(batch);
+                for (int i = 0; i < batch; i++) {
+                    draws.add(new ForwardPass.Draw(0.8, 50, 0.9, 0, rnd.nextDouble()));
+                }
+                gpu.forward(ws, draws, next);
+            } else {
+                int[] ids = gpu.greedy(ws);
+                System.arraycopy(ids, 0, next, 0, batch);
+            }
         };
         for (int i = 0; i < 3; i++) {
             step.run();
@@ -118,6 +135,7 @@ public final class CudaBench {
         Map<String, Object> m = new LinkedHashMap<>();
         m.put("batch", batch);
         m.put("context_tokens", context);
+        m.put("sampling", sampled ? "temperature 0.8, top-k 50, top-p 0.9, on the device" : "greedy, on the device");
         m.put("steps", steps);
         m.put("step_ms", round(perStep * 1e3, 3));
         m.put("tokens_per_second", round(batch / perStep, 1));

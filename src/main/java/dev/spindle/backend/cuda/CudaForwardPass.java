@@ -53,6 +53,7 @@ public final class CudaForwardPass implements ForwardPass {
     private int metaInts;
     private final java.util.Map<Long, MemorySegment> graphs = new java.util.HashMap<>();
     private long cos, sin, partO, partML, scores;
+    private final DeviceDraws drawer;
     private int ropeCapacity, partialCapacity;
 
     public CudaForwardPass(ModelConfig config, CudaKernels kernels, CublasLt lt, CudaWeights weights, Options options) {
@@ -86,6 +87,7 @@ public final class CudaForwardPass implements ForwardPass {
         stats = buffer((long) n * c.numHeads() * 2 * 4);
         ensureMeta(16 * n + 4096);
         logitsHost = cuda.allocHost((long) logitRowsMax * c.vocabSize() * 2);
+        drawer = new DeviceDraws(k, c.vocabSize());
         ensureRope(4096);
         ensurePartials(4096);
         // pin every GEMM's algorithm now (it times candidates), never in the middle of a step
@@ -202,8 +204,32 @@ public final class CudaForwardPass implements ForwardPass {
 
     @Override
     public List<float[][]> forward(List<Window> windows) {
+        return forward(windows, null, null);
+    }
+
+    @Override
+    public boolean drawsOnDevice() {
+        return true;
+    }
+
+    @Override
+    public List<float[][]> forward(List<Window> windows, List<Draw> draws, int[] tokens) {
+        for (int wi = 0; draws != null && wi < windows.size(); wi++) {
+            if (draws.get(wi) != null && (!windows.get(wi).wantLogits() || windows.get(wi).allLogits())) {
+                throw new IllegalArgumentException("a token is drawn from the last logits row of a window that wants only it");
+            }
+        }
         StepPlan plan = execute(windows, false);
-        List<float[][]> out = new ArrayList<>();
+        // per logit row (in the plan's order): its window's draw, or null when the row's logits go to the host
+        Draw[] rowDraws = new Draw[plan.logitRows];
+        int[] rowTokens = new int[plan.logitRows];
+        boolean toHost = false;
+        for (int wi = 0, j = 0; wi < windows.size(); wi++) {
+            for (int r = 0; r < plan.logitCounts[wi]; r++, j++) {
+                rowDraws[j] = draws == null ? null : draws.get(wi);
+                toHost |= rowDraws[j] == null;
+            }
+        }
         int V = c.vocabSize();
         int done = 0;
         float[][] all = new float[plan.logitRows][];
@@ -212,21 +238,34 @@ public final class CudaForwardPass implements ForwardPass {
             if (!plan.headDone) {
                 head(plan, done, m);
             }
-            MemorySegment host = logitsHost.asSlice(0, (long) m * V * 2);
-            cuda.copyToHost(host, logits);
-            short[] bits = new short[V];
-            for (int r = 0; r < m; r++) {
-                MemorySegment.copy(host, BF16, (long) r * V * 2, bits, 0, V);
-                float[] row = new float[V];
-                for (int i = 0; i < V; i++) {
-                    row[i] = Bf16.toFloat(bits[i]);
+            if (draws != null) {
+                drawer.draw(logits, m, rowDraws, done, rowTokens);
+            }
+            if (toHost) {
+                MemorySegment host = logitsHost.asSlice(0, (long) m * V * 2);
+                cuda.copyToHost(host, logits);
+                short[] bits = new short[V];
+                for (int r = 0; r < m; r++) {
+                    if (rowDraws[done + r] != null) {
+                        continue;
+                    }
+                    MemorySegment.copy(host, BF16, (long) r * V * 2, bits, 0, V);
+                    float[] row = new float[V];
+                    for (int i = 0; i < V; i++) {
+                        row[i] = Bf16.toFloat(bits[i]);
+                    }
+                    all[done + r] = row;
                 }
-                all[done + r] = row;
             }
             done += m;
         }
-        int j = 0;
-        for (int wi = 0; wi < windows.size(); wi++) {
+        List<float[][]> out = new ArrayList<>();
+        for (int wi = 0, j = 0; wi < windows.size(); wi++) {
+            if (draws != null && draws.get(wi) != null) {
+                tokens[wi] = rowTokens[j++];
+                out.add(new float[0][]);
+                continue;
+            }
             float[][] wl = new float[plan.logitCounts[wi]][];
             for (int r = 0; r < wl.length; r++) {
                 wl[r] = all[j++];
@@ -236,6 +275,8 @@ public final class CudaForwardPass implements ForwardPass {
         advance(windows);
         return out;
     }
+
+
 
     /**
      * The same step, sampling greedily on the device: per window that wants logits, the
@@ -445,6 +486,7 @@ public final class CudaForwardPass implements ForwardPass {
             cuda.free(partML);
             cuda.free(scores);
         }
+        drawer.close();
         cuda.free(meta);
         cuda.freeHost(metaHost);
         cuda.freeHost(logitsHost);

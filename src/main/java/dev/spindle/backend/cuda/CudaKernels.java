@@ -17,7 +17,7 @@ public final class CudaKernels {
     public static final int ATTENTION_TILE = 64;
 
     private final CudaDriver cuda;
-    private final MemorySegment embed, rmsNorm, addRmsNorm, rope, swiglu, residualAdd, kvWrite, attentionStats, attentionSum, argmax,
+    private final MemorySegment embed, rmsNorm, addRmsNorm, rope, swiglu, residualAdd, kvWrite, attentionStats, attentionSum, argmax, sample,
             fillDummy;
     private final java.util.Map<Integer, MemorySegment> attention = new java.util.HashMap<>();
 
@@ -41,6 +41,7 @@ public final class CudaKernels {
         attentionStats = cuda.function(module, "attention_stats");
         attentionSum = cuda.function(module, "attention_sum");
         argmax = cuda.function(module, "argmax");
+        sample = cuda.function(module, "sample");
         fillDummy = cuda.function(module, "fill_dummy");
     }
 
@@ -161,6 +162,15 @@ public final class CudaKernels {
     /** out[r] = argmax of logits row r (first among equals). */
     public void argmax(long logits, int rows, int vocab, long out) {
         cuda.launch(argmax, rows, 1, 1024, logits, rows, vocab, out);
+    }
+
+    /**
+     * Draws each of {@code rows} logits rows' token by the engine's sampling rule (see sample.cu);
+     * params: five doubles per row (temperature, top-k, top-p, min-p, u; temperature < 0 skips the
+     * row); scratch: rows x vocab fp32.
+     */
+    public void sample(long logits, int rows, int vocab, long params, long scratch, long out) {
+        cuda.launch(sample, rows, 1, 1024, logits, rows, vocab, params, scratch, out);
     }
 
     /** Seeded uniform bf16 values center + scale * [-1, 1) over n elements. */

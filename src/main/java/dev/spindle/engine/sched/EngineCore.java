@@ -90,9 +90,18 @@ public final class EngineCore {
             boolean scoring = s.promptLogprobs != null && e.from() < s.promptLength;
             windows.add(new ForwardPass.Window(s.tokens(e.from(), e.from() + e.count()), s.table, scoring, e.samples() || scoring));
         }
+        // rows the backend draws itself (only ids come back): the plain sampling rule, no logprobs
+        List<ForwardPass.Draw> draws = new ArrayList<>();
+        boolean onDevice = false;
+        for (StepPlan.Entry e : plan.entries()) {
+            ForwardPass.Draw d = model.drawsOnDevice() && e.samples() ? deviceDraw(e.sequence(), e.from()) : null;
+            draws.add(d);
+            onDevice |= d != null;
+        }
+        int[] drawn = new int[windows.size()];
         List<float[][]> results;
         try {
-            results = model.forward(windows);
+            results = onDevice ? model.forward(windows, draws, drawn) : model.forward(windows);
         } catch (RuntimeException err) {
             for (StepPlan.Entry e : plan.entries()) {
                 scheduler.finish(e.sequence());
@@ -115,6 +124,8 @@ public final class EngineCore {
                     finished++;
                     deliver(s, new TokenEvent(s.id, -1, Double.NaN, new int[0], new double[0], "length", s.promptLength, s.cachedTokens, 0,
                             promptLogprobsOnce(s)));
+                } else if (draws.get(i) != null) {
+                    emit(s, new Sampler.Choice(drawn[i], Double.NaN, new int[0], new double[0]));
                 } else {
                     sampleAndEmit(s, rows[rows.length - 1]);
                 }
@@ -123,17 +134,37 @@ public final class EngineCore {
         return plan;
     }
 
-    private void sampleAndEmit(Sequence s, float[] logits) {
+    /**
+     * The draw the backend makes for this sequence's next token, or null when the host must sample
+     * (penalties, logit bias, grammar, logprobs, prompt scoring, or nothing to generate). The
+     * uniform comes from the sequence's generator exactly as {@link Sampler} would take it.
+     */
+    private static ForwardPass.Draw deviceDraw(Sequence s, int from) {
         SamplingParams p = s.params;
+        boolean plain = p.maxTokens() > 0 && s.constraint == null && p.logitBias().isEmpty() && p.logprobs() < 0
+                && p.repetitionPenalty() == 1 && p.presencePenalty() == 0 && p.frequencyPenalty() == 0
+                && !(s.promptLogprobs != null && from < s.promptLength);
+        if (!plain) {
+            return null;
+        }
+        return new ForwardPass.Draw(p.temperature(), p.topK(), p.topP(), p.minP(), p.temperature() > 0 ? s.rng.nextDouble() : 0);
+    }
+
+    private void sampleAndEmit(Sequence s, float[] logits) {
         float[] masked = logits;
         if (s.constraint != null) {
             masked = logits.clone();
             s.constraint.mask(masked);
         }
-        Sampler.Choice c = Sampler.sample(masked, p, s.counts, s.outputCounts, s.rng);
+        Sampler.Choice c = Sampler.sample(masked, s.params, s.counts, s.outputCounts, s.rng);
         if (s.constraint != null) {
             s.constraint.accept(c.token());
         }
+        emit(s, c);
+    }
+
+    private void emit(Sequence s, Sampler.Choice c) {
+        SamplingParams p = s.params;
         s.append(c.token());
         generatedTokens++;
         String finish = null;

@@ -264,6 +264,149 @@ class KernelContractTest {
         }
     }
 
+    /**
+     * sample against the engine's host rule ({@code Sampler.sample} with the same uniform): the same
+     * token, except where the draw lies within 1e-6 (relative) of a boundary of the rule (a cumulative
+     * mass, the top-p mass or the min-p floor: the kernel's weights are fp32, the host's double), which
+     * the test computes and reports. Logits with many ties (bf16, a few values repeated), vocabularies of
+     * 5,000 and 166,912, temperatures 0 / 0.7 / 1.5 with top-k, top-p and min-p on and off. Then
+     * batch invariance: each row drawn alone gives the token it got in its group.
+     */
+    @Test
+    void sampleFollowsTheEngineRule() {
+        int[] vocabs = {5000, 166912};
+        double[] temps = {0, 0.7, 1.5};
+        int[] topKs = {0, 1, 7, 50};
+        double[] topPs = {1, 0.9, 0.3};
+        double[] minPs = {0, 0.05};
+        int cases = 0, same = 0, nearBoundary = 0, combo = 0;
+        StringBuilder failures = new StringBuilder();
+        for (int vocab : vocabs) {
+            java.util.List<float[]> rows = new java.util.ArrayList<>();
+            java.util.List<dev.spindle.backend.ForwardPass.Draw> draws = new java.util.ArrayList<>();
+            for (double t : temps) {
+                for (int topK : topKs) {
+                    for (double topP : topPs) {
+                        for (double minP : minPs) {
+                            if (vocab > 10_000 && combo++ % 6 != 0) {
+                                continue; // the full vocabulary on a sixth of the combinations (the host rule sorts it)
+                            }
+                            float[] row = randomBf16(vocab, 2.5f);
+                            for (int i = 0; i < vocab / 20; i++) {
+                                row[rnd.nextInt(vocab)] = row[rnd.nextInt(vocab)]; // ties
+                            }
+                            row[rnd.nextInt(vocab)] = 9.5f; // a few near-equal leaders
+                            row[rnd.nextInt(vocab)] = 9.5f;
+                            row[rnd.nextInt(vocab)] = 9.25f;
+                            rows.add(row);
+                            draws.add(new dev.spindle.backend.ForwardPass.Draw(t, topK, topP, minP, (rnd.nextLong() >>> 11) * 0x1.0p-53));
+                        }
+                    }
+                }
+            }
+            int n = rows.size();
+            float[] flat = new float[n * vocab];
+            for (int r = 0; r < n; r++) {
+                System.arraycopy(rows.get(r), 0, flat, r * vocab, vocab);
+            }
+            try (Arena a = Arena.ofConfined(); DeviceDraws dd = new DeviceDraws(k, vocab)) {
+                long dl = upload(a, flat);
+                int[] got = new int[n];
+                dd.draw(dl, n, draws.toArray(new dev.spindle.backend.ForwardPass.Draw[0]), 0, got);
+                for (int r = 0; r < n; r++) {
+                    dev.spindle.backend.ForwardPass.Draw d = draws.get(r);
+                    dev.spindle.engine.SamplingParams p = new dev.spindle.engine.SamplingParams(d.temperature(), d.topK(), d.topP(), d.minP(), null, 0,
+                            0, 1, java.util.Map.of(), 1, java.util.Set.of(), true, -1, null, -1);
+                    int want = dev.spindle.engine.sample.Sampler.sample(rows.get(r), p, new int[vocab], new int[vocab],
+                            dev.spindle.engine.sched.DeviceDrawWiringTest.uniform(d.u())).token();
+                    cases++;
+                    if (want == got[r]) {
+                        same++;
+                    } else if (boundaryDistance(rows.get(r), d) < 1e-6) {
+                        nearBoundary++;
+                    } else {
+                        failures.append(String.format("vocab %d row %d %s: host %d, device %d; ", vocab, r, d, want, got[r]));
+                    }
+                }
+                // batch invariance: every 7th row alone
+                for (int r = 0; r < n; r += 7) {
+                    dev.spindle.backend.ForwardPass.Draw[] one = {draws.get(r)};
+                    int[] alone = new int[1];
+                    dd.draw(dl + (long) r * vocab * 2, 1, one, 0, alone);
+                    if (alone[0] != got[r]) {
+                        failures.append("vocab ").append(vocab).append(" row ").append(r).append(" alone gives ").append(alone[0])
+                                .append(", in its group ").append(got[r]).append("; ");
+                    }
+                }
+                cuda.free(dl);
+            }
+        }
+        System.out.printf("[cuda] sample: %d draws, %d equal to the host rule's, %d differ within 1e-6 of a boundary of the rule%n", cases, same,
+                nearBoundary);
+        assertTrue(failures.isEmpty(), failures.toString());
+        assertTrue(nearBoundary * 20 <= cases, "too many boundary cases: " + nearBoundary);
+    }
+
+    /**
+     * How close the draw lies to a boundary of the host rule (Sampler's draw, replayed): a token's
+     * probability against the min-p floor (relative to the first's), the cumulative top-k mass against
+     * top-p, and the cumulative kept mass against u times the kept mass (relative to it).
+     */
+    static double boundaryDistance(float[] logits, dev.spindle.backend.ForwardPass.Draw d) {
+        if (d.temperature() == 0) {
+            return Double.POSITIVE_INFINITY;
+        }
+        int n = logits.length;
+        Integer[] order = new Integer[n];
+        for (int i = 0; i < n; i++) {
+            order[i] = i;
+        }
+        java.util.Arrays.sort(order, (x, y) -> logits[y] != logits[x] ? Float.compare(logits[y], logits[x]) : Integer.compare(x, y));
+        int keep = d.topK() > 0 ? Math.min(d.topK(), n) : n;
+        double max = logits[order[0]], sum = 0;
+        double[] probs = new double[keep];
+        for (int i = 0; i < keep; i++) {
+            probs[i] = Math.exp((logits[order[i]] - max) / d.temperature());
+            sum += probs[i];
+        }
+        for (int i = 0; i < keep; i++) {
+            probs[i] /= sum;
+        }
+        double dist = Double.POSITIVE_INFINITY;
+        if (d.minP() > 0) {
+            int k = 1;
+            for (int i = 1; i < keep; i++) {
+                dist = Math.min(dist, Math.abs(probs[i] / probs[0] - d.minP()));
+            }
+            while (k < keep && probs[k] >= probs[0] * d.minP()) {
+                k++;
+            }
+            keep = k;
+        }
+        if (d.topP() < 1) {
+            double cum = 0;
+            int k = 0;
+            while (k < keep) {
+                cum += probs[k++];
+                dist = Math.min(dist, Math.abs(cum - d.topP()));
+                if (cum >= d.topP()) {
+                    break;
+                }
+            }
+            keep = k;
+        }
+        double total = 0;
+        for (int i = 0; i < keep; i++) {
+            total += probs[i];
+        }
+        double cum = 0;
+        for (int i = 0; i < keep; i++) {
+            cum += probs[i];
+            dist = Math.min(dist, Math.abs(cum - d.u() * total) / total);
+        }
+        return dist;
+    }
+
     @Test
     void argmaxIsExactFirstAmongEquals() {
         try (Arena a = Arena.ofConfined()) {

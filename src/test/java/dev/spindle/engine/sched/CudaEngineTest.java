@@ -38,25 +38,54 @@ class CudaEngineTest {
     @Test
     void requestsGiveIdenticalResultsAloneOrBatchedOnTheGpu() {
         try (Fixture f = new Fixture("llama-gqa")) {
-            int[] a = f.prompts.get(1), b = f.prompts.get(2), c = f.prompts.get(0);
-            Map<String, SamplingParams> params = Map.of("a", EngineCoreTest.sampled(42, 24), "b", EngineCoreTest.greedy(20),
-                    "c", EngineCoreTest.sampled(7, 30));
-            Map<String, String> solo = new LinkedHashMap<>();
-            for (String k : List.of("a", "b", "c")) {
-                try (CudaForwardPass gpu = cuda(f.model)) {
-                    int[] p = k.equals("a") ? a : k.equals("b") ? b : c;
-                    solo.put(k, EngineCoreTest.run(gpu, 512, Map.of(k, p), params).get(k).signature());
-                }
-            }
-            try (CudaForwardPass gpu = cuda(f.model)) {
-                Map<String, EngineCoreTest.Collect> together = EngineCoreTest.run(gpu, 24, new LinkedHashMap<>(Map.of("a", a, "b", b, "c", c)), params);
-                for (String k : List.of("a", "b", "c")) {
-                    assertEquals(solo.get(k), together.get(k).signature(), k + " alone vs batched");
-                }
-                assertEquals(gpu.blockPool().numBlocks(), gpu.blockPool().freeBlocks(), "all blocks back");
-            }
+            aloneEqualsBatched(f, Map.of("a", EngineCoreTest.sampled(42, 24), "b", EngineCoreTest.greedy(20), "c", EngineCoreTest.sampled(7, 30)));
             System.out.println("[cuda engine] three requests (two sampled, one greedy) alone = batched with chunked prefill, tokens and logprobs");
         }
+    }
+
+    /** Requests without penalties, bias or logprobs are drawn on the device (only ids come back). */
+    @Test
+    void tokensDrawnOnTheGpuAreTheSameAloneOrBatched() {
+        try (Fixture f = new Fixture("llama-gqa")) {
+            Map<String, EngineCoreTest.Collect> solo = aloneEqualsBatched(f,
+                    Map.of("a", DeviceDrawWiringTest.plain(0.9, 42L, 24), "b", DeviceDrawWiringTest.plain(0, null, 20),
+                            "c", DeviceDrawWiringTest.plain(1.3, 7L, 30), "d", EngineCoreTest.sampled(5, 16)));
+            // greedy drawn on the device = greedy sampled on the host from the copied logits
+            Map<String, EngineCoreTest.Collect> host;
+            try (CudaForwardPass gpu = cuda(f.model)) {
+                host = EngineCoreTest.run(gpu, 512, Map.of("b", f.prompts.get(2)), Map.of("b", EngineCoreTest.greedy(20)));
+            }
+            assertEquals(tokens(host.get("b")), tokens(solo.get("b")), "greedy on the device vs on the host");
+            System.out.println("[cuda engine] tokens drawn on the GPU (top-k/top-p/min-p, greedy) alone = batched with a host-sampled request;"
+                    + " device greedy = host greedy");
+        }
+    }
+
+    private static List<Integer> tokens(EngineCoreTest.Collect c) {
+        return c.events.stream().map(e -> e.token()).toList();
+    }
+
+    /** Runs each request alone, then all together under a 24-token budget; returns the solo runs. */
+    private static Map<String, EngineCoreTest.Collect> aloneEqualsBatched(Fixture f, Map<String, SamplingParams> params) {
+        List<String> names = params.keySet().stream().sorted().toList();
+        Map<String, int[]> prompts = new LinkedHashMap<>();
+        for (int i = 0; i < names.size(); i++) {
+            prompts.put(names.get(i), f.prompts.get((i + 1) % f.prompts.size()));
+        }
+        Map<String, EngineCoreTest.Collect> solo = new LinkedHashMap<>();
+        for (String k : names) {
+            try (CudaForwardPass gpu = cuda(f.model)) {
+                solo.put(k, EngineCoreTest.run(gpu, 512, Map.of(k, prompts.get(k)), params).get(k));
+            }
+        }
+        try (CudaForwardPass gpu = cuda(f.model)) {
+            Map<String, EngineCoreTest.Collect> together = EngineCoreTest.run(gpu, 24, prompts, params);
+            for (String k : names) {
+                assertEquals(solo.get(k).signature(), together.get(k).signature(), k + " alone vs batched");
+            }
+            assertEquals(gpu.blockPool().numBlocks(), gpu.blockPool().freeBlocks(), "all blocks back");
+        }
+        return solo;
     }
 
     @Test

@@ -1,0 +1,153 @@
+package dev.spindle.engine.sched;
+
+import dev.spindle.backend.ForwardPass;
+import dev.spindle.backend.cpu.CpuForwardPass;
+import dev.spindle.engine.SamplingParams;
+import dev.spindle.engine.kv.BlockPool;
+import dev.spindle.engine.kv.BlockTable;
+import dev.spindle.engine.sample.Sampler;
+import dev.spindle.model.ModelConfig;
+import org.junit.jupiter.api.Test;
+
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.random.RandomGenerator;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The engine's side of drawing tokens on the device (the GPU's sample kernel has its own contract
+ * test): which rows it hands to the backend, and that it takes each draw's uniform from the
+ * sequence's generator exactly as the host sampler would. A backend that "draws on the device" with
+ * the host rule must then give every request the tokens of the host path.
+ */
+public class DeviceDrawWiringTest {
+    @org.junit.jupiter.api.BeforeAll
+    static void load() {
+        EngineCoreTest.load();
+    }
+
+    @org.junit.jupiter.api.AfterAll
+    static void close() {
+        EngineCoreTest.close();
+    }
+
+    /** The CPU pass, drawing the rows it is handed by the host rule with the uniform it is given. */
+    static final class HostRuleDrawing implements ForwardPass {
+        final CpuForwardPass inner;
+        int drawn;
+
+        HostRuleDrawing(CpuForwardPass inner) {
+            this.inner = inner;
+        }
+
+        @Override
+        public ModelConfig config() {
+            return inner.config();
+        }
+
+        @Override
+        public BlockPool blockPool() {
+            return inner.blockPool();
+        }
+
+        @Override
+        public float[][] forward(int[] tokens, BlockTable table, boolean allLogits) {
+            return inner.forward(tokens, table, allLogits);
+        }
+
+        @Override
+        public List<float[][]> forward(List<Window> windows) {
+            return inner.forward(windows);
+        }
+
+        @Override
+        public boolean drawsOnDevice() {
+            return true;
+        }
+
+        @Override
+        public List<float[][]> forward(List<Window> windows, List<Draw> draws, int[] tokens) {
+            List<float[][]> out = new java.util.ArrayList<>(inner.forward(windows));
+            int vocab = config().vocabSize();
+            for (int i = 0; i < windows.size(); i++) {
+                Draw d = draws.get(i);
+                if (d == null) {
+                    continue;
+                }
+                assertTrue(windows.get(i).wantLogits() && !windows.get(i).allLogits(), "a drawn window wants its last row only");
+                float[][] rows = out.get(i);
+                SamplingParams p = new SamplingParams(d.temperature(), d.topK(), d.topP(), d.minP(), null, 0, 0, 1, Map.of(), 1, Set.of(), true,
+                        -1, null, -1);
+                tokens[i] = Sampler.sample(rows[rows.length - 1], p, new int[vocab], new int[vocab], uniform(d.u())).token();
+                out.set(i, new float[0][]);
+                drawn++;
+            }
+            return out;
+        }
+
+        @Override
+        public void close() {
+            inner.close();
+        }
+    }
+
+    /** A generator whose next double is u (the host sampler takes exactly one per draw). */
+    public static RandomGenerator uniform(double u) {
+        return new RandomGenerator() {
+            @Override
+            public long nextLong() {
+                return (long) (u * 0x1.0p53) << 11;
+            }
+
+            @Override
+            public double nextDouble() {
+                return u;
+            }
+        };
+    }
+
+    public static SamplingParams plain(double temperature, Long seed, int max) {
+        return new SamplingParams(temperature, 40, 0.9, 0.05, seed, 0, 0, 1, Map.of(), max, Set.of(), true, -1, null, -1);
+    }
+
+    @Test
+    void plainRequestsAreDrawnOnTheDeviceWithTheHostPathsTokens() {
+        int[] a = EngineCoreTest.f.prompts.get(1), b = EngineCoreTest.f.prompts.get(2), c = EngineCoreTest.f.prompts.get(0);
+        Map<String, SamplingParams> params = Map.of("a", plain(0.9, 42L, 24), "b", plain(0, null, 20), "c", plain(1.3, 7L, 30));
+        Map<String, int[]> prompts = new LinkedHashMap<>(Map.of("a", a, "b", b, "c", c));
+        Map<String, EngineCoreTest.Collect> host;
+        try (CpuForwardPass cpu = EngineCoreTest.cpu(64)) {
+            host = EngineCoreTest.run(cpu, 24, prompts, params);
+        }
+        try (HostRuleDrawing device = new HostRuleDrawing(EngineCoreTest.cpu(64))) {
+            Map<String, EngineCoreTest.Collect> drawn = EngineCoreTest.run(device, 24, prompts, params);
+            int tokens = 0;
+            for (String k : List.of("a", "b", "c")) {
+                assertEquals(host.get(k).signature(), drawn.get(k).signature(), k + ": device draws vs host sampling");
+                tokens += drawn.get(k).events.size();
+            }
+            assertEquals(tokens, device.drawn, "every token drawn on the device");
+        }
+    }
+
+    @Test
+    void penaltiesBiasAndLogprobsStayOnTheHost() {
+        int[] a = EngineCoreTest.f.prompts.get(1);
+        List<SamplingParams> hostOnly = List.of(
+                EngineCoreTest.sampled(3, 8), // penalties, bias, logprobs
+                new SamplingParams(0.9, 0, 1, 0, 5L, 0, 0, 1, Map.of(), 8, Set.of(), true, 0, null, -1), // logprobs
+                new SamplingParams(0.9, 0, 1, 0, 5L, 0.5, 0, 1, Map.of(), 8, Set.of(), true, -1, null, -1), // presence penalty
+                new SamplingParams(0.9, 0, 1, 0, 5L, 0, 0, 1, Map.of(3, 2.0), 8, Set.of(), true, -1, null, -1)); // bias
+        for (SamplingParams p : hostOnly) {
+            try (HostRuleDrawing device = new HostRuleDrawing(EngineCoreTest.cpu(64))) {
+                EngineCoreTest.Collect got = EngineCoreTest.run(device, 512, Map.of("a", a), Map.of("a", p)).get("a");
+                assertEquals(8, got.events.size());
+                assertEquals(0, device.drawn, "sampled on the host: " + p);
+            }
+        }
+    }
+}
