@@ -5,7 +5,8 @@
 // top-k mass; the token is the first in order whose cumulative mass exceeds u times the kept mass.
 // T == 0: the argmax (first among equals). T < 0: the row is skipped.
 //
-// Every kept set is a prefix of the order, held as a cutoff (v, j): the 16-bit order keys of the
+// With top-k <= 1024 (the common case) the k tokens are gathered and sorted, and the rule runs on them
+// as the host runs it (sample_small_top_k). Otherwise every kept set is a prefix of the order, held as a cutoff (v, j): the 16-bit order keys of the
 // bf16 values above v, and those equal to v with id <= j. Cutoffs are found by binary search over the
 // 65,536 keys (counts and masses of the tokens at or above a key) and, within the tie group, in id
 // order. Reductions have a fixed order, so a row's token depends on its logits, parameters and u alone.
@@ -144,6 +145,123 @@ struct SampleRow {
     }
 };
 
+// Top-k of at most SAMPLE_THREADS: the k kept tokens are found with two 256-bin histograms of the
+// order keys (exact integer counts), gathered into shared memory, sorted by (key desc, id asc) with a
+// bitonic network, and the rest of the rule runs over that sorted list as the host runs it, in double.
+__device__ int sample_small_top_k(const SampleRow &row, int topK, double T, double topP, double minP, double u) {
+    __shared__ int hist[256], ck[SAMPLE_THREADS], ci[SAMPLE_THREADS], cut[3];
+    __shared__ double pr[SAMPLE_THREADS];
+    const int n = row.n, tid = threadIdx.x;
+    // the k-th key: its high byte, then its low byte
+    int above = 0, high = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        if (tid < 256) hist[tid] = 0;
+        __syncthreads();
+        for (int i = tid; i < n; i += SAMPLE_THREADS) {
+            int k = row.key(i);
+            if (pass == 0) atomicAdd(&hist[k >> 8], 1);
+            else if ((k >> 8) == high) atomicAdd(&hist[k & 0xFF], 1);
+        }
+        __syncthreads();
+        if (tid == 0) {
+            int cum = pass == 0 ? 0 : above, b = 255;
+            while (b > 0 && cum + hist[b] < topK) cum += hist[b--];
+            cut[0] = b;
+            cut[1] = cum;
+        }
+        __syncthreads();
+        if (pass == 0) high = cut[0];
+        above = cut[1];
+        __syncthreads();
+    }
+    const int t = (high << 8) | cut[0];
+    const int j = row.tie_id(t, topK - above, 0, n - 1);
+    // gather the prefix (exactly topK tokens) in id order, then sort it
+    const int chunk = (n + SAMPLE_THREADS - 1) / SAMPLE_THREADS, lo = tid * chunk, hi = min(n, lo + chunk);
+    int cnt = 0;
+    for (int i = lo; i < hi; i++) cnt += in_prefix(row.key(i), i, t, j) ? 1 : 0;
+    ck[tid] = cnt;
+    __syncthreads();
+    for (int o = 1; o < SAMPLE_THREADS; o <<= 1) {
+        int add = tid >= o ? ck[tid - o] : 0;
+        __syncthreads();
+        ck[tid] += add;
+        __syncthreads();
+    }
+    int slot = ck[tid] - cnt;
+    __syncthreads();
+    ck[tid] = -1;
+    ci[tid] = 0x7FFFFFFF;
+    __syncthreads();
+    for (int i = lo; i < hi; i++) {
+        int k = row.key(i);
+        if (in_prefix(k, i, t, j)) {
+            ck[slot] = k;
+            ci[slot++] = i;
+        }
+    }
+    __syncthreads();
+    int size = 1;
+    while (size < topK) size <<= 1;
+    for (int len = 2; len <= size; len <<= 1) {
+        for (int stride = len >> 1; stride > 0; stride >>= 1) {
+            int other = tid ^ stride;
+            if (tid < size && other > tid) {
+                // ascending runs put the earlier token (higher key, then lower id) first
+                bool firstRun = (tid & len) == 0;
+                bool otherEarlier = ck[other] > ck[tid] || (ck[other] == ck[tid] && ci[other] < ci[tid]);
+                if (otherEarlier == firstRun) {
+                    int a = ck[tid], b = ci[tid];
+                    ck[tid] = ck[other];
+                    ci[tid] = ci[other];
+                    ck[other] = a;
+                    ci[other] = b;
+                }
+            }
+            __syncthreads();
+        }
+    }
+    // the host's rule over the sorted top k, in double
+    const double max = key_value(ck[0]);
+    if (tid < topK) pr[tid] = exp(((double) key_value(ck[tid]) - max) / T);
+    __syncthreads();
+    if (tid == 0) {
+        int keep = topK;
+        double sum = 0;
+        for (int i = 0; i < keep; i++) sum += pr[i];
+        for (int i = 0; i < keep; i++) pr[i] /= sum;
+        if (minP > 0) {
+            double floor = pr[0] * minP;
+            int k = 1;
+            while (k < keep && pr[k] >= floor) k++;
+            keep = k;
+        }
+        if (topP < 1) {
+            double cum = 0;
+            int k = 0;
+            while (k < keep) {
+                cum += pr[k++];
+                if (cum >= topP) break;
+            }
+            keep = k;
+        }
+        double total = 0;
+        for (int i = 0; i < keep; i++) total += pr[i];
+        double x = u * total;
+        int pick = keep - 1;
+        for (int i = 0; i < keep; i++) {
+            x -= pr[i];
+            if (x < 0) {
+                pick = i;
+                break;
+            }
+        }
+        cut[2] = ci[pick];
+    }
+    __syncthreads();
+    return cut[2];
+}
+
 extern "C" __global__ void __launch_bounds__(SAMPLE_THREADS) sample(const bf16 *logits, int rows, int vocab, const double *params,
                                                                       float *scratch, int *out) {
     __shared__ double shd[34];
@@ -165,6 +283,11 @@ extern "C" __global__ void __launch_bounds__(SAMPLE_THREADS) sample(const bf16 *
             if (row.key(i) == top) id = min(id, i);
         }
         id = block_reduce(id, shi, [](int a, int b) { return min(a, b); });
+        if (threadIdx.x == 0) out[r] = id;
+        return;
+    }
+    if (topK > 0 && topK <= SAMPLE_THREADS && topK < vocab) {
+        int id = sample_small_top_k(row, topK, T, topP, minP, u);
         if (threadIdx.x == 0) out[r] = id;
         return;
     }

@@ -276,7 +276,7 @@ class KernelContractTest {
     void sampleFollowsTheEngineRule() {
         int[] vocabs = {5000, 166912};
         double[] temps = {0, 0.7, 1.5};
-        int[] topKs = {0, 1, 7, 50};
+        int[] topKs = {0, 1, 7, 50, 2000};
         double[] topPs = {1, 0.9, 0.3};
         double[] minPs = {0, 0.05};
         int cases = 0, same = 0, nearBoundary = 0, combo = 0;
