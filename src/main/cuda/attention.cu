@@ -11,11 +11,11 @@
 //   [0] first qkv row of its rows, [1] rows (R <= 64 / G, G = heads / kvHeads), [2] position of the
 //   first row, [3] offset of its sequence's block table in tables, [4] first split, [5] end split,
 //   [6] partial slot of split s0 (-1: the CTA walks every split of its rows itself and writes out),
-//   [7] decode row index (its row of cdesc).
+//   [7] decode row index (its row of stats).
 // phase 0: both passes, out written (prefill windows). Decode rows (one row per sequence) run CTAs
 // that each take a run of splits [s0, s1) of one row and write every split's state on its own, at
-// slot part + (s - s0): phase 1 each split's (max, sum) to partML; phase 2 merges the row's split
-// states in split order (as phase 0 does: row_stats), then writes each split's sum of p v
+// slot part + (s - s0): phase 1 each split's (max, sum) to partML; attention_stats merges a row's
+// split states in split order (as phase 0 does) into stats; phase 2 writes each split's sum of p v
 // (p with the merged max and sum) to partO; attention_sum adds the splits' partO in split order.
 // Phase 1 keeps its scores in sbuf (slot, query head, SPLIT keys; bf16 values, so exact) and phase 2
 // reads them back instead of K: it streams only V.
@@ -50,44 +50,6 @@ __device__ __forceinline__ void merge_stats(float &M, float &L, float ms, float 
     M = mn;
 }
 
-// A decode row's (max, sum) for query head qh, merged from its n split states (slots first...) in
-// split order with exactly merge_stats's arithmetic, by one warp. The running max is a prefix max
-// (exact in any order), so every split's two factors a = exp(M_before - M_after) and
-// b = exp(m_split - M_after) come from the lanes in parallel; only L = L * a + l_split * b runs split
-// after split (lane 0). fa, ft: 32 floats each of the warp's own shared memory.
-__device__ __forceinline__ void row_stats(const float *partML, int first, int n, int heads, int qh, float *fa, float *ft,
-                                          float &Mout, float &Lout) {
-    const int lane = threadIdx.x & 31;
-    float M = -INFINITY, L = 0.f;
-    for (int b = 0; b < n; b += 32) {
-        int j = b + lane, cnt = min(32, n - b);
-        float ms = -INFINITY, ls = 0.f;
-        if (j < n) {
-            long ps = (long) (first + j) * heads + qh;
-            ms = partML[ps * 2];
-            ls = partML[ps * 2 + 1];
-        }
-        float pm = ms;
-        #pragma unroll
-        for (int off = 1; off < 32; off <<= 1) {
-            float t = __shfl_up_sync(0xffffffffu, pm, off);
-            if (lane >= off) pm = fmaxf(pm, t);
-        }
-        float after = fmaxf(M, pm), before = __shfl_up_sync(0xffffffffu, after, 1);
-        if (lane == 0) before = M;
-        fa[lane] = before == -INFINITY ? 0.f : expf(__fsub_rn(before, after));
-        ft[lane] = __fmul_rn(ls, ms == -INFINITY ? 0.f : expf(__fsub_rn(ms, after)));
-        __syncwarp();
-        if (lane == 0) {
-            for (int k = 0; k < cnt; k++) L = __fadd_rn(__fmul_rn(L, fa[k]), ft[k]);
-        }
-        __syncwarp();
-        M = __shfl_sync(0xffffffffu, after, cnt - 1);
-    }
-    Mout = M;
-    Lout = __shfl_sync(0xffffffffu, L, 0);
-}
-
 // The p that HF computes, exp(s - M) / L rounded to bf16, returned as the fp32 quotient whose bf16
 // rounding is HF's. Fast path: q = e * (1 / L) is within 3 fp32 steps of the correctly rounded quotient
 // (two roundings of relative error 2^-24 each), and rounding to bf16 is monotone, so q rounds to the
@@ -102,7 +64,7 @@ __device__ __forceinline__ float p_quotient(float e, float L, float rl) {
 template <int HD, int PHASE>
 __device__ __forceinline__ void attention_impl(
         const bf16 *qkv, int qkvStride, bf16 *out, const bf16 *pool, const int *tables, const int *desc,
-        float *partO, float *partML, const int *cdesc, bf16 *sbuf, int heads, int kvHeads, int blockSize, float scale) {
+        float *partO, float *partML, const float *stats, bf16 *sbuf, int heads, int kvHeads, int blockSize, float scale) {
     constexpr int LDS = HD + 8, KS = HD / 16, DN = HD / 8;
     // a stage holds a K tile and a V tile; phase 1 needs only K, phase 2 only V (its scores come from phase 1)
     // (phase 2 also stages the tile's scores, 16 query heads x KT keys, after V)
@@ -265,24 +227,13 @@ __device__ __forceinline__ void attention_impl(
             }
         }
     } else {
-        // the row's (max, sum) for each query head of this KV head, merged from all its splits' states
-        // (warp w takes heads w, w + 4, ...), as phase 0 merges them
-        __shared__ float rowML[16][2], fa[4][32], ft[4][32];
-        const int *cd = cdesc + 3 * d[7];
-        for (int j = warp; j < G; j += 4) {
-            float Mj, Lj;
-            row_stats(partML, cd[0], cd[1], heads, g * G + j, fa[warp], ft[warp], Mj, Lj);
-            if (lane == 0) {
-                rowML[j][0] = Mj;
-                rowML[j][1] = Lj;
-            }
-        }
-        __syncthreads();
+        // the row's (max, sum), merged from its splits' states by attention_stats
         #pragma unroll
         for (int h = 0; h < 2; h++) {
             if (valid[h]) {
-                M[h] = rowML[mr[h] % G][0];
-                L[h] = rowML[mr[h] % G][1];
+                long si = (long) d[7] * heads + g * G + mr[h] % G;
+                M[h] = stats[si * 2];
+                L[h] = stats[si * 2 + 1];
             }
         }
     }
@@ -394,14 +345,55 @@ __device__ __forceinline__ void attention_impl(
 #define ATTENTION(hd, phase) \
     extern "C" __global__ void __launch_bounds__(128) attention_hd##hd##_p##phase( \
             const bf16 *qkv, int qkvStride, bf16 *out, const bf16 *pool, const int *tables, const int *desc, float *partO, \
-            float *partML, const int *cdesc, bf16 *sbuf, int heads, int kvHeads, int blockSize, float scale) { \
-        attention_impl<hd, phase>(qkv, qkvStride, out, pool, tables, desc, partO, partML, cdesc, sbuf, heads, kvHeads, blockSize, scale); \
+            float *partML, const float *stats, bf16 *sbuf, int heads, int kvHeads, int blockSize, float scale) { \
+        attention_impl<hd, phase>(qkv, qkvStride, out, pool, tables, desc, partO, partML, stats, sbuf, heads, kvHeads, blockSize, scale); \
     }
 #define ATTENTION_PHASES(hd) ATTENTION(hd, 0) ATTENTION(hd, 1) ATTENTION(hd, 2)
 ATTENTION_PHASES(16)
 ATTENTION_PHASES(32)
 ATTENTION_PHASES(64)
 ATTENTION_PHASES(128)
+
+// attention_stats: merges each decode row's split (max, sum) states in split order into stats
+// (rows, heads, 2), with exactly merge_stats's arithmetic. Grid: (decode rows, heads), block: 32.
+// The running max is a prefix max (exact in any order), so every split's two factors
+// a = exp(M_before - M_after), b = exp(m_split - M_after) are computed by the lanes in parallel;
+// only L = L * a + l_split * b runs split after split. cdesc per row: [first slot, splits, output row].
+extern "C" __global__ void attention_stats(const float *partML, const int *cdesc, float *stats, int heads) {
+    __shared__ float fa[32], ft[32];
+    const int *d = cdesc + blockIdx.x * 3;
+    const int first = d[0], n = d[1], qh = blockIdx.y, lane = threadIdx.x;
+    float M = -INFINITY, L = 0.f;
+    for (int b = 0; b < n; b += 32) {
+        int j = b + lane, cnt = min(32, n - b);
+        float ms = -INFINITY, ls = 0.f;
+        if (j < n) {
+            long ps = (long) (first + j) * heads + qh;
+            ms = partML[ps * 2];
+            ls = partML[ps * 2 + 1];
+        }
+        float pm = ms;
+        #pragma unroll
+        for (int off = 1; off < 32; off <<= 1) {
+            float t = __shfl_up_sync(0xffffffffu, pm, off);
+            if (lane >= off) pm = fmaxf(pm, t);
+        }
+        float after = fmaxf(M, pm), before = __shfl_up_sync(0xffffffffu, after, 1);
+        if (lane == 0) before = M;
+        fa[lane] = before == -INFINITY ? 0.f : expf(__fsub_rn(before, after));
+        ft[lane] = __fmul_rn(ls, ms == -INFINITY ? 0.f : expf(__fsub_rn(ms, after)));
+        __syncwarp();
+        if (lane == 0) {
+            for (int k = 0; k < cnt; k++) L = __fadd_rn(__fmul_rn(L, fa[k]), ft[k]);
+        }
+        __syncwarp();
+        M = __shfl_sync(0xffffffffu, after, cnt - 1);
+    }
+    if (lane == 0) {
+        stats[((long) blockIdx.x * heads + qh) * 2] = M;
+        stats[((long) blockIdx.x * heads + qh) * 2 + 1] = L;
+    }
+}
 
 // attention_sum: out = bf16 of the decode rows' split sums of p v added in split order.
 // Grid: (decode rows, heads), block: headDim (one thread per dim).

@@ -45,7 +45,7 @@ public final class CudaForwardPass implements ForwardPass {
     private final long kv;
     private final RotaryTable rotary;
     private final List<Long> buffers = new ArrayList<>();
-    private final long x, xn, qkv, att, proj, gateUp, act, logits, picked;
+    private final long x, xn, qkv, att, proj, gateUp, act, logits, picked, stats;
     private final MemorySegment logitsHost;
     private final int logitRowsMax;
     private long meta;
@@ -84,6 +84,7 @@ public final class CudaForwardPass implements ForwardPass {
         logitRowsMax = Math.min(n, Math.max(1, (int) ((1L << 30) / ((long) c.vocabSize() * 2))));
         logits = buffer((long) logitRowsMax * c.vocabSize() * 2);
         picked = buffer((long) logitRowsMax * h * 2);
+        stats = buffer((long) n * c.numHeads() * 2 * 4);
         ensureMeta(16 * n + 4096);
         logitsHost = cuda.allocHost((long) logitRowsMax * c.vocabSize() * 2);
         drawer = new DeviceDraws(k, c.vocabSize());
@@ -414,15 +415,16 @@ public final class CudaForwardPass implements ForwardPass {
                 int heads = c.numHeads(), kvh = c.numKvHeads(), hd = c.headDim(), bs = opt.blockSize();
                 long tables = m + 4L * p.tables, desc = m + 4L * p.desc, cdesc = m + 4L * p.cdesc;
                 if (p.decodeRows > 0) {
-                    op("attention decode scores", () -> k.attention(1, p.decodeCtas, qkv, stride, att, kvSlot, tables, desc, partO, partML, cdesc,
+                    op("attention decode scores", () -> k.attention(1, p.decodeCtas, qkv, stride, att, kvSlot, tables, desc, partO, partML, stats,
                             scores, heads, kvh, hd, bs, scale));
-                    op("attention decode values", () -> k.attention(2, p.decodeCtas, qkv, stride, att, kvSlot, tables, desc, partO, partML, cdesc,
+                    op("attention decode stats", () -> k.attentionStats(p.decodeRows, partML, cdesc, stats, heads));
+                    op("attention decode values", () -> k.attention(2, p.decodeCtas, qkv, stride, att, kvSlot, tables, desc, partO, partML, stats,
                             scores, heads, kvh, hd, bs, scale));
                     op("attention decode sum", () -> k.attentionSum(p.decodeRows, partO, cdesc, att, heads, hd));
                 }
                 if (p.ctas > p.decodeCtas) {
                     op("attention prefill", () -> k.attention(0, p.ctas - p.decodeCtas, qkv, stride, att, kvSlot, tables, desc + 32L * p.decodeCtas,
-                            partO, partML, cdesc, scores, heads, kvh, hd, bs, scale));
+                            partO, partML, stats, scores, heads, kvh, hd, bs, scale));
                 }
                 op("gemm o", () -> lt.linear(att, n, qd, lw.o(), h, proj));
                 op("norms", () -> k.addRmsNorm(x, proj, lw.postAttnNorm(), xn, n, h, eps));

@@ -17,7 +17,7 @@ public final class CudaKernels {
     public static final int ATTENTION_TILE = 64;
 
     private final CudaDriver cuda;
-    private final MemorySegment embed, rmsNorm, addRmsNorm, rope, swiglu, residualAdd, kvWrite, attentionSum, argmax, sample,
+    private final MemorySegment embed, rmsNorm, addRmsNorm, rope, swiglu, residualAdd, kvWrite, attentionStats, attentionSum, argmax, sample,
             fillDummy;
     private final java.util.Map<Integer, MemorySegment> attention = new java.util.HashMap<>();
 
@@ -38,6 +38,7 @@ public final class CudaKernels {
                 attention.put(hd * 4 + phase, f);
             }
         }
+        attentionStats = cuda.function(module, "attention_stats");
         attentionSum = cuda.function(module, "attention_sum");
         argmax = cuda.function(module, "argmax");
         sample = cuda.function(module, "sample");
@@ -143,9 +144,14 @@ public final class CudaKernels {
      * phase 0 for prefill tiles; phases 1 and 2 for decode rows' split CTAs.
      */
     public void attention(int phase, int ctas, long qkv, int stride, long out, long pool, long tables, long desc, long partO, long partML,
-                          long cdesc, long scores, int heads, int kvHeads, int headDim, int blockSize, float scale) {
+                          long stats, long scores, int heads, int kvHeads, int headDim, int blockSize, float scale) {
         cuda.launchShared(attention.get(headDim * 4 + phase), ctas, kvHeads, 128, attentionSharedBytes(headDim, phase), qkv, stride, out,
-                pool, tables, desc, partO, partML, cdesc, scores, heads, kvHeads, blockSize, scale);
+                pool, tables, desc, partO, partML, stats, scores, heads, kvHeads, blockSize, scale);
+    }
+
+    /** Merges decode rows' split (max, sum) states in split order into stats (rows, heads, 2). */
+    public void attentionStats(int rows, long partML, long cdesc, long stats, int heads) {
+        cuda.launch(attentionStats, rows, heads, 32, partML, cdesc, stats, heads);
     }
 
     /** Adds decode rows' split sums of p v in split order into out. */

@@ -485,11 +485,12 @@ class KernelContractTest {
                 long dout = cuda.alloc((long) ctx * qd * 2), partO = cuda.alloc((long) part * heads * hd * 4), partML = cuda.alloc((long) part * heads * 8);
                 cuda.memsetZero(dout, (long) ctx * qd * 2);
                 float scale = (float) Math.pow(hd, -0.5);
-                long scores = cuda.alloc((long) part * heads * CudaKernels.ATTENTION_SPLIT * 2);
-                k.attention(1, decodeCtas, dq, stride, dout, dpool, dtab, ddesc, partO, partML, dcd, scores, heads, kvHeads, hd, bs, scale);
-                k.attention(2, decodeCtas, dq, stride, dout, dpool, dtab, ddesc, partO, partML, dcd, scores, heads, kvHeads, hd, bs, scale);
+                long stats = cuda.alloc((long) decode.length * heads * 8), scores = cuda.alloc((long) part * heads * CudaKernels.ATTENTION_SPLIT * 2);
+                k.attention(1, decodeCtas, dq, stride, dout, dpool, dtab, ddesc, partO, partML, stats, scores, heads, kvHeads, hd, bs, scale);
+                k.attentionStats(decode.length, partML, dcd, stats, heads);
+                k.attention(2, decodeCtas, dq, stride, dout, dpool, dtab, ddesc, partO, partML, stats, scores, heads, kvHeads, hd, bs, scale);
                 k.attentionSum(decode.length, partO, dcd, dout, heads, hd);
-                k.attention(0, desc.size() - decodeCtas, dq, stride, dout, dpool, dtab, ddesc + 32L * decodeCtas, partO, partML, dcd, scores,
+                k.attention(0, desc.size() - decodeCtas, dq, stride, dout, dpool, dtab, ddesc + 32L * decodeCtas, partO, partML, stats, scores,
                         heads, kvHeads, hd, bs, scale);
                 float[] got = download(a, dout, ctx * qd);
                 double worst = 0;
