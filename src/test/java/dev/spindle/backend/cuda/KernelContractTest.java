@@ -318,7 +318,7 @@ class KernelContractTest {
                     dev.spindle.engine.SamplingParams p = new dev.spindle.engine.SamplingParams(d.temperature(), d.topK(), d.topP(), d.minP(), null, 0,
                             0, 1, java.util.Map.of(), 1, java.util.Set.of(), true, -1, null, -1);
                     int want = dev.spindle.engine.sample.Sampler.sample(rows.get(r), p, new int[vocab], new int[vocab],
-                            dev.spindle.engine.sched.DeviceDrawWiringTest.uniform(d.u())).token();
+                            dev.spindle.engine.sample.SamplerTest.fixed(d.u())).token();
                     cases++;
                     if (want == got[r]) {
                         same++;

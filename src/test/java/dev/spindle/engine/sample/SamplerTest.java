@@ -14,12 +14,13 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** The host sampling rule, piece by piece, and its distribution. */
-class SamplerTest {
+public class SamplerTest {
     static SamplingParams params(double t, int topK, double topP, double minP) {
         return new SamplingParams(t, topK, topP, minP, null, 0, 0, 1, Map.of(), 1, Set.of(), true, -1, null, -1);
     }
 
-    static RandomGenerator fixed(double u) {
+    /** A generator whose next double is u (the sampler takes exactly one per temperature draw). */
+    public static RandomGenerator fixed(double u) {
         return new RandomGenerator() {
             @Override
             public long nextLong() {

@@ -13,7 +13,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.random.RandomGenerator;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -82,7 +81,7 @@ public class DeviceDrawWiringTest {
                 float[][] rows = out.get(i);
                 SamplingParams p = new SamplingParams(d.temperature(), d.topK(), d.topP(), d.minP(), null, 0, 0, 1, Map.of(), 1, Set.of(), true,
                         -1, null, -1);
-                tokens[i] = Sampler.sample(rows[rows.length - 1], p, new int[vocab], new int[vocab], uniform(d.u())).token();
+                tokens[i] = Sampler.sample(rows[rows.length - 1], p, new int[vocab], new int[vocab], dev.spindle.engine.sample.SamplerTest.fixed(d.u())).token();
                 out.set(i, new float[0][]);
                 drawn++;
             }
@@ -93,21 +92,6 @@ public class DeviceDrawWiringTest {
         public void close() {
             inner.close();
         }
-    }
-
-    /** A generator whose next double is u (the host sampler takes exactly one per draw). */
-    public static RandomGenerator uniform(double u) {
-        return new RandomGenerator() {
-            @Override
-            public long nextLong() {
-                return (long) (u * 0x1.0p53) << 11;
-            }
-
-            @Override
-            public double nextDouble() {
-                return u;
-            }
-        };
     }
 
     public static SamplingParams plain(double temperature, Long seed, int max) {
