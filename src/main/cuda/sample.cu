@@ -49,6 +49,22 @@ __device__ T block_reduce(T x, T *sh, Op op) {
     return r;
 }
 
+// The sum of v over the threads before this one (thread order), block-wide; every thread must call.
+__device__ int exclusive_scan(int v) {
+    __shared__ int scan[SAMPLE_THREADS];
+    scan[threadIdx.x] = v;
+    __syncthreads();
+    for (int o = 1; o < SAMPLE_THREADS; o <<= 1) {
+        int add = threadIdx.x >= o ? scan[threadIdx.x - o] : 0;
+        __syncthreads();
+        scan[threadIdx.x] += add;
+        __syncthreads();
+    }
+    int before = scan[threadIdx.x] - v;
+    __syncthreads();
+    return before;
+}
+
 struct SampleRow {
     const unsigned short *bits;
     const float *w;
@@ -83,17 +99,8 @@ struct SampleRow {
         const int chunk = (n + SAMPLE_THREADS - 1) / SAMPLE_THREADS, lo = threadIdx.x * chunk, hi = min(n, lo + chunk);
         int cnt = 0;
         for (int i = lo; i < hi; i++) cnt += (key(i) == t && in_prefix(t, i, v, j)) ? 1 : 0;
-        // exclusive scan of the counts over threads (id order), then the thread holding the m-th finds it
-        __shared__ int scan[SAMPLE_THREADS];
-        scan[threadIdx.x] = cnt;
-        __syncthreads();
-        for (int o = 1; o < SAMPLE_THREADS; o <<= 1) {
-            int add = threadIdx.x >= o ? scan[threadIdx.x - o] : 0;
-            __syncthreads();
-            scan[threadIdx.x] += add;
-            __syncthreads();
-        }
-        int before = scan[threadIdx.x] - cnt;
+        // the counts before this thread's ids, then the thread holding the m-th finds it
+        int before = exclusive_scan(cnt);
         if (threadIdx.x == 0) shi[33] = -1;
         __syncthreads();
         if (m > before && m <= before + cnt) {
@@ -180,16 +187,7 @@ __device__ int sample_small_top_k(const SampleRow &row, int topK, double T, doub
     const int chunk = (n + SAMPLE_THREADS - 1) / SAMPLE_THREADS, lo = tid * chunk, hi = min(n, lo + chunk);
     int cnt = 0;
     for (int i = lo; i < hi; i++) cnt += in_prefix(row.key(i), i, t, j) ? 1 : 0;
-    ck[tid] = cnt;
-    __syncthreads();
-    for (int o = 1; o < SAMPLE_THREADS; o <<= 1) {
-        int add = tid >= o ? ck[tid - o] : 0;
-        __syncthreads();
-        ck[tid] += add;
-        __syncthreads();
-    }
-    int slot = ck[tid] - cnt;
-    __syncthreads();
+    int slot = exclusive_scan(cnt);
     ck[tid] = -1;
     ci[tid] = 0x7FFFFFFF;
     __syncthreads();

@@ -43,6 +43,8 @@ public final class CudaForwardPass implements ForwardPass {
     private final BlockPool pool;
     private final int slots;
     private final long kv;
+    /** Bytes of one slot's (executed layer's) pool; the slots' pools lie one after another. */
+    private final long slotBytes;
     private final RotaryTable rotary;
     private final List<Long> buffers = new ArrayList<>();
     private final long x, xn, qkv, att, proj, gateUp, act, logits, picked, stats;
@@ -108,6 +110,7 @@ public final class CudaForwardPass implements ForwardPass {
         if (blocks < 1) {
             throw new CudaException("no device memory left for the KV pool: " + free + " bytes free after weights and activations");
         }
+        slotBytes = (long) blocks * 2 * options.blockSize() * c.kvDim() * 2;
         kv = buffer((long) blocks * bytesPerBlock);
         cuda.memsetZero(kv, (long) blocks * bytesPerBlock);
         cuda.sync();
@@ -194,7 +197,7 @@ public final class CudaForwardPass implements ForwardPass {
     }
 
     public long kvPoolBytes() {
-        return (long) pool.numBlocks() * slots * 2 * opt.blockSize() * c.kvDim() * 2;
+        return slotBytes * slots;
     }
 
     @Override
@@ -275,8 +278,6 @@ public final class CudaForwardPass implements ForwardPass {
         advance(windows);
         return out;
     }
-
-
 
     /**
      * The same step, sampling greedily on the device: per window that wants logits, the
@@ -409,8 +410,8 @@ public final class CudaForwardPass implements ForwardPass {
                 }
                 op("gemm qkv", () -> lt.linear(xn, n, h, lw.qkv(), stride, qkv));
                 op("rope", () -> k.rope(qkv, stride, cos, sin, m + 4L * p.positions, n, c.numHeads() + c.numKvHeads(), c.headDim()));
-                // the slots' pools lie one after another: one layer's blocks stay within few pages
-                long kvSlot = kv + (long) slot * pool.numBlocks() * 2 * opt.blockSize() * kvd * 2;
+                // one layer's blocks stay within few pages
+                long kvSlot = kv + slot * slotBytes;
                 op("kv_write", () -> k.kvWrite(qkv, stride, qd, kvd, c.headDim(), kvSlot, m + 4L * p.slotMap, opt.blockSize(), n));
                 int heads = c.numHeads(), kvh = c.numKvHeads(), hd = c.headDim(), bs = opt.blockSize();
                 long tables = m + 4L * p.tables, desc = m + 4L * p.desc, cdesc = m + 4L * p.cdesc;
