@@ -16,7 +16,7 @@ mvn -B -q -ntp dependency:copy-dependencies -DincludeArtifactIds=picocli,jackson
 rm -rf .dist/classes .dist/test-classes .dist/jre.t?z /tmp/jre25
 mkdir -p .dist/classes .dist/test-classes
 cp -r target/classes/dev target/classes/cuda target/classes/*.properties .dist/classes/ 2>/dev/null || cp -r target/classes/dev target/classes/cuda .dist/classes/
-(cd target/test-classes && cp -r --parents dev/spindle/backend dev/spindle/engine/sched dev/spindle/engine/ChatModelParityTest*.class dev/spindle/Fixture*.class ../../.dist/test-classes/)
+(cd target/test-classes && cp -r --parents dev/spindle/backend dev/spindle/engine/sched dev/spindle/engine/ChatModelParityTest*.class dev/spindle/engine/sample dev/spindle/Fixture*.class ../../.dist/test-classes/)
 "$JAVA_HOME/bin/jlink" --add-modules java.base,jdk.incubator.vector,java.logging \
   --strip-debug --no-header-files --no-man-pages --compress zip-9 --output /tmp/jre25 2>/dev/null
 tar cJf .dist/jre.txz -C /tmp jre25 && rm -rf /tmp/jre25
