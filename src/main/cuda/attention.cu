@@ -23,6 +23,13 @@
 // Keys are cut into fixed splits of SPLIT keys, walked in tiles of KT keys; the order of every
 // reduction is fixed by the keys alone (never by the batch, the window or the CTA), and keys past a
 // row's position contribute exact zeros, so a decode step equals the same row inside any window.
+// A tile's sum of exp is canonical: per thread, each quarter of the tile's keys (16 keys, nt 2Q and
+// 2Q + 1) is summed in order, the quarters are added in order, then the row's four lanes.
+// Phase 0 (prefill) gives each warp 16 rows and whole tiles. The decode phases have one row (at most
+// 16 MMA rows) per CTA, so all four warps share those rows and split every tile: warp Q computes
+// quarter Q's scores, exp sums (phase 1) and P fragment (phase 2); the quarters' maxima, sums and
+// fragments meet in shared memory, and in phase 2 each warp multiplies all of P by its quarter of
+// V's columns. Every value is computed by the same arithmetic as phase 0's, only by other threads.
 #include "common.cuh"
 
 #define KT 64
@@ -74,19 +81,28 @@ __device__ __forceinline__ void attention_impl(
     const int g = blockIdx.y, G = heads / kvHeads, kvDim = kvHeads * HD;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, gr = lane >> 2, tq = lane & 3;
     const int maxPos = pos0 + rows - 1;
+    // decode phases: every warp takes the same 16 rows (one row's query heads) and a quarter of each tile
+    // (QW); phase 0: warp w takes rows 16w.. and whole tiles
+    constexpr bool QW = PHASE != 0;
+    constexpr int NT = QW ? 2 : 8, DNW = QW ? (DN >= 4 ? DN / 4 : 1) : DN;
+    const int nt0 = QW ? 2 * warp : 0, dn0 = QW ? warp * DNW : 0;
+    const bool pvWarp = dn0 < DN;
     // this thread's two MMA rows
     int mr[2], pos[2];
     bool valid[2];
     const bf16 *qp[2];
     #pragma unroll
     for (int h = 0; h < 2; h++) {
-        int m = warp * 16 + gr + 8 * h, r = m / G, j = m % G;
+        int m = (QW ? 0 : warp * 16) + gr + 8 * h, r = m / G, j = m % G;
         valid[h] = r < rows;
         pos[h] = pos0 + r;
         mr[h] = m;
         qp[h] = qkv + (long) (row0 + (valid[h] ? r : 0)) * qkvStride + (long) (g * G + j) * HD;
     }
-    const bool warpActive = warp * 16 < rows * G;
+    const bool warpActive = QW || warp * 16 < rows * G;
+    // decode phases: the quarters' tile maxima and exp sums (phase 1) and P fragments (phase 2), exchanged
+    __shared__ float qmax[4][16], qsum[4][32][2];
+    __shared__ unsigned qfrag[4][32][4];
     unsigned qf[KS][4];
     #pragma unroll
     for (int kk = 0; kk < KS; kk++) {
@@ -131,23 +147,25 @@ __device__ __forceinline__ void attention_impl(
         }
         asm volatile("cp.async.commit_group;\n" ::);
     };
-    // scores of one tile for this warp's 16 rows: S[nt][e] for keys t0 + 8 nt + 2 tq + (e & 1), rows gr (+8 for e >= 2)
+    // scores of one tile for this warp's 16 rows and key groups nt0..nt0+NT-1: S[c][e] for keys
+    // t0 + 8 (nt0 + c) + 2 tq + (e & 1), rows gr (+8 for e >= 2)
     auto scores = [&](const bf16 (*Ks)[LDS], int t0, float (*S)[4]) {
         #pragma unroll
-        for (int nt = 0; nt < 8; nt++) {
+        for (int c = 0; c < NT; c++) {
+            const int nt = nt0 + c;
             #pragma unroll
-            for (int e = 0; e < 4; e++) S[nt][e] = 0.f;
+            for (int e = 0; e < 4; e++) S[c][e] = 0.f;
             #pragma unroll
             for (int kk = 0; kk < KS; kk++) {
                 unsigned b0 = *reinterpret_cast<const unsigned *>(&Ks[8 * nt + gr][16 * kk + 2 * tq]);
                 unsigned b1 = *reinterpret_cast<const unsigned *>(&Ks[8 * nt + gr][16 * kk + 8 + 2 * tq]);
-                mma16816(S[nt], qf[kk], b0, b1);
+                mma16816(S[c], qf[kk], b0, b1);
             }
             #pragma unroll
             for (int e = 0; e < 4; e++) {
                 int h = e >> 1, key = t0 + 8 * nt + 2 * tq + (e & 1);
-                float v = rnd(__fmul_rn(rnd(S[nt][e]), scale));
-                S[nt][e] = (valid[h] && key <= pos[h]) ? v : -INFINITY;
+                float v = rnd(__fmul_rn(rnd(S[c][e]), scale));
+                S[c][e] = (valid[h] && key <= pos[h]) ? v : -INFINITY;
             }
         }
     };
@@ -171,7 +189,7 @@ __device__ __forceinline__ void attention_impl(
                 ls[0] = ls[1] = 0.f;
             }
             if (warpActive) {
-                float S[8][4];
+                float S[NT][4];
                 scores(reinterpret_cast<const bf16 (*)[LDS]>(attn_smem + (i & 1) * STAGE), t0, S);
                 if constexpr (PHASE == 1) {
                     // keep the scores (bf16 values, so exact) for phase 2
@@ -180,32 +198,66 @@ __device__ __forceinline__ void attention_impl(
                         if (!valid[h]) continue;
                         bf16 *sp = sbuf + ((long) (part + t0 / SPLIT - s0) * heads + g * G + mr[h] % G) * SPLIT + t0 % SPLIT + 2 * tq;
                         #pragma unroll
-                        for (int nt = 0; nt < 8; nt++) {
-                            *reinterpret_cast<__nv_bfloat162 *>(sp + 8 * nt) = __floats2bfloat162_rn(S[nt][2 * h], S[nt][2 * h + 1]);
+                        for (int c = 0; c < NT; c++) {
+                            *reinterpret_cast<__nv_bfloat162 *>(sp + 8 * (nt0 + c)) = __floats2bfloat162_rn(S[c][2 * h], S[c][2 * h + 1]);
                         }
                     }
                 }
                 float mx[2] = {-INFINITY, -INFINITY};
                 #pragma unroll
-                for (int nt = 0; nt < 8; nt++) {
+                for (int c = 0; c < NT; c++) {
                     #pragma unroll
-                    for (int e = 0; e < 4; e++) mx[e >> 1] = fmaxf(mx[e >> 1], S[nt][e]);
+                    for (int e = 0; e < 4; e++) mx[e >> 1] = fmaxf(mx[e >> 1], S[c][e]);
                 }
                 #pragma unroll
                 for (int h = 0; h < 2; h++) {
                     mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
                     mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
-                    float mn = fmaxf(ms[h], mx[h]), mu = mn == -INFINITY ? 0.f : mn;
-                    float sum = 0.f;
-                    #pragma unroll
-                    for (int nt = 0; nt < 8; nt++) {
-                        sum = __fadd_rn(sum, expf(__fsub_rn(S[nt][2 * h], mu)));
-                        sum = __fadd_rn(sum, expf(__fsub_rn(S[nt][2 * h + 1], mu)));
+                }
+                if constexpr (QW) {
+                    // the tile's max over the four quarters (exact in any order)
+                    if (tq == 0) {
+                        qmax[warp][gr] = mx[0];
+                        qmax[warp][gr + 8] = mx[1];
                     }
+                    __syncthreads();
+                    #pragma unroll
+                    for (int h = 0; h < 2; h++) {
+                        mx[h] = fmaxf(fmaxf(qmax[0][gr + 8 * h], qmax[1][gr + 8 * h]), fmaxf(qmax[2][gr + 8 * h], qmax[3][gr + 8 * h]));
+                    }
+                }
+                float mn[2], mu[2], q[2][4];
+                #pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    mn[h] = fmaxf(ms[h], mx[h]);
+                    mu[h] = mn[h] == -INFINITY ? 0.f : mn[h];
+                    // this thread's sums of exp over each quarter of the tile's keys (nt 2Q, 2Q + 1), in order
+                    #pragma unroll
+                    for (int c = 0; c < NT; c += 2) {
+                        float a = expf(__fsub_rn(S[c][2 * h], mu[h]));
+                        a = __fadd_rn(a, expf(__fsub_rn(S[c][2 * h + 1], mu[h])));
+                        a = __fadd_rn(a, expf(__fsub_rn(S[c + 1][2 * h], mu[h])));
+                        q[h][c / 2] = __fadd_rn(a, expf(__fsub_rn(S[c + 1][2 * h + 1], mu[h])));
+                    }
+                }
+                if constexpr (QW) {
+                    qsum[warp][lane][0] = q[0][0];
+                    qsum[warp][lane][1] = q[1][0];
+                    __syncthreads();
+                    #pragma unroll
+                    for (int h = 0; h < 2; h++) {
+                        #pragma unroll
+                        for (int w = 0; w < 4; w++) q[h][w] = qsum[w][lane][h];
+                    }
+                }
+                #pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    // the canonical tile sum: quarters in order, then the row's four lanes
+                    float sum = __fadd_rn(__fadd_rn(__fadd_rn(q[h][0], q[h][1]), q[h][2]), q[h][3]);
                     sum = __fadd_rn(sum, __shfl_xor_sync(0xffffffffu, sum, 1));
                     sum = __fadd_rn(sum, __shfl_xor_sync(0xffffffffu, sum, 2));
-                    ls[h] = __fadd_rn(__fmul_rn(ls[h], expf(__fsub_rn(ms[h], mu))), sum);
-                    ms[h] = mn;
+                    ls[h] = __fadd_rn(__fmul_rn(ls[h], expf(__fsub_rn(ms[h], mu[h]))), sum);
+                    ms[h] = mn[h];
                 }
             }
             __syncthreads(); // stage i & 1 is free for tile i + 2
@@ -213,7 +265,7 @@ __device__ __forceinline__ void attention_impl(
             #pragma unroll
             for (int h = 0; h < 2; h++) {
                 if constexpr (PHASE == 1) {
-                    if (valid[h] && tq == 0) {
+                    if (valid[h] && tq == 0 && warp == 0) {
                         long po = (long) (part + t0 / SPLIT - s0) * heads + g * G + mr[h] % G;
                         partML[po * 2] = ms[h];
                         partML[po * 2 + 1] = ls[h];
@@ -242,7 +294,7 @@ __device__ __forceinline__ void attention_impl(
     // pass 2: each split's sum of p v with p = bf16(exp(s - M) / L), the splits added in split order
     // phase 0 keeps the splits' running sum of p v in shared memory after the stages (this thread's
     // slots q * 128 + thread), which leaves the registers to the split's own sum
-    float os[DN][4];
+    float os[DNW][4];
     float *orun = reinterpret_cast<float *>(attn_smem + 2 * STAGE);
     // 1 / L for the quotient's fast path (see p_bf16)
     const float rl[2] = {__frcp_rn(L[0]), __frcp_rn(L[1])};
@@ -258,46 +310,60 @@ __device__ __forceinline__ void attention_impl(
         __syncthreads();
         if (t0 % SPLIT == 0) {
             #pragma unroll
-            for (int dn = 0; dn < DN; dn++) for (int e = 0; e < 4; e++) os[dn][e] = 0.f;
+            for (int dn = 0; dn < DNW; dn++) for (int e = 0; e < 4; e++) os[dn][e] = 0.f;
         }
         if (warpActive) {
             const bf16 (*Ks)[LDS] = reinterpret_cast<const bf16 (*)[LDS]>(attn_smem + (i & 1) * STAGE);
             const bf16 (*Vs)[LDS] = PHASE == 2 ? Ks : Ks + KT;
-            float S[8][4];
+            float S[NT][4];
             if constexpr (PHASE == 2) {
                 #pragma unroll
                 for (int h = 0; h < 2; h++) {
                     const bf16 *sp = &Vs[KT][0] + (mr[h] % G) * KT + 2 * tq;
                     #pragma unroll
-                    for (int nt = 0; nt < 8; nt++) {
-                        float2 v = valid[h] ? __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(sp + 8 * nt))
+                    for (int c = 0; c < NT; c++) {
+                        float2 v = valid[h] ? __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(sp + 8 * (nt0 + c)))
                                             : make_float2(-INFINITY, -INFINITY);
-                        S[nt][2 * h] = v.x;
-                        S[nt][2 * h + 1] = v.y;
+                        S[c][2 * h] = v.x;
+                        S[c][2 * h + 1] = v.y;
                     }
                 }
             } else {
                 scores(Ks, t0, S);
             }
+            // P as the MMA's A fragments: pf[j] covers keys 16j..16j+15 (nt 2j, 2j + 1)
             unsigned pf[4][4];
             #pragma unroll
-            for (int nt = 0; nt < 8; nt++) {
+            for (int c = 0; c < NT; c++) {
                 float p[4];
                 #pragma unroll
-                for (int e = 0; e < 4; e++) p[e] = p_quotient(expf(__fsub_rn(S[nt][e], M[e >> 1])), L[e >> 1], rl[e >> 1]);
-                pf[nt >> 1][(nt & 1) * 2] = pack_bf16(p[0], p[1]);
-                pf[nt >> 1][(nt & 1) * 2 + 1] = pack_bf16(p[2], p[3]);
+                for (int e = 0; e < 4; e++) p[e] = p_quotient(expf(__fsub_rn(S[c][e], M[e >> 1])), L[e >> 1], rl[e >> 1]);
+                pf[c >> 1][(c & 1) * 2] = pack_bf16(p[0], p[1]);
+                pf[c >> 1][(c & 1) * 2 + 1] = pack_bf16(p[2], p[3]);
+            }
+            if constexpr (QW) {
+                // each warp made the fragment of its quarter; every warp needs all four for its dims
+                #pragma unroll
+                for (int r = 0; r < 4; r++) qfrag[warp][lane][r] = pf[0][r];
+                __syncthreads();
+                #pragma unroll
+                for (int j = 0; j < 4; j++) {
+                    #pragma unroll
+                    for (int r = 0; r < 4; r++) pf[j][r] = qfrag[j][lane][r];
+                }
             }
             #pragma unroll
             for (int j = 0; j < 4; j++) {
                 // A operand from P: rows gr / gr+8, keys 16j + 2tq (+8); B from V through ldmatrix.trans
                 unsigned a[4] = {pf[j][0], pf[j][1], pf[j][2], pf[j][3]};
                 #pragma unroll
-                for (int dn = 0; dn < DN; dn++) {
+                for (int c = 0; c < DNW; c++) {
+                    const int dn = dn0 + c;
+                    if (!pvWarp) break;
                     unsigned b0, b1;
                     unsigned sa = (unsigned) __cvta_generic_to_shared(&Vs[16 * j + (lane & 15)][8 * dn]);
                     asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];\n" : "=r"(b0), "=r"(b1) : "r"(sa));
-                    mma16816(os[dn], a, b0, b1);
+                    mma16816(os[c], a, b0, b1);
                 }
             }
         }
@@ -309,9 +375,10 @@ __device__ __forceinline__ void attention_impl(
                 if (!valid[h]) continue;
                 long po = (long) (part + t0 / SPLIT - s0) * heads + g * G + mr[h] % G;
                 #pragma unroll
-                for (int dn = 0; dn < DN; dn++) {
-                    partO[po * HD + 8 * dn + 2 * tq] = os[dn][2 * h];
-                    partO[po * HD + 8 * dn + 2 * tq + 1] = os[dn][2 * h + 1];
+                for (int c = 0; c < DNW; c++) {
+                    if (!pvWarp) break;
+                    partO[po * HD + 8 * (dn0 + c) + 2 * tq] = os[c][2 * h];
+                    partO[po * HD + 8 * (dn0 + c) + 2 * tq + 1] = os[c][2 * h + 1];
                 }
             }
         } else {
@@ -346,6 +413,7 @@ __device__ __forceinline__ void attention_impl(
     extern "C" __global__ void __launch_bounds__(128) attention_hd##hd##_p##phase( \
             const bf16 *qkv, int qkvStride, bf16 *out, const bf16 *pool, const int *tables, const int *desc, float *partO, \
             float *partML, const float *stats, bf16 *sbuf, int heads, int kvHeads, int blockSize, float scale) { \
+        dependent_launch_entry(); \
         attention_impl<hd, phase>(qkv, qkvStride, out, pool, tables, desc, partO, partML, stats, sbuf, heads, kvHeads, blockSize, scale); \
     }
 #define ATTENTION_PHASES(hd) ATTENTION(hd, 0) ATTENTION(hd, 1) ATTENTION(hd, 2)
@@ -358,36 +426,50 @@ ATTENTION_PHASES(128)
 // (rows, heads, 2), with exactly merge_stats's arithmetic. Grid: (decode rows, heads), block: 32.
 // The running max is a prefix max (exact in any order), so every split's two factors
 // a = exp(M_before - M_after), b = exp(m_split - M_after) are computed by the lanes in parallel;
-// only L = L * a + l_split * b runs split after split. cdesc per row: [first slot, splits, output row].
+// only L = L * a + l_split * b runs split after split. The states are read STATS_AHEAD chunks of 32
+// at a time (all their loads in flight together). cdesc per row: [first slot, splits, output row].
+#define STATS_AHEAD 8
 extern "C" __global__ void attention_stats(const float *partML, const int *cdesc, float *stats, int heads) {
+    dependent_launch_entry();
     __shared__ float fa[32], ft[32];
     const int *d = cdesc + blockIdx.x * 3;
     const int first = d[0], n = d[1], qh = blockIdx.y, lane = threadIdx.x;
     float M = -INFINITY, L = 0.f;
-    for (int b = 0; b < n; b += 32) {
-        int j = b + lane, cnt = min(32, n - b);
-        float ms = -INFINITY, ls = 0.f;
-        if (j < n) {
-            long ps = (long) (first + j) * heads + qh;
-            ms = partML[ps * 2];
-            ls = partML[ps * 2 + 1];
-        }
-        float pm = ms;
+    for (int g = 0; g < n; g += 32 * STATS_AHEAD) {
+        float gm[STATS_AHEAD], gl[STATS_AHEAD];
         #pragma unroll
-        for (int off = 1; off < 32; off <<= 1) {
-            float t = __shfl_up_sync(0xffffffffu, pm, off);
-            if (lane >= off) pm = fmaxf(pm, t);
+        for (int c = 0; c < STATS_AHEAD; c++) {
+            int j = g + 32 * c + lane;
+            gm[c] = -INFINITY;
+            gl[c] = 0.f;
+            if (j < n) {
+                long ps = (long) (first + j) * heads + qh;
+                gm[c] = partML[ps * 2];
+                gl[c] = partML[ps * 2 + 1];
+            }
         }
-        float after = fmaxf(M, pm), before = __shfl_up_sync(0xffffffffu, after, 1);
-        if (lane == 0) before = M;
-        fa[lane] = before == -INFINITY ? 0.f : expf(__fsub_rn(before, after));
-        ft[lane] = __fmul_rn(ls, ms == -INFINITY ? 0.f : expf(__fsub_rn(ms, after)));
-        __syncwarp();
-        if (lane == 0) {
-            for (int k = 0; k < cnt; k++) L = __fadd_rn(__fmul_rn(L, fa[k]), ft[k]);
+        #pragma unroll
+        for (int c = 0; c < STATS_AHEAD; c++) {
+            int b = g + 32 * c;
+            if (b >= n) break;
+            int cnt = min(32, n - b);
+            float ms = gm[c], ls = gl[c], pm = ms;
+            #pragma unroll
+            for (int off = 1; off < 32; off <<= 1) {
+                float t = __shfl_up_sync(0xffffffffu, pm, off);
+                if (lane >= off) pm = fmaxf(pm, t);
+            }
+            float after = fmaxf(M, pm), before = __shfl_up_sync(0xffffffffu, after, 1);
+            if (lane == 0) before = M;
+            fa[lane] = before == -INFINITY ? 0.f : expf(__fsub_rn(before, after));
+            ft[lane] = __fmul_rn(ls, ms == -INFINITY ? 0.f : expf(__fsub_rn(ms, after)));
+            __syncwarp();
+            if (lane == 0) {
+                for (int k = 0; k < cnt; k++) L = __fadd_rn(__fmul_rn(L, fa[k]), ft[k]);
+            }
+            __syncwarp();
+            M = __shfl_sync(0xffffffffu, after, cnt - 1);
         }
-        __syncwarp();
-        M = __shfl_sync(0xffffffffu, after, cnt - 1);
     }
     if (lane == 0) {
         stats[((long) blockIdx.x * heads + qh) * 2] = M;
@@ -396,23 +478,40 @@ extern "C" __global__ void attention_stats(const float *partML, const int *cdesc
 }
 
 // attention_sum: out = bf16 of the decode rows' split sums of p v added in split order.
-// Grid: (decode rows, heads), block: headDim (one thread per dim).
+// Grid: (decode rows, heads), block: headDim (one thread per dim). The splits' sums stream through
+// SUM_STAGES shared-memory stages of SUM_CHUNK splits with cp.async (loads in flight without
+// registers); each thread then adds its dim down the chunk in split order.
+#define SUM_CHUNK 32
+#define SUM_STAGES 3
 extern "C" __global__ void attention_sum(const float *partO, const int *cdesc, bf16 *out, int heads, int HD) {
+    dependent_launch_entry();
+    __shared__ __align__(16) float buf[SUM_STAGES][SUM_CHUNK * 128];
     const int *d = cdesc + blockIdx.x * 3;
-    int first = d[0], n = d[1], row = d[2], qh = blockIdx.y, i = threadIdx.x;
+    const int first = d[0], n = d[1], row = d[2], qh = blockIdx.y, i = threadIdx.x;
+    const int chunks = (n + SUM_CHUNK - 1) / SUM_CHUNK, q = HD / 4;
+    auto load = [&](int c) {
+        if (c < chunks) {
+            int s0 = c * SUM_CHUNK, cnt = min(SUM_CHUNK, n - s0);
+            for (int e = i; e < cnt * q; e += HD) {
+                int s = e / q, part = e % q;
+                const float *src = partO + ((long) (first + s0 + s) * heads + qh) * HD + 4 * part;
+                unsigned dst = (unsigned) __cvta_generic_to_shared(&buf[c % SUM_STAGES][s * HD + 4 * part]);
+                asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"(dst), "l"(src));
+            }
+        }
+        asm volatile("cp.async.commit_group;\n" ::);
+    };
+    #pragma unroll
+    for (int c = 0; c < SUM_STAGES - 1; c++) load(c);
     float O = 0.f;
-    for (int b = 0; b < n; b += 32) {
-        // 32 loads in flight, then their sums in split order
-        float po[32];
-        #pragma unroll
-        for (int j = 0; j < 32; j++) {
-            if (b + j < n) po[j] = partO[((long) (first + b + j) * heads + qh) * HD + i];
-        }
-        #pragma unroll
-        for (int j = 0; j < 32; j++) {
-            if (b + j >= n) break;
-            O = b + j == 0 ? po[j] : __fadd_rn(O, po[j]);
-        }
+    for (int c = 0; c < chunks; c++) {
+        load(c + SUM_STAGES - 1);
+        asm volatile("cp.async.wait_group %0;\n" :: "n"(SUM_STAGES - 1));
+        __syncthreads();
+        const float *b = buf[c % SUM_STAGES];
+        int cnt = min(SUM_CHUNK, n - c * SUM_CHUNK);
+        for (int s = 0; s < cnt; s++) O = c == 0 && s == 0 ? b[i] : __fadd_rn(O, b[s * HD + i]);
+        __syncthreads(); // the stage is loaded again SUM_STAGES - 1 chunks later
     }
     out[(long) row * heads * HD + (long) qh * HD + i] = __float2bfloat16_rn(O);
 }

@@ -58,10 +58,14 @@ final class BenchCommand implements Callable<Integer> {
     @Option(names = "--step-rows", defaultValue = "8192", paramLabel = "N", description = "cuda: most rows in one forward step (prefill chunk, default 8192).")
     int stepRows;
 
+    @Option(names = "--cuda-graphs", defaultValue = "true", negatable = true, fallbackValue = "true",
+            description = "cuda: replay decode steps as CUDA graphs (default; --no-cuda-graphs launches kernel by kernel, for profilers).")
+    boolean cudaGraphs;
+
     @Override
     public Integer call() throws Exception {
         if (backend.equals("cuda")) {
-            return new CudaBenchRun(model, prefillLengths, decodeContexts, concurrency, decodeTokens, stepRows).call();
+            return new CudaBenchRun(model, prefillLengths, decodeContexts, concurrency, decodeTokens, stepRows, cudaGraphs).call();
         }
         if (!backend.equals("cpu")) {
             throw new picocli.CommandLine.ParameterException(new picocli.CommandLine(this), "--backend: expected cpu or cuda, got " + backend);

@@ -24,8 +24,10 @@ final class CudaBenchRun implements Callable<Integer> {
     private final ModelOptions model;
     private final int[] prefillLengths, decodeContexts, concurrency;
     private final int decodeSteps, stepRows;
+    private final boolean cudaGraphs;
 
-    CudaBenchRun(ModelOptions model, int[] prefillLengths, int[] decodeContexts, int[] concurrency, int decodeSteps, int stepRows) {
+    CudaBenchRun(ModelOptions model, int[] prefillLengths, int[] decodeContexts, int[] concurrency, int decodeSteps, int stepRows, boolean cudaGraphs) {
+        this.cudaGraphs = cudaGraphs;
         this.model = model;
         this.prefillLengths = prefillLengths;
         this.decodeContexts = decodeContexts;
@@ -62,7 +64,7 @@ final class CudaBenchRun implements Callable<Integer> {
         }
         ProgressBar bar = ProgressBar.forTerminal("loading " + model.model.getFileName() + " to " + cuda.deviceName());
         try (CudaForwardPass gpu = CudaForwardPass.open(c, host == null ? null : host.weights(),
-                new CudaForwardPass.Options(model.blockSize, stepRows, 0.9, 0, true), bar)) {
+                new CudaForwardPass.Options(model.blockSize, stepRows, 0.9, 0, cudaGraphs), bar)) {
             bar.done();
             double load = (System.nanoTime() - t0) / 1e9;
             out.put("architecture", c.architecture());

@@ -56,7 +56,7 @@ public final class CudaForwardPass implements ForwardPass {
     private final java.util.Map<Long, MemorySegment> graphs = new java.util.HashMap<>();
     private long cos, sin, partO, partML, scores;
     private final DeviceDraws drawer;
-    private int ropeCapacity, partialCapacity;
+    private int ropeFilled, partialCapacity;
 
     public CudaForwardPass(ModelConfig config, CudaKernels kernels, CublasLt lt, CudaWeights weights, Options options) {
         if (!CudaKernels.supportsHeadDim(config.headDim())) {
@@ -90,7 +90,9 @@ public final class CudaForwardPass implements ForwardPass {
         ensureMeta(16 * n + 4096);
         logitsHost = cuda.allocHost((long) logitRowsMax * c.vocabSize() * 2);
         drawer = new DeviceDraws(k, c.vocabSize());
-        ensureRope(4096);
+        cos = buffer((long) c.maxPositions() * c.headDim() / 2 * 4);
+        sin = buffer((long) c.maxPositions() * c.headDim() / 2 * 4);
+        ensureRope(Math.min(c.maxPositions(), 4096));
         ensurePartials(4096);
         // pin every GEMM's algorithm now (it times candidates), never in the middle of a step
         lt.linear(xn, 1, h, w.layer(0).qkv(), qkvDim, qkv);
@@ -123,28 +125,30 @@ public final class CudaForwardPass implements ForwardPass {
         return p;
     }
 
-    /** RoPE cos/sin tables on the device for positions [0, capacity), HF's bf16 values. */
-    private boolean ensureRope(int positions) {
-        if (positions <= ropeCapacity) {
-            return false;
+    /**
+     * RoPE cos/sin tables (HF's bf16 values) on the device, filled for positions [0, ropeFilled). The
+     * tables have room for every position the model allows, so their addresses never change (captured
+     * graphs stay valid); rows are computed on demand, doubling, in parallel chunks, and only new ones.
+     */
+    private void ensureRope(int positions) {
+        if (positions <= ropeFilled) {
+            return;
         }
-        int cap = Math.min(Math.max(positions, 2 * ropeCapacity), Math.max(positions, c.maxPositions()));
-        int half = c.headDim() / 2;
-        float[] cs = new float[cap * half], sn = new float[cap * half];
-        rotary.fill(0, cap, cs, sn);
-        if (ropeCapacity > 0) {
-            cuda.sync();
-            cuda.free(cos);
-            cuda.free(sin);
-        }
-        cos = cuda.alloc(cs.length * 4L);
-        sin = cuda.alloc(sn.length * 4L);
+        int from = ropeFilled, upTo = Math.min(c.maxPositions(), Math.max(positions, 2 * ropeFilled)), half = c.headDim() / 2;
+        int n = upTo - from, chunk = 4096;
+        float[] cs = new float[n * half], sn = new float[n * half];
+        java.util.stream.IntStream.range(0, (n + chunk - 1) / chunk).parallel().forEach(ch -> {
+            int s = ch * chunk, len = Math.min(chunk, n - s);
+            float[] c1 = new float[len * half], s1 = new float[len * half];
+            rotary.fill(from + s, len, c1, s1);
+            System.arraycopy(c1, 0, cs, s * half, c1.length);
+            System.arraycopy(s1, 0, sn, s * half, s1.length);
+        });
         try (java.lang.foreign.Arena a = java.lang.foreign.Arena.ofConfined()) {
-            cuda.copyToDevice(cos, a.allocateFrom(ValueLayout.JAVA_FLOAT, cs));
-            cuda.copyToDevice(sin, a.allocateFrom(ValueLayout.JAVA_FLOAT, sn));
+            cuda.copyToDevice(cos + (long) from * half * 4, a.allocateFrom(ValueLayout.JAVA_FLOAT, cs));
+            cuda.copyToDevice(sin + (long) from * half * 4, a.allocateFrom(ValueLayout.JAVA_FLOAT, sn));
         }
-        ropeCapacity = cap;
-        return true;
+        ropeFilled = upTo;
     }
 
     /** The step-integer buffers (device and pinned host) hold at least {@code ints}; true when they moved. */
@@ -337,6 +341,7 @@ public final class CudaForwardPass implements ForwardPass {
         MemorySegment graph = graphs.get(key);
         if (graph == null) {
             cuda.beginCapture();
+            boolean dependent = cuda.dependentLaunches(true);
             try {
                 layers(p);
                 head(p, 0, p.logitRows);
@@ -344,6 +349,7 @@ public final class CudaForwardPass implements ForwardPass {
                     k.argmax(logits, p.logitRows, c.vocabSize(), meta);
                 }
             } finally {
+                cuda.dependentLaunches(dependent);
                 graph = cuda.endCapture();
             }
             graphs.put(key, graph);
@@ -383,7 +389,7 @@ public final class CudaForwardPass implements ForwardPass {
         ForwardPass.prepareWindows(c, windows);
         StepPlan p = new StepPlan(windows, c.numHeads() / c.numKvHeads(), c.numKvHeads(), fixedSplits);
         boolean moved = ensureMeta(p.data.length);
-        moved |= ensureRope(p.maxPosition + 1);
+        ensureRope(p.maxPosition + 1);
         moved |= ensurePartials(p.partials);
         if (moved) {
             dropGraphs(); // graphs hold the old buffers' addresses
@@ -409,10 +415,10 @@ public final class CudaForwardPass implements ForwardPass {
                     op("norms", () -> k.rmsNorm(x, lw.inputNorm(), xn, n, h, eps));
                 }
                 op("gemm qkv", () -> lt.linear(xn, n, h, lw.qkv(), stride, qkv));
-                op("rope", () -> k.rope(qkv, stride, cos, sin, m + 4L * p.positions, n, c.numHeads() + c.numKvHeads(), c.headDim()));
                 // one layer's blocks stay within few pages
                 long kvSlot = kv + slot * slotBytes;
-                op("kv_write", () -> k.kvWrite(qkv, stride, qd, kvd, c.headDim(), kvSlot, m + 4L * p.slotMap, opt.blockSize(), n));
+                op("rope_kv_write", () -> k.ropeKvWrite(qkv, stride, cos, sin, m + 4L * p.positions, n, c.numHeads(), c.numKvHeads(), c.headDim(),
+                        kvSlot, m + 4L * p.slotMap, opt.blockSize()));
                 int heads = c.numHeads(), kvh = c.numKvHeads(), hd = c.headDim(), bs = opt.blockSize();
                 long tables = m + 4L * p.tables, desc = m + 4L * p.desc, cdesc = m + 4L * p.cdesc;
                 if (p.decodeRows > 0) {
@@ -478,10 +484,6 @@ public final class CudaForwardPass implements ForwardPass {
             cuda.free(b);
         }
         buffers.clear();
-        if (ropeCapacity > 0) {
-            cuda.free(cos);
-            cuda.free(sin);
-        }
         if (partialCapacity > 0) {
             cuda.free(partO);
             cuda.free(partML);

@@ -17,7 +17,7 @@ public final class CudaKernels {
     public static final int ATTENTION_TILE = 64;
 
     private final CudaDriver cuda;
-    private final MemorySegment embed, rmsNorm, addRmsNorm, rope, swiglu, residualAdd, kvWrite, attentionStats, attentionSum, argmax, sample,
+    private final MemorySegment embed, rmsNorm, addRmsNorm, rope, ropeKvWrite, swiglu, residualAdd, kvWrite, attentionStats, attentionSum, argmax, sample,
             fillDummy;
     private final java.util.Map<Integer, MemorySegment> attention = new java.util.HashMap<>();
 
@@ -28,6 +28,7 @@ public final class CudaKernels {
         rmsNorm = cuda.function(module, "rms_norm");
         addRmsNorm = cuda.function(module, "add_rms_norm");
         rope = cuda.function(module, "rope");
+        ropeKvWrite = cuda.function(module, "rope_kv_write");
         swiglu = cuda.function(module, "swiglu");
         residualAdd = cuda.function(module, "residual_add");
         kvWrite = cuda.function(module, "kv_write");
@@ -107,6 +108,17 @@ public final class CudaKernels {
     public void rope(long x, int stride, long cos, long sin, long positions, int rows, int heads, int headDim) {
         int headsPerCta = 128 / (headDim / 4);
         cuda.launch(rope, rows, (heads + headsPerCta - 1) / headsPerCta, 128, x, stride, cos, sin, positions, rows, heads, headDim);
+    }
+
+    /**
+     * rope on the q and k heads of each qkv row, then its k and v into the pool at slotMap[row]
+     * (one launch, the same bits as {@link #rope} then {@link #kvWrite}).
+     */
+    public void ropeKvWrite(long qkv, int stride, long cos, long sin, long positions, int rows, int qHeads, int kvHeads, int headDim,
+                            long pool, long slotMap, int blockSize) {
+        int headsPerCta = 128 / (headDim / 4), heads = qHeads + 2 * kvHeads;
+        cuda.launch(ropeKvWrite, rows, (heads + headsPerCta - 1) / headsPerCta, 128, qkv, stride, cos, sin, positions, rows, qHeads, kvHeads,
+                headDim, pool, slotMap, blockSize);
     }
 
     /** out (rows, width) = silu(gate) * up from the fused (rows, 2 width) gate|up rows. */

@@ -114,11 +114,13 @@ final class StepPlan {
             data[cd++] = part;
             data[cd++] = splits;
             data[cd++] = rowOf[wi];
-            int slotsOfRow = Math.max(splits, fixedSplits);
-            for (int a = 0; a < slotsOfRow; a += splitsPerCta) {
+            int slotsOfRow = Math.max(splits, fixedSplits), ctasOfRow = (slotsOfRow + splitsPerCta - 1) / splitsPerCta;
+            // the row's own splits spread evenly over its CTAs (a graph's fixed count is sized for the bucket)
+            int each = (splits + ctasOfRow - 1) / ctasOfRow;
+            for (int j = 0; j < ctasOfRow; j++) {
                 // splits [a, b) of the row; past the row's own splits, an empty CTA (no split to walk)
-                int b = Math.min(a + splitsPerCta, splits);
-                d = descriptor(d, rowOf[wi], 1, start, tabOffs[wi], Math.min(a, splits), Math.max(b, Math.min(a, splits)), part + a, drow);
+                int a = Math.min(j * each, splits), b = Math.min(a + each, splits);
+                d = descriptor(d, rowOf[wi], 1, start, tabOffs[wi], a, b, part + a, drow);
             }
             part += slotsOfRow;
             drow++;

@@ -161,6 +161,102 @@ class KernelContractTest {
         }
     }
 
+    /** rope_kv_write gives exactly what rope followed by kv_write gives: the qkv rows and the pool. */
+    @Test
+    void ropeKvWriteIsRopeThenKvWrite() {
+        try (Arena a = Arena.ofConfined()) {
+            int rows = 11, qHeads = 14, kvHeads = 2, hd = 128, half = hd / 2, positions = 64, bs = 16;
+            int qd = qHeads * hd, kvd = kvHeads * hd, stride = qd + 2 * kvd, blocks = 4;
+            float[] x = randomBf16(rows * stride, 1);
+            float[] cosT = new float[positions * half], sinT = new float[positions * half];
+            for (int i = 0; i < cosT.length; i++) {
+                double ang = rnd.nextDouble() * 100;
+                cosT[i] = Bf16.round((float) Math.cos(ang));
+                sinT[i] = Bf16.round((float) Math.sin(ang));
+            }
+            int[] pos = rnd.ints(rows, 0, positions).toArray();
+            int[] slotMap = new int[rows];
+            for (int r = 0; r < rows; r++) {
+                slotMap[r] = (blocks - 1 - r % blocks) * bs + (r * 5) % bs;
+            }
+            long dc = uploadF32(a, cosT), ds = uploadF32(a, sinT), dp = cuda.alloc(rows * 4L), dslot = cuda.alloc(rows * 4L);
+            cuda.copyToDevice(dp, a.allocateFrom(ValueLayout.JAVA_INT, pos));
+            cuda.copyToDevice(dslot, a.allocateFrom(ValueLayout.JAVA_INT, slotMap));
+            long poolBytes = (long) blocks * 2 * bs * kvd * 2;
+            long x1 = upload(a, x), x2 = upload(a, x), pool1 = cuda.alloc(poolBytes), pool2 = cuda.alloc(poolBytes);
+            cuda.memsetZero(pool1, poolBytes);
+            cuda.memsetZero(pool2, poolBytes);
+            k.rope(x1, stride, dc, ds, dp, rows, qHeads + kvHeads, hd);
+            k.kvWrite(x1, stride, qd, kvd, hd, pool1, dslot, bs, rows);
+            k.ropeKvWrite(x2, stride, dc, ds, dp, rows, qHeads, kvHeads, hd, pool2, dslot, bs);
+            assertEquals(0, compare(download(a, x1, x.length), download(a, x2, x.length))[1], "the qkv rows differ");
+            int poolElems = (int) (poolBytes / 2);
+            assertEquals(0, compare(download(a, pool1, poolElems), download(a, pool2, poolElems))[1], "the pools differ");
+        }
+    }
+
+    /**
+     * A decode row through the split path (phase 1, attention_stats, phase 2, attention_sum) equals the same
+     * row computed by phase 0, bit for bit, at contexts of 1 to 262 splits: the merges' chunking and
+     * staging (32 splits a chunk, 256 per stats group) must not change the split-order arithmetic.
+     */
+    @Test
+    void decodeSplitPathEqualsPhaseZeroAtLongContext() {
+        int hd = 16, group = 4, kvHeads = 2, heads = group * kvHeads, qd = heads * hd, kvd = kvHeads * hd, stride = qd + 2 * kvd;
+        int bs = 16, ctx = 33_500;
+        int[] decode = {ctx - 1, 8_200, 4_100, 127, 0};
+        try (Arena a = Arena.ofConfined()) {
+            float[] rows = randomBf16(ctx * stride, 1);
+            long dq = upload(a, rows);
+            int blocks = (ctx + bs - 1) / bs;
+            int[] table = new int[blocks], slotMap = new int[ctx];
+            for (int b = 0; b < blocks; b++) {
+                table[b] = (b * 7919) % blocks; // a permutation (7919 is prime and does not divide blocks)
+            }
+            for (int p = 0; p < ctx; p++) {
+                slotMap[p] = table[p / bs] * bs + p % bs;
+            }
+            long poolBytes = (long) blocks * 2 * bs * kvd * 2;
+            long dpool = cuda.alloc(poolBytes), dslot = cuda.alloc(ctx * 4L), dtab = cuda.alloc(blocks * 4L);
+            cuda.copyToDevice(dslot, a.allocateFrom(ValueLayout.JAVA_INT, slotMap));
+            cuda.copyToDevice(dtab, a.allocateFrom(ValueLayout.JAVA_INT, table));
+            k.kvWrite(dq, stride, qd, kvd, hd, dpool, dslot, bs, ctx);
+            java.util.List<int[]> desc = new java.util.ArrayList<>(), cdesc = new java.util.ArrayList<>(), zero = new java.util.ArrayList<>();
+            int part = 0;
+            for (int i = 0; i < decode.length; i++) {
+                int p = decode[i], splits = p / CudaKernels.ATTENTION_SPLIT + 1;
+                cdesc.add(new int[]{part, splits, i});
+                for (int s = 0; s < splits; s += 3) {
+                    desc.add(new int[]{p, 1, p, 0, s, Math.min(s + 3, splits), part + s, i});
+                }
+                part += splits;
+                // phase 0 writes row r of its output at qkv row r: the decode row alone, at its position
+                zero.add(new int[]{p, 1, p, 0, 0, splits, -1, 0});
+            }
+            long ddesc = cuda.alloc(desc.size() * 32L), dzero = cuda.alloc(zero.size() * 32L), dcd = cuda.alloc(cdesc.size() * 12L);
+            cuda.copyToDevice(ddesc, a.allocateFrom(ValueLayout.JAVA_INT, desc.stream().flatMapToInt(java.util.Arrays::stream).toArray()));
+            cuda.copyToDevice(dzero, a.allocateFrom(ValueLayout.JAVA_INT, zero.stream().flatMapToInt(java.util.Arrays::stream).toArray()));
+            cuda.copyToDevice(dcd, a.allocateFrom(ValueLayout.JAVA_INT, cdesc.stream().flatMapToInt(java.util.Arrays::stream).toArray()));
+            long splitOut = cuda.alloc((long) decode.length * qd * 2), zeroOut = cuda.alloc((long) ctx * qd * 2);
+            long partO = cuda.alloc((long) part * heads * hd * 4), partML = cuda.alloc((long) part * heads * 8);
+            long stats = cuda.alloc((long) decode.length * heads * 8), scores = cuda.alloc((long) part * heads * CudaKernels.ATTENTION_SPLIT * 2);
+            float scale = (float) Math.pow(hd, -0.5);
+            k.attention(1, desc.size(), dq, stride, splitOut, dpool, dtab, ddesc, partO, partML, stats, scores, heads, kvHeads, hd, bs, scale);
+            k.attentionStats(decode.length, partML, dcd, stats, heads);
+            k.attention(2, desc.size(), dq, stride, splitOut, dpool, dtab, ddesc, partO, partML, stats, scores, heads, kvHeads, hd, bs, scale);
+            k.attentionSum(decode.length, partO, dcd, splitOut, heads, hd);
+            k.attention(0, zero.size(), dq, stride, zeroOut, dpool, dtab, dzero, partO, partML, stats, scores, heads, kvHeads, hd, bs, scale);
+            float[] split = download(a, splitOut, decode.length * qd), whole = download(a, zeroOut, ctx * qd);
+            for (int i = 0; i < decode.length; i++) {
+                float[] want = java.util.Arrays.copyOfRange(whole, decode[i] * qd, (decode[i] + 1) * qd);
+                float[] got = java.util.Arrays.copyOfRange(split, i * qd, (i + 1) * qd);
+                assertEquals(0, compare(want, got)[1], "decode row at position " + decode[i] + " differs from phase 0");
+            }
+            System.out.println("[cuda] decode split path = phase 0 at " + java.util.Arrays.toString(decode) + " (up to "
+                    + (decode[0] / CudaKernels.ATTENTION_SPLIT + 1) + " splits)");
+        }
+    }
+
     @Test
     void residualAddIsExact() {
         try (Arena a = Arena.ofConfined()) {

@@ -1,0 +1,12 @@
+#!/usr/bin/env python3
+"""One line per figure of a `spindle bench --backend cuda` JSON (the file named, or stdin)."""
+import json, sys
+
+d = json.load(open(sys.argv[1]) if len(sys.argv) > 1 else sys.stdin)
+print(d["model"], "copy", d["limits"]["device_copy_gb_per_second"], "GB/s, gemm", d["limits"]["bf16_gemm_peak_tflops"], "TFLOP/s")
+for p in d.get("prefill", []):
+    print(f"prefill {p['tokens']:>6}: {p['tokens_per_second']:>9.1f} tok/s ({p['fraction_of_gemm_peak']})")
+for key in ("decode", "aggregate_decode", "decode_sampled_on_device"):
+    for r in d.get(key, []):
+        print(f"{key} b{r['batch']} ctx {r['context_tokens']}: {r['tokens_per_second']:.1f} tok/s, {r['step_ms']} ms ({r['fraction_of_copy_bandwidth']})")
+print("ttft", d.get("time_to_first_token"))
