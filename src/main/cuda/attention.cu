@@ -68,60 +68,10 @@ __device__ __forceinline__ float p_quotient(float e, float L, float rl) {
     return q;
 }
 
-#define STATS_AHEAD 8
-// A decode row's (max, sum) for query head qh from its n split states at slots first.., merged in split
-// order with merge_stats's arithmetic, by one warp: the running max is a prefix max (exact in any
-// order), so every split's two factors a = exp(M_before - M_after), b = exp(m_split - M_after) are
-// computed by the lanes in parallel; only L = L * a + l_split * b runs split after split. The states are
-// read STATS_AHEAD chunks of 32 at a time (all their loads in flight together). fa, ft: 32 floats each.
-__device__ __forceinline__ void merge_row_stats(const float *partML, int first, int n, int heads, int qh, float *fa, float *ft,
-                                                float &M, float &L) {
-    const int lane = threadIdx.x & 31;
-    M = -INFINITY;
-    L = 0.f;
-    for (int g = 0; g < n; g += 32 * STATS_AHEAD) {
-        float gm[STATS_AHEAD], gl[STATS_AHEAD];
-        #pragma unroll
-        for (int c = 0; c < STATS_AHEAD; c++) {
-            int j = g + 32 * c + lane;
-            gm[c] = -INFINITY;
-            gl[c] = 0.f;
-            if (j < n) {
-                long ps = (long) (first + j) * heads + qh;
-                gm[c] = __ldcg(partML + ps * 2);
-                gl[c] = __ldcg(partML + ps * 2 + 1);
-            }
-        }
-        #pragma unroll
-        for (int c = 0; c < STATS_AHEAD; c++) {
-            int b = g + 32 * c;
-            if (b >= n) break;
-            int cnt = min(32, n - b);
-            float ms = gm[c], ls = gl[c], pm = ms;
-            #pragma unroll
-            for (int off = 1; off < 32; off <<= 1) {
-                float t = __shfl_up_sync(0xffffffffu, pm, off);
-                if (lane >= off) pm = fmaxf(pm, t);
-            }
-            float after = fmaxf(M, pm), before = __shfl_up_sync(0xffffffffu, after, 1);
-            if (lane == 0) before = M;
-            fa[lane] = before == -INFINITY ? 0.f : expf(__fsub_rn(before, after));
-            ft[lane] = __fmul_rn(ls, ms == -INFINITY ? 0.f : expf(__fsub_rn(ms, after)));
-            __syncwarp();
-            if (lane == 0) {
-                for (int k = 0; k < cnt; k++) L = __fadd_rn(__fmul_rn(L, fa[k]), ft[k]);
-            }
-            __syncwarp();
-            M = __shfl_sync(0xffffffffu, after, cnt - 1);
-        }
-    }
-}
-
 template <int HD, int PHASE>
 __device__ __forceinline__ void attention_impl(
         const bf16 *qkv, int qkvStride, bf16 *out, const bf16 *pool, const int *tables, const int *desc,
-        float *partO, float *partML, float *stats, bf16 *sbuf, int heads, int kvHeads, int blockSize, float scale,
-        const int *cdesc, int *counters) {
+        float *partO, float *partML, const float *stats, bf16 *sbuf, int heads, int kvHeads, int blockSize, float scale) {
     constexpr int LDS = HD + 8, KS = HD / 16, DN = HD / 8;
     // a stage holds a K tile and a V tile; phase 1 needs only K, phase 2 only V (its scores come from phase 1)
     // (phase 2 also stages the tile's scores, 16 query heads x KT keys, after V)
@@ -166,30 +116,32 @@ __device__ __forceinline__ void attention_impl(
     const int firstKey = s0 * SPLIT, lastKey = min(s1 * SPLIT, maxPos + 1);
     const int tiles = lastKey > firstKey ? (lastKey - firstKey + KT - 1) / KT : 0;
     // K (and in pass 2 V) tiles stream through two shared-memory stages with cp.async:
-    // tile i + 1 loads while tile i computes. Each thread copies PIECES 16-byte pieces of a tile; the
-    // block-table entries they need are read one tile ahead (fetch), so no copy waits on a table read.
+    // tile i + 1 loads while tile i computes. Each thread copies PIECES 16-byte pieces of a tile. The
+    // decode phases (long runs of tiles per CTA) read the block-table entries they need one tile ahead
+    // (fetch), so no copy waits on a table read; phase 0 reads them as it copies (the prefetch's registers
+    // would cost it occupancy: 164 registers a thread without, about 200 with).
     constexpr int PIECES = KT * HD / 8 / 128;
     int blkAhead[PIECES];
     auto fetch = [&](int i) {
-        const int t0 = firstKey + i * KT;
-        #pragma unroll
-        for (int p = 0; p < PIECES; p++) {
-            const int kj = t0 + (threadIdx.x + 128 * p) / DN;
-            blkAhead[p] = i < tiles && kj < lastKey ? tables[tab + kj / blockSize] : 0;
+        if constexpr (PHASE != 0) {
+            const int t0 = firstKey + i * KT;
+            #pragma unroll
+            for (int p = 0; p < PIECES; p++) {
+                const int kj = t0 + (threadIdx.x + 128 * p) / DN;
+                blkAhead[p] = i < tiles && kj < lastKey ? tables[tab + kj / blockSize] : 0;
+            }
         }
     };
     auto load = [&](int i, bool withV) {
         bf16 *Ks = attn_smem + (i & 1) * STAGE, *Vs = PHASE == 2 ? Ks : Ks + KT * LDS;
         int t0 = firstKey + i * KT;
-        #pragma unroll
-        for (int p = 0; p < PIECES; p++) {
-            const int c = threadIdx.x + 128 * p;
+        // piece c of the tile: key c / DN, 8 dims from (c % DN) * 8; blk its block's id (if the key exists)
+        auto copy = [&](int c, int blk) {
             int key = c / DN, part8 = (c % DN) * 8, kj = t0 + key;
             const bf16 *src = pool;
             int bytes = 0;
             if (kj < lastKey) {
-                long blk = blkAhead[p];
-                src = pool + (blk * 2) * kvBlock + ((long) g * blockSize + kj % blockSize) * HD + part8;
+                src = pool + ((long) blk * 2) * kvBlock + ((long) g * blockSize + kj % blockSize) * HD + part8;
                 bytes = 16;
             }
             if (PHASE != 2) {
@@ -200,8 +152,17 @@ __device__ __forceinline__ void attention_impl(
                 unsigned dv = (unsigned) __cvta_generic_to_shared(Vs + key * LDS + part8);
                 asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(dv), "l"(src + (bytes ? kvBlock : 0)), "r"(bytes));
             }
+        };
+        if constexpr (PHASE == 0) {
+            for (int c = threadIdx.x; c < KT * HD / 8; c += blockDim.x) {
+                int kj = t0 + c / DN;
+                copy(c, kj < lastKey ? tables[tab + kj / blockSize] : 0);
+            }
+        } else {
+            #pragma unroll
+            for (int p = 0; p < PIECES; p++) copy(threadIdx.x + 128 * p, blkAhead[p]);
+            fetch(i + 1);
         }
-        fetch(i + 1);
         if (PHASE == 2 && threadIdx.x < G * (KT / 8)) {
             // the tile's scores from phase 1: G query heads x KT keys, 16 bytes per thread
             int j = threadIdx.x / (KT / 8), c8 = (threadIdx.x % (KT / 8)) * 8;
@@ -473,78 +434,14 @@ __device__ __forceinline__ void attention_impl(
     }
     }
     }
-    if constexpr (PHASE != 0) {
-        // counters given: the last CTA of this row's KV head to finish merges the row's splits itself
-        // (phase 1: the stats, as attention_stats; phase 2: the output, as attention_sum), in split
-        // order, and resets the counter for the next launch
-        if (counters != nullptr) {
-            __shared__ int last;
-            __shared__ float fa[4][32], ft[4][32];
-            const int *cd = cdesc + d[7] * 4;
-            __syncthreads();
-            if (threadIdx.x == 0) {
-                __threadfence();
-                const int idx = d[7] * kvHeads + g;
-                last = atomicAdd(&counters[idx], 1) == cd[3] - 1;
-                if (last) counters[idx] = 0;
-            }
-            __syncthreads();
-            if (last) {
-                __threadfence();
-                const int first = cd[0], n = cd[1];
-                if constexpr (PHASE == 1) {
-                    for (int j = warp; j < G; j += 4) {
-                        float Mr, Lr;
-                        merge_row_stats(partML, first, n, heads, g * G + j, fa[warp], ft[warp], Mr, Lr);
-                        if (lane == 0) {
-                            stats[((long) d[7] * heads + g * G + j) * 2] = Mr;
-                            stats[((long) d[7] * heads + g * G + j) * 2 + 1] = Lr;
-                        }
-                    }
-                } else {
-                    // this thread's outputs e = threadIdx.x + 128 k (head e / HD, dim e % HD), SUM_AHEAD splits in flight
-                    constexpr int SUM_AHEAD = 4;
-                    for (int e0 = 0; e0 < G * HD; e0 += 128 * 4) {
-                        float O[4];
-                        for (int b = 0; b < n; b += SUM_AHEAD) {
-                            float v[4][SUM_AHEAD];
-                            #pragma unroll
-                            for (int k = 0; k < 4; k++) {
-                                const int e = e0 + 128 * k + threadIdx.x;
-                                #pragma unroll
-                                for (int a = 0; a < SUM_AHEAD; a++) {
-                                    v[k][a] = e < G * HD && b + a < n
-                                            ? __ldcg(partO + ((long) (first + b + a) * heads + g * G + e / HD) * HD + e % HD) : 0.f;
-                                }
-                            }
-                            #pragma unroll
-                            for (int k = 0; k < 4; k++) {
-                                #pragma unroll
-                                for (int a = 0; a < SUM_AHEAD; a++) {
-                                    if (b + a < n) O[k] = b + a == 0 ? v[k][a] : __fadd_rn(O[k], v[k][a]);
-                                }
-                            }
-                        }
-                        #pragma unroll
-                        for (int k = 0; k < 4; k++) {
-                            const int e = e0 + 128 * k + threadIdx.x;
-                            if (e < G * HD) out[(long) cd[2] * heads * HD + (long) (g * G) * HD + e] = __float2bfloat16_rn(O[k]);
-                        }
-                    }
-                }
-            }
-        }
-    }
 }
 
 #define ATTENTION(hd, phase) \
-    extern "C" __global__ void __launch_bounds__(128, (phase) == 0 ? 1 : 5) attention_hd##hd##_p##phase( \
+    extern "C" __global__ void __launch_bounds__(128, (phase) == 0 ? 0 : 5) attention_hd##hd##_p##phase( \
             const bf16 *qkv, int qkvStride, bf16 *out, const bf16 *pool, const int *tables, const int *desc, float *partO, \
-            float *partML, float *stats, bf16 *sbuf, int heads, int kvHeads, int blockSize, float scale, const int *cdesc, \
-            int *counters) { \
+            float *partML, const float *stats, bf16 *sbuf, int heads, int kvHeads, int blockSize, float scale) { \
         dependent_launch_entry(); \
-        attention_impl<hd, phase>(qkv, qkvStride, out, pool, tables, desc, partO, partML, stats, sbuf, heads, kvHeads, blockSize, scale, \
-                                  cdesc, counters); \
+        attention_impl<hd, phase>(qkv, qkvStride, out, pool, tables, desc, partO, partML, stats, sbuf, heads, kvHeads, blockSize, scale); \
     }
 #define ATTENTION_PHASES(hd) ATTENTION(hd, 0) ATTENTION(hd, 1) ATTENTION(hd, 2)
 ATTENTION_PHASES(16)
@@ -553,17 +450,57 @@ ATTENTION_PHASES(64)
 ATTENTION_PHASES(128)
 
 // attention_stats: merges each decode row's split (max, sum) states in split order into stats
-// (rows, heads, 2) (merge_row_stats). Grid: (decode rows, heads), block: 32.
-// cdesc per row: [first slot, splits, output row, CTAs of the row].
+// (rows, heads, 2), with exactly merge_stats's arithmetic. Grid: (decode rows, heads), block: 32.
+// The running max is a prefix max (exact in any order), so every split's two factors
+// a = exp(M_before - M_after), b = exp(m_split - M_after) are computed by the lanes in parallel;
+// only L = L * a + l_split * b runs split after split. The states are read STATS_AHEAD chunks of 32
+// at a time (all their loads in flight together). cdesc per row: [first slot, splits, output row].
+#define STATS_AHEAD 8
 extern "C" __global__ void attention_stats(const float *partML, const int *cdesc, float *stats, int heads) {
     dependent_launch_entry();
     __shared__ float fa[32], ft[32];
-    const int *d = cdesc + blockIdx.x * 4;
-    float M, L;
-    merge_row_stats(partML, d[0], d[1], heads, blockIdx.y, fa, ft, M, L);
-    if (threadIdx.x == 0) {
-        stats[((long) blockIdx.x * heads + blockIdx.y) * 2] = M;
-        stats[((long) blockIdx.x * heads + blockIdx.y) * 2 + 1] = L;
+    const int *d = cdesc + blockIdx.x * 3;
+    const int first = d[0], n = d[1], qh = blockIdx.y, lane = threadIdx.x;
+    float M = -INFINITY, L = 0.f;
+    for (int g = 0; g < n; g += 32 * STATS_AHEAD) {
+        float gm[STATS_AHEAD], gl[STATS_AHEAD];
+        #pragma unroll
+        for (int c = 0; c < STATS_AHEAD; c++) {
+            int j = g + 32 * c + lane;
+            gm[c] = -INFINITY;
+            gl[c] = 0.f;
+            if (j < n) {
+                long ps = (long) (first + j) * heads + qh;
+                gm[c] = partML[ps * 2];
+                gl[c] = partML[ps * 2 + 1];
+            }
+        }
+        #pragma unroll
+        for (int c = 0; c < STATS_AHEAD; c++) {
+            int b = g + 32 * c;
+            if (b >= n) break;
+            int cnt = min(32, n - b);
+            float ms = gm[c], ls = gl[c], pm = ms;
+            #pragma unroll
+            for (int off = 1; off < 32; off <<= 1) {
+                float t = __shfl_up_sync(0xffffffffu, pm, off);
+                if (lane >= off) pm = fmaxf(pm, t);
+            }
+            float after = fmaxf(M, pm), before = __shfl_up_sync(0xffffffffu, after, 1);
+            if (lane == 0) before = M;
+            fa[lane] = before == -INFINITY ? 0.f : expf(__fsub_rn(before, after));
+            ft[lane] = __fmul_rn(ls, ms == -INFINITY ? 0.f : expf(__fsub_rn(ms, after)));
+            __syncwarp();
+            if (lane == 0) {
+                for (int k = 0; k < cnt; k++) L = __fadd_rn(__fmul_rn(L, fa[k]), ft[k]);
+            }
+            __syncwarp();
+            M = __shfl_sync(0xffffffffu, after, cnt - 1);
+        }
+    }
+    if (lane == 0) {
+        stats[((long) blockIdx.x * heads + qh) * 2] = M;
+        stats[((long) blockIdx.x * heads + qh) * 2 + 1] = L;
     }
 }
 
@@ -576,7 +513,7 @@ extern "C" __global__ void attention_stats(const float *partML, const int *cdesc
 extern "C" __global__ void attention_sum(const float *partO, const int *cdesc, bf16 *out, int heads, int HD) {
     dependent_launch_entry();
     __shared__ __align__(16) float buf[SUM_STAGES][SUM_CHUNK * 128];
-    const int *d = cdesc + blockIdx.x * 4;
+    const int *d = cdesc + blockIdx.x * 3;
     const int first = d[0], n = d[1], row = d[2], qh = blockIdx.y, i = threadIdx.x;
     const int chunks = (n + SUM_CHUNK - 1) / SUM_CHUNK, q = HD / 4;
     auto load = [&](int c) {

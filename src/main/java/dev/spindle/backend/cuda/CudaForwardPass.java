@@ -47,7 +47,7 @@ public final class CudaForwardPass implements ForwardPass {
     private final long slotBytes;
     private final RotaryTable rotary;
     private final List<Long> buffers = new ArrayList<>();
-    private final long x, xn, qkv, att, proj, gateUp, act, logits, picked, stats, mergeCounters;
+    private final long x, xn, qkv, att, proj, gateUp, act, logits, picked, stats;
     private final MemorySegment logitsHost;
     private final int logitRowsMax;
     private long meta;
@@ -87,8 +87,6 @@ public final class CudaForwardPass implements ForwardPass {
         logits = buffer((long) logitRowsMax * c.vocabSize() * 2);
         picked = buffer((long) logitRowsMax * h * 2);
         stats = buffer((long) n * c.numHeads() * 2 * 4);
-        mergeCounters = buffer((long) n * c.numKvHeads() * 4);
-        cuda.memsetZero(mergeCounters, (long) n * c.numKvHeads() * 4);
         ensureMeta(16 * n + 4096);
         logitsHost = cuda.allocHost((long) logitRowsMax * c.vocabSize() * 2);
         drawer = new DeviceDraws(k, c.vocabSize());
@@ -424,18 +422,12 @@ public final class CudaForwardPass implements ForwardPass {
                 int heads = c.numHeads(), kvh = c.numKvHeads(), hd = c.headDim(), bs = opt.blockSize();
                 long tables = m + 4L * p.tables, desc = m + 4L * p.desc, cdesc = m + 4L * p.cdesc;
                 if (p.decodeRows > 0) {
-                    // short rows merge their splits in their last CTA; long ones in the merge kernels (more parallel)
-                    long counters = p.maxRowSlots <= StepPlan.FUSED_MERGE_SLOTS ? mergeCounters : 0L;
                     op("attention decode scores", () -> k.attention(1, p.decodeCtas, qkv, stride, att, kvSlot, tables, desc, partO, partML, stats,
-                            scores, heads, kvh, hd, bs, scale, cdesc, counters));
-                    if (counters == 0L) {
-                        op("attention decode stats", () -> k.attentionStats(p.decodeRows, partML, cdesc, stats, heads));
-                    }
+                            scores, heads, kvh, hd, bs, scale));
+                    op("attention decode stats", () -> k.attentionStats(p.decodeRows, partML, cdesc, stats, heads));
                     op("attention decode values", () -> k.attention(2, p.decodeCtas, qkv, stride, att, kvSlot, tables, desc, partO, partML, stats,
-                            scores, heads, kvh, hd, bs, scale, cdesc, counters));
-                    if (counters == 0L) {
-                        op("attention decode sum", () -> k.attentionSum(p.decodeRows, partO, cdesc, att, heads, hd));
-                    }
+                            scores, heads, kvh, hd, bs, scale));
+                    op("attention decode sum", () -> k.attentionSum(p.decodeRows, partO, cdesc, att, heads, hd));
                 }
                 if (p.ctas > p.decodeCtas) {
                     op("attention prefill", () -> k.attention(0, p.ctas - p.decodeCtas, qkv, stride, att, kvSlot, tables, desc + 32L * p.decodeCtas,

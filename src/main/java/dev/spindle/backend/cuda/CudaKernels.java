@@ -157,19 +157,8 @@ public final class CudaKernels {
      */
     public void attention(int phase, int ctas, long qkv, int stride, long out, long pool, long tables, long desc, long partO, long partML,
                           long stats, long scores, int heads, int kvHeads, int headDim, int blockSize, float scale) {
-        attention(phase, ctas, qkv, stride, out, pool, tables, desc, partO, partML, stats, scores, heads, kvHeads, headDim, blockSize, scale, 0L, 0L);
-    }
-
-    /**
-     * As above; for phases 1 and 2 with {@code counters} (decode rows x KV heads ints, zero, left zero), the
-     * last CTA of each row's KV head merges the row's splits itself, in split order (phase 1: the stats of
-     * {@link #attentionStats}; phase 2: the output of {@link #attentionSum}), so those two launches are not
-     * needed. {@code cdesc}: the rows' descriptors (4 ints each).
-     */
-    public void attention(int phase, int ctas, long qkv, int stride, long out, long pool, long tables, long desc, long partO, long partML,
-                          long stats, long scores, int heads, int kvHeads, int headDim, int blockSize, float scale, long cdesc, long counters) {
         cuda.launchShared(attention.get(headDim * 4 + phase), ctas, kvHeads, 128, attentionSharedBytes(headDim, phase), qkv, stride, out,
-                pool, tables, desc, partO, partML, stats, scores, heads, kvHeads, blockSize, scale, cdesc, counters);
+                pool, tables, desc, partO, partML, stats, scores, heads, kvHeads, blockSize, scale);
     }
 
     /** Merges decode rows' split (max, sum) states in split order into stats (rows, heads, 2). */

@@ -18,10 +18,6 @@ final class StepPlan {
     final int[] data;
     final int tokens, positions, slotMap, tables, desc, cdesc, gather;
     final int ctas, decodeCtas, decodeRows, partials, logitRows, maxPosition, splitsPerCta;
-    /** The most split slots of one decode row (the bucket, in a graph plan). */
-    final int maxRowSlots;
-    /** Decode rows of at most this many split slots merge their splits in their last CTA (no merge kernels). */
-    static final int FUSED_MERGE_SLOTS = 32;
     final int[] logitCounts;
     /** Decode CTAs a step aims at: eight per SM of a 132-SM GPU. */
     static final int DECODE_CTAS = 1056;
@@ -57,15 +53,13 @@ final class StepPlan {
         // CTAs per SM of an H100-class GPU across the KV heads (measured on the H200: one wave of five
         // per SM, with longer CTAs, was slower)
         splitsPerCta = Math.max(1, (int) Math.ceil(parts * (double) kvHeads / DECODE_CTAS));
-        int dCtas = 0, maxSlots = 0;
+        int dCtas = 0;
         for (Window w : windows) {
             if (w.tokens().length == 1) {
                 int splits = fixedSplits > 0 ? fixedSplits : w.table().tokens() / CudaKernels.ATTENTION_SPLIT + 1;
                 dCtas += (splits + splitsPerCta - 1) / splitsPerCta;
-                maxSlots = Math.max(maxSlots, splits);
             }
         }
-        maxRowSlots = maxSlots;
         ctaCount += dCtas;
         rows = n;
         ctas = ctaCount;
@@ -79,7 +73,7 @@ final class StepPlan {
         slotMap = 2 * n;
         desc = 3 * n;
         cdesc = desc + 8 * ctaCount;
-        gather = cdesc + 4 * dRows;
+        gather = cdesc + 3 * dRows;
         tables = gather + lRows;
         data = new int[tables + tableInts];
         logitCounts = new int[windows.size()];
@@ -117,11 +111,10 @@ final class StepPlan {
             if (fixedSplits > 0 && splits > fixedSplits) {
                 throw new IllegalArgumentException(splits + " splits exceed the plan's " + fixedSplits);
             }
-            int slotsOfRow = Math.max(splits, fixedSplits), ctasOfRow = (slotsOfRow + splitsPerCta - 1) / splitsPerCta;
             data[cd++] = part;
             data[cd++] = splits;
             data[cd++] = rowOf[wi];
-            data[cd++] = ctasOfRow;
+            int slotsOfRow = Math.max(splits, fixedSplits), ctasOfRow = (slotsOfRow + splitsPerCta - 1) / splitsPerCta;
             // the row's own splits spread evenly over its CTAs (a graph's fixed count is sized for the bucket)
             int each = (splits + ctasOfRow - 1) / ctasOfRow;
             for (int j = 0; j < ctasOfRow; j++) {
