@@ -116,32 +116,17 @@ __device__ __forceinline__ void attention_impl(
     const int firstKey = s0 * SPLIT, lastKey = min(s1 * SPLIT, maxPos + 1);
     const int tiles = lastKey > firstKey ? (lastKey - firstKey + KT - 1) / KT : 0;
     // K (and in pass 2 V) tiles stream through two shared-memory stages with cp.async:
-    // tile i + 1 loads while tile i computes. Each thread copies PIECES 16-byte pieces of a tile. The
-    // decode phases (long runs of tiles per CTA) read the block-table entries they need one tile ahead
-    // (fetch), so no copy waits on a table read; phase 0 reads them as it copies (the prefetch's registers
-    // would cost it occupancy: 164 registers a thread without, about 200 with).
-    constexpr int PIECES = KT * HD / 8 / 128;
-    int blkAhead[PIECES];
-    auto fetch = [&](int i) {
-        if constexpr (PHASE != 0) {
-            const int t0 = firstKey + i * KT;
-            #pragma unroll
-            for (int p = 0; p < PIECES; p++) {
-                const int kj = t0 + (threadIdx.x + 128 * p) / DN;
-                blkAhead[p] = i < tiles && kj < lastKey ? tables[tab + kj / blockSize] : 0;
-            }
-        }
-    };
+    // tile i + 1 loads while tile i computes
     auto load = [&](int i, bool withV) {
         bf16 *Ks = attn_smem + (i & 1) * STAGE, *Vs = PHASE == 2 ? Ks : Ks + KT * LDS;
         int t0 = firstKey + i * KT;
-        // piece c of the tile: key c / DN, 8 dims from (c % DN) * 8; blk its block's id (if the key exists)
-        auto copy = [&](int c, int blk) {
+        for (int c = threadIdx.x; c < KT * HD / 8; c += blockDim.x) {
             int key = c / DN, part8 = (c % DN) * 8, kj = t0 + key;
             const bf16 *src = pool;
             int bytes = 0;
             if (kj < lastKey) {
-                src = pool + ((long) blk * 2) * kvBlock + ((long) g * blockSize + kj % blockSize) * HD + part8;
+                long blk = tables[tab + kj / blockSize];
+                src = pool + (blk * 2) * kvBlock + ((long) g * blockSize + kj % blockSize) * HD + part8;
                 bytes = 16;
             }
             if (PHASE != 2) {
@@ -152,16 +137,6 @@ __device__ __forceinline__ void attention_impl(
                 unsigned dv = (unsigned) __cvta_generic_to_shared(Vs + key * LDS + part8);
                 asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(dv), "l"(src + (bytes ? kvBlock : 0)), "r"(bytes));
             }
-        };
-        if constexpr (PHASE == 0) {
-            for (int c = threadIdx.x; c < KT * HD / 8; c += blockDim.x) {
-                int kj = t0 + c / DN;
-                copy(c, kj < lastKey ? tables[tab + kj / blockSize] : 0);
-            }
-        } else {
-            #pragma unroll
-            for (int p = 0; p < PIECES; p++) copy(threadIdx.x + 128 * p, blkAhead[p]);
-            fetch(i + 1);
         }
         if (PHASE == 2 && threadIdx.x < G * (KT / 8)) {
             // the tile's scores from phase 1: G query heads x KT keys, 16 bytes per thread
@@ -199,7 +174,6 @@ __device__ __forceinline__ void attention_impl(
     float M[2] = {-INFINITY, -INFINITY}, L[2] = {0.f, 0.f};
     if constexpr (PHASE != 2) {
         float ms[2], ls[2];
-        fetch(0);
         if (tiles > 0) load(0, false);
         for (int i = 0; i < tiles; i++) {
             const int t0 = firstKey + i * KT;
@@ -324,7 +298,6 @@ __device__ __forceinline__ void attention_impl(
     float *orun = reinterpret_cast<float *>(attn_smem + 2 * STAGE);
     // 1 / L for the quotient's fast path (see p_bf16)
     const float rl[2] = {__frcp_rn(L[0]), __frcp_rn(L[1])};
-    fetch(0);
     if (tiles > 0) load(0, true);
     for (int i = 0; i < tiles; i++) {
         const int t0 = firstKey + i * KT;
@@ -437,7 +410,7 @@ __device__ __forceinline__ void attention_impl(
 }
 
 #define ATTENTION(hd, phase) \
-    extern "C" __global__ void __launch_bounds__(128, (phase) == 0 ? 0 : 5) attention_hd##hd##_p##phase( \
+    extern "C" __global__ void __launch_bounds__(128) attention_hd##hd##_p##phase( \
             const bf16 *qkv, int qkvStride, bf16 *out, const bf16 *pool, const int *tables, const int *desc, float *partO, \
             float *partML, const float *stats, bf16 *sbuf, int heads, int kvHeads, int blockSize, float scale) { \
         dependent_launch_entry(); \
