@@ -47,8 +47,14 @@ public final class Backends {
      * @param maxStepRows      rows one forward step may hold (the engine's token budget)
      * @param kvMemoryFraction CUDA: share of the device memory left after weights that the KV pool takes
      * @param cudaGraphs       CUDA: replay decode steps as captured graphs
+     * @param gemmCache        CUDA: the folder caching the pinned GEMM algorithms, or null for none
      */
-    public record Settings(int threads, int blockSize, int kvCacheTokens, int maxStepRows, double kvMemoryFraction, boolean cudaGraphs) {
+    public record Settings(int threads, int blockSize, int kvCacheTokens, int maxStepRows, double kvMemoryFraction, boolean cudaGraphs,
+                           java.nio.file.Path gemmCache) {
+        /** Without a GEMM algorithm cache. */
+        public Settings(int threads, int blockSize, int kvCacheTokens, int maxStepRows, double kvMemoryFraction, boolean cudaGraphs) {
+            this(threads, blockSize, kvCacheTokens, maxStepRows, kvMemoryFraction, cudaGraphs, null);
+        }
     }
 
     /** An opened backend; closing it closes the pass and the host copy of the weights. */
@@ -119,7 +125,7 @@ public final class Backends {
         try {
             int maxBlocks = s.kvCacheTokens() > 0 ? Math.max(1, s.kvCacheTokens() / s.blockSize()) : 0;
             CudaForwardPass gpu = CudaForwardPass.open(c, host == null ? null : host.weights(),
-                    new CudaForwardPass.Options(s.blockSize(), s.maxStepRows(), s.kvMemoryFraction(), maxBlocks, s.cudaGraphs()), listener);
+                    new CudaForwardPass.Options(s.blockSize(), s.maxStepRows(), s.kvMemoryFraction(), maxBlocks, s.cudaGraphs(), s.gemmCache()), listener);
             String desc = String.format("the CUDA backend (%s) on %s: %.1f GB of weights %s in %.1f s (%.1f GB/s); KV pool %d blocks of %d tokens"
                             + " (%,d tokens, %.1f GiB); CUDA graphs %s",
                     why, dev.spindle.backend.cuda.CudaDriver.get().orElseThrow().deviceName(), gpu.weights().bytes() / 1e9, host == null ? "generated" : "uploaded", gpu.weights().seconds(),

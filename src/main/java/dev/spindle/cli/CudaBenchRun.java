@@ -64,7 +64,7 @@ final class CudaBenchRun implements Callable<Integer> {
         }
         ProgressBar bar = ProgressBar.forTerminal("loading " + model.model.getFileName() + " to " + cuda.deviceName());
         try (CudaForwardPass gpu = CudaForwardPass.open(c, host == null ? null : host.weights(),
-                new CudaForwardPass.Options(model.blockSize, stepRows, 0.9, 0, cudaGraphs), bar)) {
+                new CudaForwardPass.Options(model.blockSize, stepRows, 0.9, 0, cudaGraphs, model.gemmCacheDir()), bar)) {
             bar.done();
             double load = (System.nanoTime() - t0) / 1e9;
             out.put("architecture", c.architecture());

@@ -38,7 +38,7 @@ final class GenerateCommand implements Callable<Integer> {
     @Override
     public Integer call() {
         Backends.Settings settings = new Backends.Settings(model.threadCount(), model.blockSize,
-                model.blocksFor(promptIds.length + maxTokens) * model.blockSize, Math.max(prefillChunk, 1), 0.9, true);
+                model.blocksFor(promptIds.length + maxTokens) * model.blockSize, Math.max(prefillChunk, 1), 0.9, true, model.gemmCacheDir());
         ProgressBar bar = ProgressBar.forTerminal("loading " + model.model.getFileName());
         try (Backends.Opened b = Backends.open(model.model, model.format(), Backends.Kind.parse(backend), settings, bar)) {
             bar.done();

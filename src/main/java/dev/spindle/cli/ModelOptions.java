@@ -23,6 +23,16 @@ final class ModelOptions {
     @Option(names = "--block-size", defaultValue = "16", paramLabel = "TOKENS", description = "Tokens per KV block (default 16).")
     int blockSize;
 
+    @Option(names = "--gemm-cache", defaultValue = "${sys:user.home}/.cache/spindle", paramLabel = "DIR|none",
+            description = "CUDA: folder caching the GEMM algorithms pinned per weight shape, so a restart skips their search and pins "
+                    + "the same ones (default ~/.cache/spindle; none: search at every start).")
+    String gemmCache;
+
+    /** The GEMM algorithm cache folder, or null for none. */
+    Path gemmCacheDir() {
+        return gemmCache == null || gemmCache.isBlank() || gemmCache.equals("none") ? null : Path.of(gemmCache);
+    }
+
     LoadFormat format() {
         return LoadFormat.parse(loadFormat);
     }

@@ -61,7 +61,8 @@ public class ModelService {
         Backends.Kind kind = Backends.Kind.parse(config.backend());
         boolean cpu = !Backends.resolve(kind).cuda();
         Backends.Settings settings = new Backends.Settings(threads, config.blockSize(), config.kvCacheTokens().orElse(cpu ? 32768 : 0),
-                Math.max(config.maxNumBatchedTokens(), config.maxNumSeqs()), config.kvMemoryFraction(), config.cudaGraphs());
+                Math.max(config.maxNumBatchedTokens(), config.maxNumSeqs()), config.kvMemoryFraction(), config.cudaGraphs(),
+                config.gemmCache().isBlank() || config.gemmCache().equals("none") ? null : Path.of(config.gemmCache()));
         Backends.Opened backend = Backends.open(dir, format, kind, settings, LoadListener.NONE);
         ModelConfig mc = backend.config();
         Set<Integer> eos = dev.spindle.engine.ChatRunner.endOfTurnIds(mc, tokenizer);

@@ -34,6 +34,8 @@ final class ServeOptions {
     Double kvFraction;
     @Option(names = "--cuda-graphs", paramLabel = "true|false", arity = "1", description = "CUDA: replay decode steps as CUDA graphs (default true).")
     Boolean cudaGraphs;
+    @Option(names = "--gemm-cache", paramLabel = "DIR|none", description = "CUDA: folder caching the pinned GEMM algorithms (default ~/.cache/spindle; none: search at every start).")
+    String gemmCache;
 
     /** Parses {@code args}; false when only help was asked for (printed) or the flags were wrong. */
     static boolean apply(String[] args) {
@@ -62,6 +64,7 @@ final class ServeOptions {
         set("spindle.backend", o.backend);
         set("spindle.kv-memory-fraction", o.kvFraction);
         set("spindle.cuda-graphs", o.cudaGraphs);
+        set("spindle.gemm-cache", o.gemmCache);
         return true;
     }
 

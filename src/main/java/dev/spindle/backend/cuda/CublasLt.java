@@ -50,6 +50,8 @@ public final class CublasLt {
     private final Map<Long, Pinned> pinned = new HashMap<>();
     private final RandomFill fill;
     private final List<String> choices = new ArrayList<>();
+    private static final System.Logger LOG = System.getLogger("dev.spindle.cuda");
+    private GemmAlgorithmCache cache;
 
     private CublasLt(CudaDriver cuda, NativeLibrary lib, RandomFill fill) {
         this.cuda = cuda;
@@ -122,10 +124,98 @@ public final class CublasLt {
     public void linear(long x, int n, int k, long w, int nOut, long y) {
         Pinned p = pinned.get(((long) k << 32) | nOut);
         if (p == null) {
-            p = choose(k, nOut);
+            p = pin(k, nOut);
             pinned.put(((long) k << 32) | nOut, p);
         }
         run(x, n, k, w, nOut, y, p.forRows(n));
+    }
+
+    /**
+     * Keeps the pinned algorithms in {@code dir} (see {@link GemmAlgorithmCache}): shapes found there
+     * (and passing the checks) are not searched again, new choices are added. Call before the first
+     * {@link #linear}.
+     */
+    public void useCache(java.nio.file.Path dir) {
+        int[] cc = cuda.computeCapability();
+        long version;
+        try {
+            version = (long) lib.function("cublasLtGetVersion", FunctionDescriptor.of(JAVA_LONG)).invokeExact();
+        } catch (Throwable t) {
+            throw new CudaException("cublasLtGetVersion: " + t);
+        }
+        cache = GemmAlgorithmCache.open(dir, cuda.deviceName(), cc[0], cc[1], version);
+        cache.problems().forEach(p -> LOG.log(System.Logger.Level.WARNING, p));
+    }
+
+    /** The algorithms of a shape: from the cache when its entry passes the checks, else searched (and cached). */
+    private Pinned pin(int k, int nOut) {
+        if (cache != null) {
+            java.util.Optional<List<byte[]>> stored = cache.get(k, nOut);
+            if (stored.isPresent()) {
+                String why = checkCached(stored.get(), k, nOut);
+                if (why == null) {
+                    MemorySegment[] algos = stored.get().stream().map(b -> arena.allocate(64, 8).copyFrom(MemorySegment.ofArray(b)))
+                            .toArray(MemorySegment[]::new);
+                    choices.add(String.format("%d x %d: the cached algorithms of %s (checked: supported, row-invariant, one bit-identical group)",
+                            nOut, k, cache.file()));
+                    return new Pinned(algos);
+                }
+                LOG.log(System.Logger.Level.WARNING, cache.file() + ": the algorithms stored for " + nOut + " x " + k + " are not used ("
+                        + why + "); searching again");
+                cache.forget(k, nOut);
+            }
+        }
+        Pinned p = choose(k, nOut);
+        if (cache != null) {
+            cache.put(k, nOut, java.util.Arrays.stream(p.algos()).map(a -> a.toArray(java.lang.foreign.ValueLayout.JAVA_BYTE)).toList());
+            cache.problems().forEach(msg -> LOG.log(System.Logger.Level.WARNING, msg));
+        }
+        return p;
+    }
+
+    /**
+     * Why stored algorithms cannot be used for a k x nOut weight, or null when they can: one per row
+     * bucket, each accepted by cuBLASLt at 1 to {@value #LARGE} rows, giving one row alone the bits it
+     * gives among {@value #PROBE}, and all giving the same bits.
+     */
+    private String checkCached(List<byte[]> stored, int k, int nOut) {
+        if (stored.size() != BUCKETS.length) {
+            return stored.size() + " algorithms, expected one per row bucket (" + BUCKETS.length + ")";
+        }
+        Map<String, MemorySegment> distinct = new java.util.LinkedHashMap<>();
+        for (byte[] b : stored) {
+            MemorySegment algo = arena.allocate(64, 8).copyFrom(MemorySegment.ofArray(b));
+            if (!supported(algo, k, nOut)) {
+                return "cuBLASLt does not accept algorithm " + key(algo) + " here";
+            }
+            distinct.putIfAbsent(key(algo), algo);
+        }
+        long x = cuda.alloc((long) PROBE * k * 2), y = cuda.alloc((long) PROBE * nOut * 2), w = cuda.alloc((long) nOut * k * 2);
+        fill.random(x, (long) PROBE * k, 11);
+        fill.random(w, (long) nOut * k, 13);
+        try (Arena host = Arena.ofConfined()) {
+            MemorySegment first = null, probe = host.allocate((long) PROBE * nOut * 2), one = host.allocate((long) nOut * 2);
+            for (MemorySegment algo : distinct.values()) {
+                run(x, PROBE, k, w, nOut, y, algo);
+                cuda.copyToHost(probe, y);
+                run(x, 1, k, w, nOut, y, algo);
+                cuda.copyToHost(one, y);
+                if (one.mismatch(probe.asSlice(0, one.byteSize())) != -1) {
+                    return "algorithm " + key(algo) + " gives one row other bits than it gives among " + PROBE;
+                }
+                if (first == null) {
+                    first = host.allocate(probe.byteSize()).copyFrom(probe);
+                } else if (first.mismatch(probe) != -1) {
+                    return "the stored algorithms give different bits";
+                }
+            }
+            return null;
+        } finally {
+            cuda.sync();
+            cuda.free(x);
+            cuda.free(y);
+            cuda.free(w);
+        }
     }
 
     private void run(long x, int n, int k, long w, int nOut, long y, MemorySegment algo) {
@@ -171,6 +261,11 @@ public final class CublasLt {
                 || rawCall("cublasLtMatmulAlgoConfigSetAttribute", set, algo, CONFIG_REDUCTION, arena.allocateFrom(JAVA_INT, 0), 4L) != 0) {
             return false;
         }
+        return supported(algo, k, nOut);
+    }
+
+    /** Whether cuBLASLt accepts the algorithm for this weight at 1, 7, 64 and {@value #LARGE} rows within the workspace. */
+    private boolean supported(MemorySegment algo, int k, int nOut) {
         for (int n : new int[]{1, 7, 64, LARGE}) {
             MemorySegment[] l = layouts(n, k, nOut);
             MemorySegment result = arena.allocate(HEURISTIC_BYTES, 8);

@@ -25,12 +25,21 @@ import java.util.List;
 public final class CudaForwardPass implements ForwardPass {
     private static final ValueLayout.OfShort BF16 = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
 
-    /** Sizes of the pass: tokens per KV block, rows per step, the share of free memory the KV pool takes, an optional block cap. */
-    public record Options(int blockSize, int maxStepRows, double kvMemoryFraction, int maxKvBlocks, boolean cudaGraphs) {
+    /**
+     * Sizes of the pass: tokens per KV block, rows per step, the share of free memory the KV pool takes, an optional block cap;
+     * whether decode steps replay CUDA graphs; where the pinned GEMM algorithms are cached (null: searched at every start).
+     */
+    public record Options(int blockSize, int maxStepRows, double kvMemoryFraction, int maxKvBlocks, boolean cudaGraphs,
+                          java.nio.file.Path gemmCache) {
         public Options {
             if (blockSize < 1 || maxStepRows < 1 || kvMemoryFraction <= 0 || kvMemoryFraction > 1) {
                 throw new IllegalArgumentException("invalid CUDA options " + blockSize + ", " + maxStepRows + ", " + kvMemoryFraction);
             }
+        }
+
+        /** Without a GEMM algorithm cache. */
+        public Options(int blockSize, int maxStepRows, double kvMemoryFraction, int maxKvBlocks, boolean cudaGraphs) {
+            this(blockSize, maxStepRows, kvMemoryFraction, maxKvBlocks, cudaGraphs, null);
         }
     }
 
@@ -94,7 +103,10 @@ public final class CudaForwardPass implements ForwardPass {
         sin = buffer((long) c.maxPositions() * c.headDim() / 2 * 4);
         ensureRope(Math.min(c.maxPositions(), 4096));
         ensurePartials(4096);
-        // pin every GEMM's algorithm now (it times candidates), never in the middle of a step
+        // pin every GEMM's algorithm now (from the cache, or timing candidates), never in the middle of a step
+        if (options.gemmCache() != null) {
+            lt.useCache(options.gemmCache());
+        }
         lt.linear(xn, 1, h, w.layer(0).qkv(), qkvDim, qkv);
         lt.linear(att, 1, c.qDim(), w.layer(0).o(), h, proj);
         lt.linear(xn, 1, h, w.layer(0).gateUp(), 2 * in, gateUp);
