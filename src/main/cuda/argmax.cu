@@ -3,6 +3,7 @@
 #include "common.cuh"
 
 extern "C" __global__ void argmax(const bf16 *logits, int rows, int vocab, int *out) {
+    dependent_launch_entry();
     __shared__ float bv[1024];
     __shared__ int bi[1024];
     int r = blockIdx.x;

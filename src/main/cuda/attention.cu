@@ -413,6 +413,7 @@ __device__ __forceinline__ void attention_impl(
     extern "C" __global__ void __launch_bounds__(128) attention_hd##hd##_p##phase( \
             const bf16 *qkv, int qkvStride, bf16 *out, const bf16 *pool, const int *tables, const int *desc, float *partO, \
             float *partML, const float *stats, bf16 *sbuf, int heads, int kvHeads, int blockSize, float scale) { \
+        dependent_launch_entry(); \
         attention_impl<hd, phase>(qkv, qkvStride, out, pool, tables, desc, partO, partML, stats, sbuf, heads, kvHeads, blockSize, scale); \
     }
 #define ATTENTION_PHASES(hd) ATTENTION(hd, 0) ATTENTION(hd, 1) ATTENTION(hd, 2)
@@ -429,6 +430,7 @@ ATTENTION_PHASES(128)
 // at a time (all their loads in flight together). cdesc per row: [first slot, splits, output row].
 #define STATS_AHEAD 8
 extern "C" __global__ void attention_stats(const float *partML, const int *cdesc, float *stats, int heads) {
+    dependent_launch_entry();
     __shared__ float fa[32], ft[32];
     const int *d = cdesc + blockIdx.x * 3;
     const int first = d[0], n = d[1], qh = blockIdx.y, lane = threadIdx.x;
@@ -482,6 +484,7 @@ extern "C" __global__ void attention_stats(const float *partML, const int *cdesc
 #define SUM_CHUNK 32
 #define SUM_STAGES 3
 extern "C" __global__ void attention_sum(const float *partO, const int *cdesc, bf16 *out, int heads, int HD) {
+    dependent_launch_entry();
     __shared__ __align__(16) float buf[SUM_STAGES][SUM_CHUNK * 128];
     const int *d = cdesc + blockIdx.x * 3;
     const int first = d[0], n = d[1], row = d[2], qh = blockIdx.y, i = threadIdx.x;

@@ -7,3 +7,14 @@ typedef __nv_bfloat16 bf16;
 __device__ __forceinline__ float ld(const bf16 *p, long i) { return __bfloat162float(p[i]); }
 __device__ __forceinline__ float rnd(float x) { return __bfloat162float(__float2bfloat16_rn(x)); }
 __device__ __forceinline__ void st(bf16 *p, long i, float x) { p[i] = __float2bfloat16_rn(x); }
+
+// The first statement of every kernel. Decode steps launch kernels with programmatic dependent
+// launch (sm_90+): a kernel may then be scheduled while the one before it still runs, and must wait
+// here until that one has finished and its writes are visible; it then lets the next kernel be
+// scheduled early. Launched the ordinary way (or before sm_90) both are no-ops.
+__device__ __forceinline__ void dependent_launch_entry() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}

@@ -4,6 +4,7 @@
 #include "common.cuh"
 
 extern "C" __global__ void fill_dummy(bf16 *p, long n, unsigned long long seed, float center, float scale) {
+    dependent_launch_entry();
     for (long i = blockIdx.x * (long) blockDim.x + threadIdx.x; i < n; i += (long) gridDim.x * blockDim.x) {
         unsigned long long z = seed + (unsigned long long) i * 0x9E3779B97F4A7C15ull;
         z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;

@@ -8,6 +8,7 @@
 
 extern "C" __global__ void kv_write(const bf16 *qkv, int stride, int qDim, int kvDim, int headDim, bf16 *pool, const int *slotMap,
                                     int blockSize, int rows) {
+    dependent_launch_entry();
     int r = blockIdx.x;
     if (r >= rows) return;
     long phys = slotMap[r], blk = phys / blockSize, off = phys % blockSize;

@@ -47,9 +47,11 @@ __device__ __forceinline__ void norm_row(bf16 *x, const bf16 *y, const bf16 *w, 
 }
 
 extern "C" __global__ void rms_norm(bf16 *x, const bf16 *w, bf16 *out, int rows, int width, float eps) {
+    dependent_launch_entry();
     if (blockIdx.x < rows) norm_row(x, nullptr, w, out, width, eps);
 }
 
 extern "C" __global__ void add_rms_norm(bf16 *x, const bf16 *y, const bf16 *w, bf16 *out, int rows, int width, float eps) {
+    dependent_launch_entry();
     if (blockIdx.x < rows) norm_row(x, y, w, out, width, eps);
 }

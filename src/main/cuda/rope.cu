@@ -5,6 +5,7 @@
 #include "rope.cuh"
 
 extern "C" __global__ void rope(bf16 *x, int stride, const float *cos, const float *sin, const int *positions, int rows, int heads, int headDim) {
+    dependent_launch_entry();
     const int half = headDim / 2, perHead = half / 2, r = blockIdx.x;
     const int h = blockIdx.y * (blockDim.x / perHead) + threadIdx.x / perHead, i = 2 * (threadIdx.x % perHead);
     if (r >= rows || h >= heads) return;

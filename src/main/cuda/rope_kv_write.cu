@@ -8,6 +8,7 @@
 
 extern "C" __global__ void rope_kv_write(bf16 *x, int stride, const float *cos, const float *sin, const int *positions, int rows,
                                          int qHeads, int kvHeads, int headDim, bf16 *pool, const int *slotMap, int blockSize) {
+    dependent_launch_entry();
     const int half = headDim / 2, perHead = half / 2, r = blockIdx.x;
     const int h = blockIdx.y * (blockDim.x / perHead) + threadIdx.x / perHead, i = 2 * (threadIdx.x % perHead);
     if (r >= rows || h >= qHeads + 2 * kvHeads) return;

@@ -262,6 +262,7 @@ __device__ int sample_small_top_k(const SampleRow &row, int topK, double T, doub
 
 extern "C" __global__ void __launch_bounds__(SAMPLE_THREADS) sample(const bf16 *logits, int rows, int vocab, const double *params,
                                                                       float *scratch, int *out) {
+    dependent_launch_entry();
     __shared__ double shd[34];
     __shared__ int shi[34];
     const int r = blockIdx.x;

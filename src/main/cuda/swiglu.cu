@@ -10,6 +10,7 @@ __device__ __forceinline__ float swiglu1(float g, float u) {
 }
 
 extern "C" __global__ void swiglu(const bf16 *gateUp, bf16 *out, int rows, int width) {
+    dependent_launch_entry();
     const int vec = width % 8 == 0 ? 8 : 1, c = (blockIdx.x * blockDim.x + threadIdx.x) * vec;
     if (c >= width) return;
     for (int r = blockIdx.y; r < rows; r += gridDim.y) {

@@ -30,10 +30,13 @@ public final class CudaDriver {
 
     private final NativeLibrary lib;
     private final java.util.Map<String, MethodHandle> handles = new java.util.concurrent.ConcurrentHashMap<>();
-    private final MethodHandle cuLaunchKernel, cuMemcpyHtoDAsync, cuMemcpyDtoHAsync, cuStreamSynchronize, cuGetErrorName,
+    private final MethodHandle cuLaunchKernel, cuLaunchKernelEx, cuMemcpyHtoDAsync, cuMemcpyDtoHAsync, cuStreamSynchronize, cuGetErrorName,
             cuGraphLaunch;
     private final String deviceName;
     private final int device, computeMajor, computeMinor;
+    /** cuLaunchKernelEx's CUlaunchConfig (56 bytes) and one CUlaunchAttribute (72 bytes): programmatic stream serialization. */
+    private final MemorySegment launchConfig = Arena.global().allocate(56 + 72, 8);
+    private boolean dependentLaunches;
     private final MemorySegment stream;
     private final MemorySegment params = Arena.global().allocate(ADDRESS, MAX_ARGS);
     private final MemorySegment values = Arena.global().allocate(8L * MAX_ARGS, 8);
@@ -42,6 +45,7 @@ public final class CudaDriver {
         this.lib = lib;
         cuLaunchKernel = lib.function("cuLaunchKernel", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT, JAVA_INT,
                 JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
+        cuLaunchKernelEx = lib.function("cuLaunchKernelEx", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS, ADDRESS));
         cuMemcpyHtoDAsync = lib.function("cuMemcpyHtoDAsync_v2", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, ADDRESS, JAVA_LONG, ADDRESS));
         cuMemcpyDtoHAsync = lib.function("cuMemcpyDtoHAsync_v2", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_LONG, ADDRESS));
         cuStreamSynchronize = lib.function("cuStreamSynchronize", FunctionDescriptor.of(JAVA_INT, ADDRESS));
@@ -275,12 +279,43 @@ public final class CudaDriver {
             }
         }
         try {
-            check("cuLaunchKernel", (int) cuLaunchKernel.invokeExact(f, gx, gy, 1, bx, 1, 1, sharedBytes, stream, params, MemorySegment.NULL));
+            if (dependentLaunches) {
+                MemorySegment cfg = launchConfig;
+                cfg.set(JAVA_INT, 0, gx);
+                cfg.set(JAVA_INT, 4, gy);
+                cfg.set(JAVA_INT, 8, 1);
+                cfg.set(JAVA_INT, 12, bx);
+                cfg.set(JAVA_INT, 16, 1);
+                cfg.set(JAVA_INT, 20, 1);
+                cfg.set(JAVA_INT, 24, sharedBytes);
+                cfg.set(ADDRESS, 32, stream);
+                cfg.set(ADDRESS, 40, cfg.asSlice(56, 72));
+                cfg.set(JAVA_INT, 48, 1);
+                cfg.set(JAVA_INT, 56, 6 /* CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION */);
+                cfg.set(JAVA_INT, 64, 1);
+                check("cuLaunchKernelEx", (int) cuLaunchKernelEx.invokeExact(cfg, f, params, MemorySegment.NULL));
+            } else {
+                check("cuLaunchKernel", (int) cuLaunchKernel.invokeExact(f, gx, gy, 1, bx, 1, 1, sharedBytes, stream, params, MemorySegment.NULL));
+            }
         } catch (CudaException e) {
             throw e;
         } catch (Throwable t) {
             throw new CudaException("cuLaunchKernel: " + t);
         }
+    }
+
+    /**
+     * While on (and on sm_90 or later), Spindle's kernels launch with programmatic dependent launch:
+     * each may be scheduled while the previous kernel finishes and waits for it on the device
+     * (common.cuh's dependent_launch_entry), which hides the launch gap between the small kernels of
+     * a decode step. The forward pass turns it on while it captures a decode step's graph.
+     *
+     * @return whether it was on before
+     */
+    public synchronized boolean dependentLaunches(boolean on) {
+        boolean was = dependentLaunches;
+        dependentLaunches = on && computeMajor >= 9;
+        return was;
     }
 
     /** Starts recording the stream's work into a graph (nothing runs until the graph is launched). */

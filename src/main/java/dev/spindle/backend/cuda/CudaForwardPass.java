@@ -353,6 +353,7 @@ public final class CudaForwardPass implements ForwardPass {
         MemorySegment graph = graphs.get(key);
         if (graph == null) {
             cuda.beginCapture();
+            boolean dependent = cuda.dependentLaunches(true);
             try {
                 layers(p);
                 head(p, 0, p.logitRows);
@@ -360,6 +361,7 @@ public final class CudaForwardPass implements ForwardPass {
                     k.argmax(logits, p.logitRows, c.vocabSize(), meta);
                 }
             } finally {
+                cuda.dependentLaunches(dependent);
                 graph = cuda.endCapture();
             }
             graphs.put(key, graph);
