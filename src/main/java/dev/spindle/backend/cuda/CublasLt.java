@@ -196,11 +196,7 @@ public final class CublasLt {
         try (Arena host = Arena.ofConfined()) {
             MemorySegment first = null, probe = host.allocate((long) PROBE * nOut * 2), one = host.allocate((long) nOut * 2);
             for (MemorySegment algo : distinct.values()) {
-                run(x, PROBE, k, w, nOut, y, algo);
-                cuda.copyToHost(probe, y);
-                run(x, 1, k, w, nOut, y, algo);
-                cuda.copyToHost(one, y);
-                if (one.mismatch(probe.asSlice(0, one.byteSize())) != -1) {
+                if (!rowInvariant(algo, x, k, w, nOut, y, probe, one)) {
                     return "algorithm " + key(algo) + " gives one row other bits than it gives among " + PROBE;
                 }
                 if (first == null) {
@@ -327,12 +323,8 @@ public final class CublasLt {
             List<double[]> times = new ArrayList<>();
             List<String> groups = new ArrayList<>();
             for (MemorySegment algo : unique.values()) {
-                run(x, PROBE, k, w, nOut, y, algo);
-                cuda.copyToHost(probe, y);
-                run(x, 1, k, w, nOut, y, algo);
-                cuda.copyToHost(one, y);
-                if (one.mismatch(probe.asSlice(0, one.byteSize())) != -1) {
-                    continue; // not row-invariant: never used
+                if (!rowInvariant(algo, x, k, w, nOut, y, probe, one)) {
+                    continue; // never used
                 }
                 run(x, LARGE, k, w, nOut, y, algo);
                 double t1 = cuda.time(() -> { for (int i = 0; i < 5; i++) run(x, 1, k, w, nOut, y, algo); }) / 5;
@@ -393,6 +385,18 @@ public final class CublasLt {
             cuda.free(y);
             cuda.free(w);
         }
+    }
+
+    /**
+     * Whether the algorithm gives the first row of x alone the bits it gives it among {@value #PROBE} rows;
+     * leaves the {@value #PROBE} rows' output in probe (host), using one (host, one row) as scratch.
+     */
+    private boolean rowInvariant(MemorySegment algo, long x, int k, long w, int nOut, long y, MemorySegment probe, MemorySegment one) {
+        run(x, PROBE, k, w, nOut, y, algo);
+        cuda.copyToHost(probe, y);
+        run(x, 1, k, w, nOut, y, algo);
+        cuda.copyToHost(one, y);
+        return one.mismatch(probe.asSlice(0, one.byteSize())) == -1;
     }
 
     private static long hash(MemorySegment s) {

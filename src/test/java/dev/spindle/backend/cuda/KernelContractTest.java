@@ -132,17 +132,22 @@ class KernelContractTest {
         }
     }
 
+    /** bf16-valued cos and sin of random angles, as the RoPE tables hold. */
+    void randomRotary(float[] cos, float[] sin) {
+        for (int i = 0; i < cos.length; i++) {
+            double ang = rnd.nextDouble() * 100;
+            cos[i] = Bf16.round((float) Math.cos(ang));
+            sin[i] = Bf16.round((float) Math.sin(ang));
+        }
+    }
+
     @Test
     void ropeIsExact() {
         try (Arena a = Arena.ofConfined()) {
             int rows = 9, heads = 8 + 2, hd = 128, half = hd / 2, positions = 50, stride = (8 + 2 * 2) * hd;
             float[] x = randomBf16(rows * stride, 1);
             float[] cosT = new float[positions * half], sinT = new float[positions * half];
-            for (int i = 0; i < cosT.length; i++) {
-                double ang = rnd.nextDouble() * 100;
-                cosT[i] = Bf16.round((float) Math.cos(ang));
-                sinT[i] = Bf16.round((float) Math.sin(ang));
-            }
+            randomRotary(cosT, sinT);
             int[] pos = rnd.ints(rows, 0, positions).toArray();
             float[] want = x.clone();
             for (int r = 0; r < rows; r++) {
@@ -169,11 +174,7 @@ class KernelContractTest {
             int qd = qHeads * hd, kvd = kvHeads * hd, stride = qd + 2 * kvd, blocks = 4;
             float[] x = randomBf16(rows * stride, 1);
             float[] cosT = new float[positions * half], sinT = new float[positions * half];
-            for (int i = 0; i < cosT.length; i++) {
-                double ang = rnd.nextDouble() * 100;
-                cosT[i] = Bf16.round((float) Math.cos(ang));
-                sinT[i] = Bf16.round((float) Math.sin(ang));
-            }
+            randomRotary(cosT, sinT);
             int[] pos = rnd.ints(rows, 0, positions).toArray();
             int[] slotMap = new int[rows];
             for (int r = 0; r < rows; r++) {
