@@ -138,4 +138,38 @@ class StepPlanTest {
         assertThrows(IllegalArgumentException.class,
                 () -> new StepPlan(List.of(new Window(new int[]{1}, table(600), false, true)), 7, 8, 4));
     }
+
+    /**
+     * In a graph plan a row gets the CTAs its bucket needs; its own splits are spread over them in runs
+     * as short as that count allows (257 splits over 128 CTAs: runs of 3, not the bucket's 4), each once.
+     */
+    @Test
+    void aGraphPlanSpreadsARowsSplitsOverAllItsCtas() {
+        StepPlan p = new StepPlan(List.of(new Window(new int[]{1}, table(32 * 1024), false, true)), 7, 8, 512);
+        int splits = 32 * 1024 / SPLIT + 1;
+        int busy = 0, most = 0;
+        boolean[] seen = new boolean[splits];
+        for (int i = 0; i < p.decodeCtas; i++) {
+            int[] d = desc(p, i);
+            int n = d[5] - d[4];
+            if (n == 0) {
+                continue;
+            }
+            busy++;
+            most = Math.max(most, n);
+            for (int s = d[4]; s < d[5]; s++) {
+                assertTrue(!seen[s], "split " + s + " twice");
+                seen[s] = true;
+            }
+        }
+        for (int s = 0; s < splits; s++) {
+            assertTrue(seen[s], "split " + s + " never walked");
+        }
+        assertEquals(512 / p.splitsPerCta, p.decodeCtas, "the bucket's CTA count");
+        // the longest run is as short as the CTA count allows (the bucket's own run length would be longer)
+        int shortest = (splits + p.decodeCtas - 1) / p.decodeCtas;
+        assertEquals(shortest, most, "longest run");
+        assertTrue(most < p.splitsPerCta, most + " splits a CTA, the bucket's run is " + p.splitsPerCta);
+        assertEquals((splits + most - 1) / most, busy, "busy CTAs");
+    }
 }
