@@ -15,8 +15,8 @@ import java.util.List;
 /**
  * The forward pass on an NVIDIA GPU, for stock and looped llama, in the CPU reference's
  * rounding points: bf16 weights and activations, fp32 accumulation, bf16 paged KV pool in
- * device memory. Per executed layer: rms_norm, one GEMM for q|k|v, rope, kv_write,
- * attention (+ attention_combine for decode rows), GEMM o, add_rms_norm (the residual
+ * device memory. Per executed layer: rms_norm, one GEMM for q|k|v, rope_kv_write,
+ * attention (decode rows: phase 1, attention_stats, phase 2, attention_sum), GEMM o, add_rms_norm (the residual
  * add fused with the next norm), GEMM gate|up, swiglu, GEMM down. GEMMs are cuBLASLt with
  * a pinned split-free algorithm per weight shape; everything else is Spindle's kernels.
  * Only token ids, positions and block tables go to the device per step; logits (or, for
