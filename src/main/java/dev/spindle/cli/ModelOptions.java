@@ -30,7 +30,7 @@ final class ModelOptions {
 
     /** The GEMM algorithm cache folder, or null for none. */
     Path gemmCacheDir() {
-        return gemmCache == null || gemmCache.isBlank() || gemmCache.equals("none") ? null : Path.of(gemmCache);
+        return dev.spindle.backend.cuda.GemmAlgorithmCache.folder(gemmCache);
     }
 
     LoadFormat format() {

@@ -62,7 +62,7 @@ public class ModelService {
         boolean cpu = !Backends.resolve(kind).cuda();
         Backends.Settings settings = new Backends.Settings(threads, config.blockSize(), config.kvCacheTokens().orElse(cpu ? 32768 : 0),
                 Math.max(config.maxNumBatchedTokens(), config.maxNumSeqs()), config.kvMemoryFraction(), config.cudaGraphs(),
-                config.gemmCache().isBlank() || config.gemmCache().equals("none") ? null : Path.of(config.gemmCache()));
+                dev.spindle.backend.cuda.GemmAlgorithmCache.folder(config.gemmCache()));
         Backends.Opened backend = Backends.open(dir, format, kind, settings, LoadListener.NONE);
         ModelConfig mc = backend.config();
         Set<Integer> eos = dev.spindle.engine.ChatRunner.endOfTurnIds(mc, tokenizer);

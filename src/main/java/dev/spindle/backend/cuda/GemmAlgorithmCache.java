@@ -37,6 +37,11 @@ public final class GemmAlgorithmCache {
         this.file = file;
     }
 
+    /** The folder a setting names ({@code spindle.gemm-cache}, {@code --gemm-cache}), or null for {@code none} or blank. */
+    public static Path folder(String setting) {
+        return setting == null || setting.isBlank() || setting.strip().equals("none") ? null : Path.of(setting.strip());
+    }
+
     /** The file name for a device and library: only letters, digits, '-', '_' and '.'. */
     static String fileName(String device, int computeMajor, int computeMinor, long cublasLtVersion) {
         String d = device.replaceAll("[^A-Za-z0-9._-]+", "_");

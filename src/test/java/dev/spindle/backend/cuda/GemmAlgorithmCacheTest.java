@@ -47,6 +47,14 @@ class GemmAlgorithmCacheTest {
     }
 
     @Test
+    void noneOrBlankMeansNoCache() {
+        assertEquals(null, GemmAlgorithmCache.folder("none"));
+        assertEquals(null, GemmAlgorithmCache.folder(" "));
+        assertEquals(null, GemmAlgorithmCache.folder(null));
+        assertEquals(Path.of("/var/cache/spindle"), GemmAlgorithmCache.folder("/var/cache/spindle"));
+    }
+
+    @Test
     void fileNameKeepsOnlySafeCharacters() {
         String name = GemmAlgorithmCache.fileName("NVIDIA GeForce RTX 5090 / (x)", 12, 0, 130001);
         assertTrue(name.matches("[A-Za-z0-9._-]+"), name);
