@@ -62,15 +62,10 @@ final class BenchCommand implements Callable<Integer> {
             description = "cuda: replay decode steps as CUDA graphs (default; --no-cuda-graphs launches kernel by kernel, for profilers).")
     boolean cudaGraphs;
 
-    @Option(names = "--l2-prefetch-mib", paramLabel = "MIB",
-            description = "cuda: MiB of each weight matrix a decode step asks the L2 cache for ahead of its GEMM (0: none; default "
-                    + dev.spindle.backend.cuda.CudaForwardPass.Options.DEFAULT_L2_PREFETCH_MIB + ").")
-    int l2PrefetchMiB = dev.spindle.backend.cuda.CudaForwardPass.Options.DEFAULT_L2_PREFETCH_MIB;
-
     @Override
     public Integer call() throws Exception {
         if (backend.equals("cuda")) {
-            return new CudaBenchRun(model, prefillLengths, decodeContexts, concurrency, decodeTokens, stepRows, cudaGraphs, l2PrefetchMiB).call();
+            return new CudaBenchRun(model, prefillLengths, decodeContexts, concurrency, decodeTokens, stepRows, cudaGraphs).call();
         }
         if (!backend.equals("cpu")) {
             throw new picocli.CommandLine.ParameterException(new picocli.CommandLine(this), "--backend: expected cpu or cuda, got " + backend);

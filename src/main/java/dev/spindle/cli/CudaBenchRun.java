@@ -23,13 +23,11 @@ import java.util.concurrent.Callable;
 final class CudaBenchRun implements Callable<Integer> {
     private final ModelOptions model;
     private final int[] prefillLengths, decodeContexts, concurrency;
-    private final int decodeSteps, stepRows, l2PrefetchMiB;
+    private final int decodeSteps, stepRows;
     private final boolean cudaGraphs;
 
-    CudaBenchRun(ModelOptions model, int[] prefillLengths, int[] decodeContexts, int[] concurrency, int decodeSteps, int stepRows, boolean cudaGraphs,
-                int l2PrefetchMiB) {
+    CudaBenchRun(ModelOptions model, int[] prefillLengths, int[] decodeContexts, int[] concurrency, int decodeSteps, int stepRows, boolean cudaGraphs) {
         this.cudaGraphs = cudaGraphs;
-        this.l2PrefetchMiB = l2PrefetchMiB;
         this.model = model;
         this.prefillLengths = prefillLengths;
         this.decodeContexts = decodeContexts;
@@ -54,9 +52,7 @@ final class CudaBenchRun implements Callable<Integer> {
         Map<String, Object> limits = new LinkedHashMap<>();
         limits.put("device_copy_gb_per_second", Math.round(copy));
         limits.put("bf16_gemm_peak_tflops", Math.round(peak));
-        limits.put("l2_cache_mib", cuda.l2CacheBytes() >> 20);
         out.put("limits", limits);
-        out.put("l2_prefetch_mib", l2PrefetchMiB);
         long t0 = System.nanoTime();
         ModelConfig c;
         LoadedModel host = null;
@@ -68,7 +64,7 @@ final class CudaBenchRun implements Callable<Integer> {
         }
         ProgressBar bar = ProgressBar.forTerminal("loading " + model.model.getFileName() + " to " + cuda.deviceName());
         try (CudaForwardPass gpu = CudaForwardPass.open(c, host == null ? null : host.weights(),
-                new CudaForwardPass.Options(model.blockSize, stepRows, 0.9, 0, cudaGraphs, model.gemmCacheDir(), l2PrefetchMiB), bar)) {
+                new CudaForwardPass.Options(model.blockSize, stepRows, 0.9, 0, cudaGraphs, model.gemmCacheDir()), bar)) {
             bar.done();
             double load = (System.nanoTime() - t0) / 1e9;
             out.put("architecture", c.architecture());

@@ -33,13 +33,11 @@ public final class CudaDriver {
     private final MethodHandle cuLaunchKernel, cuLaunchKernelEx, cuMemcpyHtoDAsync, cuMemcpyDtoHAsync, cuStreamSynchronize, cuGetErrorName,
             cuGraphLaunch;
     private final String deviceName;
-    private final int device, computeMajor, computeMinor, l2Bytes;
+    private final int device, computeMajor, computeMinor;
     /** cuLaunchKernelEx's CUlaunchConfig (56 bytes) and one CUlaunchAttribute (72 bytes): programmatic stream serialization. */
     private final MemorySegment launchConfig = Arena.global().allocate(56 + 72, 8);
     private boolean dependentLaunches;
     private final MemorySegment stream;
-    /** The second stream of {@link #fork} and its two events, made on first use. */
-    private MemorySegment side, forkEvent, joinEvent;
     private final MemorySegment params = Arena.global().allocate(ADDRESS, MAX_ARGS);
     private final MemorySegment values = Arena.global().allocate(8L * MAX_ARGS, 8);
 
@@ -74,8 +72,6 @@ public final class CudaDriver {
             computeMajor = major.get(JAVA_INT, 0);
             call("cuDeviceGetAttribute", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT), major, 76 /* COMPUTE_CAPABILITY_MINOR */, device);
             computeMinor = major.get(JAVA_INT, 0);
-            call("cuDeviceGetAttribute", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT), major, 38 /* L2_CACHE_SIZE */, device);
-            l2Bytes = major.get(JAVA_INT, 0);
             MemorySegment ctx = a.allocate(ADDRESS);
             call("cuDevicePrimaryCtxRetain", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT), ctx, device);
             call("cuCtxSetCurrent", FunctionDescriptor.of(JAVA_INT, ADDRESS), ctx.get(ADDRESS, 0));
@@ -110,11 +106,6 @@ public final class CudaDriver {
     /** The device's compute capability: {major, minor} (9, 0 for an H100 or H200). */
     public int[] computeCapability() {
         return new int[]{computeMajor, computeMinor};
-    }
-
-    /** Bytes of the device's L2 cache (50 MiB on an H100 or H200). */
-    public int l2CacheBytes() {
-        return l2Bytes;
     }
 
     /** The stream all of Spindle's GPU work goes to. */
@@ -279,10 +270,6 @@ public final class CudaDriver {
 
     /** As {@link #launch}, with {@code sharedBytes} of dynamic shared memory. */
     public synchronized void launchShared(MemorySegment f, int gx, int gy, int bx, int sharedBytes, Object... args) {
-        launchOn(stream, dependentLaunches, f, gx, gy, bx, sharedBytes, args);
-    }
-
-    private void launchOn(MemorySegment on, boolean dependent, MemorySegment f, int gx, int gy, int bx, int sharedBytes, Object... args) {
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case Long l -> values.set(JAVA_LONG, 8L * i, l);
@@ -292,7 +279,7 @@ public final class CudaDriver {
             }
         }
         try {
-            if (dependent) {
+            if (dependentLaunches) {
                 MemorySegment cfg = launchConfig;
                 cfg.set(JAVA_INT, 0, gx);
                 cfg.set(JAVA_INT, 4, gy);
@@ -301,14 +288,14 @@ public final class CudaDriver {
                 cfg.set(JAVA_INT, 16, 1);
                 cfg.set(JAVA_INT, 20, 1);
                 cfg.set(JAVA_INT, 24, sharedBytes);
-                cfg.set(ADDRESS, 32, on);
+                cfg.set(ADDRESS, 32, stream);
                 cfg.set(ADDRESS, 40, cfg.asSlice(56, 72));
                 cfg.set(JAVA_INT, 48, 1);
                 cfg.set(JAVA_INT, 56, 6 /* CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION */);
                 cfg.set(JAVA_INT, 64, 1);
                 check("cuLaunchKernelEx", (int) cuLaunchKernelEx.invokeExact(cfg, f, params, MemorySegment.NULL));
             } else {
-                check("cuLaunchKernel", (int) cuLaunchKernel.invokeExact(f, gx, gy, 1, bx, 1, 1, sharedBytes, on, params, MemorySegment.NULL));
+                check("cuLaunchKernel", (int) cuLaunchKernel.invokeExact(f, gx, gy, 1, bx, 1, 1, sharedBytes, stream, params, MemorySegment.NULL));
             }
         } catch (CudaException e) {
             throw e;
@@ -330,44 +317,6 @@ public final class CudaDriver {
         boolean was = dependentLaunches;
         dependentLaunches = on && computeMajor >= 9;
         return was;
-    }
-
-    /**
-     * Opens a branch beside the stream: what {@link #launchBeside} launches next runs on a second
-     * stream after all the work launched on the stream so far, concurrently with what is launched
-     * there afterwards, until {@link #join}. Inside a capture the branch becomes parallel graph nodes.
-     */
-    public synchronized void fork() {
-        if (side == null) {
-            try (Arena a = Arena.ofConfined()) {
-                MemorySegment s = a.allocate(ADDRESS), e0 = a.allocate(ADDRESS), e1 = a.allocate(ADDRESS);
-                call("cuStreamCreate", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT), s, 1 /* CU_STREAM_NON_BLOCKING */);
-                call("cuEventCreate", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT), e0, 2 /* CU_EVENT_DISABLE_TIMING */);
-                call("cuEventCreate", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT), e1, 2 /* CU_EVENT_DISABLE_TIMING */);
-                side = s.get(ADDRESS, 0);
-                forkEvent = e0.get(ADDRESS, 0);
-                joinEvent = e1.get(ADDRESS, 0);
-            }
-        }
-        FunctionDescriptor record = FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS);
-        call("cuEventRecord", record, forkEvent, stream);
-        call("cuStreamWaitEvent", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_INT), side, forkEvent, 0);
-    }
-
-    /** Launches {@code f} on the branch opened by {@link #fork} (plain launch, no dynamic shared memory). */
-    public synchronized void launchBeside(MemorySegment f, int gx, int bx, Object... args) {
-        if (side == null) {
-            throw new IllegalStateException("launchBeside without fork");
-        }
-        launchOn(side, false, f, gx, 1, bx, 0, args);
-    }
-
-    /** Makes the stream's later work wait for everything launched beside it: closes the branches. */
-    public synchronized void join() {
-        if (side != null) {
-            call("cuEventRecord", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS), joinEvent, side);
-            call("cuStreamWaitEvent", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_INT), stream, joinEvent, 0);
-        }
     }
 
     /** Starts recording the stream's work into a graph (nothing runs until the graph is launched). */

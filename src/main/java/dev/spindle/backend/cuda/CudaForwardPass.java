@@ -27,25 +27,14 @@ public final class CudaForwardPass implements ForwardPass {
 
     /**
      * Sizes of the pass: tokens per KV block, rows per step, the share of free memory the KV pool takes, an optional block cap;
-     * whether decode steps replay CUDA graphs; where the pinned GEMM algorithms are cached (null: searched at every start);
-     * how many MiB of each weight matrix a captured decode step asks the L2 cache for ahead of its GEMM (0: none).
+     * whether decode steps replay CUDA graphs; where the pinned GEMM algorithms are cached (null: searched at every start).
      */
     public record Options(int blockSize, int maxStepRows, double kvMemoryFraction, int maxKvBlocks, boolean cudaGraphs,
-                          java.nio.file.Path gemmCache, int l2PrefetchMiB) {
-        /** The L2 prefetch ahead of each decode GEMM unless configured otherwise (see {@link #layers}). */
-        public static final int DEFAULT_L2_PREFETCH_MIB = 24;
-
+                          java.nio.file.Path gemmCache) {
         public Options {
-            if (blockSize < 1 || maxStepRows < 1 || kvMemoryFraction <= 0 || kvMemoryFraction > 1 || l2PrefetchMiB < 0) {
-                throw new IllegalArgumentException("invalid CUDA options " + blockSize + ", " + maxStepRows + ", " + kvMemoryFraction
-                        + ", " + l2PrefetchMiB);
+            if (blockSize < 1 || maxStepRows < 1 || kvMemoryFraction <= 0 || kvMemoryFraction > 1) {
+                throw new IllegalArgumentException("invalid CUDA options " + blockSize + ", " + maxStepRows + ", " + kvMemoryFraction);
             }
-        }
-
-        /** With the default L2 prefetch. */
-        public Options(int blockSize, int maxStepRows, double kvMemoryFraction, int maxKvBlocks, boolean cudaGraphs,
-                       java.nio.file.Path gemmCache) {
-            this(blockSize, maxStepRows, kvMemoryFraction, maxKvBlocks, cudaGraphs, gemmCache, DEFAULT_L2_PREFETCH_MIB);
         }
 
         /** Without a GEMM algorithm cache. */
@@ -365,7 +354,6 @@ public final class CudaForwardPass implements ForwardPass {
         if (graph == null) {
             cuda.beginCapture();
             boolean dependent = cuda.dependentLaunches(true);
-            prefetchBytes = (long) opt.l2PrefetchMiB() << 20;
             try {
                 layers(p);
                 head(p, 0, p.logitRows);
@@ -373,10 +361,6 @@ public final class CudaForwardPass implements ForwardPass {
                     k.argmax(logits, p.logitRows, c.vocabSize(), meta);
                 }
             } finally {
-                if (prefetchBytes > 0) {
-                    cuda.join();
-                }
-                prefetchBytes = 0;
                 cuda.dependentLaunches(dependent);
                 graph = cuda.endCapture();
             }
@@ -431,21 +415,18 @@ public final class CudaForwardPass implements ForwardPass {
         int n = p.rows, h = c.hiddenSize(), qd = c.qDim(), kvd = c.kvDim(), in = c.intermediateSize(), stride = qd + 2 * kvd;
         float eps = c.rmsNormEps(), scale = (float) Math.pow(c.headDim(), -0.5);
         long m = meta;
-        prefetch(w.layer(0).qkv(), (long) h * stride * 2);
         op("embed", () -> k.embed(m + 4L * p.tokens, w.embedding(), x, n, h));
         boolean pending = false;
         for (int loop = 0; loop < c.numLoops(); loop++) {
             for (int l = 0; l < c.numLayers(); l++) {
                 CudaWeights.Layer lw = w.layer(l);
                 int slot = l + loop * c.numLayers();
-                boolean last = loop == c.numLoops() - 1 && l == c.numLayers() - 1;
                 if (pending) {
                     op("norms", () -> k.addRmsNorm(x, proj, lw.inputNorm(), xn, n, h, eps));
                 } else {
                     op("norms", () -> k.rmsNorm(x, lw.inputNorm(), xn, n, h, eps));
                 }
                 op("gemm qkv", () -> lt.linear(xn, n, h, lw.qkv(), stride, qkv));
-                prefetch(lw.o(), (long) qd * h * 2);
                 // one layer's blocks stay within few pages
                 long kvSlot = kv + slot * slotBytes;
                 op("rope_kv_write", () -> k.ropeKvWrite(qkv, stride, cos, sin, m + 4L * p.positions, n, c.numHeads(), c.numKvHeads(), c.headDim(),
@@ -465,17 +446,10 @@ public final class CudaForwardPass implements ForwardPass {
                             partO, partML, stats, scores, heads, kvh, hd, bs, scale));
                 }
                 op("gemm o", () -> lt.linear(att, n, qd, lw.o(), h, proj));
-                prefetch(lw.gateUp(), (long) h * 2 * in * 2);
                 op("norms", () -> k.addRmsNorm(x, proj, lw.postAttnNorm(), xn, n, h, eps));
                 op("gemm gate_up", () -> lt.linear(xn, n, h, lw.gateUp(), 2 * in, gateUp));
-                prefetch(lw.down(), (long) in * h * 2);
                 op("swiglu", () -> k.swiglu(gateUp, act, n, in));
                 op("gemm down", () -> lt.linear(act, n, in, lw.down(), h, proj));
-                if (last) {
-                    prefetch(w.lmHead(), (long) h * c.vocabSize() * 2);
-                } else {
-                    prefetch(w.layer((l + 1) % c.numLayers()).qkv(), (long) h * stride * 2);
-                }
                 pending = true;
             }
             if (!c.skipLoopFinalNorm() || loop == c.numLoops() - 1) {
@@ -485,23 +459,6 @@ public final class CudaForwardPass implements ForwardPass {
                 });
                 pending = false;
             }
-        }
-    }
-
-    /** While a decode step is captured: bytes of each weight matrix to ask the L2 cache for ahead of its GEMM (else 0). */
-    private long prefetchBytes;
-
-    /**
-     * In a captured decode step, right after the launch of one GEMM: a branch beside the stream that
-     * asks the L2 cache for the first bytes of the next GEMM's weights. It starts when the GEMM before
-     * ends (the cache is not flooded while that GEMM streams its own weights) and overlaps the small
-     * kernels in between (norms, RoPE, attention, SwiGLU), when device memory would otherwise idle;
-     * the next GEMM then finds its first bytes in L2. A cache hint: no value changes.
-     */
-    private void prefetch(long weight, long bytes) {
-        if (prefetchBytes > 0) {
-            cuda.fork();
-            k.l2PrefetchBeside(weight, Math.min(bytes, prefetchBytes));
         }
     }
 

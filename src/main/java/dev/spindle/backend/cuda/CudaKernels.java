@@ -18,7 +18,7 @@ public final class CudaKernels {
 
     private final CudaDriver cuda;
     private final MemorySegment embed, rmsNorm, addRmsNorm, rope, ropeKvWrite, swiglu, residualAdd, kvWrite, attentionStats, attentionSum, argmax, sample,
-            fillDummy, l2Prefetch;
+            fillDummy;
     private final java.util.Map<Integer, MemorySegment> attention = new java.util.HashMap<>();
 
     private CudaKernels(CudaDriver cuda, byte[] fatbin) {
@@ -44,7 +44,6 @@ public final class CudaKernels {
         argmax = cuda.function(module, "argmax");
         sample = cuda.function(module, "sample");
         fillDummy = cuda.function(module, "fill_dummy");
-        l2Prefetch = cuda.function(module, "l2_prefetch");
     }
 
     /** The kernels, if this build has them (nvcc was present) and a GPU is here. */
@@ -184,15 +183,6 @@ public final class CudaKernels {
      */
     public void sample(long logits, int rows, int vocab, long params, long scratch, long out) {
         cuda.launch(sample, rows, 1, 1024, logits, rows, vocab, params, scratch, out);
-    }
-
-    /**
-     * Asks the L2 cache for bytes [p, p + bytes) on the branch opened by {@link CudaDriver#fork}: a hint
-     * that changes no value. One CTA of 32 threads per 256 KiB, at most 264 (two per SM of an H200).
-     */
-    public void l2PrefetchBeside(long p, long bytes) {
-        int ctas = (int) Math.max(1, Math.min(264, bytes / (256 << 10)));
-        cuda.launchBeside(l2Prefetch, ctas, 32, p, bytes);
     }
 
     /** Seeded uniform bf16 values center + scale * [-1, 1) over n elements. */

@@ -271,31 +271,6 @@ class KernelContractTest {
         }
     }
 
-    /**
-     * l2_prefetch beside the stream (sizes with a partial chunk and a tail under 16 bytes) changes no
-     * byte, and the stream's work after the branch's join still runs in order.
-     */
-    @Test
-    void l2PrefetchBesideTheStreamChangesNothing() {
-        try (Arena a = Arena.ofConfined()) {
-            int n = 1_000_003;
-            float[] x = randomBf16(n, 1), y = randomBf16(n, 1);
-            long dx = upload(a, x), dy = upload(a, y);
-            for (long bytes : new long[]{16, 8192 + 48, 2L * n - 6, 2L * n}) {
-                cuda.fork();
-                k.l2PrefetchBeside(dx, bytes);
-                k.residualAdd(dy, dx, n);
-                cuda.join();
-                CpuKernels.addInto(y, x, n);
-            }
-            cuda.sync();
-            assertEquals(0, compare(x, download(a, dx, n))[1], "the prefetched buffer changed");
-            assertEquals(0, compare(y, download(a, dy, n))[1], "work beside the prefetch went wrong");
-            cuda.free(dx);
-            cuda.free(dy);
-        }
-    }
-
     @Test
     void rmsNormWithinOneUlp() {
         try (Arena a = Arena.ofConfined()) {
