@@ -3,8 +3,9 @@
 # toolkit's cuBLAS on the loader path, then runs what is asked, writing logs under $OUT:
 #   device-run.sh tests            the CUDA contract, parity and invariance tests
 #   device-run.sh bench ARGS...    spindle bench --backend cuda ARGS...
+#   device-run.sh serve-check      the packaged server on CUDA against itself and the CPU backend (bundled chat model)
 set -uo pipefail
-mkdir -p /tmp/spindle-jre && [ -x /tmp/spindle-jre/jre25/bin/java ] || tar xJf .dist/jre.txz -C /tmp/spindle-jre
+mkdir -p /tmp/spindle-jre && [ -x /tmp/spindle-jre/jre25/bin/java ] || tar xJf "$(ls .dist/jre.txz .dist-server/jre.txz 2>/dev/null | head -1)" -C /tmp/spindle-jre
 export LD_LIBRARY_PATH="$(dirname "$(find / -name 'libcublasLt.so.13' 2>/dev/null | head -1)")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 java=(/tmp/spindle-jre/jre25/bin/java --add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED -Xmx32g)
 what="$1"; shift
@@ -13,5 +14,18 @@ case "$what" in
            --class-path ".dist/classes:.dist/test-classes:$(ls .dist/lib/*.jar | grep -v junit | tr '\n' ':')" --select-package dev.spindle.backend.cuda --select-class dev.spindle.engine.sched.CudaEngineTest \
            --details=tree --disable-ansi-colors "$@" 2>&1 | tee "${OUT:-/tmp}/tests.log" ;;
   bench) "${java[@]}" -cp ".dist/classes:.dist/lib/*" dev.spindle.cli.SpindleCli bench --backend cuda "$@" ;;
-  *) echo "usage: device-run.sh tests|bench ..." >&2; exit 2 ;;
+  serve-check)
+    # the packaged server on the CUDA backend (port 8002) against the same model on the CPU backend (port 8001):
+    # scripts/serve_check.py, then scripts/serve_bench.py on CUDA at the given concurrencies
+    mkdir -p /tmp/spindle-srv && [ -f /tmp/spindle-srv/spindle-server/quarkus-run.jar ] || tar xJf .dist-server/server.txz -C /tmp/spindle-srv
+    serve=("${java[@]}" -Djava.util.logging.manager=org.jboss.logmanager.LogManager -jar /tmp/spindle-srv/spindle-server/quarkus-run.jar serve)
+    "${serve[@]}" --backend cpu --port 8001 "$@" > "${OUT:-/tmp}/server-cpu.log" 2>&1 &
+    cpu=$!
+    "${serve[@]}" --backend cuda --port 8002 --max-num-seqs 64 "$@" > "${OUT:-/tmp}/server-cuda.log" 2>&1 &
+    gpu=$!
+    python3 scripts/serve_check.py http://localhost:8002 http://localhost:8001; rc=$?
+    for c in 1 16 64; do python3 scripts/serve_bench.py http://localhost:8002 "$c" 4 128; done
+    kill "$cpu" "$gpu"; wait
+    exit "$rc" ;;
+  *) echo "usage: device-run.sh tests|bench|serve-check ..." >&2; exit 2 ;;
 esac
