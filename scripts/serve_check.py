@@ -85,18 +85,23 @@ def text(reply):
     return "".join(p for _, p in reply.get("text", [])) if isinstance(reply, dict) else str(reply)
 
 
-def wait_ready(url, seconds=900):
+def wait_ready(url, seconds=900, refused_seconds=120):
+    """Until /q/health/ready answers 200; gives up when the server stops answering (it exits when it cannot serve)."""
     u = urlparse(url)
+    refused = 0
     for _ in range(seconds):
         try:
             conn = http.client.HTTPConnection(u.hostname, u.port, timeout=10)
             conn.request("GET", "/q/health/ready")
             if conn.getresponse().status == 200:
                 return
+            refused = 0
         except OSError:
-            pass
+            refused += 1
+            if refused > refused_seconds:
+                sys.exit(f"{url} is not answering (see its log)")
         time.sleep(1)
-    sys.exit(f"{url} did not become ready")
+    sys.exit(f"{url} did not become ready in {seconds} s")
 
 
 def main():

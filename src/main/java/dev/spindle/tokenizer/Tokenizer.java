@@ -23,6 +23,16 @@ public final class Tokenizer implements AutoCloseable {
     private final Map<String, Integer> addedTokens;
     private final Set<Integer> specialIds;
 
+    static {
+        // DJL chooses its native tokenizer build by the machine: where CUDA is present it wants a CUDA
+        // build, which its jar does not ship, and tries to download one (so the server could not start on
+        // an offline GPU node). Tokenizing runs on the CPU: use the CPU build from the jar, never the network.
+        if (System.getProperty("RUST_FLAVOR") == null) {
+            System.setProperty("RUST_FLAVOR", "cpu");
+        }
+        System.setProperty("ai.djl.offline", "true");
+    }
+
     private Tokenizer(HuggingFaceTokenizer hf, Map<String, Integer> addedTokens, Set<Integer> specialIds) {
         this.hf = hf;
         this.addedTokens = addedTokens;
@@ -63,6 +73,10 @@ public final class Tokenizer implements AutoCloseable {
                     .build();
             return new Tokenizer(hf, Map.copyOf(added), Set.copyOf(special));
         } catch (IOException | RuntimeException e) {
+            if (String.valueOf(e.getMessage()).contains("native library")) {
+                throw new TokenizerException(file + ": the tokenizer's native library (DJL, " + System.getProperty("os.name") + " "
+                        + System.getProperty("os.arch") + ") could not be loaded: " + e.getMessage(), e);
+            }
             throw new TokenizerException(file + ": the tokenizer library refused it: " + e.getMessage(), e);
         }
     }
