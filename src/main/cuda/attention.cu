@@ -5,7 +5,9 @@
 // Because p is normalised before its rounding, the kernel makes two passes over the keys: pass 1
 // the row max and sum, pass 2 the products with V.
 //
-// One kernel per head dim and phase (attention_hd{16,32,64,128}_p{0,1,2}). Grid: (CTAs, kvHeads), block: 128 threads
+// One kernel per head dim and phase (attention_hd{16,32,64,128}_p{0,1,2}), and p0h: phase 0 staging half
+// tiles (32 keys of K and V a stage: 68 KiB of shared memory instead of 100, so three CTAs share an SM
+// instead of two), which computes the same values. Grid: (CTAs, kvHeads), block: 128 threads
 // (4 warps). The G query heads of one KV head and R rows stack into the 64 rows of the MMA tile
 // (m = r * G + j), so K/V tiles are read once per KV head. Each CTA is described by 8 ints in desc:
 //   [0] first qkv row of its rows, [1] rows (R <= 64 / G, G = heads / kvHeads), [2] position of the
@@ -68,14 +70,16 @@ __device__ __forceinline__ float p_quotient(float e, float L, float rl) {
     return q;
 }
 
-template <int HD, int PHASE>
+template <int HD, int PHASE, bool HALF>
 __device__ __forceinline__ void attention_impl(
         const bf16 *qkv, int qkvStride, bf16 *out, const bf16 *pool, const int *tables, const int *desc,
         float *partO, float *partML, const float *stats, bf16 *sbuf, int heads, int kvHeads, int blockSize, float scale) {
     constexpr int LDS = HD + 8, KS = HD / 16, DN = HD / 8;
-    // a stage holds a K tile and a V tile; phase 1 needs only K, phase 2 only V (its scores come from phase 1)
-    // (phase 2 also stages the tile's scores, 16 query heads x KT keys, after V)
-    constexpr int STAGE = (PHASE == 0 ? 2 : 1) * KT * LDS + (PHASE == 2 ? 16 * KT : 0);
+    // keys per stage: phase 0 stages K and V, of whole tiles or (HALF) of half tiles, which keeps its shared
+    // memory small enough for three CTAs per SM instead of two; the decode phases stage whole tiles,
+    // phase 1 only K, phase 2 only V and the tile's scores from phase 1 (16 query heads x KT keys, after V)
+    constexpr int HALVES = PHASE == 0 && HALF ? 2 : 1, KH = KT / HALVES;
+    constexpr int STAGE = (PHASE == 0 ? 2 : 1) * KH * LDS + (PHASE == 2 ? 16 * KT : 0);
     const int *d = desc + blockIdx.x * 8;
     const int row0 = d[0], rows = d[1], pos0 = d[2], tab = d[3], s0 = d[4], s1 = d[5], part = d[6];
     const int g = blockIdx.y, G = heads / kvHeads, kvDim = kvHeads * HD;
@@ -115,13 +119,15 @@ __device__ __forceinline__ void attention_impl(
     const long kvBlock = (long) blockSize * kvDim;
     const int firstKey = s0 * SPLIT, lastKey = min(s1 * SPLIT, maxPos + 1);
     const int tiles = lastKey > firstKey ? (lastKey - firstKey + KT - 1) / KT : 0;
-    // K (and in pass 2 V) tiles stream through two shared-memory stages with cp.async:
-    // tile i + 1 loads while tile i computes
-    auto load = [&](int i, bool withV) {
-        bf16 *Ks = attn_smem + (i & 1) * STAGE, *Vs = PHASE == 2 ? Ks : Ks + KT * LDS;
+    // K (and in pass 2 V) stream through two shared-memory stages with cp.async: the next stage loads
+    // while this one computes. Whole tiles: stage i & 1 holds tile i. Half tiles: stage h holds half h of
+    // the current tile (keys t0 + KH h ..), so half 1 loads during half 0 and the next tile's half 0 during half 1.
+    auto stageOf = [&](int i, int half) { return attn_smem + (HALVES == 2 ? half : (i & 1)) * STAGE; };
+    auto load = [&](int i, int half, bool withV) {
+        bf16 *Ks = stageOf(i, half), *Vs = PHASE == 2 ? Ks : Ks + KH * LDS;
         int t0 = firstKey + i * KT;
-        for (int c = threadIdx.x; c < KT * HD / 8; c += blockDim.x) {
-            int key = c / DN, part8 = (c % DN) * 8, kj = t0 + key;
+        for (int c = threadIdx.x; c < KH * HD / 8; c += blockDim.x) {
+            int key = c / DN, part8 = (c % DN) * 8, kj = t0 + half * KH + key;
             const bf16 *src = pool;
             int bytes = 0;
             if (kj < lastKey) {
@@ -147,18 +153,32 @@ __device__ __forceinline__ void attention_impl(
         }
         asm volatile("cp.async.commit_group;\n" ::);
     };
+    // waits for tile i's stage (half tiles: half `half`) after starting the next load: the same tile's
+    // second half (half tiles), else the next tile's first stage
+    auto arrive = [&](int i, int half, bool withV) {
+        const bool nextHalf = HALVES == 2 && half == 0;
+        if (nextHalf || i + 1 < tiles) {
+            load(nextHalf ? i : i + 1, nextHalf ? 1 : 0, withV);
+            asm volatile("cp.async.wait_group 1;\n" ::);
+        } else {
+            asm volatile("cp.async.wait_group 0;\n" ::);
+        }
+        __syncthreads();
+    };
     // scores of one tile for this warp's 16 rows and key groups nt0..nt0+NT-1: S[c][e] for keys
-    // t0 + 8 (nt0 + c) + 2 tq + (e & 1), rows gr (+8 for e >= 2)
-    auto scores = [&](const bf16 (*Ks)[LDS], int t0, float (*S)[4]) {
+    // t0 + 8 (nt0 + c) + 2 tq + (e & 1), rows gr (+8 for e >= 2). Half tiles: one half at a time
+    // (c in [4 half, 4 half + 4), its stage's rows start at key 32 half); whole tiles pass half -1.
+    auto scores = [&](const bf16 (*Ks)[LDS], int t0, float (*S)[4], int half) {
         #pragma unroll
         for (int c = 0; c < NT; c++) {
-            const int nt = nt0 + c;
+            if (HALVES == 2 && (c >> 2) != half) continue;
+            const int nt = nt0 + c, kr = 8 * nt - (HALVES == 2 ? KH * half : 0);
             #pragma unroll
             for (int e = 0; e < 4; e++) S[c][e] = 0.f;
             #pragma unroll
             for (int kk = 0; kk < KS; kk++) {
-                unsigned b0 = *reinterpret_cast<const unsigned *>(&Ks[8 * nt + gr][16 * kk + 2 * tq]);
-                unsigned b1 = *reinterpret_cast<const unsigned *>(&Ks[8 * nt + gr][16 * kk + 8 + 2 * tq]);
+                unsigned b0 = *reinterpret_cast<const unsigned *>(&Ks[kr + gr][16 * kk + 2 * tq]);
+                unsigned b1 = *reinterpret_cast<const unsigned *>(&Ks[kr + gr][16 * kk + 8 + 2 * tq]);
                 mma16816(S[c], qf[kk], b0, b1);
             }
             #pragma unroll
@@ -174,23 +194,26 @@ __device__ __forceinline__ void attention_impl(
     float M[2] = {-INFINITY, -INFINITY}, L[2] = {0.f, 0.f};
     if constexpr (PHASE != 2) {
         float ms[2], ls[2];
-        if (tiles > 0) load(0, false);
+        if (tiles > 0) load(0, 0, false);
         for (int i = 0; i < tiles; i++) {
             const int t0 = firstKey + i * KT;
-            if (i + 1 < tiles) {
-                load(i + 1, false);
-                asm volatile("cp.async.wait_group 1;\n" ::);
+            float S[NT][4];
+            if constexpr (HALVES == 2) {
+                #pragma unroll
+                for (int half = 0; half < 2; half++) {
+                    arrive(i, half, false);
+                    if (warpActive) scores(reinterpret_cast<const bf16 (*)[LDS]>(stageOf(i, half)), t0, S, half);
+                    __syncthreads(); // the stage is free for the load after next
+                }
             } else {
-                asm volatile("cp.async.wait_group 0;\n" ::);
+                arrive(i, 0, false);
             }
-            __syncthreads();
             if (t0 % SPLIT == 0) {
                 ms[0] = ms[1] = -INFINITY;
                 ls[0] = ls[1] = 0.f;
             }
             if (warpActive) {
-                float S[NT][4];
-                scores(reinterpret_cast<const bf16 (*)[LDS]>(attn_smem + (i & 1) * STAGE), t0, S);
+                if constexpr (HALVES == 1) scores(reinterpret_cast<const bf16 (*)[LDS]>(stageOf(i, 0)), t0, S, -1);
                 if constexpr (PHASE == 1) {
                     // keep the scores (bf16 values, so exact) for phase 2
                     #pragma unroll
@@ -260,7 +283,7 @@ __device__ __forceinline__ void attention_impl(
                     ms[h] = mn[h];
                 }
             }
-            __syncthreads(); // stage i & 1 is free for tile i + 2
+            if constexpr (HALVES == 1) __syncthreads(); // stage i & 1 is free for tile i + 2 (half tiles synced after each half)
             if (!warpActive || !((t0 + KT) % SPLIT == 0 || i == tiles - 1)) continue;
             #pragma unroll
             for (int h = 0; h < 2; h++) {
@@ -298,23 +321,20 @@ __device__ __forceinline__ void attention_impl(
     float *orun = reinterpret_cast<float *>(attn_smem + 2 * STAGE);
     // 1 / L for the quotient's fast path (see p_bf16)
     const float rl[2] = {__frcp_rn(L[0]), __frcp_rn(L[1])};
-    if (tiles > 0) load(0, true);
+    if (tiles > 0) load(0, 0, true);
     for (int i = 0; i < tiles; i++) {
         const int t0 = firstKey + i * KT;
-        if (i + 1 < tiles) {
-            load(i + 1, true);
-            asm volatile("cp.async.wait_group 1;\n" ::);
-        } else {
-            asm volatile("cp.async.wait_group 0;\n" ::);
-        }
-        __syncthreads();
         if (t0 % SPLIT == 0) {
             #pragma unroll
             for (int dn = 0; dn < DNW; dn++) for (int e = 0; e < 4; e++) os[dn][e] = 0.f;
         }
+        // half tiles: the tile's two halves in turn (P and its products with V for 32 keys each)
+        #pragma unroll
+        for (int half = 0; half < HALVES; half++) {
+        arrive(i, half, true);
         if (warpActive) {
-            const bf16 (*Ks)[LDS] = reinterpret_cast<const bf16 (*)[LDS]>(attn_smem + (i & 1) * STAGE);
-            const bf16 (*Vs)[LDS] = PHASE == 2 ? Ks : Ks + KT;
+            const bf16 (*Ks)[LDS] = reinterpret_cast<const bf16 (*)[LDS]>(stageOf(i, half));
+            const bf16 (*Vs)[LDS] = PHASE == 2 ? Ks : Ks + KH;
             float S[NT][4];
             if constexpr (PHASE == 2) {
                 #pragma unroll
@@ -329,12 +349,13 @@ __device__ __forceinline__ void attention_impl(
                     }
                 }
             } else {
-                scores(Ks, t0, S);
+                scores(Ks, t0, S, HALVES == 2 ? half : -1);
             }
             // P as the MMA's A fragments: pf[j] covers keys 16j..16j+15 (nt 2j, 2j + 1)
             unsigned pf[4][4];
             #pragma unroll
             for (int c = 0; c < NT; c++) {
+                if (HALVES == 2 && (c >> 2) != half) continue;
                 float p[4];
                 #pragma unroll
                 for (int e = 0; e < 4; e++) p[e] = p_quotient(expf(__fsub_rn(S[c][e], M[e >> 1])), L[e >> 1], rl[e >> 1]);
@@ -354,6 +375,7 @@ __device__ __forceinline__ void attention_impl(
             }
             #pragma unroll
             for (int j = 0; j < 4; j++) {
+                if (HALVES == 2 && (j >> 1) != half) continue;
                 // A operand from P: rows gr / gr+8, keys 16j + 2tq (+8); B from V through ldmatrix.trans
                 unsigned a[4] = {pf[j][0], pf[j][1], pf[j][2], pf[j][3]};
                 #pragma unroll
@@ -361,13 +383,14 @@ __device__ __forceinline__ void attention_impl(
                     const int dn = dn0 + c;
                     if (!pvWarp) break;
                     unsigned b0, b1;
-                    unsigned sa = (unsigned) __cvta_generic_to_shared(&Vs[16 * j + (lane & 15)][8 * dn]);
+                    unsigned sa = (unsigned) __cvta_generic_to_shared(&Vs[16 * j - (HALVES == 2 ? KH * half : 0) + (lane & 15)][8 * dn]);
                     asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];\n" : "=r"(b0), "=r"(b1) : "r"(sa));
                     mma16816(os[c], a, b0, b1);
                 }
             }
         }
         __syncthreads();
+        }
         if (!warpActive || !((t0 + KT) % SPLIT == 0 || i == tiles - 1)) continue;
         if constexpr (PHASE == 2) {
             #pragma unroll
@@ -409,14 +432,14 @@ __device__ __forceinline__ void attention_impl(
     }
 }
 
-#define ATTENTION(hd, phase) \
-    extern "C" __global__ void __launch_bounds__(128) attention_hd##hd##_p##phase( \
+#define ATTENTION(hd, phase, name, half) \
+    extern "C" __global__ void __launch_bounds__(128) attention_hd##hd##_##name( \
             const bf16 *qkv, int qkvStride, bf16 *out, const bf16 *pool, const int *tables, const int *desc, float *partO, \
             float *partML, const float *stats, bf16 *sbuf, int heads, int kvHeads, int blockSize, float scale) { \
         dependent_launch_entry(); \
-        attention_impl<hd, phase>(qkv, qkvStride, out, pool, tables, desc, partO, partML, stats, sbuf, heads, kvHeads, blockSize, scale); \
+        attention_impl<hd, phase, half>(qkv, qkvStride, out, pool, tables, desc, partO, partML, stats, sbuf, heads, kvHeads, blockSize, scale); \
     }
-#define ATTENTION_PHASES(hd) ATTENTION(hd, 0) ATTENTION(hd, 1) ATTENTION(hd, 2)
+#define ATTENTION_PHASES(hd) ATTENTION(hd, 0, p0, false) ATTENTION(hd, 0, p0h, true) ATTENTION(hd, 1, p1, false) ATTENTION(hd, 2, p2, false)
 ATTENTION_PHASES(16)
 ATTENTION_PHASES(32)
 ATTENTION_PHASES(64)

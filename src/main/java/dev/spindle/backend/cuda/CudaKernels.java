@@ -15,6 +15,12 @@ public final class CudaKernels {
     public static final int ATTENTION_SPLIT = 128;
     /** Rows of one attention CTA's MMA tile (the window's rows times the heads sharing a KV head). */
     public static final int ATTENTION_TILE = 64;
+    /**
+     * The attention kernels by phase: prefill windows in whole 64-key tiles, the decode phases, and prefill
+     * in half tiles (smaller stages, three CTAs per SM instead of two; the same values as {@link #PREFILL}).
+     */
+    public static final int PREFILL = 0, DECODE_SCORES = 1, DECODE_VALUES = 2, PREFILL_HALF_TILES = 3;
+    private static final String[] ATTENTION_KERNELS = {"p0", "p1", "p2", "p0h"};
 
     private final CudaDriver cuda;
     private final MemorySegment embed, rmsNorm, addRmsNorm, rope, ropeKvWrite, swiglu, residualAdd, kvWrite, attentionStats, attentionSum, argmax, sample,
@@ -33,8 +39,8 @@ public final class CudaKernels {
         residualAdd = cuda.function(module, "residual_add");
         kvWrite = cuda.function(module, "kv_write");
         for (int hd : new int[]{16, 32, 64, 128}) {
-            for (int phase = 0; phase < 3; phase++) {
-                MemorySegment f = cuda.function(module, "attention_hd" + hd + "_p" + phase);
+            for (int phase = 0; phase < ATTENTION_KERNELS.length; phase++) {
+                MemorySegment f = cuda.function(module, "attention_hd" + hd + "_" + ATTENTION_KERNELS[phase]);
                 cuda.allowSharedMemory(f, attentionSharedBytes(hd, phase));
                 attention.put(hd * 4 + phase, f);
             }
@@ -138,12 +144,14 @@ public final class CudaKernels {
     }
 
     /**
-     * Two stages of 64-key K and V tiles (K only in phase 1; V and 16 x 64 scores in phase 2), rows padded
-     * by 8: the STAGE of attention.cu; phase 0 adds its 128 threads' running sums (fp32). In bytes.
+     * Two stages, rows padded by 8 (the STAGE of attention.cu): prefill K and V of 64-key tiles (half tiles:
+     * 32 keys), phase 1 a 64-key K tile, phase 2 a 64-key V tile and 16 x 64 scores; prefill adds its 128
+     * threads' running sums (fp32). In bytes.
      */
     static int attentionSharedBytes(int headDim, int phase) {
-        int stage = (phase == 0 ? 2 : 1) * 64 * (headDim + 8) + (phase == 2 ? 16 * 64 : 0);
-        return 2 * stage * 2 + (phase == 0 ? headDim / 8 * 4 * 128 * 4 : 0);
+        boolean prefill = phase == PREFILL || phase == PREFILL_HALF_TILES;
+        int stage = prefill ? 2 * (phase == PREFILL ? 64 : 32) * (headDim + 8) : 64 * (headDim + 8) + (phase == DECODE_VALUES ? 16 * 64 : 0);
+        return 2 * stage * 2 + (prefill ? headDim / 8 * 4 * 128 * 4 : 0);
     }
 
     /** Head dims the attention kernel is built for. */
@@ -153,7 +161,7 @@ public final class CudaKernels {
 
     /**
      * Paged causal attention for {@code ctas} CTA descriptors (8 ints each, see attention.cu):
-     * phase 0 for prefill tiles; phases 1 and 2 for decode rows' split CTAs.
+     * {@link #PREFILL} or {@link #PREFILL_HALF_TILES} for prefill tiles; phases 1 and 2 for decode rows' split CTAs.
      */
     public void attention(int phase, int ctas, long qkv, int stride, long out, long pool, long tables, long desc, long partO, long partML,
                           long stats, long scores, int heads, int kvHeads, int headDim, int blockSize, float scale) {

@@ -246,14 +246,18 @@ class KernelContractTest {
             k.attentionStats(decode.length, partML, dcd, stats, heads);
             k.attention(2, desc.size(), dq, stride, splitOut, dpool, dtab, ddesc, partO, partML, stats, scores, heads, kvHeads, hd, bs, scale);
             k.attentionSum(decode.length, partO, dcd, splitOut, heads, hd);
-            k.attention(0, zero.size(), dq, stride, zeroOut, dpool, dtab, dzero, partO, partML, stats, scores, heads, kvHeads, hd, bs, scale);
+            k.attention(CudaKernels.PREFILL_HALF_TILES, zero.size(), dq, stride, zeroOut, dpool, dtab, dzero, partO, partML, stats, scores, heads,
+                    kvHeads, hd, bs, scale);
+            float[] halves = download(a, zeroOut, ctx * qd);
+            k.attention(CudaKernels.PREFILL, zero.size(), dq, stride, zeroOut, dpool, dtab, dzero, partO, partML, stats, scores, heads, kvHeads, hd, bs, scale);
             float[] split = download(a, splitOut, decode.length * qd), whole = download(a, zeroOut, ctx * qd);
+            assertEquals(0, compare(whole, halves)[1], "prefill in half tiles differs from whole tiles");
             for (int i = 0; i < decode.length; i++) {
                 float[] want = java.util.Arrays.copyOfRange(whole, decode[i] * qd, (decode[i] + 1) * qd);
                 float[] got = java.util.Arrays.copyOfRange(split, i * qd, (i + 1) * qd);
                 assertEquals(0, compare(want, got)[1], "decode row at position " + decode[i] + " differs from phase 0");
             }
-            System.out.println("[cuda] decode split path = phase 0 at " + java.util.Arrays.toString(decode) + " (up to "
+            System.out.println("[cuda] decode split path = phase 0 (whole tiles = half tiles) at " + java.util.Arrays.toString(decode) + " (up to "
                     + (decode[0] / CudaKernels.ATTENTION_SPLIT + 1) + " splits)");
         }
     }
@@ -587,9 +591,13 @@ class KernelContractTest {
                 k.attentionStats(decode.length, partML, dcd, stats, heads);
                 k.attention(2, decodeCtas, dq, stride, dout, dpool, dtab, ddesc, partO, partML, stats, scores, heads, kvHeads, hd, bs, scale);
                 k.attentionSum(decode.length, partO, dcd, dout, heads, hd);
-                k.attention(0, desc.size() - decodeCtas, dq, stride, dout, dpool, dtab, ddesc + 32L * decodeCtas, partO, partML, stats, scores,
-                        heads, kvHeads, hd, bs, scale);
+                k.attention(CudaKernels.PREFILL_HALF_TILES, desc.size() - decodeCtas, dq, stride, dout, dpool, dtab, ddesc + 32L * decodeCtas, partO,
+                        partML, stats, scores, heads, kvHeads, hd, bs, scale);
+                float[] halves = download(a, dout, ctx * qd);
+                k.attention(CudaKernels.PREFILL, desc.size() - decodeCtas, dq, stride, dout, dpool, dtab, ddesc + 32L * decodeCtas, partO, partML, stats,
+                        scores, heads, kvHeads, hd, bs, scale);
                 float[] got = download(a, dout, ctx * qd);
+                assertEquals(0, compare(got, halves)[1], "prefill in half tiles differs from whole tiles (head dim " + hd + ")");
                 double worst = 0;
                 String where = "";
                 int checked = 0;
