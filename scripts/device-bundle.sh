@@ -8,9 +8,14 @@
 #                  (carry: [".dist-server"]; scripts/device-run.sh serve-check)
 # The runtime's modules are uncompressed and the server's jars re-stored without compression, so that
 # xz compresses everything at once (about 15 + 16 MiB instead of 26 + 31 MiB).
+# With --base REV, .dist/base-classes also holds the classes and kernels of commit REV, for an A/B of
+# the benchmark inside one device call (scripts/device-run.sh ab ...): figures move by up to 5%
+# between calls, so a change is only measured against its base in the same call.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/jdk25.sh
+base=""
+if [ "${1:-}" = "--base" ]; then base="$2"; fi
 mvn -B -q -ntp -DskipTests package
 mvn -B -q -ntp -DskipTests test-compile
 mvn -B -q -ntp dependency:copy -Dartifact=org.junit.platform:junit-platform-console-standalone:6.0.3 -DoutputDirectory=.dist/lib
@@ -44,4 +49,12 @@ for jar in glob.glob('/tmp/spindle-server/**/*.jar', recursive=True):
     os.replace(jar + '.tmp', jar)
 PY
 tar cf - -C /tmp spindle-server | xz -9 -T0 > .dist-server/server.txz && rm -rf /tmp/spindle-server
+rm -rf .dist/base-classes
+if [ -n "$base" ]; then
+  tree="$(mktemp -d)/spindle-base"
+  git worktree add -q --detach "$tree" "$base"
+  (cd "$tree" && mvn -B -q -ntp -DskipTests compile)
+  mkdir -p .dist/base-classes && cp -r "$tree"/target/classes/dev "$tree"/target/classes/cuda .dist/base-classes/
+  git worktree remove --force "$tree"
+fi
 du -sh .dist/* .dist-server/*

@@ -3,6 +3,7 @@
 # toolkit's cuBLAS on the loader path, then runs what is asked, writing logs under $OUT:
 #   device-run.sh tests            the CUDA contract, parity and invariance tests
 #   device-run.sh bench ARGS...    spindle bench --backend cuda ARGS...
+#   device-run.sh ab ARGS...       the same bench on the base classes (device-bundle.sh --base REV), then on these
 #   device-run.sh serve-check      the packaged server on CUDA against itself and the CPU backend (bundled chat model)
 set -uo pipefail
 mkdir -p /tmp/spindle-jre && [ -x /tmp/spindle-jre/jre25/bin/java ] || tar xJf "$(ls .dist/jre.txz .dist-server/jre.txz 2>/dev/null | head -1)" -C /tmp/spindle-jre
@@ -14,6 +15,15 @@ case "$what" in
            --class-path ".dist/classes:.dist/test-classes:$(ls .dist/lib/*.jar | grep -v junit | tr '\n' ':')" --select-package dev.spindle.backend.cuda --select-class dev.spindle.engine.sched.CudaEngineTest \
            --details=tree --disable-ansi-colors "$@" 2>&1 | tee "${OUT:-/tmp}/tests.log" ;;
   bench) "${java[@]}" -cp ".dist/classes:.dist/lib/*" dev.spindle.cli.SpindleCli bench --backend cuda "$@" ;;
+  ab)
+    # the same bench on the base commit's classes (device-bundle.sh --base REV) and on this tree's, one after
+    # the other in this call; JSON to $OUT/ab-base.json and $OUT/ab-current.json, then both summaries
+    [ -d .dist/base-classes ] || { echo "no .dist/base-classes: bundle with scripts/device-bundle.sh --base REV" >&2; exit 2; }
+    for v in base current; do
+      classes=.dist/classes; [ "$v" = base ] && classes=.dist/base-classes
+      "${java[@]}" -cp "$classes:.dist/lib/*" dev.spindle.cli.SpindleCli bench --backend cuda "$@" > "${OUT:-/tmp}/ab-$v.json" 2> "${OUT:-/tmp}/ab-$v.err"
+    done
+    for v in base current; do echo "== $v"; python3 scripts/bench-summary.py "${OUT:-/tmp}/ab-$v.json"; done ;;
   serve-check)
     # the packaged server on the CUDA backend (port 8002) against the same model on the CPU backend (port 8001):
     # scripts/serve_check.py, then scripts/serve_bench.py on CUDA at the given concurrencies
@@ -27,5 +37,5 @@ case "$what" in
     for c in 1 16 64; do python3 scripts/serve_bench.py http://localhost:8002 "$c" 4 128; done
     kill "$cpu" "$gpu"; wait
     exit "$rc" ;;
-  *) echo "usage: device-run.sh tests|bench|serve-check ..." >&2; exit 2 ;;
+  *) echo "usage: device-run.sh tests|bench|ab|serve-check ..." >&2; exit 2 ;;
 esac
