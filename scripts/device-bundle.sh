@@ -17,7 +17,6 @@ cd "$(dirname "$0")/.."
 base=""
 if [ "${1:-}" = "--base" ]; then base="$2"; fi
 mvn -B -q -ntp -DskipTests package
-mvn -B -q -ntp -DskipTests test-compile
 mvn -B -q -ntp dependency:copy -Dartifact=org.junit.platform:junit-platform-console-standalone:6.0.3 -DoutputDirectory=.dist/lib
 mvn -B -q -ntp dependency:copy-dependencies -DincludeArtifactIds=picocli,jackson-databind,jackson-core,jackson-annotations \
   -DincludeScope=runtime -DoutputDirectory=.dist/lib
