@@ -2,6 +2,7 @@
 # Runs on the GPU machine (see scripts/device-bundle.sh): unpacks the carried JRE, puts the CUDA
 # toolkit's cuBLAS on the loader path, then runs what is asked, writing logs under $OUT:
 #   device-run.sh tests            the CUDA contract, parity and invariance tests
+#   device-run.sh test CLASS...    only the named test classes (dev.spindle.backend.cuda.LinearRowsContractTest ...)
 #   device-run.sh bench ARGS...    spindle bench --backend cuda ARGS...
 #   device-run.sh ab ARGS...       the same bench on the base classes (device-bundle.sh --base REV), then on these
 #   device-run.sh serve-check      the packaged server on CUDA against itself and the CPU backend (bundled chat model)
@@ -14,6 +15,10 @@ case "$what" in
   tests) "${java[@]}" -jar .dist/lib/junit-platform-console-standalone-6.0.3.jar execute \
            --class-path ".dist/classes:.dist/test-classes:$(ls .dist/lib/*.jar | grep -v junit | tr '\n' ':')" --select-package dev.spindle.backend.cuda --select-class dev.spindle.engine.sched.CudaEngineTest \
            --details=tree --disable-ansi-colors "$@" 2>&1 | tee "${OUT:-/tmp}/tests.log" ;;
+  test) sel=(); for c in "$@"; do sel+=(--select-class "$c"); done
+        "${java[@]}" -jar .dist/lib/junit-platform-console-standalone-6.0.3.jar execute \
+           --class-path ".dist/classes:.dist/test-classes:$(ls .dist/lib/*.jar | grep -v junit | tr '\n' ':')" "${sel[@]}" \
+           --details=tree --disable-ansi-colors 2>&1 | tee "${OUT:-/tmp}/test.log" ;;
   bench) "${java[@]}" -cp ".dist/classes:.dist/lib/*" dev.spindle.cli.SpindleCli bench --backend cuda "$@" ;;
   ab)
     # the same bench on the base commit's classes (device-bundle.sh --base REV) and on this tree's, one after
@@ -37,5 +42,5 @@ case "$what" in
     for c in 1 16 64; do python3 scripts/serve_bench.py http://localhost:8002 "$c" 4 128; done
     kill "$cpu" "$gpu"; wait
     exit "$rc" ;;
-  *) echo "usage: device-run.sh tests|bench|ab|serve-check ..." >&2; exit 2 ;;
+  *) echo "usage: device-run.sh tests|test|bench|ab|serve-check ..." >&2; exit 2 ;;
 esac
