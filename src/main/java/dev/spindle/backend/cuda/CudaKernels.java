@@ -48,10 +48,14 @@ public final class CudaKernels {
 
     /** linear_rows.cu's variants, in its order. */
     static final List<LinearRowsVariant> LINEAR_ROWS = List.of(
-            new LinearRowsVariant(1, 1, 512, 4), new LinearRowsVariant(1, 2, 256, 4), new LinearRowsVariant(1, 4, 128, 4),
-            new LinearRowsVariant(2, 1, 256, 4), new LinearRowsVariant(2, 2, 256, 4), new LinearRowsVariant(2, 4, 128, 4),
-            new LinearRowsVariant(4, 1, 256, 4), new LinearRowsVariant(4, 2, 128, 4), new LinearRowsVariant(4, 4, 128, 4),
-            new LinearRowsVariant(8, 2, 128, 4), new LinearRowsVariant(8, 4, 64, 4), new LinearRowsVariant(8, 4, 128, 3));
+            v(1, 4, 256, 4), v(1, 2, 256, 4), v(1, 1, 512, 4), v(1, 4, 128, 8),
+            v(2, 4, 128, 6), v(2, 2, 256, 4), v(2, 4, 256, 3), v(4, 4, 128, 6),
+            v(4, 2, 128, 6), v(4, 4, 256, 3), v(8, 4, 128, 4), v(8, 4, 64, 8),
+            v(8, 8, 128, 4));
+
+    private static LinearRowsVariant v(int tiles, int warps, int keys, int stages) {
+        return new LinearRowsVariant(tiles, warps, keys, stages);
+    }
     /** The variants whose shared memory this device allows, with their functions. */
     private final java.util.Map<LinearRowsVariant, MemorySegment> linearRows = new java.util.LinkedHashMap<>();
 
@@ -74,7 +78,7 @@ public final class CudaKernels {
             }
         }
         for (LinearRowsVariant v : LINEAR_ROWS) {
-            if (v.sharedBytes() <= cuda.maxSharedMemory()) {
+            if (v.sharedBytes() + 64 <= cuda.maxSharedMemory()) { // 64: the stages' mbarriers
                 MemorySegment f = cuda.function(module, v.kernel());
                 cuda.allowSharedMemory(f, v.sharedBytes());
                 linearRows.put(v, f);
@@ -205,14 +209,14 @@ public final class CudaKernels {
     }
 
     /**
-     * y (n, nOut) = bf16(x (n, k) @ W^T) for n <= v.rows() rows and k % 8 == 0: one fp32 accumulator per
+     * y (n, nOut) = bf16(x (n, k) @ W^T) for n <= v.rows() rows and k % 16 == 0: one fp32 accumulator per
      * output fed k's 16-wide chunks in order (the bits of cuBLASLt's split-free algorithms; see linear_rows.cu).
      */
     public void linearRows(LinearRowsVariant v, long x, int n, int k, long w, int nOut, long y) {
         MemorySegment f = linearRows.get(v);
-        if (f == null || n < 1 || n > v.rows() || k % 8 != 0) {
+        if (f == null || n < 1 || n > v.rows() || k % 16 != 0) {
             throw new IllegalArgumentException(v.kernel() + (f == null ? " is not available on this device" : " takes 1 to " + v.rows()
-                    + " rows and k % 8 == 0, not " + n + " rows, k " + k));
+                    + " rows and k % 16 == 0, not " + n + " rows, k " + k));
         }
         cuda.launchShared(f, (nOut + 16 * v.warps() - 1) / (16 * v.warps()), 1, 32 * v.warps(), v.sharedBytes(), x, n, k, w, nOut, y);
     }

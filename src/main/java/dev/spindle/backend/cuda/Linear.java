@@ -71,8 +71,8 @@ public final class Linear {
             lt.linear(x, 1, k, w, nOut, y1); // pins cuBLASLt's algorithms for the shape
             List<CudaKernels.LinearRowsVariant> agree = new ArrayList<>();
             String refused = "";
-            if (k % 8 != 0) {
-                refused = " (k is not a multiple of 8)";
+            if (k % 16 != 0) {
+                refused = " (k is not a multiple of 16)";
             } else {
                 MemorySegment a = host.allocate((long) max * nOut * 2), b = host.allocate(a.byteSize());
                 for (CudaKernels.LinearRowsVariant v : kernels.linearRowsVariants()) {

@@ -63,7 +63,7 @@ class LinearRowsContractTest {
 
     @Test
     void sameBitsAsCublasLt() {
-        int[][] shapes = {{64, 64}, {100, 200}, {257, 1088}, {3584, 2560}, {9216, 7168}, {7168, 22016}};
+        int[][] shapes = {{64, 256}, {100, 512}, {257, 1280}, {3584, 2560}, {9216, 7168}, {7168, 22016}};
         java.util.List<CudaKernels.LinearRowsVariant> variants = k.linearRowsVariants();
         assumeTrue(!variants.isEmpty(), "no linear_rows variant fits this device's shared memory");
         int max = 64;
