@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Compiles src/main/cuda/*.cu into one fatbin (sm_80..sm_120 + compute_90 PTX) at OUT.
+# Compiles src/main/cuda/*.cu into one fatbin (sm_80..sm_120, sm_90a for Hopper's wgmma, + compute_90 PTX) at OUT.
 # Usage: build-cuda.sh SRC_DIR OUT_FATBIN STAMP_FILE (rebuilds only when the sources changed)
 # Skips with a message when nvcc is absent: the CUDA backend then reports itself unavailable.
 set -euo pipefail
@@ -14,7 +14,7 @@ all="$(mktemp -d)/all.cu"
 for f in "$src"/*.cu; do echo "#include \"$(readlink -f "$f")\""; done > "$all"
 nvcc -fatbin -O3 -std=c++17 --compress-mode=size -I"$src" \
   -gencode arch=compute_80,code=sm_80 -gencode arch=compute_86,code=sm_86 -gencode arch=compute_89,code=sm_89 \
-  -gencode arch=compute_90,code=sm_90 -gencode arch=compute_100,code=sm_100 -gencode arch=compute_120,code=sm_120 \
+  -gencode arch=compute_90a,code=sm_90a -gencode arch=compute_100,code=sm_100 -gencode arch=compute_120,code=sm_120 \
   -gencode arch=compute_90,code=compute_90 -o "$out" "$all"
 echo "$inputs" > "$stamp"
 echo "spindle: CUDA kernels compiled into $out"

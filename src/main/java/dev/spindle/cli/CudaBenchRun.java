@@ -77,7 +77,7 @@ final class CudaBenchRun implements Callable<Integer> {
             loadInfo.put("kv_pool_bytes", gpu.kvPoolBytes());
             loadInfo.put("kv_blocks", gpu.blockPool().numBlocks());
             out.put("load", loadInfo);
-            out.put("gemm_algorithms", gpu.blas().choices());
+            out.put("gemm_algorithms", gpu.gemmChoices());
             CudaBench bench = new CudaBench(gpu);
             bench.prefill(Math.min(512, stepRows), stepRows, peak); // warm-up
             List<Object> prefill = new ArrayList<>();

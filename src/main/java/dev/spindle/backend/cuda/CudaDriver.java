@@ -33,7 +33,7 @@ public final class CudaDriver {
     private final MethodHandle cuLaunchKernel, cuLaunchKernelEx, cuMemcpyHtoDAsync, cuMemcpyDtoHAsync, cuStreamSynchronize, cuGetErrorName,
             cuGraphLaunch;
     private final String deviceName;
-    private final int device, computeMajor, computeMinor;
+    private final int device, computeMajor, computeMinor, sharedOptIn;
     /** cuLaunchKernelEx's CUlaunchConfig (56 bytes) and one CUlaunchAttribute (72 bytes): programmatic stream serialization. */
     private final MemorySegment launchConfig = Arena.global().allocate(56 + 72, 8);
     private boolean dependentLaunches;
@@ -72,6 +72,8 @@ public final class CudaDriver {
             computeMajor = major.get(JAVA_INT, 0);
             call("cuDeviceGetAttribute", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT), major, 76 /* COMPUTE_CAPABILITY_MINOR */, device);
             computeMinor = major.get(JAVA_INT, 0);
+            call("cuDeviceGetAttribute", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT), major, 97 /* MAX_SHARED_MEMORY_PER_BLOCK_OPTIN */, device);
+            sharedOptIn = major.get(JAVA_INT, 0);
             MemorySegment ctx = a.allocate(ADDRESS);
             call("cuDevicePrimaryCtxRetain", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT), ctx, device);
             call("cuCtxSetCurrent", FunctionDescriptor.of(JAVA_INT, ADDRESS), ctx.get(ADDRESS, 0));
@@ -106,6 +108,11 @@ public final class CudaDriver {
     /** The device's compute capability: {major, minor} (9, 0 for an H100 or H200). */
     public int[] computeCapability() {
         return new int[]{computeMajor, computeMinor};
+    }
+
+    /** The most dynamic shared memory one block may be given (opt-in), in bytes. */
+    public int maxSharedMemory() {
+        return sharedOptIn;
     }
 
     /** The stream all of Spindle's GPU work goes to. */

@@ -47,6 +47,7 @@ public final class CudaForwardPass implements ForwardPass {
     private final CudaDriver cuda;
     private final CudaKernels k;
     private final CublasLt lt;
+    private final Linear linear;
     private final CudaWeights w;
     private final Options opt;
     private final BlockPool pool;
@@ -81,6 +82,7 @@ public final class CudaForwardPass implements ForwardPass {
         this.k = kernels;
         this.cuda = kernels.driver();
         this.lt = lt;
+        this.linear = new Linear(kernels, lt);
         this.w = weights;
         this.opt = options;
         this.rotary = new RotaryTable(c.headDim(), c.ropeTheta());
@@ -107,11 +109,11 @@ public final class CudaForwardPass implements ForwardPass {
         if (options.gemmCache() != null) {
             lt.useCache(options.gemmCache());
         }
-        lt.linear(xn, 1, h, w.layer(0).qkv(), qkvDim, qkv);
-        lt.linear(att, 1, c.qDim(), w.layer(0).o(), h, proj);
-        lt.linear(xn, 1, h, w.layer(0).gateUp(), 2 * in, gateUp);
-        lt.linear(act, 1, in, w.layer(0).down(), h, proj);
-        lt.linear(picked, 1, h, w.lmHead(), c.vocabSize(), logits);
+        linear.prepare(h, w.layer(0).qkv(), qkvDim);
+        linear.prepare(c.qDim(), w.layer(0).o(), h);
+        linear.prepare(h, w.layer(0).gateUp(), 2 * in);
+        linear.prepare(in, w.layer(0).down(), h);
+        linear.prepare(h, w.lmHead(), c.vocabSize());
         cuda.sync();
         slots = c.executedLayers();
         long bytesPerBlock = (long) slots * 2 * options.blockSize() * c.kvDim() * 2;
@@ -334,7 +336,7 @@ public final class CudaForwardPass implements ForwardPass {
     /** The lm head over logit rows [first, first + m) of the plan: gather their final hidden rows, then one GEMM. */
     private void head(StepPlan plan, int first, int m) {
         k.embed(meta + 4L * (plan.gather + first), x, picked, m, c.hiddenSize());
-        lt.linear(picked, m, c.hiddenSize(), w.lmHead(), c.vocabSize(), logits);
+        linear.apply(picked, m, c.hiddenSize(), w.lmHead(), c.vocabSize(), logits);
     }
 
     /**
@@ -426,7 +428,7 @@ public final class CudaForwardPass implements ForwardPass {
                 } else {
                     op("norms", () -> k.rmsNorm(x, lw.inputNorm(), xn, n, h, eps));
                 }
-                op("gemm qkv", () -> lt.linear(xn, n, h, lw.qkv(), stride, qkv));
+                op("gemm qkv", () -> linear.apply(xn, n, h, lw.qkv(), stride, qkv));
                 // one layer's blocks stay within few pages
                 long kvSlot = kv + slot * slotBytes;
                 op("rope_kv_write", () -> k.ropeKvWrite(qkv, stride, cos, sin, m + 4L * p.positions, n, c.numHeads(), c.numKvHeads(), c.headDim(),
@@ -446,11 +448,11 @@ public final class CudaForwardPass implements ForwardPass {
                     op("attention prefill", () -> k.attention(kernel, p.ctas - p.decodeCtas, qkv, stride, att, kvSlot, tables, desc + 32L * p.decodeCtas,
                             partO, partML, stats, scores, heads, kvh, hd, bs, scale));
                 }
-                op("gemm o", () -> lt.linear(att, n, qd, lw.o(), h, proj));
+                op("gemm o", () -> linear.apply(att, n, qd, lw.o(), h, proj));
                 op("norms", () -> k.addRmsNorm(x, proj, lw.postAttnNorm(), xn, n, h, eps));
-                op("gemm gate_up", () -> lt.linear(xn, n, h, lw.gateUp(), 2 * in, gateUp));
+                op("gemm gate_up", () -> linear.apply(xn, n, h, lw.gateUp(), 2 * in, gateUp));
                 op("swiglu", () -> k.swiglu(gateUp, act, n, in));
-                op("gemm down", () -> lt.linear(act, n, in, lw.down(), h, proj));
+                op("gemm down", () -> linear.apply(act, n, in, lw.down(), h, proj));
                 pending = true;
             }
             if (!c.skipLoopFinalNorm() || loop == c.numLoops() - 1) {
@@ -536,7 +538,8 @@ public final class CudaForwardPass implements ForwardPass {
         }
     }
 
-    public CublasLt blas() {
-        return lt;
+    /** One line per weight shape: the GEMM algorithms pinned, where linear_rows runs, and their timings. */
+    public java.util.List<String> gemmChoices() {
+        return linear.choices();
     }
 }

@@ -3,6 +3,7 @@ package dev.spindle.backend.cuda;
 import java.io.IOException;
 import java.io.InputStream;
 import java.lang.foreign.MemorySegment;
+import java.util.List;
 import java.util.Optional;
 
 /**
@@ -26,6 +27,35 @@ public final class CudaKernels {
     private final MemorySegment embed, rmsNorm, addRmsNorm, rope, ropeKvWrite, swiglu, residualAdd, kvWrite, attentionStats, attentionSum, argmax, sample,
             fillDummy;
     private final java.util.Map<Integer, MemorySegment> attention = new java.util.HashMap<>();
+    /**
+     * A linear_rows kernel: up to 8 {@code tiles} rows, {@code warps} warps of 16 weight rows, {@code keys}
+     * keys per shared-memory stage, {@code stages} stages (linear_rows.cu's table; all compute the same values).
+     */
+    public record LinearRowsVariant(int tiles, int warps, int keys, int stages) {
+        public int rows() {
+            return 8 * tiles;
+        }
+
+        String kernel() {
+            return "linear_rows_n" + tiles + "_w" + warps + "_k" + keys + "_s" + stages;
+        }
+
+        /** STAGES x (16 WARPS weight rows + 8 NT rows of x) x (KB + 8) bf16. */
+        int sharedBytes() {
+            return stages * (16 * warps + 8 * tiles) * (keys + 8) * 2;
+        }
+    }
+
+    /** linear_rows.cu's variants, in its order. */
+    static final List<LinearRowsVariant> LINEAR_ROWS = List.of(
+            v(1, 4, 128, 4), v(1, 4, 128, 6), v(1, 4, 128, 8), v(2, 4, 128, 4),
+            v(2, 4, 128, 6), v(4, 4, 128, 4), v(4, 4, 128, 6), v(8, 4, 128, 4));
+
+    private static LinearRowsVariant v(int tiles, int warps, int keys, int stages) {
+        return new LinearRowsVariant(tiles, warps, keys, stages);
+    }
+    /** The variants whose shared memory this device allows, with their functions. */
+    private final java.util.Map<LinearRowsVariant, MemorySegment> linearRows = new java.util.LinkedHashMap<>();
 
     private CudaKernels(CudaDriver cuda, byte[] fatbin) {
         this.cuda = cuda;
@@ -43,6 +73,13 @@ public final class CudaKernels {
                 MemorySegment f = cuda.function(module, "attention_hd" + hd + "_" + ATTENTION_KERNELS[phase]);
                 cuda.allowSharedMemory(f, attentionSharedBytes(hd, phase));
                 attention.put(hd * 4 + phase, f);
+            }
+        }
+        for (LinearRowsVariant v : LINEAR_ROWS) {
+            if (v.sharedBytes() + 64 <= cuda.maxSharedMemory()) { // 64: the stages' mbarriers
+                MemorySegment f = cuda.function(module, v.kernel());
+                cuda.allowSharedMemory(f, v.sharedBytes());
+                linearRows.put(v, f);
             }
         }
         attentionStats = cuda.function(module, "attention_stats");
@@ -167,6 +204,24 @@ public final class CudaKernels {
                           long stats, long scores, int heads, int kvHeads, int headDim, int blockSize, float scale) {
         cuda.launchShared(attention.get(headDim * 4 + phase), ctas, kvHeads, 128, attentionSharedBytes(headDim, phase), qkv, stride, out,
                 pool, tables, desc, partO, partML, stats, scores, heads, kvHeads, blockSize, scale);
+    }
+
+    /**
+     * y (n, nOut) = bf16(x (n, k) @ W^T) for n <= v.rows() rows and k a multiple of v.keys(): one fp32 accumulator per
+     * output fed k's 16-wide chunks in order (the bits of cuBLASLt's split-free algorithms; see linear_rows.cu).
+     */
+    public void linearRows(LinearRowsVariant v, long x, int n, int k, long w, int nOut, long y) {
+        MemorySegment f = linearRows.get(v);
+        if (f == null || n < 1 || n > v.rows() || k % v.keys() != 0) {
+            throw new IllegalArgumentException(v.kernel() + (f == null ? " is not available on this device" : " takes 1 to " + v.rows()
+                    + " rows and k a multiple of " + v.keys() + ", not " + n + " rows, k " + k));
+        }
+        cuda.launchShared(f, (nOut + 16 * v.warps() - 1) / (16 * v.warps()), 1, 32 * v.warps(), v.sharedBytes(), x, n, k, w, nOut, y);
+    }
+
+    /** The linear_rows variants this device runs. */
+    public List<LinearRowsVariant> linearRowsVariants() {
+        return List.copyOf(linearRows.keySet());
     }
 
     /** Merges decode rows' split (max, sum) states in split order into stats (rows, heads, 2). */

@@ -1,0 +1,159 @@
+package dev.spindle.backend.cuda;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The bf16 linear layer {@code y = bf16(x @ W^T)} of the forward pass: Spindle's own
+ * {@code linear_rows} kernels for few rows (decode steps), cuBLASLt's pinned algorithms otherwise.
+ * Both feed each output's fp32 accumulator k's 16-wide chunks in order, so they give the same
+ * bits, and a row's result never depends on how many rows share the call. That is checked, not
+ * assumed: {@link #prepare} runs every kernel variant on each weight shape (its real weights,
+ * random rows) at several row counts against cuBLASLt, keeps those that agree in every bit, and
+ * gives each row bucket (up to 8, 16, 32, 64 rows) the fastest of them and cuBLASLt.
+ */
+public final class Linear {
+    private static final System.Logger LOG = System.getLogger("dev.spindle.cuda");
+    /** Row buckets; each is timed at its first row count (one row: decode at batch 1). */
+    private static final int[][] BUCKETS = {{1, 8}, {16, 16}, {32, 32}, {64, 64}};
+    private static final int[] CHECKED_ROWS = {1, 3, 8, 9, 16, 17, 32, 33, 63, 64};
+
+    private final CudaKernels kernels;
+    private final CudaDriver cuda;
+    private final CublasLt lt;
+    /** Per weight shape (k << 32 | nOut): the variant of each row bucket (null: cuBLASLt). */
+    private final Map<Long, CudaKernels.LinearRowsVariant[]> plans = new HashMap<>();
+    private final List<String> choices = new ArrayList<>();
+
+    public Linear(CudaKernels kernels, CublasLt lt) {
+        this.kernels = kernels;
+        this.cuda = kernels.driver();
+        this.lt = lt;
+    }
+
+    /** y (n, nOut) = bf16(x (n, k) @ W^T), W (nOut, k): row-major bf16 device arrays; in stream order. */
+    public void apply(long x, int n, int k, long w, int nOut, long y) {
+        CudaKernels.LinearRowsVariant[] plan = plans.get(key(k, nOut));
+        if (plan == null) {
+            throw new IllegalStateException("linear layer " + nOut + " x " + k + " used before prepare()");
+        }
+        for (int b = 0; b < BUCKETS.length; b++) {
+            if (n <= BUCKETS[b][1]) {
+                if (plan[b] != null) {
+                    kernels.linearRows(plan[b], x, n, k, w, nOut, y);
+                    return;
+                }
+                break;
+            }
+        }
+        lt.linear(x, n, k, w, nOut, y);
+    }
+
+    /**
+     * Pins cuBLASLt's algorithms for this weight, checks every linear_rows variant against them (the same
+     * bits at every checked row count it takes) and gives each row bucket the faster of the agreeing
+     * variants and cuBLASLt. Synchronizes; call before capturing or timing steps.
+     */
+    public void prepare(int k, long w, int nOut) {
+        long key = key(k, nOut);
+        if (plans.containsKey(key)) {
+            return;
+        }
+        int max = 64;
+        long x = cuda.alloc((long) max * k * 2), y1 = cuda.alloc((long) max * nOut * 2), y2 = cuda.alloc((long) max * nOut * 2);
+        CudaKernels.LinearRowsVariant[] plan = new CudaKernels.LinearRowsVariant[BUCKETS.length];
+        try (Arena host = Arena.ofConfined()) {
+            kernels.fillDummy(x, (long) max * k, 0x51CE + k, 0f, 1f);
+            lt.linear(x, 1, k, w, nOut, y1); // pins cuBLASLt's algorithms for the shape
+            List<CudaKernels.LinearRowsVariant> agree = new ArrayList<>();
+            String refused = "";
+            if (k % 16 != 0) {
+                refused = " (k is not a multiple of 16)";
+            } else {
+                MemorySegment a = host.allocate((long) max * nOut * 2), b = host.allocate(a.byteSize());
+                for (CudaKernels.LinearRowsVariant v : kernels.linearRowsVariants()) {
+                    if (k % v.keys() != 0) {
+                        continue;
+                    }
+                    String why = differs(v, x, k, w, nOut, y1, y2, a, b);
+                    if (why == null) {
+                        agree.add(v);
+                    } else {
+                        refused += "; " + why;
+                        LOG.log(System.Logger.Level.WARNING, nOut + " x " + k + ": " + why + "; that variant is not used");
+                    }
+                }
+            }
+            StringBuilder timed = new StringBuilder();
+            for (int bi = 0; bi < BUCKETS.length; bi++) {
+                int n = BUCKETS[bi][0], rows = BUCKETS[bi][1];
+                double best = time(() -> lt.linear(x, n, k, w, nOut, y1));
+                timed.append(String.format(" %d rows: cuBLASLt %.1f", n, best * 1e6));
+                for (CudaKernels.LinearRowsVariant v : agree) {
+                    if (v.rows() != rows) {
+                        continue;
+                    }
+                    double t = time(() -> kernels.linearRows(v, x, n, k, w, nOut, y2));
+                    timed.append(String.format(", w%d k%d s%d %.1f", v.warps(), v.keys(), v.stages(), t * 1e6));
+                    if (t < best) {
+                        best = t;
+                        plan[bi] = v;
+                    }
+                }
+                timed.append(" us;");
+            }
+            plans.put(key, plan);
+            StringBuilder use = new StringBuilder();
+            for (int bi = 0; bi < BUCKETS.length; bi++) {
+                CudaKernels.LinearRowsVariant v = plan[bi];
+                use.append(String.format(" <=%d rows %s;", BUCKETS[bi][1], v == null ? "cuBLASLt" : "w" + v.warps() + " k" + v.keys() + " s" + v.stages()));
+            }
+            choices.add(String.format("%d x %d: linear_rows variants with cuBLASLt's bits: %d of %d%s; use:%s timed:%s", nOut, k, agree.size(),
+                    kernels.linearRowsVariants().size(), refused, use, timed));
+        } finally {
+            cuda.sync();
+            cuda.free(x);
+            cuda.free(y1);
+            cuda.free(y2);
+        }
+    }
+
+    /** Why variant v does not give cuBLASLt's bits on this weight (null when it does at every checked row count). */
+    private String differs(CudaKernels.LinearRowsVariant v, long x, int k, long w, int nOut, long y1, long y2, MemorySegment a, MemorySegment b) {
+        for (int n : CHECKED_ROWS) {
+            if (n > v.rows()) {
+                break;
+            }
+            lt.linear(x, n, k, w, nOut, y1);
+            kernels.linearRows(v, x, n, k, w, nOut, y2);
+            cuda.copyToHost(a, y1);
+            cuda.copyToHost(b, y2);
+            long at = a.asSlice(0, (long) n * nOut * 2).mismatch(b.asSlice(0, (long) n * nOut * 2));
+            if (at != -1) {
+                return String.format("%s gave other bits than cuBLASLt at %d rows (row %d, output %d)", v.kernel(), n, at / 2 / nOut, at / 2 % nOut);
+            }
+        }
+        return null;
+    }
+
+    /** Seconds per call: one untimed call, then the mean of ten. */
+    private double time(Runnable call) {
+        call.run();
+        return cuda.time(() -> { for (int i = 0; i < 10; i++) call.run(); }) / 10;
+    }
+
+    /** One line per weight shape: cuBLASLt's pinned algorithms, then where linear_rows runs and the timings behind it. */
+    public List<String> choices() {
+        List<String> all = new ArrayList<>(lt.choices());
+        all.addAll(choices);
+        return all;
+    }
+
+    private static long key(int k, int nOut) {
+        return ((long) k << 32) | nOut;
+    }
+}
