@@ -3,6 +3,7 @@
 # toolkit's cuBLAS on the loader path, then runs what is asked, writing logs under $OUT:
 #   device-run.sh tests            the CUDA contract, parity and invariance tests
 #   device-run.sh test CLASS...    only the named test classes (dev.spindle.backend.cuda.LinearRowsContractTest ...)
+#   device-run.sh ncu ARGS... -- METHOD   one test method (class#method) under Nsight Compute with ARGS
 #   device-run.sh bench ARGS...    spindle bench --backend cuda ARGS...
 #   device-run.sh ab ARGS...       the same bench on the base classes (device-bundle.sh --base REV), then on these
 #   device-run.sh serve-check      the packaged server on CUDA against itself and the CPU backend (bundled chat model)
@@ -19,6 +20,10 @@ case "$what" in
         "${java[@]}" -jar .dist/lib/junit-platform-console-standalone-6.0.3.jar execute \
            --class-path ".dist/classes:.dist/test-classes:$(ls .dist/lib/*.jar | grep -v junit | tr '\n' ':')" "${sel[@]}" \
            --details=tree --disable-ansi-colors 2>&1 | tee "${OUT:-/tmp}/test.log" ;;
+  ncu) args=(); while [ "$1" != "--" ]; do args+=("$1"); shift; done; shift
+       ncu "${args[@]}" "${java[@]}" -jar .dist/lib/junit-platform-console-standalone-6.0.3.jar execute \
+           --class-path ".dist/classes:.dist/test-classes:$(ls .dist/lib/*.jar | grep -v junit | tr '\n' ':')" --select-method "$1" \
+           --details=summary --disable-ansi-colors 2>&1 ;;
   bench) "${java[@]}" -cp ".dist/classes:.dist/lib/*" dev.spindle.cli.SpindleCli bench --backend cuda "$@" ;;
   ab)
     # the same bench on the base commit's classes (device-bundle.sh --base REV) and on this tree's, one after

@@ -152,6 +152,27 @@ public final class CudaDriver {
         }
     }
 
+    /**
+     * A TMA tensor map (cuTensorMapEncodeTiled) of a row-major bf16 matrix of {@code rows} rows of
+     * {@code cols} elements, {@code rowStride} elements apart, read in boxes of {@code boxRows} x
+     * {@code boxCols} with 128-byte swizzling (boxCols * 2 == 128) and zeros outside the matrix, copied
+     * to device memory (128 bytes, 64-byte aligned) for kernels that read it from there; returns its address.
+     */
+    public long tensorMap2d(long ptr, long rows, long cols, long rowStride, int boxRows, int boxCols) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment map = a.allocate(128, 64);
+            MemorySegment dims = a.allocateFrom(JAVA_LONG, cols, rows), strides = a.allocateFrom(JAVA_LONG, rowStride * 2);
+            MemorySegment box = a.allocateFrom(JAVA_INT, boxCols, boxRows), elems = a.allocateFrom(JAVA_INT, 1, 1);
+            call("cuTensorMapEncodeTiled", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT, JAVA_LONG, ADDRESS, ADDRESS, ADDRESS,
+                            ADDRESS, JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT),
+                    map, 9 /* BFLOAT16 */, 2, ptr, dims, strides, box, elems, 0 /* no interleave */, 3 /* SWIZZLE_128B */,
+                    3 /* L2 promotion 256B */, 0 /* out of bounds: zeros */);
+            long d = alloc(128);
+            copyToDevice(d, map);
+            return d;
+        }
+    }
+
     /** Loads a fatbin/cubin/PTX image; returns the module handle. */
     public MemorySegment loadModule(byte[] image) {
         try (Arena a = Arena.ofConfined()) {

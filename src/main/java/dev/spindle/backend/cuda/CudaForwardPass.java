@@ -114,6 +114,18 @@ public final class CudaForwardPass implements ForwardPass {
         linear.prepare(h, w.layer(0).gateUp(), 2 * in);
         linear.prepare(in, w.layer(0).down(), h);
         linear.prepare(h, w.lmHead(), c.vocabSize());
+        // the few-row kernel's tensor maps: every weight, and the buffers the linear layers read
+        for (int l = 0; l < c.numLayers(); l++) {
+            linear.weight(w.layer(l).qkv(), h, qkvDim);
+            linear.weight(w.layer(l).o(), c.qDim(), h);
+            linear.weight(w.layer(l).gateUp(), h, 2 * in);
+            linear.weight(w.layer(l).down(), in, h);
+        }
+        linear.weight(w.lmHead(), h, c.vocabSize());
+        linear.input(xn, n, h);
+        linear.input(att, n, c.qDim());
+        linear.input(act, n, in);
+        linear.input(picked, logitRowsMax, h);
         cuda.sync();
         slots = c.executedLayers();
         long bytesPerBlock = (long) slots * 2 * options.blockSize() * c.kvDim() * 2;

@@ -27,33 +27,27 @@ public final class CudaKernels {
     private final MemorySegment embed, rmsNorm, addRmsNorm, rope, ropeKvWrite, swiglu, residualAdd, kvWrite, attentionStats, attentionSum, argmax, sample,
             fillDummy;
     private final java.util.Map<Integer, MemorySegment> attention = new java.util.HashMap<>();
-    /**
-     * A linear_rows kernel: up to 8 {@code tiles} rows, {@code warps} warps of 16 weight rows, {@code keys}
-     * keys per shared-memory stage, {@code stages} stages (linear_rows.cu's table; all compute the same values).
-     */
-    public record LinearRowsVariant(int tiles, int warps, int keys, int stages) {
+    /** A linear_rows kernel (sm_90a): up to 8 {@code tiles} rows, {@code stages} 64-key stages in flight (linear_rows.cu's table). */
+    public record LinearRowsVariant(int tiles, int stages) {
         public int rows() {
             return 8 * tiles;
         }
 
         String kernel() {
-            return "linear_rows_n" + tiles + "_w" + warps + "_k" + keys + "_s" + stages;
+            return "linear_rows_n" + tiles + "_s" + stages;
         }
 
-        /** STAGES x (16 WARPS weight rows + 8 NT rows of x) x (KB + 8) bf16. */
+        /** STAGES x (64 weight rows + 8 NT rows of x) x 64 keys bf16, 1024 for alignment, 8 per stage's mbarrier. */
         int sharedBytes() {
-            return stages * (16 * warps + 8 * tiles) * (keys + 8) * 2;
+            return stages * (8192 + 1024 * tiles) + 1024 + 8 * stages;
         }
     }
 
     /** linear_rows.cu's variants, in its order. */
     static final List<LinearRowsVariant> LINEAR_ROWS = List.of(
-            v(1, 4, 128, 4), v(1, 4, 128, 6), v(1, 4, 128, 8), v(2, 4, 128, 4),
-            v(2, 4, 128, 6), v(4, 4, 128, 4), v(4, 4, 128, 6), v(8, 4, 128, 4));
+            new LinearRowsVariant(1, 8), new LinearRowsVariant(1, 12), new LinearRowsVariant(2, 8), new LinearRowsVariant(2, 12),
+            new LinearRowsVariant(4, 8), new LinearRowsVariant(4, 12), new LinearRowsVariant(8, 6), new LinearRowsVariant(8, 10));
 
-    private static LinearRowsVariant v(int tiles, int warps, int keys, int stages) {
-        return new LinearRowsVariant(tiles, warps, keys, stages);
-    }
     /** The variants whose shared memory this device allows, with their functions. */
     private final java.util.Map<LinearRowsVariant, MemorySegment> linearRows = new java.util.LinkedHashMap<>();
 
@@ -75,8 +69,9 @@ public final class CudaKernels {
                 attention.put(hd * 4 + phase, f);
             }
         }
-        for (LinearRowsVariant v : LINEAR_ROWS) {
-            if (v.sharedBytes() + 64 <= cuda.maxSharedMemory()) { // 64: the stages' mbarriers
+        int[] cc = cuda.computeCapability();
+        for (LinearRowsVariant v : cc[0] == 9 && cc[1] == 0 ? LINEAR_ROWS : List.<LinearRowsVariant>of()) {
+            if (v.sharedBytes() <= cuda.maxSharedMemory()) {
                 MemorySegment f = cuda.function(module, v.kernel());
                 cuda.allowSharedMemory(f, v.sharedBytes());
                 linearRows.put(v, f);
@@ -207,16 +202,17 @@ public final class CudaKernels {
     }
 
     /**
-     * y (n, nOut) = bf16(x (n, k) @ W^T) for n <= v.rows() rows and k a multiple of v.keys(): one fp32 accumulator per
-     * output fed k's 16-wide chunks in order (the bits of cuBLASLt's split-free algorithms; see linear_rows.cu).
+     * y (n, nOut) = bf16(x (n, k) @ W^T) for n <= v.rows() rows, k % 64 == 0: one fp32 accumulator per output fed
+     * k's 16-wide chunks in order (the bits of cuBLASLt's split-free algorithms; see linear_rows.cu). mapX and
+     * mapW: device tensor maps ({@link CudaDriver#tensorMap2d}) of x (box v.rows() x 64) and W (box 64 x 64).
      */
-    public void linearRows(LinearRowsVariant v, long x, int n, int k, long w, int nOut, long y) {
+    public void linearRows(LinearRowsVariant v, long mapX, int n, int k, long mapW, int nOut, long y) {
         MemorySegment f = linearRows.get(v);
-        if (f == null || n < 1 || n > v.rows() || k % v.keys() != 0) {
+        if (f == null || n < 1 || n > v.rows() || k % 64 != 0) {
             throw new IllegalArgumentException(v.kernel() + (f == null ? " is not available on this device" : " takes 1 to " + v.rows()
-                    + " rows and k a multiple of " + v.keys() + ", not " + n + " rows, k " + k));
+                    + " rows and k a multiple of 64, not " + n + " rows, k " + k));
         }
-        cuda.launchShared(f, (nOut + 16 * v.warps() - 1) / (16 * v.warps()), 1, 32 * v.warps(), v.sharedBytes(), x, n, k, w, nOut, y);
+        cuda.launchShared(f, (nOut + 63) / 64, 1, 128, v.sharedBytes(), mapX, n, k, mapW, nOut, y);
     }
 
     /** The linear_rows variants this device runs. */

@@ -27,6 +27,9 @@ public final class Linear {
     private final CublasLt lt;
     /** Per weight shape (k << 32 | nOut): the variant of each row bucket (null: cuBLASLt). */
     private final Map<Long, CudaKernels.LinearRowsVariant[]> plans = new HashMap<>();
+    /** The kernel's tensor maps (device addresses): of each weight, and of each input buffer per k and row tiles. */
+    private final Map<Long, Long> weightMaps = new HashMap<>();
+    private final Map<String, Long> inputMaps = new HashMap<>();
     private final List<String> choices = new ArrayList<>();
 
     public Linear(CudaKernels kernels, CublasLt lt) {
@@ -43,14 +46,37 @@ public final class Linear {
         }
         for (int b = 0; b < BUCKETS.length; b++) {
             if (n <= BUCKETS[b][1]) {
-                if (plan[b] != null) {
-                    kernels.linearRows(plan[b], x, n, k, w, nOut, y);
+                CudaKernels.LinearRowsVariant v = plan[b];
+                Long mw = v == null ? null : weightMaps.get(w), mx = v == null ? null : inputMaps.get(inputKey(x, k, v.tiles()));
+                if (mw != null && mx != null) {
+                    kernels.linearRows(v, mx, n, k, mw, nOut, y);
                     return;
                 }
                 break;
             }
         }
         lt.linear(x, n, k, w, nOut, y);
+    }
+
+    /** The kernel's tensor map of a weight (nOut, k); where the kernel cannot run, nothing. Call before capturing steps. */
+    public void weight(long w, int k, int nOut) {
+        if (!kernels.linearRowsVariants().isEmpty() && k % 64 == 0) {
+            weightMaps.computeIfAbsent(w, p -> cuda.tensorMap2d(p, nOut, k, k, 64, 64));
+        }
+    }
+
+    /** The kernel's tensor maps of an input buffer of up to {@code rows} rows of k (one per row tiles of the variants). */
+    public void input(long x, int rows, int k) {
+        if (k % 64 != 0) {
+            return;
+        }
+        for (CudaKernels.LinearRowsVariant v : kernels.linearRowsVariants()) {
+            inputMaps.computeIfAbsent(inputKey(x, k, v.tiles()), key -> cuda.tensorMap2d(x, rows, k, k, v.rows(), 64));
+        }
+    }
+
+    private static String inputKey(long x, int k, int tiles) {
+        return x + "/" + k + "/" + tiles;
     }
 
     /**
@@ -69,16 +95,15 @@ public final class Linear {
         try (Arena host = Arena.ofConfined()) {
             kernels.fillDummy(x, (long) max * k, 0x51CE + k, 0f, 1f);
             lt.linear(x, 1, k, w, nOut, y1); // pins cuBLASLt's algorithms for the shape
+            weight(w, k, nOut);
+            input(x, max, k);
             List<CudaKernels.LinearRowsVariant> agree = new ArrayList<>();
             String refused = "";
-            if (k % 16 != 0) {
-                refused = " (k is not a multiple of 16)";
+            if (k % 64 != 0) {
+                refused = " (k is not a multiple of 64)";
             } else {
                 MemorySegment a = host.allocate((long) max * nOut * 2), b = host.allocate(a.byteSize());
                 for (CudaKernels.LinearRowsVariant v : kernels.linearRowsVariants()) {
-                    if (k % v.keys() != 0) {
-                        continue;
-                    }
                     String why = differs(v, x, k, w, nOut, y1, y2, a, b);
                     if (why == null) {
                         agree.add(v);
@@ -97,8 +122,8 @@ public final class Linear {
                     if (v.rows() != rows) {
                         continue;
                     }
-                    double t = time(() -> kernels.linearRows(v, x, n, k, w, nOut, y2));
-                    timed.append(String.format(", w%d k%d s%d %.1f", v.warps(), v.keys(), v.stages(), t * 1e6));
+                    double t = time(() -> apply(v, x, n, k, w, nOut, y2));
+                    timed.append(String.format(", s%d %.1f", v.stages(), t * 1e6));
                     if (t < best) {
                         best = t;
                         plan[bi] = v;
@@ -110,12 +135,18 @@ public final class Linear {
             StringBuilder use = new StringBuilder();
             for (int bi = 0; bi < BUCKETS.length; bi++) {
                 CudaKernels.LinearRowsVariant v = plan[bi];
-                use.append(String.format(" <=%d rows %s;", BUCKETS[bi][1], v == null ? "cuBLASLt" : "w" + v.warps() + " k" + v.keys() + " s" + v.stages()));
+                use.append(String.format(" <=%d rows %s;", BUCKETS[bi][1], v == null ? "cuBLASLt" : "linear_rows s" + v.stages()));
             }
             choices.add(String.format("%d x %d: linear_rows variants with cuBLASLt's bits: %d of %d%s; use:%s timed:%s", nOut, k, agree.size(),
                     kernels.linearRowsVariants().size(), refused, use, timed));
         } finally {
             cuda.sync();
+            for (CudaKernels.LinearRowsVariant v : kernels.linearRowsVariants()) {
+                Long m = inputMaps.remove(inputKey(x, k, v.tiles()));
+                if (m != null) {
+                    cuda.free(m);
+                }
+            }
             cuda.free(x);
             cuda.free(y1);
             cuda.free(y2);
@@ -129,7 +160,7 @@ public final class Linear {
                 break;
             }
             lt.linear(x, n, k, w, nOut, y1);
-            kernels.linearRows(v, x, n, k, w, nOut, y2);
+            apply(v, x, n, k, w, nOut, y2);
             cuda.copyToHost(a, y1);
             cuda.copyToHost(b, y2);
             long at = a.asSlice(0, (long) n * nOut * 2).mismatch(b.asSlice(0, (long) n * nOut * 2));
@@ -138,6 +169,11 @@ public final class Linear {
             }
         }
         return null;
+    }
+
+    /** The kernel variant v on a weight and input whose tensor maps are made. */
+    private void apply(CudaKernels.LinearRowsVariant v, long x, int n, int k, long w, int nOut, long y) {
+        kernels.linearRows(v, inputMaps.get(inputKey(x, k, v.tiles())), n, k, weightMaps.get(w), nOut, y);
     }
 
     /** Seconds per call: one untimed call, then the mean of ten. */

@@ -55,6 +55,15 @@ class LinearRowsContractTest {
         return d;
     }
 
+    /** linear_rows variant v on device x (xRows rows of k) and W, through tensor maps made for the call. */
+    static void run(CudaKernels.LinearRowsVariant v, long x, int xRows, int n, int kk, long w, int nOut, long y) {
+        long mx = cuda.tensorMap2d(x, xRows, kk, kk, v.rows(), 64), mw = cuda.tensorMap2d(w, nOut, kk, kk, 64, 64);
+        k.linearRows(v, mx, n, kk, mw, nOut, y);
+        cuda.sync();
+        cuda.free(mx);
+        cuda.free(mw);
+    }
+
     MemorySegment bits(Arena arena, long d, long elements) {
         MemorySegment h = arena.allocate(elements * 2);
         cuda.copyToHost(h, d);
@@ -80,7 +89,7 @@ class LinearRowsContractTest {
                             if (n > v.rows()) {
                                 continue;
                             }
-                            k.linearRows(v, dx, n, kk, dw, nOut, y2);
+                            run(v, dx, max, n, kk, dw, nOut, y2);
                             MemorySegment got = bits(a, y2, (long) n * nOut);
                             long at = want.mismatch(got);
                             assertEquals(-1, at, String.format("%s, %d x %d, %d rows, exponent spread %d: first difference at row %d, output %d"
@@ -116,7 +125,7 @@ class LinearRowsContractTest {
                     if (n > v.rows()) {
                         continue;
                     }
-                    k.linearRows(v, dx, n, kk, dw, nOut, dy);
+                    run(v, dx, 64, n, kk, dw, nOut, dy);
                     MemorySegment got = bits(a, dy, (long) n * nOut);
                     if (first == null) {
                         first = got;
@@ -143,7 +152,7 @@ class LinearRowsContractTest {
             float[] want = new float[n * nOut];
             CpuKernels.linear(x, n, kk, KernelContractTest.bf16Segment(a, w), nOut, want);
             long dx = upload(a, x), dw = upload(a, w), dy = cuda.alloc((long) n * nOut * 2);
-            k.linearRows(k.linearRowsVariants().getFirst(), dx, n, kk, dw, nOut, dy);
+            run(k.linearRowsVariants().getFirst(), dx, n, n, kk, dw, nOut, dy);
             MemorySegment h = bits(a, dy, (long) n * nOut);
             float[] got = new float[n * nOut];
             for (int i = 0; i < got.length; i++) {
