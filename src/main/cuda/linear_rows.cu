@@ -1,5 +1,5 @@
 // linear_rows: y (n, nOut) = bf16(x (n, k) @ W^T) for few rows (n <= 64: decode steps), W (nOut, k) and x
-// row-major bf16, k % 64 == 0, on Hopper's tensor cores (sm_90a: TMA and wgmma; other GPUs use cuBLASLt).
+// row-major bf16, k % (64 boxes) == 0, on Hopper's tensor cores (sm_90a: TMA and wgmma; other GPUs use cuBLASLt).
 //
 // The bits are cuBLASLt's. Every split-free algorithm cuBLASLt offers for these shapes gives an output
 // the bits that one fp32 accumulator gives when the tensor cores feed it k's 16-wide chunks in order,
@@ -15,9 +15,10 @@
 // to back; a slot is refilled as soon as the wgmmas that read it are done. The first stages' weights are
 // requested before the kernel waits on the previous one (programmatic dependent launch).
 //
-// Kernel linear_rows_n{NT}_s{STAGES}(mapX, n, k, mapW, nOut, y): mapX and mapW are device copies of the
-// tensor maps of x (box 8 NT rows x 64) and W (box 64 x 64); grid ceil(nOut / 64), block 128, dynamic
-// shared memory STAGES * (8192 + 1024 NT) + 1024 (alignment) + 8 STAGES (mbarriers) bytes.
+// Kernel linear_rows_n{NT}_b{BOXES}_s{STAGES}(mapX, n, k, mapW, nOut, y): mapX and mapW are device copies
+// of the tensor maps of x (box 8 NT rows x 64) and W (box 64 x 64); a stage is BOXES boxes of each (64
+// BOXES keys); grid ceil(nOut / 64), block 128, dynamic shared memory STAGES * BOXES * (8192 + 1024 NT)
+// + 1024 (alignment) + 8 STAGES (mbarriers) bytes.
 #include "common.cuh"
 
 extern __shared__ __align__(16) unsigned char lr_smem[];
@@ -103,10 +104,11 @@ __device__ __forceinline__ void lr_wgmma4<64>(float *d, unsigned long long da, u
                  : "l"(da), "l"(db) : "memory");
 }
 
-template <int NT, int STAGES>
+template <int NT, int BOXES, int STAGES>
 __device__ __forceinline__ void linear_rows_impl(const void *mapX, int n, int k, const void *mapW, int nOut, bf16 *y) {
-    constexpr int XN = 8 * NT, WB = 64 * 64 * 2, XB = XN * 64 * 2, SB = WB + XB;
-    const int o0 = blockIdx.x * 64, warp = threadIdx.x >> 5, lane = threadIdx.x & 31, blocks = k / 64;
+    // a stage: BOXES boxes of 64 keys of W (64 rows each), then as many of x; KS keys a stage
+    constexpr int XN = 8 * NT, WB = 64 * 64 * 2, XB = XN * 64 * 2, SB = BOXES * (WB + XB), KS = 64 * BOXES;
+    const int o0 = blockIdx.x * 64, warp = threadIdx.x >> 5, lane = threadIdx.x & 31, blocks = k / KS;
     const unsigned base = ((unsigned) __cvta_generic_to_shared(lr_smem) + 1023) & ~1023u, bars = base + STAGES * SB;
     auto bar = [&](int b) { return bars + 8 * (b % STAGES); };
     auto slot = [&](int b) { return base + (b % STAGES) * SB; };
@@ -117,12 +119,16 @@ __device__ __forceinline__ void linear_rows_impl(const void *mapX, int n, int k,
         // the weights of the first stages before the wait: they do not depend on the previous kernel
         for (int b = 0; b < STAGES - 1 && b < blocks; b++) {
             asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" :: "r"(bar(b)), "r"(SB) : "memory");
-            lr_tma(slot(b), mapW, b * 64, o0, bar(b));
+            #pragma unroll
+            for (int j = 0; j < BOXES; j++) lr_tma(slot(b) + j * WB, mapW, b * KS + 64 * j, o0, bar(b));
         }
     }
     dependent_launch_entry();
     if (threadIdx.x == 0) {
-        for (int b = 0; b < STAGES - 1 && b < blocks; b++) lr_tma(slot(b) + WB, mapX, b * 64, 0, bar(b));
+        for (int b = 0; b < STAGES - 1 && b < blocks; b++) {
+            #pragma unroll
+            for (int j = 0; j < BOXES; j++) lr_tma(slot(b) + BOXES * WB + j * XB, mapX, b * KS + 64 * j, 0, bar(b));
+        }
     }
     __syncthreads(); // the barriers are initialised
     float d[XN / 2];
@@ -132,15 +138,19 @@ __device__ __forceinline__ void linear_rows_impl(const void *mapX, int n, int k,
     #pragma unroll 1
     for (int b = 0; b < blocks; b++) {
         lr_wait(bar(b), (b / STAGES) & 1);
-        lr_wgmma4<XN>(d, lr_desc(slot(b)), lr_desc(slot(b) + WB));
+        #pragma unroll
+        for (int j = 0; j < BOXES; j++) lr_wgmma4<XN>(d, lr_desc(slot(b) + j * WB), lr_desc(slot(b) + BOXES * WB + j * XB));
         asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
         // block b - 1's wgmmas are done: its slot takes block b + STAGES - 1
         asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
         const int nb = b + STAGES - 1;
         if (threadIdx.x == 0 && nb < blocks) {
             asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" :: "r"(bar(nb)), "r"(SB) : "memory");
-            lr_tma(slot(nb), mapW, nb * 64, o0, bar(nb));
-            lr_tma(slot(nb) + WB, mapX, nb * 64, 0, bar(nb));
+            #pragma unroll
+            for (int j = 0; j < BOXES; j++) {
+                lr_tma(slot(nb) + j * WB, mapW, nb * KS + 64 * j, o0, bar(nb));
+                lr_tma(slot(nb) + BOXES * WB + j * XB, mapX, nb * KS + 64 * j, 0, bar(nb));
+            }
         }
     }
     asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
@@ -157,23 +167,25 @@ __device__ __forceinline__ void linear_rows_impl(const void *mapX, int n, int k,
 }
 #endif
 
-// The variants: rows (8 NT) and stages; CudaKernels.LINEAR_ROWS lists the same table. Built for sm_90a only
-// (elsewhere the backend does not load them and the body traps).
+// The variants: rows (8 NT), boxes of 64 keys a stage, stages; CudaKernels.LINEAR_ROWS lists the same table.
+// Built for sm_90a only (elsewhere the backend does not load them and the body traps).
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-#define LR_BODY(nt, stages) linear_rows_impl<nt, stages>(mapX, n, k, mapW, nOut, y);
+#define LR_BODY(nt, boxes, stages) linear_rows_impl<nt, boxes, stages>(mapX, n, k, mapW, nOut, y);
 #else
-#define LR_BODY(nt, stages) __trap();
+#define LR_BODY(nt, boxes, stages) __trap();
 #endif
-#define LINEAR_ROWS(nt, stages) \
-    extern "C" __global__ void __launch_bounds__(128) linear_rows_n##nt##_s##stages( \
+#define LINEAR_ROWS(nt, boxes, stages) \
+    extern "C" __global__ void __launch_bounds__(128) linear_rows_n##nt##_b##boxes##_s##stages( \
             const void *mapX, int n, int k, const void *mapW, int nOut, bf16 *y) { \
-        LR_BODY(nt, stages) \
+        LR_BODY(nt, boxes, stages) \
     }
-LINEAR_ROWS(1, 8)
-LINEAR_ROWS(1, 12)
-LINEAR_ROWS(2, 8)
-LINEAR_ROWS(2, 12)
-LINEAR_ROWS(4, 8)
-LINEAR_ROWS(4, 12)
-LINEAR_ROWS(8, 6)
-LINEAR_ROWS(8, 10)
+LINEAR_ROWS(1, 1, 8)
+LINEAR_ROWS(1, 2, 6)
+LINEAR_ROWS(1, 2, 8)
+LINEAR_ROWS(1, 4, 4)
+LINEAR_ROWS(2, 1, 8)
+LINEAR_ROWS(2, 2, 6)
+LINEAR_ROWS(4, 1, 8)
+LINEAR_ROWS(4, 2, 6)
+LINEAR_ROWS(8, 1, 6)
+LINEAR_ROWS(8, 2, 4)

@@ -27,26 +27,35 @@ public final class CudaKernels {
     private final MemorySegment embed, rmsNorm, addRmsNorm, rope, ropeKvWrite, swiglu, residualAdd, kvWrite, attentionStats, attentionSum, argmax, sample,
             fillDummy;
     private final java.util.Map<Integer, MemorySegment> attention = new java.util.HashMap<>();
-    /** A linear_rows kernel (sm_90a): up to 8 {@code tiles} rows, {@code stages} 64-key stages in flight (linear_rows.cu's table). */
-    public record LinearRowsVariant(int tiles, int stages) {
+    /**
+     * A linear_rows kernel (sm_90a): up to 8 {@code tiles} rows, stages of {@code boxes} 64-key boxes,
+     * {@code stages} stages in flight (linear_rows.cu's table).
+     */
+    public record LinearRowsVariant(int tiles, int boxes, int stages) {
         public int rows() {
             return 8 * tiles;
         }
 
-        String kernel() {
-            return "linear_rows_n" + tiles + "_s" + stages;
+        /** Keys a stage: k must be a multiple. */
+        public int keys() {
+            return 64 * boxes;
         }
 
-        /** STAGES x (64 weight rows + 8 NT rows of x) x 64 keys bf16, 1024 for alignment, 8 per stage's mbarrier. */
+        String kernel() {
+            return "linear_rows_n" + tiles + "_b" + boxes + "_s" + stages;
+        }
+
+        /** STAGES x BOXES x (64 weight rows + 8 NT rows of x) x 64 keys bf16, 1024 for alignment, 8 per stage's mbarrier. */
         int sharedBytes() {
-            return stages * (8192 + 1024 * tiles) + 1024 + 8 * stages;
+            return stages * boxes * (8192 + 1024 * tiles) + 1024 + 8 * stages;
         }
     }
 
     /** linear_rows.cu's variants, in its order. */
     static final List<LinearRowsVariant> LINEAR_ROWS = List.of(
-            new LinearRowsVariant(1, 8), new LinearRowsVariant(1, 12), new LinearRowsVariant(2, 8), new LinearRowsVariant(2, 12),
-            new LinearRowsVariant(4, 8), new LinearRowsVariant(4, 12), new LinearRowsVariant(8, 6), new LinearRowsVariant(8, 10));
+            new LinearRowsVariant(1, 1, 8), new LinearRowsVariant(1, 2, 6), new LinearRowsVariant(1, 2, 8), new LinearRowsVariant(1, 4, 4),
+            new LinearRowsVariant(2, 1, 8), new LinearRowsVariant(2, 2, 6), new LinearRowsVariant(4, 1, 8), new LinearRowsVariant(4, 2, 6),
+            new LinearRowsVariant(8, 1, 6), new LinearRowsVariant(8, 2, 4));
 
     /** The variants whose shared memory this device allows, with their functions. */
     private final java.util.Map<LinearRowsVariant, MemorySegment> linearRows = new java.util.LinkedHashMap<>();
@@ -202,15 +211,15 @@ public final class CudaKernels {
     }
 
     /**
-     * y (n, nOut) = bf16(x (n, k) @ W^T) for n <= v.rows() rows, k % 64 == 0: one fp32 accumulator per output fed
+     * y (n, nOut) = bf16(x (n, k) @ W^T) for n <= v.rows() rows, k % v.keys() == 0: one fp32 accumulator per output fed
      * k's 16-wide chunks in order (the bits of cuBLASLt's split-free algorithms; see linear_rows.cu). mapX and
      * mapW: device tensor maps ({@link CudaDriver#tensorMap2d}) of x (box v.rows() x 64) and W (box 64 x 64).
      */
     public void linearRows(LinearRowsVariant v, long mapX, int n, int k, long mapW, int nOut, long y) {
         MemorySegment f = linearRows.get(v);
-        if (f == null || n < 1 || n > v.rows() || k % 64 != 0) {
+        if (f == null || n < 1 || n > v.rows() || k % v.keys() != 0) {
             throw new IllegalArgumentException(v.kernel() + (f == null ? " is not available on this device" : " takes 1 to " + v.rows()
-                    + " rows and k a multiple of 64, not " + n + " rows, k " + k));
+                    + " rows and k a multiple of " + v.keys() + ", not " + n + " rows, k " + k));
         }
         cuda.launchShared(f, (nOut + 63) / 64, 1, 128, v.sharedBytes(), mapX, n, k, mapW, nOut, y);
     }

@@ -104,6 +104,9 @@ public final class Linear {
             } else {
                 MemorySegment a = host.allocate((long) max * nOut * 2), b = host.allocate(a.byteSize());
                 for (CudaKernels.LinearRowsVariant v : kernels.linearRowsVariants()) {
+                    if (k % v.keys() != 0) {
+                        continue;
+                    }
                     String why = differs(v, x, k, w, nOut, y1, y2, a, b);
                     if (why == null) {
                         agree.add(v);
@@ -123,7 +126,7 @@ public final class Linear {
                         continue;
                     }
                     double t = time(() -> apply(v, x, n, k, w, nOut, y2));
-                    timed.append(String.format(", s%d %.1f", v.stages(), t * 1e6));
+                    timed.append(String.format(", b%d s%d %.1f", v.boxes(), v.stages(), t * 1e6));
                     if (t < best) {
                         best = t;
                         plan[bi] = v;
@@ -135,7 +138,7 @@ public final class Linear {
             StringBuilder use = new StringBuilder();
             for (int bi = 0; bi < BUCKETS.length; bi++) {
                 CudaKernels.LinearRowsVariant v = plan[bi];
-                use.append(String.format(" <=%d rows %s;", BUCKETS[bi][1], v == null ? "cuBLASLt" : "linear_rows s" + v.stages()));
+                use.append(String.format(" <=%d rows %s;", BUCKETS[bi][1], v == null ? "cuBLASLt" : "linear_rows b" + v.boxes() + " s" + v.stages()));
             }
             choices.add(String.format("%d x %d: linear_rows variants with cuBLASLt's bits: %d of %d%s; use:%s timed:%s", nOut, k, agree.size(),
                     kernels.linearRowsVariants().size(), refused, use, timed));
