@@ -9,17 +9,16 @@
 // it uses it (backend/cuda/Linear).
 //
 // Its business is the weight stream, built as cuBLASLt's own few-row kernels are: one CTA (one warpgroup)
-// takes a run of weight rows; the weights and x come in 64-key stages by TMA (one tensor-map copy a box,
+// takes 64 weight rows; the weights and x come in 64-key stages by TMA (one tensor-map copy a box,
 // 128-byte swizzled, zeros past nOut and n, completion counted in bytes on the stage's mbarrier), many
 // stages in flight; each stage is four wgmma m64nNk16 (N = 8 NT) into the same accumulators, issued back
 // to back; a slot is refilled as soon as the wgmmas that read it are done. The first stages' weights are
 // requested before the kernel waits on the previous one (programmatic dependent launch).
 //
-// Kernel linear_rows_n{NT}_m{MT}_b{BOXES}_s{STAGES}(mapX, n, k, mapW, nOut, y, R): mapX and mapW are device
-// copies of the tensor maps of x (box 8 NT rows x 64) and W (box 8 x 64); a CTA takes R rows of W (a
-// multiple of 8, at most 64 MT; the host spreads nOut evenly over the SMs), a stage BOXES boxes of 64 keys;
-// grid ceil(nOut / R), block 128, dynamic shared memory STAGES * BOXES * (8192 MT + 1024 NT) + 1024
-// (alignment) + 8 STAGES (mbarriers) bytes.
+// Kernel linear_rows_n{NT}_b{BOXES}_s{STAGES}(mapX, n, k, mapW, nOut, y): mapX and mapW are device copies
+// of the tensor maps of x (box 8 NT rows x 64) and W (box 64 x 64); a stage is BOXES boxes of each (64
+// BOXES keys); grid ceil(nOut / 64), block 128, dynamic shared memory STAGES * BOXES * (8192 + 1024 NT)
+// + 1024 (alignment) + 8 STAGES (mbarriers) bytes.
 #include "common.cuh"
 
 extern __shared__ __align__(16) unsigned char lr_smem[];
@@ -105,114 +104,88 @@ __device__ __forceinline__ void lr_wgmma4<64>(float *d, unsigned long long da, u
                  : "l"(da), "l"(db) : "memory");
 }
 
-template <int NT, int MT, int BOXES, int STAGES>
-__device__ __forceinline__ void linear_rows_impl(const void *mapX, int n, int k, const void *mapW, int nOut, bf16 *y, int R) {
-    // A CTA takes R weight rows (a multiple of 8, at most 64 MT: MT wgmma tiles of 64 rows), so that the
-    // rows spread evenly over the SMs. A stage: BOXES boxes of 64 keys; per box, the R rows of W in
-    // 8-row TMA boxes (1 KB each) into MT 64-row tiles, then the x box. Tile rows past R hold stale
-    // values, which only reach outputs that are not written.
-    constexpr int XN = 8 * NT, TB = 64 * 64 * 2, XB = XN * 64 * 2, WBOX = MT * TB, SB = BOXES * (WBOX + XB), KS = 64 * BOXES;
-    const int o0 = blockIdx.x * R, warp = threadIdx.x >> 5, lane = threadIdx.x & 31, blocks = k / KS;
-    const int rows8 = (min(R, nOut - o0) + 7) / 8;
+template <int NT, int BOXES, int STAGES>
+__device__ __forceinline__ void linear_rows_impl(const void *mapX, int n, int k, const void *mapW, int nOut, bf16 *y) {
+    // a stage: BOXES boxes of 64 keys of W (64 rows each), then as many of x; KS keys a stage
+    constexpr int XN = 8 * NT, WB = 64 * 64 * 2, XB = XN * 64 * 2, SB = BOXES * (WB + XB), KS = 64 * BOXES;
+    const int o0 = blockIdx.x * 64, warp = threadIdx.x >> 5, lane = threadIdx.x & 31, blocks = k / KS;
     const unsigned base = ((unsigned) __cvta_generic_to_shared(lr_smem) + 1023) & ~1023u, bars = base + STAGES * SB;
     auto bar = [&](int b) { return bars + 8 * (b % STAGES); };
     auto slot = [&](int b) { return base + (b % STAGES) * SB; };
-    // warp 0 arms a stage's barrier with its bytes (the weights' 8-row boxes and the x boxes), then its
-    // lanes issue the copies
-    auto arm = [&](int b) {
-        if (lane == 0) {
-            asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" :: "r"(bar(b)), "r"(BOXES * (rows8 * 1024 + XB)) : "memory");
-        }
-        __syncwarp();
-    };
-    auto copyW = [&](int b) {
-        for (int i = lane; i < BOXES * rows8; i += 32) {
-            int j = i / rows8, r8 = i % rows8;
-            lr_tma(slot(b) + j * WBOX + r8 * 1024, mapW, b * KS + 64 * j, o0 + 8 * r8, bar(b));
-        }
-    };
-    auto copyX = [&](int b) {
-        if (lane < BOXES) lr_tma(slot(b) + BOXES * WBOX + lane * XB, mapX, b * KS + 64 * lane, 0, bar(b));
-    };
-    if (warp == 0) {
-        if (lane == 0) {
-            #pragma unroll
-            for (int s = 0; s < STAGES; s++) asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" :: "r"(bars + 8 * s) : "memory");
-            asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-        }
-        __syncwarp();
+    if (threadIdx.x == 0) {
+        #pragma unroll
+        for (int s = 0; s < STAGES; s++) asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" :: "r"(bars + 8 * s) : "memory");
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
         // the weights of the first stages before the wait: they do not depend on the previous kernel
         for (int b = 0; b < STAGES - 1 && b < blocks; b++) {
-            arm(b);
-            copyW(b);
+            asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" :: "r"(bar(b)), "r"(SB) : "memory");
+            #pragma unroll
+            for (int j = 0; j < BOXES; j++) lr_tma(slot(b) + j * WB, mapW, b * KS + 64 * j, o0, bar(b));
         }
     }
     dependent_launch_entry();
-    if (warp == 0) {
-        for (int b = 0; b < STAGES - 1 && b < blocks; b++) copyX(b);
+    if (threadIdx.x == 0) {
+        for (int b = 0; b < STAGES - 1 && b < blocks; b++) {
+            #pragma unroll
+            for (int j = 0; j < BOXES; j++) lr_tma(slot(b) + BOXES * WB + j * XB, mapX, b * KS + 64 * j, 0, bar(b));
+        }
     }
     __syncthreads(); // the barriers are initialised
-    float d[MT][XN / 2];
+    float d[XN / 2];
     #pragma unroll
-    for (int t = 0; t < MT; t++) for (int i = 0; i < XN / 2; i++) d[t][i] = 0.f;
+    for (int i = 0; i < XN / 2; i++) d[i] = 0.f;
     asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
     #pragma unroll 1
     for (int b = 0; b < blocks; b++) {
         lr_wait(bar(b), (b / STAGES) & 1);
         #pragma unroll
-        for (int j = 0; j < BOXES; j++) {
-            #pragma unroll
-            for (int t = 0; t < MT; t++) lr_wgmma4<XN>(d[t], lr_desc(slot(b) + j * WBOX + t * TB), lr_desc(slot(b) + BOXES * WBOX + j * XB));
-        }
+        for (int j = 0; j < BOXES; j++) lr_wgmma4<XN>(d, lr_desc(slot(b) + j * WB), lr_desc(slot(b) + BOXES * WB + j * XB));
         asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
         // block b - 1's wgmmas are done: its slot takes block b + STAGES - 1
         asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
         const int nb = b + STAGES - 1;
-        if (warp == 0 && nb < blocks) {
-            arm(nb);
-            copyW(nb);
-            copyX(nb);
+        if (threadIdx.x == 0 && nb < blocks) {
+            asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" :: "r"(bar(nb)), "r"(SB) : "memory");
+            #pragma unroll
+            for (int j = 0; j < BOXES; j++) {
+                lr_tma(slot(nb) + j * WB, mapW, nb * KS + 64 * j, o0, bar(nb));
+                lr_tma(slot(nb) + BOXES * WB + j * XB, mapX, nb * KS + 64 * j, 0, bar(nb));
+            }
         }
     }
     asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-    // d[t]: weight rows 64 t + 16 warp + gr (+8) of the CTA's, x rows 8j + 2tq (+1)
-    const int gr = lane >> 2, tq = lane & 3, end = min(o0 + R, nOut);
+    // d: weight rows 16 warp + gr (+8) of the 64, x rows 8j + 2tq (+1)
+    const int gr = lane >> 2, tq = lane & 3;
     #pragma unroll
-    for (int t = 0; t < MT; t++) {
+    for (int j = 0; j < NT; j++) {
         #pragma unroll
-        for (int j = 0; j < NT; j++) {
-            #pragma unroll
-            for (int e = 0; e < 4; e++) {
-                int row = 8 * j + 2 * tq + (e & 1), out = o0 + 64 * t + 16 * warp + gr + 8 * (e >> 1);
-                if (row < n && out < end) y[(long) row * nOut + out] = __float2bfloat16_rn(d[t][4 * j + e]);
-            }
+        for (int e = 0; e < 4; e++) {
+            int row = 8 * j + 2 * tq + (e & 1), out = o0 + 16 * warp + gr + 8 * (e >> 1);
+            if (row < n && out < nOut) y[(long) row * nOut + out] = __float2bfloat16_rn(d[4 * j + e]);
         }
     }
 }
 #endif
 
-// The variants: rows (8 NT), 64-row tiles (MT), boxes of 64 keys a stage, stages; CudaKernels.LINEAR_ROWS
-// lists the same table. Built for sm_90a only (elsewhere the backend does not load them and the body traps).
+// The variants: rows (8 NT), boxes of 64 keys a stage, stages; CudaKernels.LINEAR_ROWS lists the same table.
+// Built for sm_90a only (elsewhere the backend does not load them and the body traps).
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-#define LR_BODY(nt, mt, boxes, stages) linear_rows_impl<nt, mt, boxes, stages>(mapX, n, k, mapW, nOut, y, R);
+#define LR_BODY(nt, boxes, stages) linear_rows_impl<nt, boxes, stages>(mapX, n, k, mapW, nOut, y);
 #else
-#define LR_BODY(nt, mt, boxes, stages) __trap();
+#define LR_BODY(nt, boxes, stages) __trap();
 #endif
-#define LINEAR_ROWS(nt, mt, boxes, stages) \
-    extern "C" __global__ void __launch_bounds__(128) linear_rows_n##nt##_m##mt##_b##boxes##_s##stages( \
-            const void *mapX, int n, int k, const void *mapW, int nOut, bf16 *y, int R) { \
-        LR_BODY(nt, mt, boxes, stages) \
+#define LINEAR_ROWS(nt, boxes, stages) \
+    extern "C" __global__ void __launch_bounds__(128) linear_rows_n##nt##_b##boxes##_s##stages( \
+            const void *mapX, int n, int k, const void *mapW, int nOut, bf16 *y) { \
+        LR_BODY(nt, boxes, stages) \
     }
-LINEAR_ROWS(1, 1, 1, 8)
-LINEAR_ROWS(1, 1, 2, 8)
-LINEAR_ROWS(1, 2, 1, 8)
-LINEAR_ROWS(1, 2, 2, 4)
-LINEAR_ROWS(2, 1, 1, 8)
-LINEAR_ROWS(2, 1, 2, 6)
-LINEAR_ROWS(2, 2, 1, 8)
-LINEAR_ROWS(4, 1, 1, 8)
-LINEAR_ROWS(4, 1, 2, 6)
-LINEAR_ROWS(4, 2, 1, 6)
-LINEAR_ROWS(8, 1, 1, 6)
-LINEAR_ROWS(8, 2, 1, 4)
-LINEAR_ROWS(8, 1, 2, 4)
+LINEAR_ROWS(1, 1, 8)
+LINEAR_ROWS(1, 2, 6)
+LINEAR_ROWS(1, 2, 8)
+LINEAR_ROWS(1, 4, 4)
+LINEAR_ROWS(2, 1, 8)
+LINEAR_ROWS(2, 2, 6)
+LINEAR_ROWS(4, 1, 8)
+LINEAR_ROWS(4, 2, 6)
+LINEAR_ROWS(8, 1, 6)
+LINEAR_ROWS(8, 2, 4)

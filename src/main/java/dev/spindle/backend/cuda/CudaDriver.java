@@ -33,7 +33,7 @@ public final class CudaDriver {
     private final MethodHandle cuLaunchKernel, cuLaunchKernelEx, cuMemcpyHtoDAsync, cuMemcpyDtoHAsync, cuStreamSynchronize, cuGetErrorName,
             cuGraphLaunch;
     private final String deviceName;
-    private final int device, computeMajor, computeMinor, sharedOptIn, smCount;
+    private final int device, computeMajor, computeMinor, sharedOptIn;
     /** cuLaunchKernelEx's CUlaunchConfig (56 bytes) and one CUlaunchAttribute (72 bytes): programmatic stream serialization. */
     private final MemorySegment launchConfig = Arena.global().allocate(56 + 72, 8);
     private boolean dependentLaunches;
@@ -74,8 +74,6 @@ public final class CudaDriver {
             computeMinor = major.get(JAVA_INT, 0);
             call("cuDeviceGetAttribute", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT), major, 97 /* MAX_SHARED_MEMORY_PER_BLOCK_OPTIN */, device);
             sharedOptIn = major.get(JAVA_INT, 0);
-            call("cuDeviceGetAttribute", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT), major, 16 /* MULTIPROCESSOR_COUNT */, device);
-            smCount = major.get(JAVA_INT, 0);
             MemorySegment ctx = a.allocate(ADDRESS);
             call("cuDevicePrimaryCtxRetain", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT), ctx, device);
             call("cuCtxSetCurrent", FunctionDescriptor.of(JAVA_INT, ADDRESS), ctx.get(ADDRESS, 0));
@@ -110,11 +108,6 @@ public final class CudaDriver {
     /** The device's compute capability: {major, minor} (9, 0 for an H100 or H200). */
     public int[] computeCapability() {
         return new int[]{computeMajor, computeMinor};
-    }
-
-    /** The device's streaming multiprocessors. */
-    public int multiprocessors() {
-        return smCount;
     }
 
     /** The most dynamic shared memory one block may be given (opt-in), in bytes. */

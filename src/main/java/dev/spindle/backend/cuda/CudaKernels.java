@@ -28,11 +28,10 @@ public final class CudaKernels {
             fillDummy;
     private final java.util.Map<Integer, MemorySegment> attention = new java.util.HashMap<>();
     /**
-     * A linear_rows kernel (sm_90a): up to 8 {@code tiles} rows, CTAs of up to {@code mtiles} 64-row wgmma
-     * tiles of weight rows, stages of {@code boxes} 64-key boxes, {@code stages} stages in flight
-     * (linear_rows.cu's table).
+     * A linear_rows kernel (sm_90a): up to 8 {@code tiles} rows, stages of {@code boxes} 64-key boxes,
+     * {@code stages} stages in flight (linear_rows.cu's table).
      */
-    public record LinearRowsVariant(int tiles, int mtiles, int boxes, int stages) {
+    public record LinearRowsVariant(int tiles, int boxes, int stages) {
         public int rows() {
             return 8 * tiles;
         }
@@ -43,40 +42,20 @@ public final class CudaKernels {
         }
 
         String kernel() {
-            return "linear_rows_n" + tiles + "_m" + mtiles + "_b" + boxes + "_s" + stages;
+            return "linear_rows_n" + tiles + "_b" + boxes + "_s" + stages;
         }
 
-        /** STAGES x BOXES x (64 MT weight rows + 8 NT rows of x) x 64 keys bf16, 1024 for alignment, 8 per stage's mbarrier. */
+        /** STAGES x BOXES x (64 weight rows + 8 NT rows of x) x 64 keys bf16, 1024 for alignment, 8 per stage's mbarrier. */
         int sharedBytes() {
-            return stages * boxes * (8192 * mtiles + 1024 * tiles) + 1024 + 8 * stages;
-        }
-
-        /**
-         * Weight rows per CTA (a multiple of 8, at most 64 mtiles) for nOut rows over {@code sms} SMs: the
-         * fewest rows any SM must stream, counting whole waves of CTAs and charging each wave 16 rows for its
-         * start and tail; the larger CTA among equals.
-         */
-        int rowsPerCta(int nOut, int sms) {
-            int best = 8;
-            long bestCost = Long.MAX_VALUE;
-            for (int r = 8; r <= 64 * mtiles; r += 8) {
-                long ctas = (nOut + r - 1) / r, cost = (ctas + sms - 1) / sms * (r + 16);
-                if (cost <= bestCost) {
-                    bestCost = cost;
-                    best = r;
-                }
-            }
-            return best;
+            return stages * boxes * (8192 + 1024 * tiles) + 1024 + 8 * stages;
         }
     }
 
     /** linear_rows.cu's variants, in its order. */
     static final List<LinearRowsVariant> LINEAR_ROWS = List.of(
-            new LinearRowsVariant(1, 1, 1, 8), new LinearRowsVariant(1, 1, 2, 8), new LinearRowsVariant(1, 2, 1, 8),
-            new LinearRowsVariant(1, 2, 2, 4), new LinearRowsVariant(2, 1, 1, 8), new LinearRowsVariant(2, 1, 2, 6),
-            new LinearRowsVariant(2, 2, 1, 8), new LinearRowsVariant(4, 1, 1, 8), new LinearRowsVariant(4, 1, 2, 6),
-            new LinearRowsVariant(4, 2, 1, 6), new LinearRowsVariant(8, 1, 1, 6), new LinearRowsVariant(8, 2, 1, 4),
-            new LinearRowsVariant(8, 1, 2, 4));
+            new LinearRowsVariant(1, 1, 8), new LinearRowsVariant(1, 2, 6), new LinearRowsVariant(1, 2, 8), new LinearRowsVariant(1, 4, 4),
+            new LinearRowsVariant(2, 1, 8), new LinearRowsVariant(2, 2, 6), new LinearRowsVariant(4, 1, 8), new LinearRowsVariant(4, 2, 6),
+            new LinearRowsVariant(8, 1, 6), new LinearRowsVariant(8, 2, 4));
 
     /** The variants whose shared memory this device allows, with their functions. */
     private final java.util.Map<LinearRowsVariant, MemorySegment> linearRows = new java.util.LinkedHashMap<>();
@@ -234,7 +213,7 @@ public final class CudaKernels {
     /**
      * y (n, nOut) = bf16(x (n, k) @ W^T) for n <= v.rows() rows, k % v.keys() == 0: one fp32 accumulator per output fed
      * k's 16-wide chunks in order (the bits of cuBLASLt's split-free algorithms; see linear_rows.cu). mapX and
-     * mapW: device tensor maps ({@link CudaDriver#tensorMap2d}) of x (box v.rows() x 64) and W (box 8 x 64).
+     * mapW: device tensor maps ({@link CudaDriver#tensorMap2d}) of x (box v.rows() x 64) and W (box 64 x 64).
      */
     public void linearRows(LinearRowsVariant v, long mapX, int n, int k, long mapW, int nOut, long y) {
         MemorySegment f = linearRows.get(v);
@@ -242,8 +221,7 @@ public final class CudaKernels {
             throw new IllegalArgumentException(v.kernel() + (f == null ? " is not available on this device" : " takes 1 to " + v.rows()
                     + " rows and k a multiple of " + v.keys() + ", not " + n + " rows, k " + k));
         }
-        int r = v.rowsPerCta(nOut, cuda.multiprocessors());
-        cuda.launchShared(f, (nOut + r - 1) / r, 1, 128, v.sharedBytes(), mapX, n, k, mapW, nOut, y, r);
+        cuda.launchShared(f, (nOut + 63) / 64, 1, 128, v.sharedBytes(), mapX, n, k, mapW, nOut, y);
     }
 
     /** The linear_rows variants this device runs. */

@@ -61,7 +61,7 @@ public final class Linear {
     /** The kernel's tensor map of a weight (nOut, k); where the kernel cannot run, nothing. Call before capturing steps. */
     public void weight(long w, int k, int nOut) {
         if (!kernels.linearRowsVariants().isEmpty() && k % 64 == 0) {
-            weightMaps.computeIfAbsent(w, p -> cuda.tensorMap2d(p, nOut, k, k, 8, 64));
+            weightMaps.computeIfAbsent(w, p -> cuda.tensorMap2d(p, nOut, k, k, 64, 64));
         }
     }
 
@@ -126,7 +126,7 @@ public final class Linear {
                         continue;
                     }
                     double t = time(() -> apply(v, x, n, k, w, nOut, y2));
-                    timed.append(String.format(", m%d b%d s%d %.1f", v.mtiles(), v.boxes(), v.stages(), t * 1e6));
+                    timed.append(String.format(", b%d s%d %.1f", v.boxes(), v.stages(), t * 1e6));
                     if (t < best) {
                         best = t;
                         plan[bi] = v;
@@ -138,7 +138,7 @@ public final class Linear {
             StringBuilder use = new StringBuilder();
             for (int bi = 0; bi < BUCKETS.length; bi++) {
                 CudaKernels.LinearRowsVariant v = plan[bi];
-                use.append(String.format(" <=%d rows %s;", BUCKETS[bi][1], v == null ? "cuBLASLt" : "linear_rows m" + v.mtiles() + " b" + v.boxes() + " s" + v.stages()));
+                use.append(String.format(" <=%d rows %s;", BUCKETS[bi][1], v == null ? "cuBLASLt" : "linear_rows b" + v.boxes() + " s" + v.stages()));
             }
             choices.add(String.format("%d x %d: linear_rows variants with cuBLASLt's bits: %d of %d%s; use:%s timed:%s", nOut, k, agree.size(),
                     kernels.linearRowsVariants().size(), refused, use, timed));
