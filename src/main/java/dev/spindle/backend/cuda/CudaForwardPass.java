@@ -524,6 +524,7 @@ public final class CudaForwardPass implements ForwardPass {
             cuda.free(scores);
         }
         drawer.close();
+        linear.close();
         cuda.free(meta);
         cuda.freeHost(metaHost);
         cuda.freeHost(logitsHost);

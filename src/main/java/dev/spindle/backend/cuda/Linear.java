@@ -117,7 +117,7 @@ public final class Linear {
                 }
             }
             StringBuilder timed = new StringBuilder();
-            for (int bi = 0; bi < BUCKETS.length; bi++) {
+            for (int bi = 0; bi < BUCKETS.length && !agree.isEmpty(); bi++) {
                 int n = BUCKETS[bi][0], rows = BUCKETS[bi][1];
                 double best = time(() -> lt.linear(x, n, k, w, nOut, y1));
                 timed.append(String.format(" %d rows: cuBLASLt %.1f", n, best * 1e6));
@@ -183,6 +183,14 @@ public final class Linear {
     private double time(Runnable call) {
         call.run();
         return cuda.time(() -> { for (int i = 0; i < 10; i++) call.run(); }) / 10;
+    }
+
+    /** Frees the tensor maps (the weights and buffers they describe belong to the caller). */
+    public void close() {
+        weightMaps.values().forEach(cuda::free);
+        inputMaps.values().forEach(cuda::free);
+        weightMaps.clear();
+        inputMaps.clear();
     }
 
     /** One line per weight shape: cuBLASLt's pinned algorithms, then where linear_rows runs and the timings behind it. */
