@@ -1,0 +1,36 @@
+package dev.spindle.backend.cuda;
+
+import org.junit.jupiter.api.Test;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The host's table of linear_rows variants ({@link CudaKernels#LINEAR_ROWS}) against the kernels
+ * linear_rows.cu defines (no GPU needed): the same variants in the same order, each within the
+ * shared memory an H100/H200 block may have (227 KiB), so none is dropped there unnoticed.
+ */
+class LinearRowsTableTest {
+    @Test
+    void hostTableMatchesTheKernelFile() throws IOException {
+        String source = Files.readString(Path.of("src/main/cuda/linear_rows.cu"));
+        Matcher m = Pattern.compile("(?m)^LINEAR_ROWS\\((\\d+), (\\d+), (\\d+)\\)$").matcher(source);
+        List<CudaKernels.LinearRowsVariant> declared = new ArrayList<>();
+        while (m.find()) {
+            declared.add(new CudaKernels.LinearRowsVariant(Integer.parseInt(m.group(1)), Integer.parseInt(m.group(2)), Integer.parseInt(m.group(3))));
+        }
+        assertEquals(declared, CudaKernels.LINEAR_ROWS, "linear_rows.cu's LINEAR_ROWS(...) lines and CudaKernels.LINEAR_ROWS");
+        for (CudaKernels.LinearRowsVariant v : CudaKernels.LINEAR_ROWS) {
+            assertTrue(v.sharedBytes() <= 232_448, v + " needs " + v.sharedBytes() + " bytes of shared memory, more than an H100/H200 block may have");
+            assertTrue(List.of(1, 2, 4, 8).contains(v.tiles()), v + ": wgmma shapes exist for 8, 16, 32 and 64 rows");
+        }
+    }
+}
