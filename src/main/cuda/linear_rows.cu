@@ -9,10 +9,10 @@
 // it uses it (backend/cuda/Linear).
 //
 // Its business is the weight stream, built as cuBLASLt's own few-row kernels are: one CTA (one warpgroup)
-// takes 64 weight rows; the weights and x come in 64-key stages by TMA (one tensor-map copy a box,
-// 128-byte swizzled, zeros past nOut and n, completion counted in bytes on the stage's mbarrier), many
-// stages in flight; each stage is four wgmma m64nNk16 (N = 8 NT) into the same accumulators, issued back
-// to back; a slot is refilled as soon as the wgmmas that read it are done. The first stages' weights are
+// takes 64 weight rows; the weights and x come by TMA in boxes of 64 keys (one tensor-map copy a box,
+// 128-byte swizzled, zeros past nOut and n, completion counted in bytes on the stage's mbarrier), 1, 2
+// or 4 boxes a stage, many stages in flight; each box is four wgmma m64nNk16 (N = 8 NT) into the same
+// accumulators, issued back to back; a slot is refilled as soon as the wgmmas that read it are done. The first stages' weights are
 // requested before the kernel waits on the previous one (programmatic dependent launch).
 //
 // Kernel linear_rows_n{NT}_b{BOXES}_s{STAGES}(mapX, n, k, mapW, nOut, y): mapX and mapW are device copies
