@@ -44,64 +44,36 @@ __device__ __forceinline__ unsigned long long lr_desc(unsigned addr) {
 template <int N>
 __device__ __forceinline__ void lr_wgmma4(float *d, unsigned long long da, unsigned long long db);
 
+// the asm text: SHAPE, the accumulators' operand list REGS, the descriptors' operands A and B
+#define LR_WG(SHAPE, REGS) "wgmma.mma_async.sync.aligned." SHAPE ".f32.bf16.bf16 " REGS ", a, b, p, 1, 1, 0, 0;\n"
+#define LR_STEP "add.s64 a, a, 2;\nadd.s64 b, b, 2;\n"
+#define LR_WG4(SHAPE, REGS, A, B) \
+    "{\n.reg .pred p;\n.reg .b64 a, b;\nsetp.ne.b32 p, 1, 0;\nmov.b64 a, " A ";\nmov.b64 b, " B ";\n" \
+    LR_WG(SHAPE, REGS) LR_STEP LR_WG(SHAPE, REGS) LR_STEP LR_WG(SHAPE, REGS) LR_STEP LR_WG(SHAPE, REGS) "}\n"
+#define LR_D4(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3])
+
 template <>
 __device__ __forceinline__ void lr_wgmma4<8>(float *d, unsigned long long da, unsigned long long db) {
-    asm volatile("{\n.reg .pred p;\n.reg .b64 a, b;\nsetp.ne.b32 p, 1, 0;\nmov.b64 a, %4;\nmov.b64 b, %5;\n"
-                 "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 {%0,%1,%2,%3}, a, b, p, 1, 1, 0, 0;\n"
-                 "add.s64 a, a, 2;\nadd.s64 b, b, 2;\n"
-                 "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 {%0,%1,%2,%3}, a, b, p, 1, 1, 0, 0;\n"
-                 "add.s64 a, a, 2;\nadd.s64 b, b, 2;\n"
-                 "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 {%0,%1,%2,%3}, a, b, p, 1, 1, 0, 0;\n"
-                 "add.s64 a, a, 2;\nadd.s64 b, b, 2;\n"
-                 "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 {%0,%1,%2,%3}, a, b, p, 1, 1, 0, 0;\n"
-                 "}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "l"(da), "l"(db) : "memory");
+    asm volatile(LR_WG4("m64n8k16", "{%0,%1,%2,%3}", "%4", "%5")
+                 : LR_D4(0) : "l"(da), "l"(db) : "memory");
 }
 
 template <>
 __device__ __forceinline__ void lr_wgmma4<16>(float *d, unsigned long long da, unsigned long long db) {
-    asm volatile("{\n.reg .pred p;\n.reg .b64 a, b;\nsetp.ne.b32 p, 1, 0;\nmov.b64 a, %8;\nmov.b64 b, %9;\n"
-                 "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {%0,%1,%2,%3,%4,%5,%6,%7}, a, b, p, 1, 1, 0, 0;\n"
-                 "add.s64 a, a, 2;\nadd.s64 b, b, 2;\n"
-                 "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {%0,%1,%2,%3,%4,%5,%6,%7}, a, b, p, 1, 1, 0, 0;\n"
-                 "add.s64 a, a, 2;\nadd.s64 b, b, 2;\n"
-                 "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {%0,%1,%2,%3,%4,%5,%6,%7}, a, b, p, 1, 1, 0, 0;\n"
-                 "add.s64 a, a, 2;\nadd.s64 b, b, 2;\n"
-                 "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {%0,%1,%2,%3,%4,%5,%6,%7}, a, b, p, 1, 1, 0, 0;\n"
-                 "}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
-                 : "l"(da), "l"(db) : "memory");
+    asm volatile(LR_WG4("m64n16k16", "{%0,%1,%2,%3,%4,%5,%6,%7}", "%8", "%9")
+                 : LR_D4(0), LR_D4(4) : "l"(da), "l"(db) : "memory");
 }
 
 template <>
 __device__ __forceinline__ void lr_wgmma4<32>(float *d, unsigned long long da, unsigned long long db) {
-    asm volatile("{\n.reg .pred p;\n.reg .b64 a, b;\nsetp.ne.b32 p, 1, 0;\nmov.b64 a, %16;\nmov.b64 b, %17;\n"
-                 "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, a, b, p, 1, 1, 0, 0;\n"
-                 "add.s64 a, a, 2;\nadd.s64 b, b, 2;\n"
-                 "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, a, b, p, 1, 1, 0, 0;\n"
-                 "add.s64 a, a, 2;\nadd.s64 b, b, 2;\n"
-                 "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, a, b, p, 1, 1, 0, 0;\n"
-                 "add.s64 a, a, 2;\nadd.s64 b, b, 2;\n"
-                 "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, a, b, p, 1, 1, 0, 0;\n"
-                 "}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
-                 : "l"(da), "l"(db) : "memory");
+    asm volatile(LR_WG4("m64n32k16", "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}", "%16", "%17")
+                 : LR_D4(0), LR_D4(4), LR_D4(8), LR_D4(12) : "l"(da), "l"(db) : "memory");
 }
 
 template <>
 __device__ __forceinline__ void lr_wgmma4<64>(float *d, unsigned long long da, unsigned long long db) {
-    asm volatile("{\n.reg .pred p;\n.reg .b64 a, b;\nsetp.ne.b32 p, 1, 0;\nmov.b64 a, %32;\nmov.b64 b, %33;\n"
-                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, a, b, p, 1, 1, 0, 0;\n"
-                 "add.s64 a, a, 2;\nadd.s64 b, b, 2;\n"
-                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, a, b, p, 1, 1, 0, 0;\n"
-                 "add.s64 a, a, 2;\nadd.s64 b, b, 2;\n"
-                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, a, b, p, 1, 1, 0, 0;\n"
-                 "add.s64 a, a, 2;\nadd.s64 b, b, 2;\n"
-                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, a, b, p, 1, 1, 0, 0;\n"
-                 "}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-                 : "l"(da), "l"(db) : "memory");
+    asm volatile(LR_WG4("m64n64k16", "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}", "%32", "%33")
+                 : LR_D4(0), LR_D4(4), LR_D4(8), LR_D4(12), LR_D4(16), LR_D4(20), LR_D4(24), LR_D4(28) : "l"(da), "l"(db) : "memory");
 }
 
 template <int NT, int BOXES, int STAGES>
