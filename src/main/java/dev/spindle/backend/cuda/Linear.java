@@ -29,7 +29,7 @@ public final class Linear {
     private final Map<Long, CudaKernels.LinearRowsVariant[]> plans = new HashMap<>();
     /** The kernel's tensor maps (device addresses): of each weight, and of each input buffer per k and row tiles. */
     private final Map<Long, Long> weightMaps = new HashMap<>();
-    private final Map<String, Long> inputMaps = new HashMap<>();
+    private final Map<InputKey, Long> inputMaps = new HashMap<>();
     private final List<String> choices = new ArrayList<>();
 
     public Linear(CudaKernels kernels, CublasLt lt) {
@@ -58,9 +58,14 @@ public final class Linear {
         lt.linear(x, n, k, w, nOut, y);
     }
 
-    /** The kernel's tensor map of a weight (nOut, k); where the kernel cannot run, nothing. Call before capturing steps. */
+    /**
+     * The kernel's tensor map of a weight (nOut, k); nothing where the kernel cannot run or where {@link #prepare}
+     * gave the shape to cuBLASLt at every row count. Call before capturing steps.
+     */
     public void weight(long w, int k, int nOut) {
-        if (!kernels.linearRowsVariants().isEmpty() && k % 64 == 0) {
+        CudaKernels.LinearRowsVariant[] plan = plans.get(key(k, nOut));
+        boolean used = plan == null || java.util.Arrays.stream(plan).anyMatch(java.util.Objects::nonNull);
+        if (used && !kernels.linearRowsVariants().isEmpty() && k % 64 == 0) {
             weightMaps.computeIfAbsent(w, p -> cuda.tensorMap2d(p, nOut, k, k, 64, 64));
         }
     }
@@ -75,8 +80,12 @@ public final class Linear {
         }
     }
 
-    private static String inputKey(long x, int k, int tiles) {
-        return x + "/" + k + "/" + tiles;
+    /** An input buffer's tensor map: per buffer, k and row tiles (the box height). */
+    private record InputKey(long x, int k, int tiles) {
+    }
+
+    private static InputKey inputKey(long x, int k, int tiles) {
+        return new InputKey(x, k, tiles);
     }
 
     /**
@@ -102,17 +111,31 @@ public final class Linear {
             if (k % 64 != 0) {
                 refused = " (k is not a multiple of 64)";
             } else {
-                MemorySegment a = host.allocate((long) max * nOut * 2), b = host.allocate(a.byteSize());
                 for (CudaKernels.LinearRowsVariant v : kernels.linearRowsVariants()) {
-                    if (k % v.keys() != 0) {
-                        continue;
-                    }
-                    String why = differs(v, x, k, w, nOut, y1, y2, a, b);
-                    if (why == null) {
+                    if (k % v.keys() == 0) {
                         agree.add(v);
-                    } else {
-                        refused += "; " + why;
-                        LOG.log(System.Logger.Level.WARNING, nOut + " x " + k + ": " + why + "; that variant is not used");
+                    }
+                }
+                // cuBLASLt's bits once per checked row count; every variant that takes that many rows against them
+                MemorySegment a = host.allocate((long) max * nOut * 2), b = host.allocate(a.byteSize());
+                for (int n : CHECKED_ROWS) {
+                    lt.linear(x, n, k, w, nOut, y1);
+                    cuda.copyToHost(a, y1);
+                    for (java.util.Iterator<CudaKernels.LinearRowsVariant> it = agree.iterator(); it.hasNext(); ) {
+                        CudaKernels.LinearRowsVariant v = it.next();
+                        if (n > v.rows()) {
+                            continue;
+                        }
+                        apply(v, x, n, k, w, nOut, y2);
+                        cuda.copyToHost(b, y2);
+                        long at = a.asSlice(0, (long) n * nOut * 2).mismatch(b.asSlice(0, (long) n * nOut * 2));
+                        if (at != -1) {
+                            String why = String.format("%s gave other bits than cuBLASLt at %d rows (row %d, output %d)", v.kernel(), n,
+                                    at / 2 / nOut, at / 2 % nOut);
+                            refused += "; " + why;
+                            LOG.log(System.Logger.Level.WARNING, nOut + " x " + k + ": " + why + "; that variant is not used");
+                            it.remove();
+                        }
                     }
                 }
             }
@@ -154,24 +177,6 @@ public final class Linear {
             cuda.free(y1);
             cuda.free(y2);
         }
-    }
-
-    /** Why variant v does not give cuBLASLt's bits on this weight (null when it does at every checked row count). */
-    private String differs(CudaKernels.LinearRowsVariant v, long x, int k, long w, int nOut, long y1, long y2, MemorySegment a, MemorySegment b) {
-        for (int n : CHECKED_ROWS) {
-            if (n > v.rows()) {
-                break;
-            }
-            lt.linear(x, n, k, w, nOut, y1);
-            apply(v, x, n, k, w, nOut, y2);
-            cuda.copyToHost(a, y1);
-            cuda.copyToHost(b, y2);
-            long at = a.asSlice(0, (long) n * nOut * 2).mismatch(b.asSlice(0, (long) n * nOut * 2));
-            if (at != -1) {
-                return String.format("%s gave other bits than cuBLASLt at %d rows (row %d, output %d)", v.kernel(), n, at / 2 / nOut, at / 2 % nOut);
-            }
-        }
-        return null;
     }
 
     /** The kernel variant v on a weight and input whose tensor maps are made. */
