@@ -7,8 +7,8 @@
 //
 // One kernel per head dim and phase (attention_hd{16,32,64,128}_p{0,1,2}), and p0h: phase 0 staging half
 // tiles (32 keys of K and V a stage: 68 KiB of shared memory instead of 100, so three CTAs share an SM
-// instead of two), which computes the same values. Grid: (CTAs, kvHeads), block: 128 threads
-// (4 warps). The G query heads of one KV head and R rows stack into the 64 rows of the MMA tile
+// instead of two), and p0w: phase 0 with two warps per 16 MMA rows (below), both computing the same
+// values as p0. Grid: (CTAs, kvHeads), block: 128 threads (4 warps; p0w 256, 8 warps). The G query heads of one KV head and R rows stack into the 64 rows of the MMA tile
 // (m = r * G + j), so K/V tiles are read once per KV head. Each CTA is described by 8 ints in desc:
 //   [0] first qkv row of its rows, [1] rows (R <= 64 / G, G = heads / kvHeads), [2] position of the
 //   first row, [3] offset of its sequence's block table in tables, [4] first split, [5] end split,
@@ -31,7 +31,10 @@
 // 16 MMA rows) per CTA, so all four warps share those rows and split every tile: warp Q computes
 // quarter Q's scores, exp sums (phase 1) and P fragment (phase 2); the quarters' maxima, sums and
 // fragments meet in shared memory, and in phase 2 each warp multiplies all of P by its quarter of
-// V's columns. Every value is computed by the same arithmetic as phase 0's, only by other threads.
+// V's columns. p0w splits the same way with two warps per 16 rows (each half a tile's keys and half
+// the dims), which halves each warp's dependent chain and doubles the warps an SM holds: phase 0 is
+// bound by the latency of that chain (ncu on the H200: 1.3 warps per scheduler, an instruction every
+// 3.4 cycles). Every value is computed by the same arithmetic as phase 0's, only by other threads.
 #include "common.cuh"
 
 #define KT 64
@@ -70,7 +73,18 @@ __device__ __forceinline__ float p_quotient(float e, float L, float rl) {
     return q;
 }
 
-template <int HD, int PHASE, bool HALF>
+// Warps that share 16 MMA rows (a row group) split each tile's keys and meet at this barrier: one
+// named barrier per group (ids 1..RG, immediates, so the kernel reserves only those), so groups
+// without rows (a window's last CTA) never wait on it.
+template <int WG, int RG>
+__device__ __forceinline__ void group_sync(int grp) {
+    if (RG == 1 || grp == 0) asm volatile("bar.sync 1, %0;\n" :: "n"(32 * WG) : "memory");
+    else if (grp == 1) asm volatile("bar.sync 2, %0;\n" :: "n"(32 * WG) : "memory");
+    else if (grp == 2) asm volatile("bar.sync 3, %0;\n" :: "n"(32 * WG) : "memory");
+    else asm volatile("bar.sync 4, %0;\n" :: "n"(32 * WG) : "memory");
+}
+
+template <int HD, int PHASE, bool HALF, int WG0>
 __device__ __forceinline__ void attention_impl(
         const bf16 *qkv, int qkvStride, bf16 *out, const bf16 *pool, const int *tables, const int *desc,
         float *partO, float *partML, const float *stats, bf16 *sbuf, int heads, int kvHeads, int blockSize, float scale) {
@@ -85,11 +99,14 @@ __device__ __forceinline__ void attention_impl(
     const int g = blockIdx.y, G = heads / kvHeads, kvDim = kvHeads * HD;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, gr = lane >> 2, tq = lane & 3;
     const int maxPos = pos0 + rows - 1;
-    // decode phases: every warp takes the same 16 rows (one row's query heads) and a quarter of each tile
-    // (QW); phase 0: warp w takes rows 16w.. and whole tiles
-    constexpr bool QW = PHASE != 0;
-    constexpr int NT = QW ? 2 : 8, DNW = QW ? (DN >= 4 ? DN / 4 : 1) : DN;
-    const int nt0 = QW ? 2 * warp : 0, dn0 = QW ? warp * DNW : 0;
+    // WG warps share a row group of 16 MMA rows and split each tile: warp wq of the group takes key groups
+    // nt0.. (NT of the tile's 8) and dims dn0.. (DNW of DN). The decode phases: one group of four warps
+    // (one row's query heads); phase 0: four groups (rows 16 grp..) of WG0 warps each.
+    constexpr int WG = PHASE != 0 ? 4 : WG0, RG = PHASE != 0 ? 1 : 4, THREADS = 32 * WG * RG;
+    constexpr bool QW = WG > 1;
+    constexpr int NT = 8 / WG, DNW = DN >= WG ? DN / WG : 1;
+    const int wq = warp % WG, grp = warp / WG;
+    const int nt0 = NT * wq, dn0 = wq * DNW;
     const bool pvWarp = dn0 < DN;
     // this thread's two MMA rows
     int mr[2], pos[2];
@@ -97,16 +114,17 @@ __device__ __forceinline__ void attention_impl(
     const bf16 *qp[2];
     #pragma unroll
     for (int h = 0; h < 2; h++) {
-        int m = (QW ? 0 : warp * 16) + gr + 8 * h, r = m / G, j = m % G;
+        int m = grp * 16 + gr + 8 * h, r = m / G, j = m % G;
         valid[h] = r < rows;
         pos[h] = pos0 + r;
         mr[h] = m;
         qp[h] = qkv + (long) (row0 + (valid[h] ? r : 0)) * qkvStride + (long) (g * G + j) * HD;
     }
-    const bool warpActive = QW || warp * 16 < rows * G;
-    // decode phases: the quarters' tile maxima and exp sums (phase 1) and P fragments (phase 2), exchanged
-    __shared__ float qmax[4][16], qsum[4][32][2];
-    __shared__ unsigned qfrag[4][32][4];
+    const bool warpActive = grp * 16 < rows * G;
+    // split tiles (QW): the warps' tile maxima, then each quarter's exp sums (pass 1) and each 16-key P
+    // fragment (pass 2), exchanged within the group (xch: [group][quarter or fragment][lane][4 words])
+    __shared__ float qmax[QW ? RG * WG : 1][16];
+    __shared__ unsigned xch[QW ? RG * 4 * 32 * 4 : 1];
     unsigned qf[KS][4];
     #pragma unroll
     for (int kk = 0; kk < KS; kk++) {
@@ -238,15 +256,16 @@ __device__ __forceinline__ void attention_impl(
                     mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
                 }
                 if constexpr (QW) {
-                    // the tile's max over the four quarters (exact in any order)
+                    // the tile's max over the group's warps (exact in any order)
                     if (tq == 0) {
                         qmax[warp][gr] = mx[0];
                         qmax[warp][gr + 8] = mx[1];
                     }
-                    __syncthreads();
+                    group_sync<WG, RG>(grp);
                     #pragma unroll
                     for (int h = 0; h < 2; h++) {
-                        mx[h] = fmaxf(fmaxf(qmax[0][gr + 8 * h], qmax[1][gr + 8 * h]), fmaxf(qmax[2][gr + 8 * h], qmax[3][gr + 8 * h]));
+                        #pragma unroll
+                        for (int w = 0; w < WG; w++) mx[h] = fmaxf(mx[h], qmax[grp * WG + w][gr + 8 * h]);
                     }
                 }
                 float mn[2], mu[2], q[2][4];
@@ -264,13 +283,17 @@ __device__ __forceinline__ void attention_impl(
                     }
                 }
                 if constexpr (QW) {
-                    qsum[warp][lane][0] = q[0][0];
-                    qsum[warp][lane][1] = q[1][0];
-                    __syncthreads();
+                    float *qs = reinterpret_cast<float *>(xch) + grp * 4 * 32 * 4;
+                    #pragma unroll
+                    for (int c = 0; c < NT / 2; c++) {
+                        qs[((nt0 / 2 + c) * 32 + lane) * 4] = q[0][c];
+                        qs[((nt0 / 2 + c) * 32 + lane) * 4 + 1] = q[1][c];
+                    }
+                    group_sync<WG, RG>(grp);
                     #pragma unroll
                     for (int h = 0; h < 2; h++) {
                         #pragma unroll
-                        for (int w = 0; w < 4; w++) q[h][w] = qsum[w][lane][h];
+                        for (int w = 0; w < 4; w++) q[h][w] = qs[(w * 32 + lane) * 4 + h];
                     }
                 }
                 #pragma unroll
@@ -288,7 +311,7 @@ __device__ __forceinline__ void attention_impl(
             #pragma unroll
             for (int h = 0; h < 2; h++) {
                 if constexpr (PHASE == 1) {
-                    if (valid[h] && tq == 0 && warp == 0) {
+                    if (valid[h] && tq == 0 && wq == 0) {
                         long po = (long) (part + t0 / SPLIT - s0) * heads + g * G + mr[h] % G;
                         partML[po * 2] = ms[h];
                         partML[po * 2 + 1] = ls[h];
@@ -363,14 +386,18 @@ __device__ __forceinline__ void attention_impl(
                 pf[c >> 1][(c & 1) * 2 + 1] = pack_bf16(p[2], p[3]);
             }
             if constexpr (QW) {
-                // each warp made the fragment of its quarter; every warp needs all four for its dims
+                // each warp made the fragments of its key groups; every warp needs all four for its dims
+                unsigned *qf4 = xch + grp * 4 * 32 * 4;
                 #pragma unroll
-                for (int r = 0; r < 4; r++) qfrag[warp][lane][r] = pf[0][r];
-                __syncthreads();
+                for (int c = 0; c < NT / 2; c++) {
+                    #pragma unroll
+                    for (int r = 0; r < 4; r++) qf4[((nt0 / 2 + c) * 32 + lane) * 4 + r] = pf[c][r];
+                }
+                group_sync<WG, RG>(grp);
                 #pragma unroll
                 for (int j = 0; j < 4; j++) {
                     #pragma unroll
-                    for (int r = 0; r < 4; r++) pf[j][r] = qfrag[j][lane][r];
+                    for (int r = 0; r < 4; r++) pf[j][r] = qf4[(j * 32 + lane) * 4 + r];
                 }
             }
             #pragma unroll
@@ -407,11 +434,11 @@ __device__ __forceinline__ void attention_impl(
         } else {
             const bool firstSplit = t0 / SPLIT == s0;
             #pragma unroll
-            for (int dn = 0; dn < DN; dn++) {
+            for (int c = 0; c < DNW; c++) {
                 #pragma unroll
                 for (int e = 0; e < 4; e++) {
-                    float *o = orun + (dn * 4 + e) * 128 + threadIdx.x;
-                    *o = firstSplit ? os[dn][e] : __fadd_rn(*o, os[dn][e]);
+                    float *o = orun + (c * 4 + e) * THREADS + threadIdx.x;
+                    *o = firstSplit ? os[c][e] : __fadd_rn(*o, os[c][e]);
                 }
             }
         }
@@ -423,23 +450,24 @@ __device__ __forceinline__ void attention_impl(
         int r = mr[h] / G, qh = g * G + mr[h] % G;
         bf16 *op = out + (long) (row0 + r) * heads * HD + (long) qh * HD;
         #pragma unroll
-        for (int dn = 0; dn < DN; dn++) {
-            float o0 = orun[(dn * 4 + 2 * h) * 128 + threadIdx.x], o1 = orun[(dn * 4 + 2 * h + 1) * 128 + threadIdx.x];
-            *reinterpret_cast<__nv_bfloat162 *>(op + 8 * dn + 2 * tq) = __floats2bfloat162_rn(o0, o1);
+        for (int c = 0; c < DNW; c++) {
+            float o0 = orun[(c * 4 + 2 * h) * THREADS + threadIdx.x], o1 = orun[(c * 4 + 2 * h + 1) * THREADS + threadIdx.x];
+            *reinterpret_cast<__nv_bfloat162 *>(op + 8 * (dn0 + c) + 2 * tq) = __floats2bfloat162_rn(o0, o1);
         }
     }
     }
     }
 }
 
-#define ATTENTION(hd, phase, name, half) \
-    extern "C" __global__ void __launch_bounds__(128) attention_hd##hd##_##name( \
+#define ATTENTION(hd, phase, name, half, wg) \
+    extern "C" __global__ void __launch_bounds__(phase == 0 ? 128 * wg : 128) attention_hd##hd##_##name( \
             const bf16 *qkv, int qkvStride, bf16 *out, const bf16 *pool, const int *tables, const int *desc, float *partO, \
             float *partML, const float *stats, bf16 *sbuf, int heads, int kvHeads, int blockSize, float scale) { \
         dependent_launch_entry(); \
-        attention_impl<hd, phase, half>(qkv, qkvStride, out, pool, tables, desc, partO, partML, stats, sbuf, heads, kvHeads, blockSize, scale); \
+        attention_impl<hd, phase, half, wg>(qkv, qkvStride, out, pool, tables, desc, partO, partML, stats, sbuf, heads, kvHeads, blockSize, scale); \
     }
-#define ATTENTION_PHASES(hd) ATTENTION(hd, 0, p0, false) ATTENTION(hd, 0, p0h, true) ATTENTION(hd, 1, p1, false) ATTENTION(hd, 2, p2, false)
+#define ATTENTION_PHASES(hd) ATTENTION(hd, 0, p0, false, 1) ATTENTION(hd, 0, p0h, true, 1) ATTENTION(hd, 1, p1, false, 4) \
+    ATTENTION(hd, 2, p2, false, 4) ATTENTION(hd, 0, p0w, false, 2)
 ATTENTION_PHASES(16)
 ATTENTION_PHASES(32)
 ATTENTION_PHASES(64)

@@ -182,6 +182,25 @@ public final class CudaBench {
         return m;
     }
 
+    /**
+     * Milliseconds of prefill attention (all layers) for a prefill of {@code rows} tokens, with each prefill
+     * kernel in turn (they compute the same values), then the kernel the length picks.
+     */
+    public Map<String, Object> prefillAttentionKernels(int rows) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        String[] names = {"whole_tiles", "", "", "half_tiles", "warp_pairs"};
+        try {
+            for (int kernel : CudaKernels.PREFILL_KERNELS) {
+                gpu.prefillAttentionKernel(kernel);
+                m.put(names[kernel] + "_ms", profile(rows, 0, 1).get("attention prefill_ms"));
+            }
+        } finally {
+            gpu.prefillAttentionKernel(-1);
+        }
+        m.put("picked", names[CudaForwardPass.prefillKernel(rows)]);
+        return m;
+    }
+
     static double round(double v, int digits) {
         double s = Math.pow(10, digits);
         return Math.round(v * s) / s;

@@ -456,7 +456,7 @@ public final class CudaForwardPass implements ForwardPass {
                     op("attention decode sum", () -> k.attentionSum(p.decodeRows, partO, cdesc, att, heads, hd));
                 }
                 if (p.ctas > p.decodeCtas) {
-                    int kernel = p.maxPosition + 1 >= PREFILL_HALF_TILES_FROM ? CudaKernels.PREFILL_HALF_TILES : CudaKernels.PREFILL;
+                    int kernel = prefillKernel >= 0 ? prefillKernel : prefillKernel(p.maxPosition + 1);
                     op("attention prefill", () -> k.attention(kernel, p.ctas - p.decodeCtas, qkv, stride, att, kvSlot, tables, desc + 32L * p.decodeCtas,
                             partO, partML, stats, scores, heads, kvh, hd, bs, scale));
                 }
@@ -477,12 +477,24 @@ public final class CudaForwardPass implements ForwardPass {
         }
     }
 
+    /** The prefill attention kernel for a step whose keys end at {@code keys}. */
+    static int prefillKernel(int keys) {
+        return CudaKernels.PREFILL_WARP_PAIRS;
+    }
+
+    /** -1: {@link #prefillKernel(int)} picks; else every prefill step runs this kernel (the bench's comparison). */
+    private int prefillKernel = -1;
+
     /**
-     * Keys from which prefill attention runs in half tiles (three CTAs per SM; the same values). Measured on
-     * the H200 in one session: 8K prefill 5,155 → 5,639 tok/s on the 33B shape and 2K +2% (3B: +18%, +4%);
-     * at 512 tokens whole tiles were faster (9,502 vs 8,953), the CTAs being too short for the extra waits.
+     * Runs prefill attention with {@code kernel} (one of {@link CudaKernels#PREFILL_KERNELS}; they compute the
+     * same values), or -1 to let the step's length pick. For comparing the kernels' speed.
      */
-    static final int PREFILL_HALF_TILES_FROM = 1536;
+    public void prefillAttentionKernel(int kernel) {
+        if (kernel != -1 && !CudaKernels.PREFILL_KERNELS.contains(kernel)) {
+            throw new IllegalArgumentException("not a prefill attention kernel: " + kernel);
+        }
+        prefillKernel = kernel;
+    }
 
     private java.util.Map<String, Double> profile;
 

@@ -17,11 +17,15 @@ public final class CudaKernels {
     /** Rows of one attention CTA's MMA tile (the window's rows times the heads sharing a KV head). */
     public static final int ATTENTION_TILE = 64;
     /**
-     * The attention kernels by phase: prefill windows in whole 64-key tiles, the decode phases, and prefill
-     * in half tiles (smaller stages, three CTAs per SM instead of two; the same values as {@link #PREFILL}).
+     * The attention kernels by phase: prefill windows in whole 64-key tiles, the decode phases, prefill
+     * in half tiles (smaller stages, three CTAs per SM instead of two), and prefill with two warps per 16
+     * MMA rows, each taking half of every tile's keys (256 threads: twice the warps per SM, half the chain
+     * per warp). The three prefill kernels compute the same values.
      */
-    public static final int PREFILL = 0, DECODE_SCORES = 1, DECODE_VALUES = 2, PREFILL_HALF_TILES = 3;
-    private static final String[] ATTENTION_KERNELS = {"p0", "p1", "p2", "p0h"};
+    public static final int PREFILL = 0, DECODE_SCORES = 1, DECODE_VALUES = 2, PREFILL_HALF_TILES = 3, PREFILL_WARP_PAIRS = 4;
+    /** The prefill kernels, for comparisons. */
+    public static final List<Integer> PREFILL_KERNELS = List.of(PREFILL, PREFILL_HALF_TILES, PREFILL_WARP_PAIRS);
+    private static final String[] ATTENTION_KERNELS = {"p0", "p1", "p2", "p0h", "p0w"};
 
     private final CudaDriver cuda;
     private final MemorySegment embed, rmsNorm, addRmsNorm, rope, ropeKvWrite, swiglu, residualAdd, kvWrite, attentionStats, attentionSum, argmax, sample,
@@ -75,7 +79,7 @@ public final class CudaKernels {
             for (int phase = 0; phase < ATTENTION_KERNELS.length; phase++) {
                 MemorySegment f = cuda.function(module, "attention_hd" + hd + "_" + ATTENTION_KERNELS[phase]);
                 cuda.allowSharedMemory(f, attentionSharedBytes(hd, phase));
-                attention.put(hd * 4 + phase, f);
+                attention.put(hd * 8 + phase, f);
             }
         }
         int[] cc = cuda.computeCapability();
@@ -186,12 +190,12 @@ public final class CudaKernels {
 
     /**
      * Two stages, rows padded by 8 (the STAGE of attention.cu): prefill K and V of 64-key tiles (half tiles:
-     * 32 keys), phase 1 a 64-key K tile, phase 2 a 64-key V tile and 16 x 64 scores; prefill adds its 128
-     * threads' running sums (fp32). In bytes.
+     * 32 keys), phase 1 a 64-key K tile, phase 2 a 64-key V tile and 16 x 64 scores; prefill adds its
+     * threads' running sums (fp32: 16 words a thread per 16 dims, the same bytes for 128 or 256 threads). In bytes.
      */
     static int attentionSharedBytes(int headDim, int phase) {
-        boolean prefill = phase == PREFILL || phase == PREFILL_HALF_TILES;
-        int stage = prefill ? 2 * (phase == PREFILL ? 64 : 32) * (headDim + 8) : 64 * (headDim + 8) + (phase == DECODE_VALUES ? 16 * 64 : 0);
+        boolean prefill = PREFILL_KERNELS.contains(phase);
+        int stage = prefill ? 2 * (phase == PREFILL_HALF_TILES ? 32 : 64) * (headDim + 8) : 64 * (headDim + 8) + (phase == DECODE_VALUES ? 16 * 64 : 0);
         return 2 * stage * 2 + (prefill ? headDim / 8 * 4 * 128 * 4 : 0);
     }
 
@@ -202,11 +206,12 @@ public final class CudaKernels {
 
     /**
      * Paged causal attention for {@code ctas} CTA descriptors (8 ints each, see attention.cu):
-     * {@link #PREFILL} or {@link #PREFILL_HALF_TILES} for prefill tiles; phases 1 and 2 for decode rows' split CTAs.
+     * one of {@link #PREFILL_KERNELS} for prefill tiles; phases 1 and 2 for decode rows' split CTAs.
      */
     public void attention(int phase, int ctas, long qkv, int stride, long out, long pool, long tables, long desc, long partO, long partML,
                           long stats, long scores, int heads, int kvHeads, int headDim, int blockSize, float scale) {
-        cuda.launchShared(attention.get(headDim * 4 + phase), ctas, kvHeads, 128, attentionSharedBytes(headDim, phase), qkv, stride, out,
+        cuda.launchShared(attention.get(headDim * 8 + phase), ctas, kvHeads, phase == PREFILL_WARP_PAIRS ? 256 : 128,
+                attentionSharedBytes(headDim, phase), qkv, stride, out,
                 pool, tables, desc, partO, partML, stats, scores, heads, kvHeads, blockSize, scale);
     }
 
