@@ -187,41 +187,23 @@ __device__ __forceinline__ void attention_impl(
     // t0 + 8 (nt0 + c) + 2 tq + (e & 1), rows gr (+8 for e >= 2). Half tiles: one half at a time
     // (c in [4 half, 4 half + 4), its stage's rows start at key 32 half); whole tiles pass half -1.
     auto scores = [&](const bf16 (*Ks)[LDS], int t0, float (*S)[4], int half) {
-        const bool interior = t0 + KT - 1 <= pos0;
         #pragma unroll
         for (int c = 0; c < NT; c++) {
             if (HALVES == 2 && (c >> 2) != half) continue;
             const int nt = nt0 + c, kr = 8 * nt - (HALVES == 2 ? KH * half : 0);
             #pragma unroll
             for (int e = 0; e < 4; e++) S[c][e] = 0.f;
-            // B fragments of 8 keys x 16 dims through ldmatrix: lanes 8i.. address matrix i (keys kr.., dims
-            // 16 kk + 8 i for x2; x4 adds chunk kk + 1), the same values the MMA's layout asks for
             #pragma unroll
-            for (int kk = 0; kk < KS; kk += 2) {
-                unsigned b[4];
-                unsigned sa = (unsigned) __cvta_generic_to_shared(&Ks[kr + (lane & 7)][16 * kk + 8 * (lane >> 3)]);
-                if (kk + 1 < KS) {
-                    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                                 : "=r"(b[0]), "=r"(b[1]), "=r"(b[2]), "=r"(b[3]) : "r"(sa));
-                    mma16816(S[c], qf[kk], b[0], b[1]);
-                    mma16816(S[c], qf[kk + 1], b[2], b[3]);
-                } else {
-                    asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n" : "=r"(b[0]), "=r"(b[1]) : "r"(sa));
-                    mma16816(S[c], qf[kk], b[0], b[1]);
-                }
+            for (int kk = 0; kk < KS; kk++) {
+                unsigned b0 = *reinterpret_cast<const unsigned *>(&Ks[kr + gr][16 * kk + 2 * tq]);
+                unsigned b1 = *reinterpret_cast<const unsigned *>(&Ks[kr + gr][16 * kk + 8 + 2 * tq]);
+                mma16816(S[c], qf[kk], b0, b1);
             }
-            if (interior) {
-                // every key of the tile is at or before every row's position: nothing to mask (rows past
-                // the CTA's get finite scores of their zero queries, and nothing of theirs is written)
-                #pragma unroll
-                for (int e = 0; e < 4; e++) S[c][e] = rnd(__fmul_rn(rnd(S[c][e]), scale));
-            } else {
-                #pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    int h = e >> 1, key = t0 + 8 * nt + 2 * tq + (e & 1);
-                    float v = rnd(__fmul_rn(rnd(S[c][e]), scale));
-                    S[c][e] = (valid[h] && key <= pos[h]) ? v : -INFINITY;
-                }
+            #pragma unroll
+            for (int e = 0; e < 4; e++) {
+                int h = e >> 1, key = t0 + 8 * nt + 2 * tq + (e & 1);
+                float v = rnd(__fmul_rn(rnd(S[c][e]), scale));
+                S[c][e] = (valid[h] && key <= pos[h]) ? v : -INFINITY;
             }
         }
     };
@@ -423,24 +405,14 @@ __device__ __forceinline__ void attention_impl(
                 if (HALVES == 2 && (j >> 1) != half) continue;
                 // A operand from P: rows gr / gr+8, keys 16j + 2tq (+8); B from V through ldmatrix.trans
                 unsigned a[4] = {pf[j][0], pf[j][1], pf[j][2], pf[j][3]};
-                // B fragments of 16 keys x 8 dims (x4: two dim groups) through ldmatrix.trans: lanes 0-15
-                // address keys 16 j.. at dims 8 dn, lanes 16-31 the same keys at dims 8 (dn + 1)
                 #pragma unroll
-                for (int c = 0; c < DNW; c += 2) {
+                for (int c = 0; c < DNW; c++) {
                     const int dn = dn0 + c;
                     if (!pvWarp) break;
-                    unsigned b[4];
-                    unsigned sa = (unsigned) __cvta_generic_to_shared(
-                            &Vs[16 * j - (HALVES == 2 ? KH * half : 0) + (lane & 15)][8 * (dn + (c + 1 < DNW ? lane >> 4 : 0))]);
-                    if (c + 1 < DNW) {
-                        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                                     : "=r"(b[0]), "=r"(b[1]), "=r"(b[2]), "=r"(b[3]) : "r"(sa));
-                        mma16816(os[c], a, b[0], b[1]);
-                        mma16816(os[c + 1], a, b[2], b[3]);
-                    } else {
-                        asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];\n" : "=r"(b[0]), "=r"(b[1]) : "r"(sa));
-                        mma16816(os[c], a, b[0], b[1]);
-                    }
+                    unsigned b0, b1;
+                    unsigned sa = (unsigned) __cvta_generic_to_shared(&Vs[16 * j - (HALVES == 2 ? KH * half : 0) + (lane & 15)][8 * dn]);
+                    asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];\n" : "=r"(b0), "=r"(b1) : "r"(sa));
+                    mma16816(os[c], a, b0, b1);
                 }
             }
         }
