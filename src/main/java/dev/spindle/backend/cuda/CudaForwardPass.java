@@ -477,10 +477,18 @@ public final class CudaForwardPass implements ForwardPass {
         }
     }
 
-    /** The prefill attention kernel for a step whose keys end at {@code keys}. */
+    /**
+     * The prefill attention kernel for a step whose keys end at {@code keys}: warp pairs below
+     * {@link #PREFILL_HALF_TILES_FROM} keys, half tiles from there. Measured in one H200 call (attention of all
+     * layers, kernel by kernel, whole / half tiles / warp pairs, ms; docs/bench/ab-prefill-warp-pairs):
+     * 33B shape 512: 6.66 / 5.80 / 6.14, 2K: 63.9 / 55.7 / 54.6, 8K: 879 / 730 / 762; 3B shape 512: 2.59 / 2.64 / 2.32,
+     * 2K: 16.0 / 14.0 / 13.4, 8K: 194 / 158 / 163. All three compute the same values.
+     */
     static int prefillKernel(int keys) {
-        return CudaKernels.PREFILL_WARP_PAIRS;
+        return keys < PREFILL_HALF_TILES_FROM ? CudaKernels.PREFILL_WARP_PAIRS : CudaKernels.PREFILL_HALF_TILES;
     }
+
+    static final int PREFILL_HALF_TILES_FROM = 4096;
 
     /** -1: {@link #prefillKernel(int)} picks; else every prefill step runs this kernel (the bench's comparison). */
     private int prefillKernel = -1;
