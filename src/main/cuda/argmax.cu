@@ -1,5 +1,6 @@
 // argmax: greedy sampling on the GPU, out[r] = the index of row r's largest logit, the first among
-// equals (as torch.argmax). Grid: (rows), block: 1024. Exact.
+// equals (as torch.argmax). Grid: (rows), block: 1024. Exact: each thread keeps the first of its largest
+// values in index order, and the tree prefers the lower index among equals.
 #include "common.cuh"
 
 extern "C" __global__ void argmax(const bf16 *logits, int rows, int vocab, int *out) {
@@ -11,9 +12,32 @@ extern "C" __global__ void argmax(const bf16 *logits, int rows, int vocab, int *
     const bf16 *p = logits + (long) r * vocab;
     float best = -INFINITY;
     int idx = 0x7fffffff;
-    for (int i = threadIdx.x; i < vocab; i += blockDim.x) {
-        float v = ld(p, i);
-        if (v > best) { best = v; idx = i; }
+    if (vocab % 8 == 0) {
+        // 16 bytes a load, four loads in flight: the thread's chunks in increasing order, the first of equals kept
+        for (int c0 = threadIdx.x; c0 * 8 < vocab; c0 += 4 * blockDim.x) {
+            uint4 v[4];
+            #pragma unroll
+            for (int u = 0; u < 4; u++) {
+                int c = c0 + u * blockDim.x;
+                if (c * 8 < vocab) v[u] = *reinterpret_cast<const uint4 *>(p + 8 * c);
+            }
+            #pragma unroll
+            for (int u = 0; u < 4; u++) {
+                int c = c0 + u * blockDim.x;
+                if (c * 8 >= vocab) break;
+                const bf16 *e = reinterpret_cast<const bf16 *>(&v[u]);
+                #pragma unroll
+                for (int j = 0; j < 8; j++) {
+                    float x = __bfloat162float(e[j]);
+                    if (x > best) { best = x; idx = 8 * c + j; }
+                }
+            }
+        }
+    } else {
+        for (int i = threadIdx.x; i < vocab; i += blockDim.x) {
+            float v = ld(p, i);
+            if (v > best) { best = v; idx = i; }
+        }
     }
     bv[threadIdx.x] = best;
     bi[threadIdx.x] = idx;

@@ -1,6 +1,7 @@
 // rms_norm: out = bf16(bf16(x * rsqrt(mean(x^2) + eps)) * w), as HF's LlamaRMSNorm; with y given
 // (add_rms_norm), first x = bf16(x + y), the residual add HF does before the norm.
-// Grid: (rows), block: 256. width % 8 == 0: each thread takes 8 elements (16 bytes) at a time.
+// Grid: (rows), block: 256. width % 8 == 0: each thread takes 8 elements (16 bytes) at a time, chunks
+// threadIdx, threadIdx + 256, ... (rows up to 8,192 wide held in registers: norm_row_regs).
 // The sum of squares is per thread in element order, then a fixed shuffle tree per warp and the
 // warps in order: the same for every row whatever the batch, but not the CPU twin's sequential
 // order, so within 1 bf16 ulp of it per element.
@@ -46,12 +47,78 @@ __device__ __forceinline__ void norm_row(bf16 *x, const bf16 *y, const bf16 *w, 
     }
 }
 
+// The same arithmetic in the same order as norm_row, for rows of at most 256 * 8 * MAXC elements: every
+// load of the thread's x, y and w chunks is issued first (one memory round trip instead of one per chunk
+// and loop: the stores to x and out may alias the loads, so the loop above cannot be reordered), and the
+// output is computed from the registers. Decode steps (one row, one CTA) are bound by that latency.
+template <int MAXC>
+__device__ __forceinline__ void norm_row_regs(bf16 *x, const bf16 *y, const bf16 *w, bf16 *out, int width, float eps) {
+    __shared__ float part[32];
+    long o = (long) blockIdx.x * width;
+    uint4 xv[MAXC], yv[MAXC], wv[MAXC];
+    #pragma unroll
+    for (int k = 0; k < MAXC; k++) {
+        int c = (threadIdx.x + k * blockDim.x) * 8;
+        if (c < width) {
+            xv[k] = *reinterpret_cast<const uint4 *>(x + o + c);
+            if (y != nullptr) yv[k] = *reinterpret_cast<const uint4 *>(y + o + c);
+            wv[k] = *reinterpret_cast<const uint4 *>(w + c);
+        }
+    }
+    float ss = 0.f;
+    #pragma unroll
+    for (int k = 0; k < MAXC; k++) {
+        int c = (threadIdx.x + k * blockDim.x) * 8;
+        if (c >= width) break;
+        bf16 *xe = reinterpret_cast<bf16 *>(&xv[k]);
+        if (y != nullptr) {
+            const bf16 *ye = reinterpret_cast<const bf16 *>(&yv[k]);
+            #pragma unroll
+            for (int j = 0; j < 8; j++) xe[j] = __float2bfloat16_rn(__fadd_rn(__bfloat162float(xe[j]), __bfloat162float(ye[j])));
+            *reinterpret_cast<uint4 *>(x + o + c) = xv[k];
+        }
+        #pragma unroll
+        for (int j = 0; j < 8; j++) {
+            float v = __bfloat162float(xe[j]);
+            ss = __fmaf_rn(v, v, ss);
+        }
+    }
+    #pragma unroll
+    for (int m = 16; m > 0; m >>= 1) ss = __fadd_rn(ss, __shfl_xor_sync(0xffffffffu, ss, m));
+    if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = ss;
+    __syncthreads();
+    float total = 0.f;
+    for (int i = 0; i < (blockDim.x >> 5); i++) total = __fadd_rn(total, part[i]);
+    float inv = __fdiv_rn(1.f, __fsqrt_rn(__fadd_rn(__fdiv_rn(total, (float) width), eps)));
+    #pragma unroll
+    for (int k = 0; k < MAXC; k++) {
+        int c = (threadIdx.x + k * blockDim.x) * 8;
+        if (c >= width) break;
+        const bf16 *xe = reinterpret_cast<const bf16 *>(&xv[k]), *we = reinterpret_cast<const bf16 *>(&wv[k]);
+        uint4 ov;
+        bf16 *oe = reinterpret_cast<bf16 *>(&ov);
+        #pragma unroll
+        for (int j = 0; j < 8; j++) {
+            float normed = rnd(__fmul_rn(__bfloat162float(xe[j]), inv));
+            oe[j] = __float2bfloat16_rn(__fmul_rn(normed, __bfloat162float(we[j])));
+        }
+        *reinterpret_cast<uint4 *>(out + o + c) = ov;
+    }
+}
+
+#define NORM_REGS_CHUNKS 4
+
+__device__ __forceinline__ void norm_any_row(bf16 *x, const bf16 *y, const bf16 *w, bf16 *out, int width, float eps) {
+    if (width <= (int) blockDim.x * 8 * NORM_REGS_CHUNKS) norm_row_regs<NORM_REGS_CHUNKS>(x, y, w, out, width, eps);
+    else norm_row(x, y, w, out, width, eps);
+}
+
 extern "C" __global__ void rms_norm(bf16 *x, const bf16 *w, bf16 *out, int rows, int width, float eps) {
     dependent_launch_entry();
-    if (blockIdx.x < rows) norm_row(x, nullptr, w, out, width, eps);
+    if (blockIdx.x < rows) norm_any_row(x, nullptr, w, out, width, eps);
 }
 
 extern "C" __global__ void add_rms_norm(bf16 *x, const bf16 *y, const bf16 *w, bf16 *out, int rows, int width, float eps) {
     dependent_launch_entry();
-    if (blockIdx.x < rows) norm_row(x, y, w, out, width, eps);
+    if (blockIdx.x < rows) norm_any_row(x, y, w, out, width, eps);
 }

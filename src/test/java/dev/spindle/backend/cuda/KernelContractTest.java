@@ -514,18 +514,25 @@ class KernelContractTest {
 
     @Test
     void argmaxIsExactFirstAmongEquals() {
-        try (Arena a = Arena.ofConfined()) {
-            int rows = 3, vocab = 166912;
-            float[] logits = randomBf16(rows * vocab, 4);
-            logits[vocab + 77] = 1000f;
-            logits[vocab + 99999] = 1000f;
-            long dl = upload(a, logits), dout = cuda.alloc(rows * 4L);
-            k.argmax(dl, rows, vocab, dout);
-            MemorySegment h = a.allocate(rows * 4L);
-            cuda.copyToHost(h, dout);
-            for (int r = 0; r < rows; r++) {
-                assertEquals(dev.spindle.engine.GreedyGenerator.argmax(java.util.Arrays.copyOfRange(logits, r * vocab, (r + 1) * vocab)),
-                        h.getAtIndex(ValueLayout.JAVA_INT, r), "row " + r);
+        // 16-byte loads (vocab % 8 == 0) and element by element (an odd vocab); ties across threads and within one 8-wide chunk
+        for (int vocab : new int[]{166912, 1001}) {
+            try (Arena a = Arena.ofConfined()) {
+                int rows = 3;
+                float[] logits = randomBf16(rows * vocab, 4);
+                logits[vocab + 77] = 1000f;
+                logits[vocab + 999] = 1000f;
+                logits[2 * vocab + 8 * 5 + 6] = 1000f;
+                logits[2 * vocab + 8 * 5 + 3] = 1000f;
+                long dl = upload(a, logits), dout = cuda.alloc(rows * 4L);
+                k.argmax(dl, rows, vocab, dout);
+                MemorySegment h = a.allocate(rows * 4L);
+                cuda.copyToHost(h, dout);
+                for (int r = 0; r < rows; r++) {
+                    assertEquals(dev.spindle.engine.GreedyGenerator.argmax(java.util.Arrays.copyOfRange(logits, r * vocab, (r + 1) * vocab)),
+                            h.getAtIndex(ValueLayout.JAVA_INT, r), "vocab " + vocab + ", row " + r);
+                }
+                assertEquals(77, h.getAtIndex(ValueLayout.JAVA_INT, 1));
+                assertEquals(43, h.getAtIndex(ValueLayout.JAVA_INT, 2));
             }
         }
     }
