@@ -18,3 +18,20 @@ __device__ __forceinline__ void dependent_launch_entry() {
     asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
 #endif
 }
+
+// The same in two halves, for kernels that first read what no kernel of the step writes (the step's
+// plan: descriptors, positions, slots, copied from the host before the step; weights and rope tables)
+// and so take that memory round trip while the kernel before them still runs:
+//   dependent_launch_early();  ... loads of step-constant memory only ...  dependent_launch_wait();
+// The "memory" clobber keeps those loads before the wait and every other access after it.
+__device__ __forceinline__ void dependent_launch_early() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void dependent_launch_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}

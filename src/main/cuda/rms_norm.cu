@@ -50,19 +50,26 @@ __device__ __forceinline__ void norm_row(bf16 *x, const bf16 *y, const bf16 *w, 
 // The same arithmetic in the same order as norm_row, for rows of at most 256 * 8 * MAXC elements: every
 // load of the thread's x, y and w chunks is issued first (one memory round trip instead of one per chunk
 // and loop: the stores to x and out may alias the loads, so the loop above cannot be reordered), and the
-// output is computed from the registers. Decode steps (one row, one CTA) are bound by that latency.
+// output is computed from the registers. Decode steps (one row, one CTA) are bound by that latency. The
+// norm's weights are read before the kernel waits on the one before it (dependent_launch_early).
 template <int MAXC>
 __device__ __forceinline__ void norm_row_regs(bf16 *x, const bf16 *y, const bf16 *w, bf16 *out, int width, float eps) {
     __shared__ float part[32];
     long o = (long) blockIdx.x * width;
     uint4 xv[MAXC], yv[MAXC], wv[MAXC];
+    // the weights before the wait (see common.cuh), the rows after it
+    #pragma unroll
+    for (int k = 0; k < MAXC; k++) {
+        int c = (threadIdx.x + k * blockDim.x) * 8;
+        if (c < width) wv[k] = *reinterpret_cast<const uint4 *>(w + c);
+    }
+    dependent_launch_wait();
     #pragma unroll
     for (int k = 0; k < MAXC; k++) {
         int c = (threadIdx.x + k * blockDim.x) * 8;
         if (c < width) {
             xv[k] = *reinterpret_cast<const uint4 *>(x + o + c);
             if (y != nullptr) yv[k] = *reinterpret_cast<const uint4 *>(y + o + c);
-            wv[k] = *reinterpret_cast<const uint4 *>(w + c);
         }
     }
     float ss = 0.f;
@@ -110,15 +117,18 @@ __device__ __forceinline__ void norm_row_regs(bf16 *x, const bf16 *y, const bf16
 
 __device__ __forceinline__ void norm_any_row(bf16 *x, const bf16 *y, const bf16 *w, bf16 *out, int width, float eps) {
     if (width <= (int) blockDim.x * 8 * NORM_REGS_CHUNKS) norm_row_regs<NORM_REGS_CHUNKS>(x, y, w, out, width, eps);
-    else norm_row(x, y, w, out, width, eps);
+    else {
+        dependent_launch_wait();
+        norm_row(x, y, w, out, width, eps);
+    }
 }
 
 extern "C" __global__ void rms_norm(bf16 *x, const bf16 *w, bf16 *out, int rows, int width, float eps) {
-    dependent_launch_entry();
+    dependent_launch_early();
     if (blockIdx.x < rows) norm_any_row(x, nullptr, w, out, width, eps);
 }
 
 extern "C" __global__ void add_rms_norm(bf16 *x, const bf16 *y, const bf16 *w, bf16 *out, int rows, int width, float eps) {
-    dependent_launch_entry();
+    dependent_launch_early();
     if (blockIdx.x < rows) norm_any_row(x, y, w, out, width, eps);
 }

@@ -8,14 +8,27 @@
 
 extern "C" __global__ void rope_kv_write(bf16 *x, int stride, const float *cos, const float *sin, const int *positions, int rows,
                                          int qHeads, int kvHeads, int headDim, bf16 *pool, const int *slotMap, int blockSize) {
-    dependent_launch_entry();
+    dependent_launch_early();
     const int half = headDim / 2, perHead = half / 2, r = blockIdx.x;
     const int h = blockIdx.y * (blockDim.x / perHead) + threadIdx.x / perHead, i = 2 * (threadIdx.x % perHead);
-    if (r >= rows || h >= qHeads + 2 * kvHeads) return;
+    const bool active = r < rows && h < qHeads + 2 * kvHeads, rotated = h < qHeads + kvHeads;
+    // the step's plan and the rope tables, read before the wait (see common.cuh)
+    float2 c = make_float2(0.f, 0.f), s = c;
+    long phys = 0;
+    if (active) {
+        if (rotated) {
+            const long t = (long) positions[r] * half + i;
+            c = *reinterpret_cast<const float2 *>(cos + t);
+            s = *reinterpret_cast<const float2 *>(sin + t);
+        }
+        if (h >= qHeads) phys = slotMap[r];
+    }
+    dependent_launch_wait();
+    if (!active) return;
     bf16 *p = x + (long) r * stride + (long) h * headDim;
     __nv_bfloat162 lo, hi;
-    if (h < qHeads + kvHeads) {
-        rope_pairs(p, i, half, cos, sin, (long) positions[r] * half + i, lo, hi);
+    if (rotated) {
+        rope_pairs_cs(p, i, half, c, s, lo, hi);
         if (h < qHeads) return;
     } else {
         lo = *reinterpret_cast<const __nv_bfloat162 *>(p + i);
@@ -23,7 +36,7 @@ extern "C" __global__ void rope_kv_write(bf16 *x, int stride, const float *cos, 
     }
     const bool isV = h >= qHeads + kvHeads;
     const int kvh = h - qHeads - (isV ? kvHeads : 0);
-    const long phys = slotMap[r], blk = phys / blockSize, off = phys % blockSize, kvDim = (long) kvHeads * headDim;
+    const long blk = phys / blockSize, off = phys % blockSize, kvDim = (long) kvHeads * headDim;
     bf16 *dst = pool + (blk * 2 + (isV ? 1 : 0)) * blockSize * kvDim + ((long) kvh * blockSize + off) * headDim;
     *reinterpret_cast<__nv_bfloat162 *>(dst + i) = lo;
     *reinterpret_cast<__nv_bfloat162 *>(dst + i + half) = hi;
