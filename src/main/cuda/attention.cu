@@ -96,8 +96,8 @@ __device__ __forceinline__ void attention_impl(
     constexpr int STAGE = (PHASE == 0 ? 2 : 1) * KH * LDS + (PHASE == 2 ? 16 * KT : 0);
     const int *d = desc + blockIdx.x * 8;
     const int row0 = d[0], rows = d[1], pos0 = d[2], tab = d[3], s0 = d[4], s1 = d[5], part = d[6], drow = d[7];
-    // the descriptor is the step's plan (dependent_launch_early in the kernel's entry); the rest follows the wait
-    dependent_launch_wait();
+    // the descriptor is the step's plan, read before the wait (see common.cuh); the rest follows it
+    dependent_launch_entry();
     const int g = blockIdx.y, G = heads / kvHeads, kvDim = kvHeads * HD;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, gr = lane >> 2, tq = lane & 3;
     const int maxPos = pos0 + rows - 1;
@@ -465,7 +465,6 @@ __device__ __forceinline__ void attention_impl(
     extern "C" __global__ void __launch_bounds__(phase == 0 ? 128 * wg : 128) attention_hd##hd##_##name( \
             const bf16 *qkv, int qkvStride, bf16 *out, const bf16 *pool, const int *tables, const int *desc, float *partO, \
             float *partML, const float *stats, bf16 *sbuf, int heads, int kvHeads, int blockSize, float scale) { \
-        dependent_launch_early(); \
         attention_impl<hd, phase, half, wg>(qkv, qkvStride, out, pool, tables, desc, partO, partML, stats, sbuf, heads, kvHeads, blockSize, scale); \
     }
 #define ATTENTION_PHASES(hd) ATTENTION(hd, 0, p0, false, 1) ATTENTION(hd, 0, p0h, true, 1) ATTENTION(hd, 1, p1, false, 4) \
@@ -483,11 +482,10 @@ ATTENTION_PHASES(128)
 // at a time (all their loads in flight together). cdesc per row: [first slot, splits, output row].
 #define STATS_AHEAD 8
 extern "C" __global__ void attention_stats(const float *partML, const int *cdesc, float *stats, int heads) {
-    dependent_launch_early();
     __shared__ float fa[32], ft[32];
     const int *d = cdesc + blockIdx.x * 3;
     const int first = d[0], n = d[1], qh = blockIdx.y, lane = threadIdx.x;
-    dependent_launch_wait();
+    dependent_launch_entry();
     float M = -INFINITY, L = 0.f;
     for (int g = 0; g < n; g += 32 * STATS_AHEAD) {
         float gm[STATS_AHEAD], gl[STATS_AHEAD];
@@ -538,11 +536,10 @@ extern "C" __global__ void attention_stats(const float *partML, const int *cdesc
 #define SUM_CHUNK 32
 #define SUM_STAGES 3
 extern "C" __global__ void attention_sum(const float *partO, const int *cdesc, bf16 *out, int heads, int HD) {
-    dependent_launch_early();
     __shared__ __align__(16) float buf[SUM_STAGES][SUM_CHUNK * 128];
     const int *d = cdesc + blockIdx.x * 3;
     const int first = d[0], n = d[1], row = d[2], qh = blockIdx.y, i = threadIdx.x;
-    dependent_launch_wait();
+    dependent_launch_entry();
     const int chunks = (n + SUM_CHUNK - 1) / SUM_CHUNK, q = HD / 4;
     auto load = [&](int c) {
         if (c < chunks) {

@@ -51,7 +51,7 @@ __device__ __forceinline__ void norm_row(bf16 *x, const bf16 *y, const bf16 *w, 
 // load of the thread's x, y and w chunks is issued first (one memory round trip instead of one per chunk
 // and loop: the stores to x and out may alias the loads, so the loop above cannot be reordered), and the
 // output is computed from the registers. Decode steps (one row, one CTA) are bound by that latency. The
-// norm's weights are read before the kernel waits on the one before it (dependent_launch_early).
+// norm's weights are read before the kernel waits on the one before it (common.cuh).
 template <int MAXC>
 __device__ __forceinline__ void norm_row_regs(bf16 *x, const bf16 *y, const bf16 *w, bf16 *out, int width, float eps) {
     __shared__ float part[32];
@@ -63,7 +63,7 @@ __device__ __forceinline__ void norm_row_regs(bf16 *x, const bf16 *y, const bf16
         int c = (threadIdx.x + k * blockDim.x) * 8;
         if (c < width) wv[k] = *reinterpret_cast<const uint4 *>(w + c);
     }
-    dependent_launch_wait();
+    dependent_launch_entry();
     #pragma unroll
     for (int k = 0; k < MAXC; k++) {
         int c = (threadIdx.x + k * blockDim.x) * 8;
@@ -118,17 +118,15 @@ __device__ __forceinline__ void norm_row_regs(bf16 *x, const bf16 *y, const bf16
 __device__ __forceinline__ void norm_any_row(bf16 *x, const bf16 *y, const bf16 *w, bf16 *out, int width, float eps) {
     if (width <= (int) blockDim.x * 8 * NORM_REGS_CHUNKS) norm_row_regs<NORM_REGS_CHUNKS>(x, y, w, out, width, eps);
     else {
-        dependent_launch_wait();
+        dependent_launch_entry();
         norm_row(x, y, w, out, width, eps);
     }
 }
 
 extern "C" __global__ void rms_norm(bf16 *x, const bf16 *w, bf16 *out, int rows, int width, float eps) {
-    dependent_launch_early();
     if (blockIdx.x < rows) norm_any_row(x, nullptr, w, out, width, eps);
 }
 
 extern "C" __global__ void add_rms_norm(bf16 *x, const bf16 *y, const bf16 *w, bf16 *out, int rows, int width, float eps) {
-    dependent_launch_early();
     if (blockIdx.x < rows) norm_any_row(x, y, w, out, width, eps);
 }

@@ -8,7 +8,6 @@
 
 extern "C" __global__ void rope_kv_write(bf16 *x, int stride, const float *cos, const float *sin, const int *positions, int rows,
                                          int qHeads, int kvHeads, int headDim, bf16 *pool, const int *slotMap, int blockSize) {
-    dependent_launch_early();
     const int half = headDim / 2, perHead = half / 2, r = blockIdx.x;
     const int h = blockIdx.y * (blockDim.x / perHead) + threadIdx.x / perHead, i = 2 * (threadIdx.x % perHead);
     const bool active = r < rows && h < qHeads + 2 * kvHeads, rotated = h < qHeads + kvHeads;
@@ -23,7 +22,7 @@ extern "C" __global__ void rope_kv_write(bf16 *x, int stride, const float *cos, 
         }
         if (h >= qHeads) phys = slotMap[r];
     }
-    dependent_launch_wait();
+    dependent_launch_entry();
     if (!active) return;
     bf16 *p = x + (long) r * stride + (long) h * headDim;
     __nv_bfloat162 lo, hi;
