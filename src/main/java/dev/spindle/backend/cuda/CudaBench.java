@@ -203,16 +203,17 @@ public final class CudaBench {
      */
     public Map<String, Object> prefillAttentionKernels(int rows) {
         Map<String, Object> m = new LinkedHashMap<>();
-        String[] names = {"whole_tiles", "", "", "half_tiles", "warp_pairs"};
+        Map<Integer, String> names = Map.of(CudaKernels.PREFILL, "whole_tiles", CudaKernels.PREFILL_HALF_TILES, "half_tiles",
+                CudaKernels.PREFILL_WARP_PAIRS, "warp_pairs");
         try {
             for (int kernel : CudaKernels.PREFILL_KERNELS) {
                 gpu.prefillAttentionKernel(kernel);
-                m.put(names[kernel] + "_ms", profile(rows, 0, 1).get("attention prefill_ms"));
+                m.put(names.get(kernel) + "_ms", profile(rows, 0, 1).get("attention prefill_ms"));
             }
         } finally {
             gpu.prefillAttentionKernel(-1);
         }
-        m.put("picked", names[CudaForwardPass.prefillKernel(rows)]);
+        m.put("picked", names.get(CudaForwardPass.prefillKernel(rows)));
         return m;
     }
 

@@ -25,7 +25,13 @@ public final class CudaKernels {
     public static final int PREFILL = 0, DECODE_SCORES = 1, DECODE_VALUES = 2, PREFILL_HALF_TILES = 3, PREFILL_WARP_PAIRS = 4;
     /** The prefill kernels, for comparisons. */
     public static final List<Integer> PREFILL_KERNELS = List.of(PREFILL, PREFILL_HALF_TILES, PREFILL_WARP_PAIRS);
-    private static final String[] ATTENTION_KERNELS = {"p0", "p1", "p2", "p0h", "p0w"};
+    /** attention.cu's kernel suffixes, by phase index (attention_hd{headDim}_{suffix}). */
+    static final List<String> ATTENTION_KERNELS = List.of("p0", "p1", "p2", "p0h", "p0w");
+
+    /** Threads of an attention CTA: 128 (four warps), 256 for the warp-pair prefill. */
+    static int attentionThreads(int phase) {
+        return phase == PREFILL_WARP_PAIRS ? 256 : 128;
+    }
 
     private final CudaDriver cuda;
     private final MemorySegment embed, rmsNorm, addRmsNorm, rope, ropeKvWrite, swiglu, residualAdd, kvWrite, attentionStats, attentionSum, argmax, sample,
@@ -76,8 +82,8 @@ public final class CudaKernels {
         residualAdd = cuda.function(module, "residual_add");
         kvWrite = cuda.function(module, "kv_write");
         for (int hd : new int[]{16, 32, 64, 128}) {
-            for (int phase = 0; phase < ATTENTION_KERNELS.length; phase++) {
-                MemorySegment f = cuda.function(module, "attention_hd" + hd + "_" + ATTENTION_KERNELS[phase]);
+            for (int phase = 0; phase < ATTENTION_KERNELS.size(); phase++) {
+                MemorySegment f = cuda.function(module, "attention_hd" + hd + "_" + ATTENTION_KERNELS.get(phase));
                 cuda.allowSharedMemory(f, attentionSharedBytes(hd, phase));
                 attention.put(hd * 8 + phase, f);
             }
@@ -210,7 +216,7 @@ public final class CudaKernels {
      */
     public void attention(int phase, int ctas, long qkv, int stride, long out, long pool, long tables, long desc, long partO, long partML,
                           long stats, long scores, int heads, int kvHeads, int headDim, int blockSize, float scale) {
-        cuda.launchShared(attention.get(headDim * 8 + phase), ctas, kvHeads, phase == PREFILL_WARP_PAIRS ? 256 : 128,
+        cuda.launchShared(attention.get(headDim * 8 + phase), ctas, kvHeads, attentionThreads(phase),
                 attentionSharedBytes(headDim, phase), qkv, stride, out,
                 pool, tables, desc, partO, partML, stats, scores, heads, kvHeads, blockSize, scale);
     }

@@ -1,0 +1,55 @@
+package dev.spindle.backend.cuda;
+
+import org.junit.jupiter.api.Test;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The host's attention kernels against attention.cu (no GPU needed): every kernel the host loads is
+ * instantiated there with the phase the host gives it, launched with the block its launch bounds
+ * name, and the prefill kernels' shared memory lets two CTAs share an H100/H200 SM; and the prefill
+ * kernel the forward pass picks by length.
+ */
+class AttentionKernelTableTest {
+    @Test
+    void hostKernelsMatchTheKernelFile() throws IOException {
+        String source = Files.readString(Path.of("src/main/cuda/attention.cu"));
+        Matcher m = Pattern.compile("ATTENTION\\(hd, (\\d), (\\w+), (true|false), (\\d)\\)").matcher(source);
+        Map<String, int[]> declared = new HashMap<>();
+        while (m.find()) {
+            declared.put(m.group(2), new int[]{Integer.parseInt(m.group(1)), Integer.parseInt(m.group(4))});
+        }
+        assertEquals(CudaKernels.ATTENTION_KERNELS.size(), declared.size(), "attention.cu's ATTENTION(...) kernels: " + declared.keySet());
+        for (int phase = 0; phase < CudaKernels.ATTENTION_KERNELS.size(); phase++) {
+            String name = CudaKernels.ATTENTION_KERNELS.get(phase);
+            int[] d = declared.get(name);
+            assertTrue(d != null, "attention.cu has no kernel " + name);
+            boolean prefill = CudaKernels.PREFILL_KERNELS.contains(phase);
+            assertEquals(prefill ? 0 : phase, d[0], name + ": the kernel's phase");
+            // __launch_bounds__(phase == 0 ? 128 * wg : 128): the block the host launches
+            assertEquals(d[0] == 0 ? 128 * d[1] : 128, CudaKernels.attentionThreads(phase), name + ": threads a CTA");
+            if (prefill) {
+                // two CTAs an SM (228 KiB, 1 KiB reserved a block), with up to 9 KiB of static shared memory (p0w's exchange)
+                int bytes = CudaKernels.attentionSharedBytes(128, phase);
+                assertTrue(2 * (bytes + 9 * 1024 + 1024) <= 228 * 1024, name + " needs " + bytes + " bytes of dynamic shared memory");
+            }
+        }
+    }
+
+    @Test
+    void prefillKernelByLength() {
+        assertEquals(CudaKernels.PREFILL_WARP_PAIRS, CudaForwardPass.prefillKernel(512));
+        assertEquals(CudaKernels.PREFILL_WARP_PAIRS, CudaForwardPass.prefillKernel(CudaForwardPass.PREFILL_HALF_TILES_FROM - 1));
+        assertEquals(CudaKernels.PREFILL_HALF_TILES, CudaForwardPass.prefillKernel(CudaForwardPass.PREFILL_HALF_TILES_FROM));
+        assertEquals(CudaKernels.PREFILL_HALF_TILES, CudaForwardPass.prefillKernel(32768));
+    }
+}
