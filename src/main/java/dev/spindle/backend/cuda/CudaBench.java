@@ -207,13 +207,17 @@ public final class CudaBench {
                 CudaKernels.PREFILL_WARP_PAIRS, "warp_pairs");
         try {
             for (int kernel : CudaKernels.PREFILL_KERNELS) {
+                if (!gpu.hasPrefillAttentionKernel(kernel)) {
+                    m.put(names.get(kernel) + "_ms", "not loaded on this GPU (shared memory)");
+                    continue;
+                }
                 gpu.prefillAttentionKernel(kernel);
                 m.put(names.get(kernel) + "_ms", profile(rows, 0, 1).get("attention prefill_ms"));
             }
         } finally {
             gpu.prefillAttentionKernel(-1);
         }
-        m.put("picked", names.get(CudaForwardPass.prefillKernel(rows)));
+        m.put("picked", names.get(CudaForwardPass.prefillKernel(rows, gpu::hasPrefillAttentionKernel)));
         return m;
     }
 

@@ -456,7 +456,7 @@ public final class CudaForwardPass implements ForwardPass {
                     op("attention decode sum", () -> k.attentionSum(p.decodeRows, partO, cdesc, att, heads, hd));
                 }
                 if (p.ctas > p.decodeCtas) {
-                    int kernel = prefillKernel >= 0 ? prefillKernel : prefillKernel(p.maxPosition + 1);
+                    int kernel = prefillKernel >= 0 ? prefillKernel : prefillKernel(p.maxPosition + 1, ph -> k.hasAttention(hd, ph));
                     op("attention prefill", () -> k.attention(kernel, p.ctas - p.decodeCtas, qkv, stride, att, kvSlot, tables, desc + 32L * p.decodeCtas,
                             partO, partML, stats, scores, heads, kvh, hd, bs, scale));
                 }
@@ -482,16 +482,23 @@ public final class CudaForwardPass implements ForwardPass {
      * {@link #PREFILL_HALF_TILES_FROM} keys, half tiles from there. Measured in one H200 call (attention of all
      * layers, kernel by kernel, whole / half tiles / warp pairs, ms; docs/bench/ab-prefill-warp-pairs):
      * 33B shape 512: 6.66 / 5.80 / 6.14, 2K: 63.9 / 55.7 / 54.6, 8K: 879 / 730 / 762; 3B shape 512: 2.59 / 2.64 / 2.32,
-     * 2K: 16.0 / 14.0 / 13.4, 8K: 194 / 158 / 163. All three compute the same values.
+     * 2K: 16.0 / 14.0 / 13.4, 8K: 194 / 158 / 163. All three compute the same values. Half tiles, the kernel with the
+     * least shared memory, stand in where the GPU could not load warp pairs ({@code loaded} says which are).
      */
-    static int prefillKernel(int keys) {
-        return keys < PREFILL_HALF_TILES_FROM ? CudaKernels.PREFILL_WARP_PAIRS : CudaKernels.PREFILL_HALF_TILES;
+    static int prefillKernel(int keys, java.util.function.IntPredicate loaded) {
+        int preferred = keys < PREFILL_HALF_TILES_FROM ? CudaKernels.PREFILL_WARP_PAIRS : CudaKernels.PREFILL_HALF_TILES;
+        return loaded.test(preferred) ? preferred : CudaKernels.PREFILL_HALF_TILES;
     }
 
     static final int PREFILL_HALF_TILES_FROM = 4096;
 
-    /** -1: {@link #prefillKernel(int)} picks; else every prefill step runs this kernel (the bench's comparison). */
+    /** -1: {@link #prefillKernel(int, java.util.function.IntPredicate)} picks; else every prefill step runs this kernel (the bench's comparison). */
     private int prefillKernel = -1;
+
+    /** Whether prefill attention kernel {@code kernel} is loaded for this model's head dim on this GPU. */
+    public boolean hasPrefillAttentionKernel(int kernel) {
+        return k.hasAttention(c.headDim(), kernel);
+    }
 
     /**
      * Runs prefill attention with {@code kernel} (one of {@link CudaKernels#PREFILL_KERNELS}; they compute the
@@ -500,6 +507,9 @@ public final class CudaForwardPass implements ForwardPass {
     public void prefillAttentionKernel(int kernel) {
         if (kernel != -1 && !CudaKernels.PREFILL_KERNELS.contains(kernel)) {
             throw new IllegalArgumentException("not a prefill attention kernel: " + kernel);
+        }
+        if (kernel != -1 && !k.hasAttention(c.headDim(), kernel)) {
+            throw new IllegalArgumentException("prefill attention kernel " + kernel + " is not loaded on this GPU");
         }
         prefillKernel = kernel;
     }

@@ -83,8 +83,20 @@ public final class CudaKernels {
         kvWrite = cuda.function(module, "kv_write");
         for (int hd : new int[]{16, 32, 64, 128}) {
             for (int phase = 0; phase < ATTENTION_KERNELS.size(); phase++) {
-                MemorySegment f = cuda.function(module, "attention_hd" + hd + "_" + ATTENTION_KERNELS.get(phase));
-                cuda.allowSharedMemory(f, attentionSharedBytes(hd, phase));
+                String name = "attention_hd" + hd + "_" + ATTENTION_KERNELS.get(phase);
+                MemorySegment f = cuda.function(module, name);
+                try {
+                    cuda.allowSharedMemory(f, attentionSharedBytes(hd, phase));
+                } catch (CudaException e) {
+                    // the driver refuses more dynamic shared memory than the block may have beside the kernel's static
+                    // shared memory: whole tiles and warp pairs (100 KiB) exceed the 99 KiB a block of sm_86/sm_89 GPUs, whose
+                    // prefill then runs in half tiles (the same values); the other kernels must fit
+                    if (phase == PREFILL || phase == PREFILL_WARP_PAIRS) {
+                        continue;
+                    }
+                    throw new CudaException(name + " needs " + attentionSharedBytes(hd, phase) + " bytes of dynamic shared memory and this GPU allows "
+                            + cuda.maxSharedMemory() + " a block: " + e.getMessage());
+                }
                 attention.put(hd * 8 + phase, f);
             }
         }
@@ -205,6 +217,11 @@ public final class CudaKernels {
         return 2 * stage * 2 + (prefill ? headDim / 8 * 4 * 128 * 4 : 0);
     }
 
+    /** Whether the attention kernel of {@code phase} for {@code headDim} is loaded (its shared memory fits this GPU). */
+    public boolean hasAttention(int headDim, int phase) {
+        return attention.containsKey(headDim * 8 + phase);
+    }
+
     /** Head dims the attention kernel is built for. */
     public static boolean supportsHeadDim(int headDim) {
         return headDim == 16 || headDim == 32 || headDim == 64 || headDim == 128;
@@ -216,7 +233,11 @@ public final class CudaKernels {
      */
     public void attention(int phase, int ctas, long qkv, int stride, long out, long pool, long tables, long desc, long partO, long partML,
                           long stats, long scores, int heads, int kvHeads, int headDim, int blockSize, float scale) {
-        cuda.launchShared(attention.get(headDim * 8 + phase), ctas, kvHeads, attentionThreads(phase),
+        MemorySegment f = attention.get(headDim * 8 + phase);
+        if (f == null) {
+            throw new IllegalStateException("attention_hd" + headDim + "_" + ATTENTION_KERNELS.get(phase) + " is not loaded on this GPU (shared memory)");
+        }
+        cuda.launchShared(f, ctas, kvHeads, attentionThreads(phase),
                 attentionSharedBytes(headDim, phase), qkv, stride, out,
                 pool, tables, desc, partO, partML, stats, scores, heads, kvHeads, blockSize, scale);
     }

@@ -47,9 +47,26 @@ class AttentionKernelTableTest {
 
     @Test
     void prefillKernelByLength() {
-        assertEquals(CudaKernels.PREFILL_WARP_PAIRS, CudaForwardPass.prefillKernel(512));
-        assertEquals(CudaKernels.PREFILL_WARP_PAIRS, CudaForwardPass.prefillKernel(CudaForwardPass.PREFILL_HALF_TILES_FROM - 1));
-        assertEquals(CudaKernels.PREFILL_HALF_TILES, CudaForwardPass.prefillKernel(CudaForwardPass.PREFILL_HALF_TILES_FROM));
-        assertEquals(CudaKernels.PREFILL_HALF_TILES, CudaForwardPass.prefillKernel(32768));
+        java.util.function.IntPredicate all = phase -> true;
+        assertEquals(CudaKernels.PREFILL_WARP_PAIRS, CudaForwardPass.prefillKernel(512, all));
+        assertEquals(CudaKernels.PREFILL_WARP_PAIRS, CudaForwardPass.prefillKernel(CudaForwardPass.PREFILL_HALF_TILES_FROM - 1, all));
+        assertEquals(CudaKernels.PREFILL_HALF_TILES, CudaForwardPass.prefillKernel(CudaForwardPass.PREFILL_HALF_TILES_FROM, all));
+        assertEquals(CudaKernels.PREFILL_HALF_TILES, CudaForwardPass.prefillKernel(32768, all));
+    }
+
+    /** On GPUs with 99 KiB of shared memory a block (sm_86, sm_89) only half tiles load: they stand in. */
+    @Test
+    void halfTilesStandInWhereWarpPairsDoNotLoad() {
+        java.util.function.IntPredicate halfOnly = phase -> phase == CudaKernels.PREFILL_HALF_TILES;
+        assertEquals(CudaKernels.PREFILL_HALF_TILES, CudaForwardPass.prefillKernel(512, halfOnly));
+        assertEquals(CudaKernels.PREFILL_HALF_TILES, CudaForwardPass.prefillKernel(32768, halfOnly));
+        // the kernels left out there are exactly those over 99 KiB; the ones that must load are under it
+        int smallGpu = 99 * 1024;
+        for (int hd : new int[]{64, 128}) {
+            assertTrue(CudaKernels.attentionSharedBytes(hd, CudaKernels.PREFILL_HALF_TILES) <= smallGpu, "half tiles, head dim " + hd);
+            assertTrue(CudaKernels.attentionSharedBytes(hd, CudaKernels.DECODE_SCORES) + 2304 <= smallGpu, "decode scores, head dim " + hd);
+            assertTrue(CudaKernels.attentionSharedBytes(hd, CudaKernels.DECODE_VALUES) + 2048 <= smallGpu, "decode values, head dim " + hd);
+        }
+        assertTrue(CudaKernels.attentionSharedBytes(128, CudaKernels.PREFILL) > smallGpu);
     }
 }

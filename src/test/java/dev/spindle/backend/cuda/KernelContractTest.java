@@ -249,10 +249,16 @@ class KernelContractTest {
             k.attention(CudaKernels.PREFILL_HALF_TILES, zero.size(), dq, stride, zeroOut, dpool, dtab, dzero, partO, partML, stats, scores, heads,
                     kvHeads, hd, bs, scale);
             float[] halves = download(a, zeroOut, ctx * qd);
-            k.attention(CudaKernels.PREFILL_WARP_PAIRS, zero.size(), dq, stride, zeroOut, dpool, dtab, dzero, partO, partML, stats, scores, heads,
-                    kvHeads, hd, bs, scale);
+            // whole tiles and warp pairs are left out on GPUs with 99 KiB of shared memory a block: then the last kernel run is the reference
+            if (k.hasAttention(hd, CudaKernels.PREFILL_WARP_PAIRS)) {
+                k.attention(CudaKernels.PREFILL_WARP_PAIRS, zero.size(), dq, stride, zeroOut, dpool, dtab, dzero, partO, partML, stats, scores, heads,
+                        kvHeads, hd, bs, scale);
+            }
             float[] pairs = download(a, zeroOut, ctx * qd);
-            k.attention(CudaKernels.PREFILL, zero.size(), dq, stride, zeroOut, dpool, dtab, dzero, partO, partML, stats, scores, heads, kvHeads, hd, bs, scale);
+            if (k.hasAttention(hd, CudaKernels.PREFILL)) {
+                k.attention(CudaKernels.PREFILL, zero.size(), dq, stride, zeroOut, dpool, dtab, dzero, partO, partML, stats, scores, heads, kvHeads, hd, bs,
+                        scale);
+            }
             float[] split = download(a, splitOut, decode.length * qd), whole = download(a, zeroOut, ctx * qd);
             assertEquals(0, compare(whole, halves)[1], "prefill in half tiles differs from whole tiles");
             assertEquals(0, compare(whole, pairs)[1], "prefill with warp pairs differs from whole tiles");
@@ -605,11 +611,15 @@ class KernelContractTest {
                 k.attention(CudaKernels.PREFILL_HALF_TILES, desc.size() - decodeCtas, dq, stride, dout, dpool, dtab, ddesc + 32L * decodeCtas, partO,
                         partML, stats, scores, heads, kvHeads, hd, bs, scale);
                 float[] halves = download(a, dout, ctx * qd);
-                k.attention(CudaKernels.PREFILL_WARP_PAIRS, desc.size() - decodeCtas, dq, stride, dout, dpool, dtab, ddesc + 32L * decodeCtas, partO,
-                        partML, stats, scores, heads, kvHeads, hd, bs, scale);
+                if (k.hasAttention(hd, CudaKernels.PREFILL_WARP_PAIRS)) {
+                    k.attention(CudaKernels.PREFILL_WARP_PAIRS, desc.size() - decodeCtas, dq, stride, dout, dpool, dtab, ddesc + 32L * decodeCtas, partO,
+                            partML, stats, scores, heads, kvHeads, hd, bs, scale);
+                }
                 float[] pairs = download(a, dout, ctx * qd);
-                k.attention(CudaKernels.PREFILL, desc.size() - decodeCtas, dq, stride, dout, dpool, dtab, ddesc + 32L * decodeCtas, partO, partML, stats,
-                        scores, heads, kvHeads, hd, bs, scale);
+                if (k.hasAttention(hd, CudaKernels.PREFILL)) {
+                    k.attention(CudaKernels.PREFILL, desc.size() - decodeCtas, dq, stride, dout, dpool, dtab, ddesc + 32L * decodeCtas, partO, partML,
+                            stats, scores, heads, kvHeads, hd, bs, scale);
+                }
                 float[] got = download(a, dout, ctx * qd);
                 assertEquals(0, compare(got, halves)[1], "prefill in half tiles differs from whole tiles (head dim " + hd + ")");
                 assertEquals(0, compare(got, pairs)[1], "prefill with warp pairs differs from whole tiles (head dim " + hd + ")");
