@@ -8,8 +8,9 @@
 // One kernel per head dim and phase (attention_hd{16,32,64,128}_p{0,1,2}), and p0h: phase 0 staging half
 // tiles (32 keys of K and V a stage: 68 KiB of shared memory instead of 100, so three CTAs share an SM
 // instead of two), and p0w: phase 0 with two warps per 16 MMA rows (below), both computing the same
-// values as p0. Grid: (CTAs, kvHeads), block: 128 threads (4 warps; p0w 256, 8 warps). The G query heads of one KV head and R rows stack into the 64 rows of the MMA tile
-// (m = r * G + j), so K/V tiles are read once per KV head. Each CTA is described by 8 ints in desc:
+// values as p0. Grid: (CTAs, kvHeads), block: 128 threads (4 warps; p0w 256, 8 warps). The G query
+// heads of one KV head and R rows stack into the 64 rows of the MMA tile (m = r * G + j), so K/V
+// tiles are read once per KV head. Each CTA is described by 8 ints in desc:
 //   [0] first qkv row of its rows, [1] rows (R <= 64 / G, G = heads / kvHeads), [2] position of the
 //   first row, [3] offset of its sequence's block table in tables, [4] first split, [5] end split,
 //   [6] partial slot of split s0 (-1: the CTA walks every split of its rows itself and writes out),

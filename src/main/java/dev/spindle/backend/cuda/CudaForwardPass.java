@@ -456,7 +456,7 @@ public final class CudaForwardPass implements ForwardPass {
                     op("attention decode sum", () -> k.attentionSum(p.decodeRows, partO, cdesc, att, heads, hd));
                 }
                 if (p.ctas > p.decodeCtas) {
-                    int kernel = prefillKernel >= 0 ? prefillKernel : prefillKernel(p.maxPosition + 1, ph -> k.hasAttention(hd, ph));
+                    int kernel = prefillKernelOverride >= 0 ? prefillKernelOverride : prefillKernel(p.maxPosition + 1, ph -> k.hasAttention(hd, ph));
                     op("attention prefill", () -> k.attention(kernel, p.ctas - p.decodeCtas, qkv, stride, att, kvSlot, tables, desc + 32L * p.decodeCtas,
                             partO, partML, stats, scores, heads, kvh, hd, bs, scale));
                 }
@@ -493,7 +493,7 @@ public final class CudaForwardPass implements ForwardPass {
     static final int PREFILL_HALF_TILES_FROM = 4096;
 
     /** -1: {@link #prefillKernel(int, java.util.function.IntPredicate)} picks; else every prefill step runs this kernel (the bench's comparison). */
-    private int prefillKernel = -1;
+    private int prefillKernelOverride = -1;
 
     /** Whether prefill attention kernel {@code kernel} is loaded for this model's head dim on this GPU. */
     public boolean hasPrefillAttentionKernel(int kernel) {
@@ -511,7 +511,7 @@ public final class CudaForwardPass implements ForwardPass {
         if (kernel != -1 && !k.hasAttention(c.headDim(), kernel)) {
             throw new IllegalArgumentException("prefill attention kernel " + kernel + " is not loaded on this GPU");
         }
-        prefillKernel = kernel;
+        prefillKernelOverride = kernel;
     }
 
     private java.util.Map<String, Double> profile;
