@@ -32,8 +32,7 @@ class KernelContractTest {
     @BeforeAll
     static void gpu() {
         Optional<CudaKernels> kernels = CudaKernels.load();
-        assumeTrue(kernels.isPresent(), CudaDriver.get().isEmpty() ? "no CUDA driver or GPU on this machine"
-                : "this build has no CUDA kernels (nvcc was not on the PATH)");
+        assumeTrue(kernels.isPresent(), CudaKernels.unavailableReason());
         k = kernels.get();
         cuda = k.driver();
         System.out.println("[cuda] contract tests on " + cuda.deviceName());
