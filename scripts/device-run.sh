@@ -5,6 +5,8 @@
 #   device-run.sh test CLASS...    only the named test classes (dev.spindle.backend.cuda.LinearRowsContractTest ...)
 #   device-run.sh ncu ARGS... -- METHOD   one test method (class#method) under Nsight Compute with ARGS
 #   device-run.sh bench ARGS...    spindle bench --backend cuda ARGS...
+#   device-run.sh ncu-bench ARGS... -- BENCH_ARGS...   that bench under Nsight Compute with ARGS (give the bench
+#                                  --no-cuda-graphs and a small --kv-memory-fraction for kernel replay)
 #   device-run.sh ab ARGS...       the same bench on the base classes (device-bundle.sh --base REV), then on these
 #   device-run.sh serve-check      the packaged server on CUDA against itself and the CPU backend (bundled chat model)
 set -uo pipefail
@@ -24,6 +26,8 @@ case "$what" in
        ncu "${args[@]}" "${java[@]}" -jar .dist/lib/junit-platform-console-standalone-6.0.3.jar execute \
            --class-path ".dist/classes:.dist/test-classes:$(ls .dist/lib/*.jar | grep -v junit | tr '\n' ':')" --select-method "$1" \
            --details=summary --disable-ansi-colors 2>&1 ;;
+  ncu-bench) args=(); while [ "$1" != "--" ]; do args+=("$1"); shift; done; shift
+       ncu "${args[@]}" "${java[@]}" -cp ".dist/classes:.dist/lib/*" dev.spindle.cli.SpindleCli bench --backend cuda "$@" ;;
   bench) "${java[@]}" -cp ".dist/classes:.dist/lib/*" dev.spindle.cli.SpindleCli bench --backend cuda "$@" ;;
   ab)
     # the same bench on the base commit's classes (device-bundle.sh --base REV) and on this tree's, one after
@@ -47,5 +51,5 @@ case "$what" in
     for c in 1 16 64; do python3 scripts/serve_bench.py http://localhost:8002 "$c" 4 128; done
     kill "$cpu" "$gpu"; wait
     exit "$rc" ;;
-  *) echo "usage: device-run.sh tests|test|bench|ab|serve-check ..." >&2; exit 2 ;;
+  *) echo "usage: device-run.sh tests|test|ncu|ncu-bench|bench|ab|serve-check ..." >&2; exit 2 ;;
 esac

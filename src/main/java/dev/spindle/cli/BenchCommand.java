@@ -62,10 +62,15 @@ final class BenchCommand implements Callable<Integer> {
             description = "cuda: replay decode steps as CUDA graphs (default; --no-cuda-graphs launches kernel by kernel, for profilers).")
     boolean cudaGraphs;
 
+    @Option(names = "--kv-memory-fraction", defaultValue = "0.9", paramLabel = "F",
+            description = "cuda: share of the device memory left after weights for the KV pool (default 0.9; "
+                    + "a small pool lets Nsight Compute's kernel replay save and restore device memory).")
+    double kvMemoryFraction;
+
     @Override
     public Integer call() throws Exception {
         if (backend.equals("cuda")) {
-            return new CudaBenchRun(model, prefillLengths, decodeContexts, concurrency, decodeTokens, stepRows, cudaGraphs).call();
+            return new CudaBenchRun(model, prefillLengths, decodeContexts, concurrency, decodeTokens, stepRows, cudaGraphs, kvMemoryFraction).call();
         }
         if (!backend.equals("cpu")) {
             throw new picocli.CommandLine.ParameterException(new picocli.CommandLine(this), "--backend: expected cpu or cuda, got " + backend);

@@ -25,9 +25,12 @@ final class CudaBenchRun implements Callable<Integer> {
     private final int[] prefillLengths, decodeContexts, concurrency;
     private final int decodeSteps, stepRows;
     private final boolean cudaGraphs;
+    private final double kvMemoryFraction;
 
-    CudaBenchRun(ModelOptions model, int[] prefillLengths, int[] decodeContexts, int[] concurrency, int decodeSteps, int stepRows, boolean cudaGraphs) {
+    CudaBenchRun(ModelOptions model, int[] prefillLengths, int[] decodeContexts, int[] concurrency, int decodeSteps, int stepRows,
+                 boolean cudaGraphs, double kvMemoryFraction) {
         this.cudaGraphs = cudaGraphs;
+        this.kvMemoryFraction = kvMemoryFraction;
         this.model = model;
         this.prefillLengths = prefillLengths;
         this.decodeContexts = decodeContexts;
@@ -64,7 +67,7 @@ final class CudaBenchRun implements Callable<Integer> {
         }
         ProgressBar bar = ProgressBar.forTerminal("loading " + model.model.getFileName() + " to " + cuda.deviceName());
         try (CudaForwardPass gpu = CudaForwardPass.open(c, host == null ? null : host.weights(),
-                new CudaForwardPass.Options(model.blockSize, stepRows, 0.9, 0, cudaGraphs, model.gemmCacheDir()), bar)) {
+                new CudaForwardPass.Options(model.blockSize, stepRows, kvMemoryFraction, 0, cudaGraphs, model.gemmCacheDir()), bar)) {
             bar.done();
             double load = (System.nanoTime() - t0) / 1e9;
             out.put("architecture", c.architecture());
