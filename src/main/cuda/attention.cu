@@ -50,6 +50,13 @@ __device__ __forceinline__ void mma16816(float *d, const unsigned *a, unsigned b
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+// a * b as 64 bits from 32-bit factors (one wide multiply where the compiler would make a 64-bit one)
+__device__ __forceinline__ unsigned long long mul_wide(unsigned a, unsigned b) {
+    unsigned long long r;
+    asm("mul.wide.u32 %0, %1, %2;\n" : "=l"(r) : "r"(a), "r"(b));
+    return r;
+}
+
 __device__ __forceinline__ unsigned pack_bf16(float lo, float hi) {
     __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
     return *reinterpret_cast<unsigned *>(&v);
@@ -124,6 +131,9 @@ __device__ __forceinline__ void attention_impl(
         qp[h] = qkv + (long) (row0 + (valid[h] ? r : 0)) * qkvStride + (long) (g * G + j) * HD;
     }
     const bool warpActive = grp * 16 < rows * G;
+    // whether the warp's upper 8 MMA rows (h = 1) hold a row: not in a decode CTA of G <= 8 query heads per KV
+    // head (the Nanbeige models have 7 and 5), where the half of every exp, sum and p of those rows is skipped
+    const bool upper = grp * 16 + 8 < rows * G;
     // split tiles (QW): the warps' tile maxima, then each quarter's exp sums (pass 1) and each 16-key P
     // fragment (pass 2), exchanged within the group (xch: [group][quarter or fragment][lane][4 words])
     __shared__ float qmax[QW ? RG * WG : 1][16];
@@ -137,7 +147,14 @@ __device__ __forceinline__ void attention_impl(
             qf[kk][h + 2] = valid[h] ? *reinterpret_cast<const unsigned *>(qp[h] + 16 * kk + 8 + 2 * tq) : 0u;
         }
     }
-    const long kvBlock = (long) blockSize * kvDim;
+    // a block of the pool holds K then V of every KV head, blockSize keys each (a power of two, checked by
+    // the host): this thread copies the 16 bytes at dims part8.. of keys lk, lk + KSTEP, .. of each stage,
+    // so its offsets are fixed but for the key's block, and the loop below has a constant trip count
+    constexpr int KSTEP = THREADS / DN;
+    const int lk = threadIdx.x / DN, part8 = (threadIdx.x % DN) * 8, bsh = __ffs(blockSize) - 1;
+    const unsigned kvBlock = (unsigned) blockSize * kvDim, blockBytes = 4u * kvBlock;
+    const char *column = reinterpret_cast<const char *>(pool + (long) g * blockSize * HD + part8);
+    const int *table = tables + tab;
     const int firstKey = s0 * SPLIT, lastKey = min(s1 * SPLIT, maxPos + 1);
     const int tiles = lastKey > firstKey ? (lastKey - firstKey + KT - 1) / KT : 0;
     // K (and in pass 2 V) stream through two shared-memory stages with cp.async: the next stage loads
@@ -146,22 +163,23 @@ __device__ __forceinline__ void attention_impl(
     auto stageOf = [&](int i, int half) { return attn_smem + (HALVES == 2 ? half : (i & 1)) * STAGE; };
     auto load = [&](int i, int half, bool withV) {
         bf16 *Ks = stageOf(i, half), *Vs = PHASE == 2 ? Ks : Ks + KH * LDS;
-        int t0 = firstKey + i * KT;
-        for (int c = threadIdx.x; c < KH * HD / 8; c += blockDim.x) {
-            int key = c / DN, part8 = (c % DN) * 8, kj = t0 + half * KH + key;
+        const int t0 = firstKey + i * KT, k0 = t0 + half * KH + lk;
+        #pragma unroll
+        for (int key = 0; key < KH; key += KSTEP) {
+            if (KSTEP > KH && lk >= KH) break;
+            const int kj = k0 + key;
             const bf16 *src = pool;
             int bytes = 0;
             if (kj < lastKey) {
-                long blk = tables[tab + kj / blockSize];
-                src = pool + (blk * 2) * kvBlock + ((long) g * blockSize + kj % blockSize) * HD + part8;
+                src = reinterpret_cast<const bf16 *>(column + mul_wide(table[kj >> bsh], blockBytes) + (kj & (blockSize - 1)) * (2 * HD));
                 bytes = 16;
             }
             if (PHASE != 2) {
-                unsigned dk = (unsigned) __cvta_generic_to_shared(Ks + key * LDS + part8);
+                unsigned dk = (unsigned) __cvta_generic_to_shared(Ks + (lk + key) * LDS + part8);
                 asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(dk), "l"(src), "r"(bytes));
             }
             if (withV) {
-                unsigned dv = (unsigned) __cvta_generic_to_shared(Vs + key * LDS + part8);
+                unsigned dv = (unsigned) __cvta_generic_to_shared(Vs + (lk + key) * LDS + part8);
                 asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(dv), "l"(src + (bytes ? kvBlock : 0)), "r"(bytes));
             }
         }
@@ -205,6 +223,10 @@ __device__ __forceinline__ void attention_impl(
             #pragma unroll
             for (int e = 0; e < 4; e++) {
                 int h = e >> 1, key = t0 + 8 * nt + 2 * tq + (e & 1);
+                if (h == 1 && !upper) {
+                    S[c][e] = -INFINITY;
+                    continue;
+                }
                 float v = rnd(__fmul_rn(rnd(S[c][e]), scale));
                 S[c][e] = (valid[h] && key <= pos[h]) ? v : -INFINITY;
             }
@@ -255,6 +277,7 @@ __device__ __forceinline__ void attention_impl(
                 }
                 #pragma unroll
                 for (int h = 0; h < 2; h++) {
+                    if (h == 1 && !upper) break;
                     mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
                     mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
                 }
@@ -271,9 +294,10 @@ __device__ __forceinline__ void attention_impl(
                         for (int w = 0; w < WG; w++) mx[h] = fmaxf(mx[h], qmax[grp * WG + w][gr + 8 * h]);
                     }
                 }
-                float mn[2], mu[2], q[2][4];
+                float mn[2] = {-INFINITY, -INFINITY}, mu[2] = {0.f, 0.f}, q[2][4] = {};
                 #pragma unroll
                 for (int h = 0; h < 2; h++) {
+                    if (h == 1 && !upper) break;
                     mn[h] = fmaxf(ms[h], mx[h]);
                     mu[h] = mn[h] == -INFINITY ? 0.f : mn[h];
                     // this thread's sums of exp over each quarter of the tile's keys (nt 2Q, 2Q + 1), in order
@@ -301,6 +325,7 @@ __device__ __forceinline__ void attention_impl(
                 }
                 #pragma unroll
                 for (int h = 0; h < 2; h++) {
+                    if (h == 1 && !upper) break;
                     // the canonical tile sum: quarters in order, then the row's four lanes
                     float sum = __fadd_rn(__fadd_rn(__fadd_rn(q[h][0], q[h][1]), q[h][2]), q[h][3]);
                     sum = __fadd_rn(sum, __shfl_xor_sync(0xffffffffu, sum, 1));
@@ -384,7 +409,7 @@ __device__ __forceinline__ void attention_impl(
                 if (HALVES == 2 && (c >> 2) != half) continue;
                 float p[4];
                 #pragma unroll
-                for (int e = 0; e < 4; e++) p[e] = p_quotient(expf(__fsub_rn(S[c][e], M[e >> 1])), L[e >> 1], rl[e >> 1]);
+                for (int e = 0; e < 4; e++) p[e] = e >= 2 && !upper ? 0.f : p_quotient(expf(__fsub_rn(S[c][e], M[e >> 1])), L[e >> 1], rl[e >> 1]);
                 pf[c >> 1][(c & 1) * 2] = pack_bf16(p[0], p[1]);
                 pf[c >> 1][(c & 1) * 2 + 1] = pack_bf16(p[2], p[3]);
             }

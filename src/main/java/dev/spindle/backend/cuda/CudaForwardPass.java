@@ -35,6 +35,10 @@ public final class CudaForwardPass implements ForwardPass {
             if (blockSize < 1 || maxStepRows < 1 || kvMemoryFraction <= 0 || kvMemoryFraction > 1) {
                 throw new IllegalArgumentException("invalid CUDA options " + blockSize + ", " + maxStepRows + ", " + kvMemoryFraction);
             }
+            if (Integer.bitCount(blockSize) != 1) {
+                // the attention kernels find a key's block and offset by shift and mask
+                throw new IllegalArgumentException("the CUDA backend needs a KV block size that is a power of two (1, 2, 4, ... 16, 32, ...), got " + blockSize);
+            }
         }
 
         /** Without a GEMM algorithm cache. */

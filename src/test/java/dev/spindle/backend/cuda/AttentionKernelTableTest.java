@@ -16,8 +16,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * The host's attention kernels against attention.cu (no GPU needed): every kernel the host loads is
  * instantiated there with the phase the host gives it, launched with the block its launch bounds
- * name, and the prefill kernels' shared memory lets two CTAs share an H100/H200 SM; and the prefill
- * kernel the forward pass picks by length.
+ * name, and the prefill kernels' shared memory lets two CTAs share an H100/H200 SM; the prefill
+ * kernel the forward pass picks by length; and the KV block sizes the kernels' addressing allows.
  */
 class AttentionKernelTableTest {
     @Test
@@ -68,5 +68,18 @@ class AttentionKernelTableTest {
             assertTrue(CudaKernels.attentionSharedBytes(hd, CudaKernels.DECODE_VALUES) + 2048 <= smallGpu, "decode values, head dim " + hd);
         }
         assertTrue(CudaKernels.attentionSharedBytes(128, CudaKernels.PREFILL) > smallGpu);
+    }
+
+    /** The kernels find a key's KV block by shift and mask: the options refuse other block sizes with a clear message. */
+    @Test
+    void kvBlockSizeIsAPowerOfTwo() {
+        for (int bs : new int[]{1, 8, 16, 32, 256}) {
+            assertEquals(bs, new CudaForwardPass.Options(bs, 512, 0.5, 0, true).blockSize());
+        }
+        for (int bs : new int[]{3, 12, 24, 100}) {
+            IllegalArgumentException e = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+                    () -> new CudaForwardPass.Options(bs, 512, 0.5, 0, true));
+            assertTrue(e.getMessage().contains("power of two") && e.getMessage().contains("got " + bs), e.getMessage());
+        }
     }
 }

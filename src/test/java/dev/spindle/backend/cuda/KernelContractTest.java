@@ -4,6 +4,8 @@ import dev.spindle.backend.cpu.CpuKernels;
 import dev.spindle.model.Bf16;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -198,12 +200,15 @@ class KernelContractTest {
     /**
      * A decode row through the split path (phase 1, attention_stats, phase 2, attention_sum) equals the same
      * row computed by phase 0, bit for bit, at contexts of 1 to 262 splits: the merges' chunking and
-     * staging (32 splits a chunk, 256 per stats group) must not change the split-order arithmetic.
+     * staging (32 splits a chunk, 256 per stats group) must not change the split-order arithmetic. KV blocks
+     * of 16 keys (the default), 4 (a 64-key tile spans 16 blocks) and 128 (a split lies in one block); 4, 12
+     * and 7 query heads a KV head (a decode CTA's upper 8 MMA rows empty, used, and empty with 7 used below).
      */
-    @Test
-    void decodeSplitPathEqualsPhaseZeroAtLongContext() {
-        int hd = 16, group = 4, kvHeads = 2, heads = group * kvHeads, qd = heads * hd, kvd = kvHeads * hd, stride = qd + 2 * kvd;
-        int bs = 16, ctx = 33_500;
+    @ParameterizedTest
+    @CsvSource({"16, 4", "4, 12", "128, 7"})
+    void decodeSplitPathEqualsPhaseZeroAtLongContext(int bs, int group) {
+        int hd = 16, kvHeads = 2, heads = group * kvHeads, qd = heads * hd, kvd = kvHeads * hd, stride = qd + 2 * kvd;
+        int ctx = 33_500;
         int[] decode = {ctx - 1, 8_200, 4_100, 127, 0};
         try (Arena a = Arena.ofConfined()) {
             float[] rows = randomBf16(ctx * stride, 1);
@@ -266,7 +271,9 @@ class KernelContractTest {
                 float[] got = java.util.Arrays.copyOfRange(split, i * qd, (i + 1) * qd);
                 assertEquals(0, compare(want, got)[1], "decode row at position " + decode[i] + " differs from phase 0");
             }
-            System.out.println("[cuda] decode split path = phase 0 (whole tiles = half tiles) at " + java.util.Arrays.toString(decode) + " (up to "
+            System.out.println("[cuda] decode split path = phase 0 (whole tiles = half tiles = warp pairs), KV blocks of " + bs + ", "
+                    + group + " query heads a KV head, at "
+                    + java.util.Arrays.toString(decode) + " (up to "
                     + (decode[0] / CudaKernels.ATTENTION_SPLIT + 1) + " splits)");
         }
     }
