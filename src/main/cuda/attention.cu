@@ -50,11 +50,11 @@ __device__ __forceinline__ void mma16816(float *d, const unsigned *a, unsigned b
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-// a * b as 64 bits from 32-bit factors (one wide multiply where the compiler would make a 64-bit one)
-__device__ __forceinline__ unsigned long long mul_wide(unsigned a, unsigned b) {
+// the address a * b bytes past p, a and b 32-bit: one wide multiply-add (the compiler would widen a first)
+__device__ __forceinline__ const void *mad_wide(unsigned a, unsigned b, const void *p) {
     unsigned long long r;
-    asm("mul.wide.u32 %0, %1, %2;\n" : "=l"(r) : "r"(a), "r"(b));
-    return r;
+    asm("mad.wide.u32 %0, %1, %2, %3;\n" : "=l"(r) : "r"(a), "r"(b), "l"(p));
+    return reinterpret_cast<const void *>(r);
 }
 
 __device__ __forceinline__ unsigned pack_bf16(float lo, float hi) {
@@ -106,7 +106,7 @@ __device__ __forceinline__ void attention_impl(
     const int row0 = d[0], rows = d[1], pos0 = d[2], tab = d[3], s0 = d[4], s1 = d[5], part = d[6], drow = d[7];
     // the descriptor is the step's plan, read before the wait (see common.cuh); the rest follows it
     dependent_launch_entry();
-    const int g = blockIdx.y, G = heads / kvHeads, kvDim = kvHeads * HD;
+    const int g = blockIdx.y, G = heads / kvHeads;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, gr = lane >> 2, tq = lane & 3;
     const int maxPos = pos0 + rows - 1;
     // WG warps share a row group of 16 MMA rows and split each tile: warp wq of the group takes key groups
@@ -147,13 +147,14 @@ __device__ __forceinline__ void attention_impl(
             qf[kk][h + 2] = valid[h] ? *reinterpret_cast<const unsigned *>(qp[h] + 16 * kk + 8 + 2 * tq) : 0u;
         }
     }
-    // a block of the pool holds K then V of every KV head, blockSize keys each (a power of two, checked by
-    // the host): this thread copies the 16 bytes at dims part8.. of keys lk, lk + KSTEP, .. of each stage,
-    // so its offsets are fixed but for the key's block, and the loop below has a constant trip count
+    // a block of the pool holds K then V of every KV head, blockSize rows of HD each (a power of two, checked
+    // by the host). This thread copies the 16 bytes at dims 8 (thread % DN).. of keys lk, lk + KSTEP, .. of each
+    // stage (a warp's copies cover whole rows). A key's row is numbered in 32 bits (the host keeps a layer's
+    // pool under 2^32 rows), so its address is one wide multiply-add, and the loop has a constant trip count.
     constexpr int KSTEP = THREADS / DN;
-    const int lk = threadIdx.x / DN, part8 = (threadIdx.x % DN) * 8, bsh = __ffs(blockSize) - 1;
-    const unsigned kvBlock = (unsigned) blockSize * kvDim, blockBytes = 4u * kvBlock;
-    const char *column = reinterpret_cast<const char *>(pool + (long) g * blockSize * HD + part8);
+    const int lk = threadIdx.x / DN, bsh = __ffs(blockSize) - 1;
+    const unsigned blockRows = 2u * kvHeads * blockSize, headRow = (unsigned) g * blockSize, vRows = (unsigned) kvHeads * blockSize;
+    const bf16 *column = pool + (threadIdx.x % DN) * 8, *vColumn = column + (long) vRows * HD;
     const int *table = tables + tab;
     const int firstKey = s0 * SPLIT, lastKey = min(s1 * SPLIT, maxPos + 1);
     const int tiles = lastKey > firstKey ? (lastKey - firstKey + KT - 1) / KT : 0;
@@ -164,23 +165,21 @@ __device__ __forceinline__ void attention_impl(
     auto load = [&](int i, int half, bool withV) {
         bf16 *Ks = stageOf(i, half), *Vs = PHASE == 2 ? Ks : Ks + KH * LDS;
         const int t0 = firstKey + i * KT, k0 = t0 + half * KH + lk;
+        const unsigned dk = (unsigned) __cvta_generic_to_shared(Ks + lk * LDS + (threadIdx.x % DN) * 8);
+        const unsigned dv = (unsigned) __cvta_generic_to_shared(Vs + lk * LDS + (threadIdx.x % DN) * 8);
         #pragma unroll
         for (int key = 0; key < KH; key += KSTEP) {
             if (KSTEP > KH && lk >= KH) break;
             const int kj = k0 + key;
-            const bf16 *src = pool;
-            int bytes = 0;
-            if (kj < lastKey) {
-                src = reinterpret_cast<const bf16 *>(column + mul_wide(table[kj >> bsh], blockBytes) + (kj & (blockSize - 1)) * (2 * HD));
-                bytes = 16;
-            }
+            // past the row's last key: a copy of 0 bytes that fills the 16 with zeros (V must stay finite)
+            const bool in = kj < lastKey;
+            const unsigned row = in ? __ldg(static_cast<const unsigned *>(mad_wide(kj >> bsh, 4, table))) * blockRows + headRow + (kj & (blockSize - 1)) : 0u;
+            const int bytes = in ? 16 : 0;
             if (PHASE != 2) {
-                unsigned dk = (unsigned) __cvta_generic_to_shared(Ks + (lk + key) * LDS + part8);
-                asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(dk), "l"(src), "r"(bytes));
+                asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(dk + key * LDS * 2), "l"(mad_wide(row, 2 * HD, column)), "r"(bytes));
             }
             if (withV) {
-                unsigned dv = (unsigned) __cvta_generic_to_shared(Vs + (lk + key) * LDS + part8);
-                asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(dv), "l"(src + (bytes ? kvBlock : 0)), "r"(bytes));
+                asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(dv + key * LDS * 2), "l"(mad_wide(row, 2 * HD, vColumn)), "r"(bytes));
             }
         }
         if (PHASE == 2 && threadIdx.x < G * (KT / 8)) {

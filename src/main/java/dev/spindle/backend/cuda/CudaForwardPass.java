@@ -139,6 +139,8 @@ public final class CudaForwardPass implements ForwardPass {
         if (options.maxKvBlocks() > 0) {
             blocks = Math.min(blocks, options.maxKvBlocks());
         }
+        // the attention kernels number a layer's KV rows (of one head's dims) in 32 bits
+        blocks = (int) Math.min(blocks, 0xFFFFFFFFL / (2L * c.numKvHeads() * options.blockSize()));
         if (blocks < 1) {
             throw new CudaException("no device memory left for the KV pool: " + free + " bytes free after weights and activations");
         }
