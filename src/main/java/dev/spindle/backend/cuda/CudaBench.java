@@ -199,7 +199,7 @@ public final class CudaBench {
 
     /**
      * Milliseconds of prefill attention (all layers) for a prefill of {@code rows} tokens, with each prefill
-     * kernel in turn (they compute the same values), then the kernel the length picks.
+     * kernel in turn (they compute the same values), then the kernel the forward pass runs.
      */
     public Map<String, Object> prefillAttentionKernels(int rows) {
         Map<String, Object> m = new LinkedHashMap<>();
@@ -217,7 +217,7 @@ public final class CudaBench {
         } finally {
             gpu.prefillAttentionKernel(-1);
         }
-        m.put("picked", names.get(CudaForwardPass.prefillKernel(rows, gpu::hasPrefillAttentionKernel)));
+        m.put("picked", names.get(CudaForwardPass.PREFILL_KERNEL));
         return m;
     }
 

@@ -462,7 +462,7 @@ public final class CudaForwardPass implements ForwardPass {
                     op("attention decode sum", () -> k.attentionSum(p.decodeRows, partO, cdesc, att, heads, hd));
                 }
                 if (p.ctas > p.decodeCtas) {
-                    int kernel = prefillKernelOverride >= 0 ? prefillKernelOverride : prefillKernel(p.maxPosition + 1, ph -> k.hasAttention(hd, ph));
+                    int kernel = prefillKernelOverride >= 0 ? prefillKernelOverride : PREFILL_KERNEL;
                     op("attention prefill", () -> k.attention(kernel, p.ctas - p.decodeCtas, qkv, stride, att, kvSlot, tables, desc + 32L * p.decodeCtas,
                             partO, partML, stats, scores, heads, kvh, hd, bs, scale));
                 }
@@ -484,21 +484,17 @@ public final class CudaForwardPass implements ForwardPass {
     }
 
     /**
-     * The prefill attention kernel for a step whose keys end at {@code keys}: warp pairs below
-     * {@link #PREFILL_HALF_TILES_FROM} keys, half tiles from there. Measured in one H200 call (attention of all
-     * layers, kernel by kernel, whole / half tiles / warp pairs, ms; docs/bench/ab-prefill-warp-pairs):
-     * 33B shape 512: 6.66 / 5.80 / 6.14, 2K: 63.9 / 55.7 / 54.6, 8K: 879 / 730 / 762; 3B shape 512: 2.59 / 2.64 / 2.32,
-     * 2K: 16.0 / 14.0 / 13.4, 8K: 194 / 158 / 163. All three compute the same values. Half tiles, the kernel with the
-     * least shared memory, stand in where the GPU could not load warp pairs ({@code loaded} says which are).
+     * The prefill attention kernel: half tiles, at every length. Once the kernels' KV copies were made cheap
+     * (a fixed per-thread column, 32-bit row numbers), half tiles were the fastest of the three at 512, 2K and
+     * 8K tokens on the 33B shape and at 2K and 8K on the 3B shape, and within 0.16 ms of whole tiles at 512 there
+     * (one H200 call; attention of all layers, whole / half tiles / warp pairs, ms; docs/bench/ab-kv-copies):
+     * 33B shape 512: 5.55 / 5.24 / 5.85, 2K: 53.2 / 48.9 / 52.6, 8K: 690 / 609 / 693; 3B shape 512: 2.14 / 2.30 / 2.29,
+     * 2K: 12.1 / 11.1 / 11.5, 8K: 141 / 121 / 136. All three compute the same values. Half tiles also need the least
+     * shared memory, so they load on every GPU (whole tiles and warp pairs do not fit the 99 KiB of sm_86/sm_89).
      */
-    static int prefillKernel(int keys, java.util.function.IntPredicate loaded) {
-        int preferred = keys < PREFILL_HALF_TILES_FROM ? CudaKernels.PREFILL_WARP_PAIRS : CudaKernels.PREFILL_HALF_TILES;
-        return loaded.test(preferred) ? preferred : CudaKernels.PREFILL_HALF_TILES;
-    }
+    static final int PREFILL_KERNEL = CudaKernels.PREFILL_HALF_TILES;
 
-    static final int PREFILL_HALF_TILES_FROM = 4096;
-
-    /** -1: {@link #prefillKernel(int, java.util.function.IntPredicate)} picks; else every prefill step runs this kernel (the bench's comparison). */
+    /** -1: {@link #PREFILL_KERNEL}; else every prefill step runs this kernel (the bench's comparison). */
     private int prefillKernelOverride = -1;
 
     /** Whether prefill attention kernel {@code kernel} is loaded for this model's head dim on this GPU. */

@@ -17,7 +17,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * The host's attention kernels against attention.cu (no GPU needed): every kernel the host loads is
  * instantiated there with the phase the host gives it, launched with the block its launch bounds
  * name, and the prefill kernels' shared memory lets two CTAs share an H100/H200 SM; the prefill
- * kernel the forward pass picks by length; and the KV block sizes the kernels' addressing allows.
+ * kernel the forward pass runs; and the KV block sizes the kernels' addressing allows.
  */
 class AttentionKernelTableTest {
     @Test
@@ -45,21 +45,10 @@ class AttentionKernelTableTest {
         }
     }
 
+    /** Prefill runs half tiles: the kernel that loads on every GPU, including those with 99 KiB of shared memory a block (sm_86, sm_89). */
     @Test
-    void prefillKernelByLength() {
-        java.util.function.IntPredicate all = phase -> true;
-        assertEquals(CudaKernels.PREFILL_WARP_PAIRS, CudaForwardPass.prefillKernel(512, all));
-        assertEquals(CudaKernels.PREFILL_WARP_PAIRS, CudaForwardPass.prefillKernel(CudaForwardPass.PREFILL_HALF_TILES_FROM - 1, all));
-        assertEquals(CudaKernels.PREFILL_HALF_TILES, CudaForwardPass.prefillKernel(CudaForwardPass.PREFILL_HALF_TILES_FROM, all));
-        assertEquals(CudaKernels.PREFILL_HALF_TILES, CudaForwardPass.prefillKernel(32768, all));
-    }
-
-    /** On GPUs with 99 KiB of shared memory a block (sm_86, sm_89) only half tiles load: they stand in. */
-    @Test
-    void halfTilesStandInWhereWarpPairsDoNotLoad() {
-        java.util.function.IntPredicate halfOnly = phase -> phase == CudaKernels.PREFILL_HALF_TILES;
-        assertEquals(CudaKernels.PREFILL_HALF_TILES, CudaForwardPass.prefillKernel(512, halfOnly));
-        assertEquals(CudaKernels.PREFILL_HALF_TILES, CudaForwardPass.prefillKernel(32768, halfOnly));
+    void prefillRunsHalfTilesWhichLoadEverywhere() {
+        assertEquals(CudaKernels.PREFILL_HALF_TILES, CudaForwardPass.PREFILL_KERNEL);
         // the kernels left out there are exactly those over 99 KiB; the ones that must load are under it
         int smallGpu = 99 * 1024;
         for (int hd : new int[]{64, 128}) {
