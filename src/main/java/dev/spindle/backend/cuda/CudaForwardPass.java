@@ -486,11 +486,12 @@ public final class CudaForwardPass implements ForwardPass {
     /**
      * The prefill attention kernel: half tiles, at every length. Once the kernels' KV copies were made cheap
      * (a fixed per-thread column, 32-bit row numbers), half tiles were the fastest of the three at 512, 2K and
-     * 8K tokens on the 33B shape and at 2K and 8K on the 3B shape, and within 0.16 ms of whole tiles at 512 there
-     * (one H200 call; attention of all layers, whole / half tiles / warp pairs, ms; docs/bench/ab-kv-copies):
-     * 33B shape 512: 5.55 / 5.24 / 5.85, 2K: 53.2 / 48.9 / 52.6, 8K: 690 / 609 / 693; 3B shape 512: 2.14 / 2.30 / 2.29,
-     * 2K: 12.1 / 11.1 / 11.5, 8K: 141 / 121 / 136. All three compute the same values. Half tiles also need the least
-     * shared memory, so they load on every GPU (whole tiles and warp pairs do not fit the 99 KiB of sm_86/sm_89).
+     * 8K tokens on the 33B shape and at 2K and 8K on the 3B shape, and within 0.07 ms of whole tiles at 512 there
+     * (the H200 suite, prefill_attention_kernels in docs/bench/h200-*-shape.json; attention of all layers,
+     * whole / half tiles / warp pairs, ms): 33B shape 512: 5.39 / 5.01 / 5.77, 2K: 49.1 / 46.3 / 48.6,
+     * 8K: 658 / 579 / 643; 3B shape 512: 2.01 / 2.08 / 2.03, 2K: 11.8 / 10.9 / 11.2, 8K: 141 / 122 / 138.
+     * All three compute the same values. Half tiles also need the least shared memory, so they load on every
+     * GPU (whole tiles and warp pairs do not fit the 99 KiB a block of sm_86/sm_89).
      */
     static final int PREFILL_KERNEL = CudaKernels.PREFILL_HALF_TILES;
 
