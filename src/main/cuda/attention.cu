@@ -17,11 +17,9 @@
 //   [7] decode row index (its row of stats).
 // phase 0: both passes, out written (prefill windows). Decode rows (one row per sequence) run CTAs
 // that each take a run of splits [s0, s1) of one row and write every split's state on its own, at
-// slot part + (s - s0): phase 1 each split's (max, sum) to partML, and the last of a row's CTAs on a KV
-// head to finish (an atomic count of the row's splits in counters, one per decode row and KV head, which
-// that CTA zeroes again) merges the row's split states in split order (as phase 0 does) into stats;
-// cdesc per decode row: [first slot, splits, output row]. Phase 2 writes each split's sum of p v (p with
-// the merged max and sum) to partO; attention_sum adds the splits' partO in split order.
+// slot part + (s - s0): phase 1 each split's (max, sum) to partML; attention_stats merges a row's
+// split states in split order (as phase 0 does) into stats; phase 2 writes each split's sum of p v
+// (p with the merged max and sum) to partO; attention_sum adds the splits' partO in split order.
 // Phase 1 keeps its scores in sbuf (slot, query head, SPLIT keys; bf16 values, so exact) and phase 2
 // reads them back instead of K: it streams only V.
 //
@@ -94,60 +92,10 @@ __device__ __forceinline__ void group_sync(int grp) {
     else asm volatile("bar.sync 4, %0;\n" :: "n"(32 * WG) : "memory");
 }
 
-// Merges one decode row's split (max, sum) states of query head qh, slots [first, first + n) of partML, in
-// split order into (M, L), with exactly merge_stats's arithmetic; one warp (lane = its lane, fa and ft its 32
-// floats of shared memory). The running max is a prefix max (exact in any order), so every split's two
-// factors a = exp(M_before - M_after), b = exp(m_split - M_after) are computed by the lanes in parallel;
-// only L = L * a + l_split * b runs split after split. The states are read STATS_AHEAD chunks of 32 at a
-// time (all their loads in flight together), through L2: other CTAs of the same launch wrote them.
-#define STATS_AHEAD 8
-__device__ __forceinline__ void merge_split_states(const float *partML, int first, int n, int heads, int qh, int lane,
-                                                   float *fa, float *ft, float &M, float &L) {
-    M = -INFINITY;
-    L = 0.f;
-    for (int g = 0; g < n; g += 32 * STATS_AHEAD) {
-        float gm[STATS_AHEAD], gl[STATS_AHEAD];
-        #pragma unroll
-        for (int c = 0; c < STATS_AHEAD; c++) {
-            int j = g + 32 * c + lane;
-            gm[c] = -INFINITY;
-            gl[c] = 0.f;
-            if (j < n) {
-                long ps = (long) (first + j) * heads + qh;
-                gm[c] = __ldcg(partML + ps * 2);
-                gl[c] = __ldcg(partML + ps * 2 + 1);
-            }
-        }
-        #pragma unroll
-        for (int c = 0; c < STATS_AHEAD; c++) {
-            int b = g + 32 * c;
-            if (b >= n) break;
-            int cnt = min(32, n - b);
-            float ms = gm[c], ls = gl[c], pm = ms;
-            #pragma unroll
-            for (int off = 1; off < 32; off <<= 1) {
-                float t = __shfl_up_sync(0xffffffffu, pm, off);
-                if (lane >= off) pm = fmaxf(pm, t);
-            }
-            float after = fmaxf(M, pm), before = __shfl_up_sync(0xffffffffu, after, 1);
-            if (lane == 0) before = M;
-            fa[lane] = before == -INFINITY ? 0.f : expf(__fsub_rn(before, after));
-            ft[lane] = __fmul_rn(ls, ms == -INFINITY ? 0.f : expf(__fsub_rn(ms, after)));
-            __syncwarp();
-            if (lane == 0) {
-                for (int k = 0; k < cnt; k++) L = __fadd_rn(__fmul_rn(L, fa[k]), ft[k]);
-            }
-            __syncwarp();
-            M = __shfl_sync(0xffffffffu, after, cnt - 1);
-        }
-    }
-}
-
 template <int HD, int PHASE, bool HALF, int WG0>
 __device__ __forceinline__ void attention_impl(
         const bf16 *qkv, int qkvStride, bf16 *out, const bf16 *pool, const int *tables, const int *desc,
-        float *partO, float *partML, float *stats, bf16 *sbuf, const int *cdesc, int *counters, int heads, int kvHeads, int blockSize,
-        float scale) {
+        float *partO, float *partML, const float *stats, bf16 *sbuf, int heads, int kvHeads, int blockSize, float scale) {
     constexpr int LDS = HD + 8, KS = HD / 16, DN = HD / 8;
     // keys per stage: phase 0 stages K and V, of whole tiles or (HALF) of half tiles, which keeps its shared
     // memory small enough for three CTAs per SM instead of two; the decode phases stage whole tiles,
@@ -403,37 +351,8 @@ __device__ __forceinline__ void attention_impl(
                 }
             }
         }
-        if constexpr (PHASE == 1) {
-            // the last of the row's CTAs on this KV head to finish (counted in splits, as empty CTAs add none)
-            // merges the row's split states in split order into stats, one warp per query head; it then
-            // zeroes the counter for the next launch
-            // (shared memory of the tile loop, done with: the flag in qmax, each warp's 64 floats in xch)
-            int &last = *reinterpret_cast<int *>(&qmax[0][0]);
-            float *fab = reinterpret_cast<float *>(xch) + warp * 64;
-            __threadfence();
-            __syncthreads(); // this CTA's states are written, and visible to the GPU before the count below
-            const int *cd = cdesc + drow * 3;
-            int *counter = counters + drow * kvHeads + g;
-            if (threadIdx.x == 0) {
-                const int mine = s1 - s0;
-                last = mine > 0 && atomicAdd(counter, mine) + mine == cd[1];
-            }
-            __syncthreads();
-            if (last) {
-                __threadfence();
-                for (int j = warp; j < G; j += 4) {
-                    float m, l;
-                    merge_split_states(partML, cd[0], cd[1], heads, g * G + j, lane, fab, fab + 32, m, l);
-                    if (lane == 0) {
-                        stats[((long) drow * heads + g * G + j) * 2] = m;
-                        stats[((long) drow * heads + g * G + j) * 2 + 1] = l;
-                    }
-                }
-                if (threadIdx.x == 0) *counter = 0;
-            }
-        }
     } else {
-        // the row's (max, sum), merged from its splits' states by phase 1's last CTA
+        // the row's (max, sum), merged from its splits' states by attention_stats
         #pragma unroll
         for (int h = 0; h < 2; h++) {
             if (valid[h]) {
@@ -570,9 +489,8 @@ __device__ __forceinline__ void attention_impl(
 #define ATTENTION(hd, phase, name, half, wg) \
     extern "C" __global__ void __launch_bounds__(phase == 0 ? 128 * wg : 128) attention_hd##hd##_##name( \
             const bf16 *qkv, int qkvStride, bf16 *out, const bf16 *pool, const int *tables, const int *desc, float *partO, \
-            float *partML, float *stats, bf16 *sbuf, const int *cdesc, int *counters, int heads, int kvHeads, int blockSize, float scale) { \
-        attention_impl<hd, phase, half, wg>(qkv, qkvStride, out, pool, tables, desc, partO, partML, stats, sbuf, cdesc, counters, heads, kvHeads, \
-                                            blockSize, scale); \
+            float *partML, const float *stats, bf16 *sbuf, int heads, int kvHeads, int blockSize, float scale) { \
+        attention_impl<hd, phase, half, wg>(qkv, qkvStride, out, pool, tables, desc, partO, partML, stats, sbuf, heads, kvHeads, blockSize, scale); \
     }
 #define ATTENTION_PHASES(hd) ATTENTION(hd, 0, p0, false, 1) ATTENTION(hd, 0, p0h, true, 1) ATTENTION(hd, 1, p1, false, 4) \
     ATTENTION(hd, 2, p2, false, 4) ATTENTION(hd, 0, p0w, false, 2)
@@ -580,6 +498,61 @@ ATTENTION_PHASES(16)
 ATTENTION_PHASES(32)
 ATTENTION_PHASES(64)
 ATTENTION_PHASES(128)
+
+// attention_stats: merges each decode row's split (max, sum) states in split order into stats
+// (rows, heads, 2), with exactly merge_stats's arithmetic. Grid: (decode rows, heads), block: 32.
+// The running max is a prefix max (exact in any order), so every split's two factors
+// a = exp(M_before - M_after), b = exp(m_split - M_after) are computed by the lanes in parallel;
+// only L = L * a + l_split * b runs split after split. The states are read STATS_AHEAD chunks of 32
+// at a time (all their loads in flight together). cdesc per row: [first slot, splits, output row].
+#define STATS_AHEAD 8
+extern "C" __global__ void attention_stats(const float *partML, const int *cdesc, float *stats, int heads) {
+    __shared__ float fa[32], ft[32];
+    const int *d = cdesc + blockIdx.x * 3;
+    const int first = d[0], n = d[1], qh = blockIdx.y, lane = threadIdx.x;
+    dependent_launch_entry();
+    float M = -INFINITY, L = 0.f;
+    for (int g = 0; g < n; g += 32 * STATS_AHEAD) {
+        float gm[STATS_AHEAD], gl[STATS_AHEAD];
+        #pragma unroll
+        for (int c = 0; c < STATS_AHEAD; c++) {
+            int j = g + 32 * c + lane;
+            gm[c] = -INFINITY;
+            gl[c] = 0.f;
+            if (j < n) {
+                long ps = (long) (first + j) * heads + qh;
+                gm[c] = partML[ps * 2];
+                gl[c] = partML[ps * 2 + 1];
+            }
+        }
+        #pragma unroll
+        for (int c = 0; c < STATS_AHEAD; c++) {
+            int b = g + 32 * c;
+            if (b >= n) break;
+            int cnt = min(32, n - b);
+            float ms = gm[c], ls = gl[c], pm = ms;
+            #pragma unroll
+            for (int off = 1; off < 32; off <<= 1) {
+                float t = __shfl_up_sync(0xffffffffu, pm, off);
+                if (lane >= off) pm = fmaxf(pm, t);
+            }
+            float after = fmaxf(M, pm), before = __shfl_up_sync(0xffffffffu, after, 1);
+            if (lane == 0) before = M;
+            fa[lane] = before == -INFINITY ? 0.f : expf(__fsub_rn(before, after));
+            ft[lane] = __fmul_rn(ls, ms == -INFINITY ? 0.f : expf(__fsub_rn(ms, after)));
+            __syncwarp();
+            if (lane == 0) {
+                for (int k = 0; k < cnt; k++) L = __fadd_rn(__fmul_rn(L, fa[k]), ft[k]);
+            }
+            __syncwarp();
+            M = __shfl_sync(0xffffffffu, after, cnt - 1);
+        }
+    }
+    if (lane == 0) {
+        stats[((long) blockIdx.x * heads + qh) * 2] = M;
+        stats[((long) blockIdx.x * heads + qh) * 2 + 1] = L;
+    }
+}
 
 // attention_sum: out = bf16 of the decode rows' split sums of p v added in split order.
 // Grid: (decode rows, heads), block: headDim (one thread per dim). The splits' sums stream through

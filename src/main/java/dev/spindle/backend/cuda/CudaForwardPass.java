@@ -16,7 +16,7 @@ import java.util.List;
  * The forward pass on an NVIDIA GPU, for stock and looped llama, in the CPU reference's
  * rounding points: bf16 weights and activations, fp32 accumulation, bf16 paged KV pool in
  * device memory. Per executed layer: rms_norm, one GEMM for q|k|v, rope_kv_write,
- * attention (decode rows: phase 1 with its last CTAs' merge of the split states, phase 2, attention_sum), GEMM o, add_rms_norm (the residual
+ * attention (decode rows: phase 1, attention_stats, phase 2, attention_sum), GEMM o, add_rms_norm (the residual
  * add fused with the next norm), GEMM gate|up, swiglu, GEMM down. GEMMs are cuBLASLt with
  * a pinned split-free algorithm per weight shape; everything else is Spindle's kernels.
  * Only token ids, positions and block tables go to the device per step; logits (or, for
@@ -61,7 +61,7 @@ public final class CudaForwardPass implements ForwardPass {
     private final long slotBytes;
     private final RotaryTable rotary;
     private final List<Long> buffers = new ArrayList<>();
-    private final long x, xn, qkv, att, proj, gateUp, act, logits, picked, stats, counters;
+    private final long x, xn, qkv, att, proj, gateUp, act, logits, picked, stats;
     private final MemorySegment logitsHost;
     private final int logitRowsMax;
     private long meta;
@@ -102,9 +102,6 @@ public final class CudaForwardPass implements ForwardPass {
         logits = buffer((long) logitRowsMax * c.vocabSize() * 2);
         picked = buffer((long) logitRowsMax * h * 2);
         stats = buffer((long) n * c.numHeads() * 2 * 4);
-        // decode attention's per-row, per-KV-head counts of finished splits: zero between launches
-        counters = buffer((long) n * c.numKvHeads() * 4);
-        cuda.memsetZero(counters, (long) n * c.numKvHeads() * 4);
         ensureMeta(16 * n + 4096);
         logitsHost = cuda.allocHost((long) logitRowsMax * c.vocabSize() * 2);
         drawer = new DeviceDraws(k, c.vocabSize());
@@ -457,17 +454,17 @@ public final class CudaForwardPass implements ForwardPass {
                 int heads = c.numHeads(), kvh = c.numKvHeads(), hd = c.headDim(), bs = opt.blockSize();
                 long tables = m + 4L * p.tables, desc = m + 4L * p.desc, cdesc = m + 4L * p.cdesc;
                 if (p.decodeRows > 0) {
-                    // phase 1's last CTA of each row and KV head merges the row's split states into stats
                     op("attention decode scores", () -> k.attention(1, p.decodeCtas, qkv, stride, att, kvSlot, tables, desc, partO, partML, stats,
-                            scores, cdesc, counters, heads, kvh, hd, bs, scale));
+                            scores, heads, kvh, hd, bs, scale));
+                    op("attention decode stats", () -> k.attentionStats(p.decodeRows, partML, cdesc, stats, heads));
                     op("attention decode values", () -> k.attention(2, p.decodeCtas, qkv, stride, att, kvSlot, tables, desc, partO, partML, stats,
-                            scores, cdesc, counters, heads, kvh, hd, bs, scale));
+                            scores, heads, kvh, hd, bs, scale));
                     op("attention decode sum", () -> k.attentionSum(p.decodeRows, partO, cdesc, att, heads, hd));
                 }
                 if (p.ctas > p.decodeCtas) {
                     int kernel = prefillKernelOverride >= 0 ? prefillKernelOverride : PREFILL_KERNEL;
                     op("attention prefill", () -> k.attention(kernel, p.ctas - p.decodeCtas, qkv, stride, att, kvSlot, tables, desc + 32L * p.decodeCtas,
-                            partO, partML, stats, scores, cdesc, counters, heads, kvh, hd, bs, scale));
+                            partO, partML, stats, scores, heads, kvh, hd, bs, scale));
                 }
                 op("gemm o", () -> linear.apply(att, n, qd, lw.o(), h, proj));
                 op("norms", () -> k.addRmsNorm(x, proj, lw.postAttnNorm(), xn, n, h, eps));

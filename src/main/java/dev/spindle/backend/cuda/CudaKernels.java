@@ -34,7 +34,7 @@ public final class CudaKernels {
     }
 
     private final CudaDriver cuda;
-    private final MemorySegment embed, rmsNorm, addRmsNorm, rope, ropeKvWrite, swiglu, residualAdd, kvWrite, attentionSum, argmax, sample,
+    private final MemorySegment embed, rmsNorm, addRmsNorm, rope, ropeKvWrite, swiglu, residualAdd, kvWrite, attentionStats, attentionSum, argmax, sample,
             fillDummy;
     private final java.util.Map<Integer, MemorySegment> attention = new java.util.HashMap<>();
     /**
@@ -108,6 +108,7 @@ public final class CudaKernels {
                 linearRows.put(v, f);
             }
         }
+        attentionStats = cuda.function(module, "attention_stats");
         attentionSum = cuda.function(module, "attention_sum");
         argmax = cuda.function(module, "argmax");
         sample = cuda.function(module, "sample");
@@ -229,19 +230,16 @@ public final class CudaKernels {
     /**
      * Paged causal attention for {@code ctas} CTA descriptors (8 ints each, see attention.cu):
      * one of {@link #PREFILL_KERNELS} for prefill tiles; phases 1 and 2 for decode rows' split CTAs.
-     * Phase 1 also merges each decode row's split states into stats (its last CTA on each KV head), with
-     * cdesc (3 ints a decode row: first slot, splits, output row) and counters (an int per decode row and
-     * KV head, zero before the launch and left zero after it).
      */
     public void attention(int phase, int ctas, long qkv, int stride, long out, long pool, long tables, long desc, long partO, long partML,
-                          long stats, long scores, long cdesc, long counters, int heads, int kvHeads, int headDim, int blockSize, float scale) {
+                          long stats, long scores, int heads, int kvHeads, int headDim, int blockSize, float scale) {
         MemorySegment f = attention.get(headDim * 8 + phase);
         if (f == null) {
             throw new IllegalStateException("attention_hd" + headDim + "_" + ATTENTION_KERNELS.get(phase) + " is not loaded on this GPU (shared memory)");
         }
         cuda.launchShared(f, ctas, kvHeads, attentionThreads(phase),
                 attentionSharedBytes(headDim, phase), qkv, stride, out,
-                pool, tables, desc, partO, partML, stats, scores, cdesc, counters, heads, kvHeads, blockSize, scale);
+                pool, tables, desc, partO, partML, stats, scores, heads, kvHeads, blockSize, scale);
     }
 
     /**
@@ -261,6 +259,11 @@ public final class CudaKernels {
     /** The linear_rows variants this device runs. */
     public List<LinearRowsVariant> linearRowsVariants() {
         return List.copyOf(linearRows.keySet());
+    }
+
+    /** Merges decode rows' split (max, sum) states in split order into stats (rows, heads, 2). */
+    public void attentionStats(int rows, long partML, long cdesc, long stats, int heads) {
+        cuda.launch(attentionStats, rows, heads, 32, partML, cdesc, stats, heads);
     }
 
     /** Adds decode rows' split sums of p v in split order into out. */

@@ -198,7 +198,7 @@ class KernelContractTest {
     }
 
     /**
-     * A decode row through the split path (phase 1 and its last CTAs' merge, phase 2, attention_sum) equals the same
+     * A decode row through the split path (phase 1, attention_stats, phase 2, attention_sum) equals the same
      * row computed by phase 0, bit for bit, at contexts of 1 to 262 splits: the merges' chunking and
      * staging (32 splits a chunk, 256 per stats group) must not change the split-order arithmetic. KV blocks
      * of 16 keys (the default), 4 (a 64-key tile spans 16 blocks) and 128 (a split lies in one block); 4, 12
@@ -246,41 +246,24 @@ class KernelContractTest {
             long partO = cuda.alloc((long) part * heads * hd * 4), partML = cuda.alloc((long) part * heads * 8);
             long stats = cuda.alloc((long) decode.length * heads * 8), scores = cuda.alloc((long) part * heads * CudaKernels.ATTENTION_SPLIT * 2);
             float scale = (float) Math.pow(hd, -0.5);
-            long counters = cuda.alloc((long) decode.length * kvHeads * 4);
-            cuda.memsetZero(counters, (long) decode.length * kvHeads * 4);
-            // twice: phase 1's last CTAs leave the counters zero for the next launch
-            float[] firstSplit = null;
-            for (int run = 0; run < 2; run++) {
-                cuda.memsetZero(stats, (long) decode.length * heads * 8);
-                k.attention(1, desc.size(), dq, stride, splitOut, dpool, dtab, ddesc, partO, partML, stats, scores, dcd, counters, heads, kvHeads, hd, bs,
-                        scale);
-                k.attention(2, desc.size(), dq, stride, splitOut, dpool, dtab, ddesc, partO, partML, stats, scores, dcd, counters, heads, kvHeads, hd, bs,
-                        scale);
-                k.attentionSum(decode.length, partO, dcd, splitOut, heads, hd);
-                if (run == 0) {
-                    firstSplit = download(a, splitOut, decode.length * qd);
-                }
-            }
-            MemorySegment left = a.allocate((long) decode.length * kvHeads * 4);
-            cuda.copyToHost(left, counters);
-            for (int i = 0; i < decode.length * kvHeads; i++) {
-                assertEquals(0, left.getAtIndex(ValueLayout.JAVA_INT, i), "counter " + i + " left non-zero");
-            }
-            k.attention(CudaKernels.PREFILL_HALF_TILES, zero.size(), dq, stride, zeroOut, dpool, dtab, dzero, partO, partML, stats, scores, 0L, 0L, heads,
+            k.attention(1, desc.size(), dq, stride, splitOut, dpool, dtab, ddesc, partO, partML, stats, scores, heads, kvHeads, hd, bs, scale);
+            k.attentionStats(decode.length, partML, dcd, stats, heads);
+            k.attention(2, desc.size(), dq, stride, splitOut, dpool, dtab, ddesc, partO, partML, stats, scores, heads, kvHeads, hd, bs, scale);
+            k.attentionSum(decode.length, partO, dcd, splitOut, heads, hd);
+            k.attention(CudaKernels.PREFILL_HALF_TILES, zero.size(), dq, stride, zeroOut, dpool, dtab, dzero, partO, partML, stats, scores, heads,
                     kvHeads, hd, bs, scale);
             float[] halves = download(a, zeroOut, ctx * qd);
             // whole tiles and warp pairs are left out on GPUs with 99 KiB of shared memory a block: then the last kernel run is the reference
             if (k.hasAttention(hd, CudaKernels.PREFILL_WARP_PAIRS)) {
-                k.attention(CudaKernels.PREFILL_WARP_PAIRS, zero.size(), dq, stride, zeroOut, dpool, dtab, dzero, partO, partML, stats, scores, 0L, 0L, heads,
+                k.attention(CudaKernels.PREFILL_WARP_PAIRS, zero.size(), dq, stride, zeroOut, dpool, dtab, dzero, partO, partML, stats, scores, heads,
                         kvHeads, hd, bs, scale);
             }
             float[] pairs = download(a, zeroOut, ctx * qd);
             if (k.hasAttention(hd, CudaKernels.PREFILL)) {
-                k.attention(CudaKernels.PREFILL, zero.size(), dq, stride, zeroOut, dpool, dtab, dzero, partO, partML, stats, scores, 0L, 0L, heads, kvHeads, hd, bs,
+                k.attention(CudaKernels.PREFILL, zero.size(), dq, stride, zeroOut, dpool, dtab, dzero, partO, partML, stats, scores, heads, kvHeads, hd, bs,
                         scale);
             }
             float[] split = download(a, splitOut, decode.length * qd), whole = download(a, zeroOut, ctx * qd);
-            assertEquals(0, compare(firstSplit, split)[1], "a second decode launch differs from the first");
             assertEquals(0, compare(whole, halves)[1], "prefill in half tiles differs from whole tiles");
             assertEquals(0, compare(whole, pairs)[1], "prefill with warp pairs differs from whole tiles");
             for (int i = 0; i < decode.length; i++) {
@@ -627,22 +610,21 @@ class KernelContractTest {
                 cuda.memsetZero(dout, (long) ctx * qd * 2);
                 float scale = (float) Math.pow(hd, -0.5);
                 long stats = cuda.alloc((long) decode.length * heads * 8), scores = cuda.alloc((long) part * heads * CudaKernels.ATTENTION_SPLIT * 2);
-                long counters = cuda.alloc((long) cdesc.size() * kvHeads * 4);
-                cuda.memsetZero(counters, (long) cdesc.size() * kvHeads * 4);
-                k.attention(1, decodeCtas, dq, stride, dout, dpool, dtab, ddesc, partO, partML, stats, scores, dcd, counters, heads, kvHeads, hd, bs, scale);
-                k.attention(2, decodeCtas, dq, stride, dout, dpool, dtab, ddesc, partO, partML, stats, scores, dcd, counters, heads, kvHeads, hd, bs, scale);
+                k.attention(1, decodeCtas, dq, stride, dout, dpool, dtab, ddesc, partO, partML, stats, scores, heads, kvHeads, hd, bs, scale);
+                k.attentionStats(decode.length, partML, dcd, stats, heads);
+                k.attention(2, decodeCtas, dq, stride, dout, dpool, dtab, ddesc, partO, partML, stats, scores, heads, kvHeads, hd, bs, scale);
                 k.attentionSum(decode.length, partO, dcd, dout, heads, hd);
                 k.attention(CudaKernels.PREFILL_HALF_TILES, desc.size() - decodeCtas, dq, stride, dout, dpool, dtab, ddesc + 32L * decodeCtas, partO,
-                        partML, stats, scores, 0L, 0L, heads, kvHeads, hd, bs, scale);
+                        partML, stats, scores, heads, kvHeads, hd, bs, scale);
                 float[] halves = download(a, dout, ctx * qd);
                 if (k.hasAttention(hd, CudaKernels.PREFILL_WARP_PAIRS)) {
                     k.attention(CudaKernels.PREFILL_WARP_PAIRS, desc.size() - decodeCtas, dq, stride, dout, dpool, dtab, ddesc + 32L * decodeCtas, partO,
-                            partML, stats, scores, 0L, 0L, heads, kvHeads, hd, bs, scale);
+                            partML, stats, scores, heads, kvHeads, hd, bs, scale);
                 }
                 float[] pairs = download(a, dout, ctx * qd);
                 if (k.hasAttention(hd, CudaKernels.PREFILL)) {
                     k.attention(CudaKernels.PREFILL, desc.size() - decodeCtas, dq, stride, dout, dpool, dtab, ddesc + 32L * decodeCtas, partO, partML,
-                            stats, scores, 0L, 0L, heads, kvHeads, hd, bs, scale);
+                            stats, scores, heads, kvHeads, hd, bs, scale);
                 }
                 float[] got = download(a, dout, ctx * qd);
                 assertEquals(0, compare(got, halves)[1], "prefill in half tiles differs from whole tiles (head dim " + hd + ")");
