@@ -148,13 +148,13 @@ __device__ __forceinline__ void attention_impl(
         }
     }
     // a block of the pool holds K then V of every KV head, blockSize rows of HD each (a power of two, checked
-    // by the host). This thread copies the 16 bytes at dims 8 (thread % DN).. of keys lk, lk + KSTEP, .. of each
+    // by the host). This thread copies the 16 bytes at dims dim8.. of keys lk, lk + KSTEP, .. of each
     // stage (a warp's copies cover whole rows). A key's row is numbered in 32 bits (the host keeps a layer's
     // pool under 2^32 rows), so its address is one wide multiply-add, and the loop has a constant trip count.
     constexpr int KSTEP = THREADS / DN;
-    const int lk = threadIdx.x / DN, bsh = __ffs(blockSize) - 1;
+    const int lk = threadIdx.x / DN, dim8 = (threadIdx.x % DN) * 8, bsh = __ffs(blockSize) - 1;
     const unsigned blockRows = 2u * kvHeads * blockSize, headRow = (unsigned) g * blockSize, vRows = (unsigned) kvHeads * blockSize;
-    const bf16 *column = pool + (threadIdx.x % DN) * 8, *vColumn = column + (long) vRows * HD;
+    const bf16 *column = pool + dim8, *vColumn = column + (long) vRows * HD;
     const int *table = tables + tab;
     const int firstKey = s0 * SPLIT, lastKey = min(s1 * SPLIT, maxPos + 1);
     const int tiles = lastKey > firstKey ? (lastKey - firstKey + KT - 1) / KT : 0;
@@ -165,8 +165,8 @@ __device__ __forceinline__ void attention_impl(
     auto load = [&](int i, int half, bool withV) {
         bf16 *Ks = stageOf(i, half), *Vs = PHASE == 2 ? Ks : Ks + KH * LDS;
         const int t0 = firstKey + i * KT, k0 = t0 + half * KH + lk;
-        const unsigned dk = (unsigned) __cvta_generic_to_shared(Ks + lk * LDS + (threadIdx.x % DN) * 8);
-        const unsigned dv = (unsigned) __cvta_generic_to_shared(Vs + lk * LDS + (threadIdx.x % DN) * 8);
+        const unsigned dk = (unsigned) __cvta_generic_to_shared(Ks + lk * LDS + dim8);
+        const unsigned dv = (unsigned) __cvta_generic_to_shared(Vs + lk * LDS + dim8);
         #pragma unroll
         for (int key = 0; key < KH; key += KSTEP) {
             if (KSTEP > KH && lk >= KH) break;
