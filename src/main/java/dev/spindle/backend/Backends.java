@@ -120,12 +120,14 @@ public final class Backends {
     }
 
     private static Opened openCuda(Path dir, LoadFormat format, Settings s, LoadListener listener, String why) {
+        // the options first: a setting the backend refuses is reported before any weight is read
+        int maxBlocks = s.kvCacheTokens() > 0 ? Math.max(1, s.kvCacheTokens() / s.blockSize()) : 0;
+        CudaForwardPass.Options options = new CudaForwardPass.Options(s.blockSize(), s.maxStepRows(), s.kvMemoryFraction(), maxBlocks,
+                s.cudaGraphs(), s.gemmCache());
         LoadedModel host = format == LoadFormat.DUMMY ? null : ModelLoader.load(dir, format, listener);
         ModelConfig c = host != null ? host.config() : ConfigParser.read(dir.resolve("config.json"));
         try {
-            int maxBlocks = s.kvCacheTokens() > 0 ? Math.max(1, s.kvCacheTokens() / s.blockSize()) : 0;
-            CudaForwardPass gpu = CudaForwardPass.open(c, host == null ? null : host.weights(),
-                    new CudaForwardPass.Options(s.blockSize(), s.maxStepRows(), s.kvMemoryFraction(), maxBlocks, s.cudaGraphs(), s.gemmCache()), listener);
+            CudaForwardPass gpu = CudaForwardPass.open(c, host == null ? null : host.weights(), options, listener);
             String desc = String.format("the CUDA backend (%s) on %s: %.1f GB of weights %s in %.1f s (%.1f GB/s); KV pool %d blocks of %d tokens"
                             + " (%,d tokens, %.1f GiB); CUDA graphs %s",
                     why, dev.spindle.backend.cuda.CudaDriver.get().orElseThrow().deviceName(), gpu.weights().bytes() / 1e9, host == null ? "generated" : "uploaded", gpu.weights().seconds(),

@@ -37,7 +37,8 @@ public final class CudaForwardPass implements ForwardPass {
             }
             if (Integer.bitCount(blockSize) != 1) {
                 // the attention kernels find a key's block and offset by shift and mask
-                throw new IllegalArgumentException("the CUDA backend needs a KV block size that is a power of two (1, 2, 4, ... 16, 32, ...), got " + blockSize);
+                throw new IllegalArgumentException("the CUDA backend needs a KV block size (--block-size, spindle.block-size) that is a power of two"
+                        + " (1, 2, 4, ... 16, 32, ...), got " + blockSize);
             }
         }
 
