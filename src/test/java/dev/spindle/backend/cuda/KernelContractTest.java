@@ -33,9 +33,7 @@ class KernelContractTest {
 
     @BeforeAll
     static void gpu() {
-        Optional<CudaKernels> kernels = CudaKernels.load();
-        assumeTrue(kernels.isPresent(), CudaKernels.unavailableReason());
-        k = kernels.get();
+        k = RequiresGpu.Kernels.load();
         cuda = k.driver();
         System.out.println("[cuda] contract tests on " + cuda.deviceName());
     }

@@ -30,9 +30,7 @@ class LinearRowsContractTest {
 
     @BeforeAll
     static void gpu() {
-        Optional<CudaKernels> kernels = CudaKernels.load();
-        assumeTrue(kernels.isPresent(), CudaKernels.unavailableReason());
-        k = kernels.get();
+        k = RequiresGpu.Kernels.load();
         cuda = k.driver();
         Optional<CublasLt> lt = CublasLt.open(k);
         assumeTrue(lt.isPresent(), "libcublasLt.so.13 is not on the loader path");

@@ -20,6 +20,19 @@ import java.lang.annotation.Target;
 @Tag("gpu")
 @ExtendWith(RequiresGpu.Condition.class)
 public @interface RequiresGpu {
+    /** For a marked class's {@code @BeforeAll}. */
+    final class Kernels {
+        private Kernels() {
+        }
+
+        /** The loaded kernels; skips the class, saying why, where they do not load. */
+        public static CudaKernels load() {
+            java.util.Optional<CudaKernels> kernels = CudaKernels.load();
+            org.junit.jupiter.api.Assumptions.assumeTrue(kernels.isPresent(), CudaKernels.unavailableReason());
+            return kernels.get();
+        }
+    }
+
     final class Condition implements ExecutionCondition {
         @Override
         public ConditionEvaluationResult evaluateExecutionCondition(ExtensionContext context) {
