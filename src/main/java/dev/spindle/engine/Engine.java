@@ -3,9 +3,11 @@ package dev.spindle.engine;
 import dev.spindle.backend.ForwardPass;
 import dev.spindle.engine.sched.EngineCore;
 
+import java.util.HashSet;
 import java.util.Set;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
@@ -18,11 +20,23 @@ public final class Engine implements AutoCloseable {
     private final EngineCore core;
     private final LinkedBlockingQueue<Runnable> commands = new LinkedBlockingQueue<>();
     private final AtomicLong ids = new AtomicLong();
+    private final int maxWaiting;
+    private final AtomicInteger waiting = new AtomicInteger(); // submitted, not yet in the running batch
+    private final Set<Long> waitingIds = new HashSet<>();      // engine thread only
     private final Thread thread;
     private volatile EngineStats stats;
     private volatile boolean closed;
 
     public Engine(ForwardPass model, int maxBatchedTokens, int maxSequences, Set<Integer> eosIds) {
+        this(model, maxBatchedTokens, maxSequences, eosIds, Integer.MAX_VALUE);
+    }
+
+    /** @param maxWaiting requests waiting to start at most; {@link #submit} refuses more with {@link EngineBusyException} */
+    public Engine(ForwardPass model, int maxBatchedTokens, int maxSequences, Set<Integer> eosIds, int maxWaiting) {
+        if (maxWaiting < 0) {
+            throw new IllegalArgumentException("the waiting bound must be >= 0, got " + maxWaiting);
+        }
+        this.maxWaiting = maxWaiting;
         this.core = new EngineCore(model, maxBatchedTokens, maxSequences, eosIds);
         this.stats = core.stats();
         this.thread = Thread.ofPlatform().name("spindle-engine").daemon().start(this::loop);
@@ -31,17 +45,43 @@ public final class Engine implements AutoCloseable {
     /**
      * Queues a request; returns its id. Errors that make it impossible (too long for the
      * context or the KV pool, bad token ids) reach the sink's onError.
+     *
+     * @throws EngineBusyException when the waiting bound is reached (checked and counted atomically)
      */
     public long submit(int[] prompt, SamplingParams params, TokenSink sink) {
+        int w;
+        do {
+            w = waiting.get();
+            if (w >= maxWaiting) {
+                throw new EngineBusyException(w);
+            }
+        } while (!waiting.compareAndSet(w, w + 1));
         long id = ids.incrementAndGet();
         commands.add(() -> {
             try {
                 core.add(id, prompt, params, sink);
+                waitingIds.add(id);
             } catch (IllegalArgumentException e) {
+                waiting.decrementAndGet();
                 sink.onError(e);
             }
         });
         return id;
+    }
+
+    /** Requests submitted that have not yet entered the running batch (exact, not a step's snapshot). */
+    public int waiting() {
+        return waiting.get();
+    }
+
+    /** Engine thread: releases the waiting places of requests that started, finished or were cancelled. */
+    private void releaseStarted() {
+        for (var it = waitingIds.iterator(); it.hasNext(); ) {
+            if (!core.waitingToStart(it.next())) {
+                it.remove();
+                waiting.decrementAndGet();
+            }
+        }
     }
 
     /** Refuses (IllegalArgumentException) a request that can never run: callers check before streaming begins. */
@@ -69,6 +109,7 @@ public final class Engine implements AutoCloseable {
                 if (!core.idle()) {
                     core.step();
                 }
+                releaseStarted();
                 stats = core.stats();
             } catch (InterruptedException e) {
                 return;

@@ -66,7 +66,7 @@ public class ModelService {
         Backends.Opened backend = Backends.open(dir, format, kind, settings, LoadListener.NONE);
         ModelConfig mc = backend.config();
         Set<Integer> eos = dev.spindle.engine.ChatRunner.endOfTurnIds(mc, tokenizer);
-        Engine engine = new Engine(backend.pass(), config.maxNumBatchedTokens(), config.maxNumSeqs(), eos);
+        Engine engine = new Engine(backend.pass(), config.maxNumBatchedTokens(), config.maxNumSeqs(), eos, config.maxWaitingRequests());
         var texts = dev.spindle.engine.grammar.TokenTexts.load(dir.resolve("tokenizer.json"), mc.vocabSize());
         warmUp(engine, tokenizer);
         Log.infof("serving %s (%s, %d layers%s, %,d parameters) on %s; ready in %.1f s",

@@ -10,74 +10,105 @@ import java.util.Set;
 
 /**
  * Recognizes, one character at a time, the prefixes of JSON documents that a {@link Schema}
- * accepts. A state is a set of configurations (anyOf and enums branch); a configuration
- * is an immutable stack of frames, so trying a token on a copy costs nothing.
+ * accepts, in a form that always ends: whitespace between tokens is nothing, one space, or
+ * one newline and at most 20 spaces or tabs of indentation; numbers have at most 16 integer
+ * and 16 fraction digits and a 3-digit exponent; a document may be framed by at most 4
+ * whitespace characters (when the root allows it). A state is a set of configurations
+ * (anyOf and enums branch; usually one); a configuration is an immutable stack of frames.
  */
 public final class JsonRecognizer implements Recognizer {
+    static final int MAX_INT_DIGITS = 16, MAX_FRACTION_DIGITS = 16, MAX_EXPONENT_DIGITS = 3;
+    static final int MAX_INDENT = 20, ROOT_SPACE = 4;
+    private static final int SPACE = MAX_INDENT + 2; // whitespace state after a single space
+
     sealed interface Frame {
     }
 
-    /** A value is expected (leading whitespace allowed). */
-    record Value(Schema schema) implements Frame {
+    /** A value is expected; {@code ws}: the whitespace state before it. */
+    record Value(Schema schema, int ws) implements Frame {
     }
 
     /** Inside an object. state 0: after '{'; 1: after ','; 2: key read, ':' expected; 3: after a value. */
-    record Obj(Schema schema, int state, Set<String> seen, String key) implements Frame {
+    record Obj(Schema schema, int state, Set<String> seen, String key, int ws) implements Frame {
     }
 
     /** Inside an array. state 0: after '['; 1: after a value; 2: after ','. */
-    record Arr(Schema schema, int state, int count) implements Frame {
+    record Arr(Schema schema, int state, int count, int ws) implements Frame {
     }
 
-    /** Inside a string; {@code key} strings collect their text (to check property names). */
-    record Str(boolean key, String text, int escape) implements Frame {
+    /** Inside a string; key strings collect their text (to check property names); escape: 0 none, 1 after '\', 2..5 hex digits. */
+    record Str(boolean key, String text, int escape, TagGuard guard) implements Frame {
     }
 
-    /** Inside a number; state per the JSON number grammar (accepting: 2, 3, 5, 8). */
-    record Num(boolean integer, int state) implements Frame {
+    /** Inside a number: state per the JSON number grammar (accepting: 2, 3, 5, 8), digits in the current part. */
+    record Num(boolean integer, int state, int digits) implements Frame {
     }
 
     /** A fixed text (true, false, null, an enum or const value). */
     record Lit(String text, int pos) implements Frame {
     }
 
-    /** The document is complete; only whitespace may follow. */
-    record Done() implements Frame {
+    /** The document is complete; {@code ws} whitespace characters followed it. */
+    record Done(int ws) implements Frame {
     }
 
     /** An immutable stack of frames. */
     record Stack(Frame top, Stack rest) {
     }
 
-    private final Set<Stack> configs;
+    /**
+     * @param stringGuard tags no string may contain (raw text, escapes included), or null
+     * @param rootSpace   whether the document may be framed by whitespace
+     */
+    record Options(TagGuard stringGuard, boolean rootSpace) {
+    }
 
-    private JsonRecognizer(Set<Stack> configs) {
+    private final Stack[] configs;
+    private final Options options;
+    private final boolean stable;
+
+    private JsonRecognizer(Stack[] configs, Options options) {
         this.configs = configs;
+        this.options = options;
+        boolean s = true;
+        for (Stack c : configs) {
+            s &= c.top() instanceof Str str && !str.key() && str.escape() == 0 && (str.guard() == null || str.guard().clear());
+        }
+        this.stable = s;
     }
 
+    /** A document framed by at most 4 whitespace characters, strings unguarded (response_format). */
     public static JsonRecognizer start(Schema schema) {
-        return new JsonRecognizer(Set.of(new Stack(new Value(schema), null)));
+        return start(schema, new Options(null, true));
     }
 
-    /** The state after {@code text}, or null if no accepted document has this prefix. */
+    public static JsonRecognizer start(Schema schema, Options options) {
+        return new JsonRecognizer(new Stack[]{new Stack(new Value(schema, 0), null)}, options);
+    }
+
+    @Override
+    public JsonRecognizer step(char c) {
+        if (stable && !TokenTrie.special(c)) {
+            return this;
+        }
+        List<Stack> out = new ArrayList<>(2);
+        for (Stack s : configs) {
+            step(s, c, out);
+        }
+        if (out.isEmpty()) {
+            return null;
+        }
+        if (out.size() > 1) {
+            out = new ArrayList<>(new LinkedHashSet<>(out));
+        }
+        return new JsonRecognizer(out.toArray(new Stack[0]), options);
+    }
+
     @Override
     public JsonRecognizer feed(String text) {
-        Set<Stack> cur = configs;
-        for (int i = 0; i < text.length(); i++) {
-            Set<Stack> next = new LinkedHashSet<>();
-            char c = text.charAt(i);
-            for (Stack s : cur) {
-                step(s, c, next);
-            }
-            if (next.isEmpty()) {
-                return null;
-            }
-            cur = next;
-        }
-        return new JsonRecognizer(cur);
+        return (JsonRecognizer) Recognizer.super.feed(text);
     }
 
-    /** Whether the text so far is a complete accepted document. */
     @Override
     public boolean accepting() {
         for (Stack s : configs) {
@@ -88,25 +119,57 @@ public final class JsonRecognizer implements Recognizer {
         return false;
     }
 
+    @Override
+    public boolean plainStable() {
+        return stable;
+    }
+
+    @Override
+    public boolean equals(Object o) {
+        return o instanceof JsonRecognizer r && java.util.Arrays.equals(r.configs, configs) && r.options.equals(options);
+    }
+
+    @Override
+    public int hashCode() {
+        return java.util.Arrays.hashCode(configs);
+    }
+
+    /** The whitespace state after {@code c}, or -1 if no more whitespace may follow. */
+    private int space(int ws, char c, boolean root) {
+        if (root) {
+            return options.rootSpace() && ws < ROOT_SPACE && (c == ' ' || c == '\n' || c == '\t' || c == '\r') ? ws + 1 : -1;
+        }
+        return switch (c) {
+            case ' ' -> ws == 0 ? SPACE : ws >= 1 && ws <= MAX_INDENT ? ws + 1 : -1;
+            case '\t' -> ws >= 1 && ws <= MAX_INDENT ? ws + 1 : -1;
+            case '\n' -> ws == 0 ? 1 : -1;
+            default -> -1;
+        };
+    }
+
     private static boolean ws(char c) {
         return c == ' ' || c == '\n' || c == '\t' || c == '\r';
     }
 
     /** The stack once the value on top of {@code rest} is complete. */
     private static Stack completed(Stack rest) {
-        return rest == null ? new Stack(new Done(), null) : rest;
+        return rest == null ? new Stack(new Done(0), null) : rest;
     }
 
-    private static void step(Stack s, char c, Set<Stack> out) {
+    private void step(Stack s, char c, List<Stack> out) {
         switch (s.top()) {
             case Done d -> {
-                if (ws(c)) {
-                    out.add(s);
+                int w = ws(c) ? space(d.ws(), c, true) : -1;
+                if (w >= 0) {
+                    out.add(new Stack(new Done(w), null));
                 }
             }
             case Value v -> {
                 if (ws(c)) {
-                    out.add(s);
+                    int w = space(v.ws(), c, s.rest() == null);
+                    if (w >= 0) {
+                        out.add(new Stack(new Value(v.schema(), w), s.rest()));
+                    }
                     return;
                 }
                 startValue(v.schema(), s.rest(), c, out);
@@ -117,9 +180,9 @@ public final class JsonRecognizer implements Recognizer {
                 }
             }
             case Num n -> {
-                int next = numberStep(n, c);
-                if (next >= 0) {
-                    out.add(new Stack(new Num(n.integer(), next), s.rest()));
+                Num next = numberStep(n, c);
+                if (next != null) {
+                    out.add(new Stack(next, s.rest()));
                 } else if (numberComplete(n.state())) {
                     step(completed(s.rest()), c, out); // the character ends the number and belongs to the parent
                 }
@@ -130,7 +193,7 @@ public final class JsonRecognizer implements Recognizer {
         }
     }
 
-    private static void startValue(Schema schema, Stack rest, char c, Set<Stack> out) {
+    private void startValue(Schema schema, Stack rest, char c, List<Stack> out) {
         if (!schema.anyOf().isEmpty()) {
             for (Schema alt : schema.anyOf()) {
                 startValue(alt, rest, c, out);
@@ -148,14 +211,13 @@ public final class JsonRecognizer implements Recognizer {
         }
         var t = schema.types();
         if (c == '{' && t.contains(Schema.Type.OBJECT)) {
-            out.add(new Stack(new Obj(schema, 0, Set.of(), null), rest));
+            out.add(new Stack(new Obj(schema, 0, Set.of(), null, 0), rest));
         } else if (c == '[' && t.contains(Schema.Type.ARRAY)) {
-            out.add(new Stack(new Arr(schema, 0, 0), rest));
+            out.add(new Stack(new Arr(schema, 0, 0, 0), rest));
         } else if (c == '"' && t.contains(Schema.Type.STRING)) {
-            out.add(new Stack(new Str(false, null, 0), rest));
+            out.add(new Stack(new Str(false, null, 0, options.stringGuard()), rest));
         } else if ((c == '-' || (c >= '0' && c <= '9')) && (t.contains(Schema.Type.INTEGER) || t.contains(Schema.Type.NUMBER))) {
-            int state = numberStep(new Num(!t.contains(Schema.Type.NUMBER), 0), c);
-            out.add(new Stack(new Num(!t.contains(Schema.Type.NUMBER), state), rest));
+            out.add(new Stack(numberStep(new Num(!t.contains(Schema.Type.NUMBER), 0, 0), c), rest));
         } else if (c == 't' && t.contains(Schema.Type.BOOLEAN)) {
             out.add(new Stack(new Lit("true", 1), rest));
         } else if (c == 'f' && t.contains(Schema.Type.BOOLEAN)) {
@@ -165,18 +227,23 @@ public final class JsonRecognizer implements Recognizer {
         }
     }
 
-    /** The next number state, or -1 if {@code c} cannot continue the number. */
-    private static int numberStep(Num n, char c) {
+    /** The number after {@code c}, or null if {@code c} cannot continue it. */
+    private static Num numberStep(Num n, char c) {
         boolean digit = c >= '0' && c <= '9';
+        boolean fraction = !n.integer() && c == '.';
+        boolean exponent = !n.integer() && (c == 'e' || c == 'E');
+        int d = n.digits();
         return switch (n.state()) {
-            case 0 -> c == '-' ? 1 : c == '0' ? 2 : digit ? 3 : -1;
-            case 1 -> c == '0' ? 2 : digit ? 3 : -1;
-            case 2 -> !n.integer() && c == '.' ? 4 : !n.integer() && (c == 'e' || c == 'E') ? 6 : -1;
-            case 3 -> digit ? 3 : !n.integer() && c == '.' ? 4 : !n.integer() && (c == 'e' || c == 'E') ? 6 : -1;
-            case 4, 5 -> digit ? 5 : n.state() == 5 && (c == 'e' || c == 'E') ? 6 : -1;
-            case 6 -> c == '+' || c == '-' ? 7 : digit ? 8 : -1;
-            case 7, 8 -> digit ? 8 : -1;
-            default -> -1;
+            case 0 -> c == '-' ? new Num(n.integer(), 1, 0) : c == '0' ? new Num(n.integer(), 2, 1) : digit ? new Num(n.integer(), 3, 1) : null;
+            case 1 -> c == '0' ? new Num(n.integer(), 2, 1) : digit ? new Num(n.integer(), 3, 1) : null;
+            case 2 -> fraction ? new Num(false, 4, 0) : exponent ? new Num(false, 6, 0) : null;
+            case 3 -> digit && d < MAX_INT_DIGITS ? new Num(n.integer(), 3, d + 1) : fraction ? new Num(false, 4, 0) : exponent ? new Num(false, 6, 0) : null;
+            case 4 -> digit ? new Num(false, 5, 1) : null;
+            case 5 -> digit && d < MAX_FRACTION_DIGITS ? new Num(false, 5, d + 1) : exponent ? new Num(false, 6, 0) : null;
+            case 6 -> c == '+' || c == '-' ? new Num(false, 7, 0) : digit ? new Num(false, 8, 1) : null;
+            case 7 -> digit ? new Num(false, 8, 1) : null;
+            case 8 -> digit && d < MAX_EXPONENT_DIGITS ? new Num(false, 8, d + 1) : null;
+            default -> null;
         };
     }
 
@@ -184,38 +251,46 @@ public final class JsonRecognizer implements Recognizer {
         return state == 2 || state == 3 || state == 5 || state == 8;
     }
 
-    private static void stringStep(Str str, Stack s, char c, Set<Stack> out) {
+    private static void stringStep(Str str, Stack s, char c, List<Stack> out) {
+        TagGuard g = str.guard();
         if (str.escape() == 1) {
             if ("\"\\/bfnrt".indexOf(c) >= 0) {
-                out.add(new Stack(new Str(str.key(), str.key() ? str.text() + unescape(c) : null, 0), s.rest()));
+                out.add(new Stack(new Str(str.key(), str.key() ? str.text() + unescape(c) : null, 0, g == null ? null : g.step(c)), s.rest()));
             } else if (c == 'u') {
-                out.add(new Stack(new Str(str.key(), str.text(), 2), s.rest()));
+                out.add(new Stack(new Str(str.key(), str.text(), 2, g == null ? null : g.step(c)), s.rest()));
             }
             return;
         }
-        if (str.escape() >= 2) { // \\uXXXX: escape 2..5 count the hex digits
+        if (str.escape() >= 2) { // \\uXXXX: escape 2..5 count the hex digits (key texts keep the escape unresolved)
             if (Character.digit(c, 16) >= 0) {
-                out.add(new Stack(new Str(str.key(), str.text(), str.escape() == 5 ? 0 : str.escape() + 1), s.rest()));
+                out.add(new Stack(new Str(str.key(), str.text(), str.escape() == 5 ? 0 : str.escape() + 1, g == null ? null : g.step(c)), s.rest()));
             }
             return;
         }
-        if (c == '\\') {
-            out.add(new Stack(new Str(str.key(), str.text(), 1), s.rest()));
-        } else if (c == '"') {
+        if (c == '"') {
             if (!str.key()) {
                 out.add(completed(s.rest()));
                 return;
             }
             Obj o = (Obj) s.rest().top();
             if (keyAllowed(o, str.text(), true)) {
-                out.add(new Stack(new Obj(o.schema(), 2, o.seen(), str.text()), s.rest().rest()));
+                out.add(new Stack(new Obj(o.schema(), 2, o.seen(), str.text(), 0), s.rest().rest()));
             }
-        } else if (c >= 0x20) {
-            if (!str.key()) {
-                out.add(s);
-            } else if (keyAllowed((Obj) s.rest().top(), str.text() + c, false)) {
-                out.add(new Stack(new Str(true, str.text() + c, 0), s.rest()));
-            }
+            return;
+        }
+        if (c < 0x20) {
+            return;
+        }
+        TagGuard next = g == null ? null : g.step(c);
+        if (g != null && next == null) {
+            return; // a forbidden tag
+        }
+        if (c == '\\') {
+            out.add(new Stack(new Str(str.key(), str.text(), 1, next), s.rest()));
+        } else if (!str.key()) {
+            out.add(next == g ? s : new Stack(new Str(false, null, 0, next), s.rest()));
+        } else if (keyAllowed((Obj) s.rest().top(), str.text() + c, false)) {
+            out.add(new Stack(new Str(true, str.text() + c, 0, next), s.rest()));
         }
     }
 
@@ -258,15 +333,31 @@ public final class JsonRecognizer implements Recognizer {
         return o.seen().containsAll(o.schema().required());
     }
 
-    private static void objectStep(Obj o, Stack s, char c, Set<Stack> out) {
+    /** Whether another property may still be written. */
+    private static boolean morePropertiesAllowed(Obj o) {
+        if (o.schema().additionalAllowed()) {
+            return true;
+        }
+        for (String p : o.schema().properties().keySet()) {
+            if (!o.seen().contains(p)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private void objectStep(Obj o, Stack s, char c, List<Stack> out) {
         if (ws(c)) {
-            out.add(s);
+            int w = space(o.ws(), c, false);
+            if (w >= 0) {
+                out.add(new Stack(new Obj(o.schema(), o.state(), o.seen(), o.key(), w), s.rest()));
+            }
             return;
         }
         switch (o.state()) {
             case 0, 1 -> {
-                if (c == '"' && (o.schema().additionalAllowed() || o.seen().size() < o.schema().properties().size())) {
-                    out.add(new Stack(new Str(true, "", 0), s));
+                if (c == '"' && morePropertiesAllowed(o)) {
+                    out.add(new Stack(new Str(true, "", 0, options.stringGuard()), new Stack(new Obj(o.schema(), o.state(), o.seen(), null, 0), s.rest())));
                 } else if (c == '}' && o.state() == 0 && requiredSeen(o)) {
                     out.add(completed(s.rest()));
                 }
@@ -275,13 +366,13 @@ public final class JsonRecognizer implements Recognizer {
                 if (c == ':') {
                     Set<String> seen = new HashSet<>(o.seen());
                     seen.add(o.key());
-                    Stack after = new Stack(new Obj(o.schema(), 3, Set.copyOf(seen), null), s.rest());
-                    out.add(new Stack(new Value(propertySchema(o.schema(), o.key())), after));
+                    Stack after = new Stack(new Obj(o.schema(), 3, Set.copyOf(seen), null, 0), s.rest());
+                    out.add(new Stack(new Value(propertySchema(o.schema(), o.key()), 0), after));
                 }
             }
             case 3 -> {
-                if (c == ',') {
-                    out.add(new Stack(new Obj(o.schema(), 1, o.seen(), null), s.rest()));
+                if (c == ',' && morePropertiesAllowed(o)) {
+                    out.add(new Stack(new Obj(o.schema(), 1, o.seen(), null, 0), s.rest()));
                 } else if (c == '}' && requiredSeen(o)) {
                     out.add(completed(s.rest()));
                 }
@@ -291,9 +382,12 @@ public final class JsonRecognizer implements Recognizer {
         }
     }
 
-    private static void arrayStep(Arr a, Stack s, char c, Set<Stack> out) {
+    private void arrayStep(Arr a, Stack s, char c, List<Stack> out) {
         if (ws(c)) {
-            out.add(s);
+            int w = space(a.ws(), c, false);
+            if (w >= 0) {
+                out.add(new Stack(new Arr(a.schema(), a.state(), a.count(), w), s.rest()));
+            }
             return;
         }
         Schema items = a.schema().items() != null ? a.schema().items() : Schema.any();
@@ -302,12 +396,12 @@ public final class JsonRecognizer implements Recognizer {
                 if (c == ']' && a.state() == 0 && a.schema().minItems() == 0) {
                     out.add(completed(s.rest()));
                 } else if (a.count() < a.schema().maxItems()) {
-                    startValue(items, new Stack(new Arr(a.schema(), 1, a.count() + 1), s.rest()), c, out);
+                    startValue(items, new Stack(new Arr(a.schema(), 1, a.count() + 1, 0), s.rest()), c, out);
                 }
             }
             case 1 -> {
                 if (c == ',' && a.count() < a.schema().maxItems()) {
-                    out.add(new Stack(new Arr(a.schema(), 2, a.count()), s.rest()));
+                    out.add(new Stack(new Arr(a.schema(), 2, a.count(), 0), s.rest()));
                 } else if (c == ']' && a.count() >= a.schema().minItems()) {
                     out.add(completed(s.rest()));
                 }
@@ -319,6 +413,6 @@ public final class JsonRecognizer implements Recognizer {
 
     /** Configurations (for tests and diagnostics). */
     List<Stack> configurations() {
-        return new ArrayList<>(configs);
+        return List.of(configs);
     }
 }

@@ -14,15 +14,35 @@ import java.nio.file.Path;
  */
 public final class TokenTexts {
     private final String[] texts;
+    private volatile TokenTrie trie;
 
     private TokenTexts(String[] texts) {
         this.texts = texts;
     }
 
+    /** Texts given directly (tests, benchmarks): per token id its text, or null. */
+    public static TokenTexts of(String[] texts) {
+        return new TokenTexts(texts.clone());
+    }
+
+    /** The trie of all texts, built on first use (about a second for 166K tokens) and shared by every grammar. */
+    public TokenTrie trie() {
+        TokenTrie t = trie;
+        if (t == null) {
+            synchronized (this) {
+                t = trie;
+                if (t == null) {
+                    trie = t = TokenTrie.build(texts);
+                }
+            }
+        }
+        return t;
+    }
+
     public static TokenTexts load(Path tokenizerJson, int vocabSize) {
         JsonNode root;
-        try {
-            root = new ObjectMapper().readTree(tokenizerJson.toFile());
+        try (var in = java.nio.file.Files.newInputStream(tokenizerJson)) {
+            root = new ObjectMapper().readTree(tokenizerJson.toString().endsWith(".gz") ? new java.util.zip.GZIPInputStream(in) : in);
         } catch (IOException e) {
             throw new IllegalArgumentException(tokenizerJson + ": " + e.getMessage(), e);
         }

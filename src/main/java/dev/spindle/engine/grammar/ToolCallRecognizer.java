@@ -1,5 +1,8 @@
 package dev.spindle.engine.grammar;
 
+import com.fasterxml.jackson.databind.JsonNode;
+
+import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -7,95 +10,185 @@ import java.util.Map;
 import java.util.Set;
 
 /**
- * The tool calls Nanbeige writes, as a language: one or more
- * {@code <tool_call>\n<function=NAME>\n(<parameter=KEY>\nVALUE\n</parameter>\n)*</function>\n</tool_call>}
- * separated by newlines, where NAME is an allowed function, KEY one of its parameters
- * (each once, every required one present), and VALUE free text for string parameters or a
- * JSON document matching the parameter's schema otherwise. Enforces tool_choice
- * "required" (any allowed function, at least one call) and a named function (exactly one call).
+ * The tool calls Nanbeige writes, as a language:
+ * {@code <tool_call>\n<function=NAME>\n(<parameter=KEY>\nVALUE\n</parameter>\n)*</function>\n</tool_call>},
+ * calls separated by one newline. NAME is an offered function; KEY one of its parameters
+ * (each once, every required one present; others only where its schema allows them);
+ * VALUE is typed by the parameter's schema: raw text for a string (one of the literals for
+ * a string enum or const; free text that never contains the format's tags, so that it can
+ * neither close the call early nor swallow the turn), a JSON document of the schema otherwise.
+ *
+ * <p>Forced ({@link #forced}: tool_choice "required" or a named function) the reply is only
+ * calls. Lazy ({@link #lazy}: tool_choice "auto") the reply is free text until the model
+ * opens {@code <tool_call>}, and from there constrained as a forced call is (llama.cpp's
+ * grammar triggers are the same idea).
  */
 public final class ToolCallRecognizer implements Recognizer {
-    /** A function's parameters: name to schema (null schema: a string), and the required ones. */
-    public record Function(Map<String, Schema> parameters, Set<String> stringParameters, List<String> required) {
-    }
-
-    private static final String OPEN = "<tool_call>\n<function=";
+    /** The markup of Nanbeige's chat format that no value may contain. */
+    public static final List<String> TAGS = List.of("<tool_call>", "</tool_call>", "<function=", "</function>", "<parameter=", "</parameter>",
+            "<think>", "</think>", "<|im_");
+    static final String OPEN = "<tool_call>";
+    private static final String AFTER_OPEN = "\n<function=";
     private static final String PARAM = "<parameter=";
     private static final String CLOSE = "</function>\n</tool_call>";
     private static final String END_VALUE = "\n</parameter>\n";
+    private static final TagGuard RAW_VALUE = TagGuard.of(TAGS, "\n</parameter>");
+    private static final TagGuard TRIGGER = TagGuard.of(List.of(), OPEN);
+    private static final JsonRecognizer.Options JSON_VALUE = new JsonRecognizer.Options(TagGuard.of(TAGS, null), false);
+
+    /** What the whole reply may hold: the functions (name to parameters object schema) and how many calls. */
+    private record Grammar(Map<String, Schema> functions, int minCalls, int maxCalls) {
+    }
 
     sealed interface St {
+    }
+
+    /** Free text before any call (lazy mode), watching for the opening tag. */
+    record Free(TagGuard trigger) implements St {
+    }
+
+    /** Forced mode before the first call: at most 4 whitespace characters, then the opening tag. */
+    record Start(int ws) implements St {
     }
 
     record Lit(String text, int pos, St then) implements St {
     }
 
-    record Start() implements St {
+    record Name(String buf, int calls) implements St {
     }
 
-    record Name(String buf) implements St {
+    record Params(String fn, Set<String> seen, int calls) implements St {
     }
 
-    record Params(String fn, Set<String> seen) implements St {
+    record Key(String fn, Set<String> seen, String buf, int calls) implements St {
     }
 
-    record Key(String fn, Set<String> seen, String buf) implements St {
+    record RawValue(String fn, Set<String> seen, TagGuard guard, int calls) implements St {
     }
 
-    record StrVal(String fn, Set<String> seen, int matched) implements St {
+    record JsonValue(String fn, Set<String> seen, JsonRecognizer json, int calls) implements St {
     }
 
-    record JsonVal(String fn, Set<String> seen, Recognizer json) implements St {
+    /** After {@code calls} complete calls. */
+    record After(int calls) implements St {
     }
 
-    /** After a complete call: accepting; another call may follow when several are allowed. */
-    record After() implements St {
-    }
+    private final Grammar grammar;
+    private final St[] states;
+    private final boolean stable;
 
-    private final Map<String, Function> functions;
-    private final boolean several;
-    private final Set<St> states;
-
-    private ToolCallRecognizer(Map<String, Function> functions, boolean several, Set<St> states) {
-        this.functions = functions;
-        this.several = several;
+    private ToolCallRecognizer(Grammar grammar, St[] states) {
+        this.grammar = grammar;
         this.states = states;
+        boolean s = true;
+        for (St st : states) {
+            s &= switch (st) {
+                case Free f -> f.trigger().clear();
+                case RawValue v -> v.guard().clear();
+                case JsonValue v -> v.json().plainStable();
+                default -> false;
+            };
+        }
+        this.stable = s;
     }
 
-    /** @param several whether more than one call may be made (tool_choice "required") */
-    public static ToolCallRecognizer start(Map<String, Function> functions, boolean several) {
-        return new ToolCallRecognizer(Map.copyOf(functions), several, Set.of(new Start()));
+    /**
+     * A reply of calls only.
+     *
+     * @param functions name to the parameters' object schema
+     * @param several   whether more than one call may be made (tool_choice "required" with parallel calls)
+     */
+    public static ToolCallRecognizer forced(Map<String, Schema> functions, boolean several) {
+        return new ToolCallRecognizer(new Grammar(Map.copyOf(functions), 1, several ? Integer.MAX_VALUE : 1), new St[]{new Start(0)});
+    }
+
+    /** Free text, or calls once {@code <tool_call>} is written. */
+    public static ToolCallRecognizer lazy(Map<String, Schema> functions, boolean several) {
+        return new ToolCallRecognizer(new Grammar(Map.copyOf(functions), 0, several ? Integer.MAX_VALUE : 1), new St[]{new Free(TRIGGER)});
+    }
+
+    @Override
+    public ToolCallRecognizer step(char c) {
+        if (stable && !TokenTrie.special(c)) {
+            return this;
+        }
+        List<St> out = new ArrayList<>(2);
+        for (St s : states) {
+            step(s, c, out);
+        }
+        if (out.isEmpty()) {
+            return null;
+        }
+        if (out.size() > 1) {
+            out = new ArrayList<>(new LinkedHashSet<>(out));
+        }
+        return new ToolCallRecognizer(grammar, out.toArray(new St[0]));
     }
 
     @Override
     public ToolCallRecognizer feed(String text) {
-        Set<St> cur = states;
-        for (int i = 0; i < text.length(); i++) {
-            char c = text.charAt(i);
-            Set<St> next = new LinkedHashSet<>();
-            for (St s : cur) {
-                step(s, c, next);
-            }
-            if (next.isEmpty()) {
-                return null;
-            }
-            cur = next;
-        }
-        return new ToolCallRecognizer(functions, several, cur);
+        return (ToolCallRecognizer) Recognizer.super.feed(text);
     }
 
     @Override
     public boolean accepting() {
-        return states.stream().anyMatch(s -> s instanceof After);
+        for (St s : states) {
+            if (s instanceof Free || s instanceof After a && a.calls() >= grammar.minCalls()) {
+                return true;
+            }
+        }
+        return false;
     }
 
-    private void step(St s, char c, Set<St> out) {
+    @Override
+    public boolean plainStable() {
+        return stable;
+    }
+
+    @Override
+    public boolean equals(Object o) {
+        return o instanceof ToolCallRecognizer r && r.grammar == grammar && java.util.Arrays.equals(r.states, states);
+    }
+
+    @Override
+    public int hashCode() {
+        return java.util.Arrays.hashCode(states);
+    }
+
+    private Schema parameters(String fn) {
+        return grammar.functions().get(fn);
+    }
+
+    /** The schema of parameter {@code key} of {@code fn}; null when the key is not allowed. */
+    private Schema parameter(String fn, String key) {
+        Schema p = parameters(fn);
+        Schema s = p.properties().get(key);
+        if (s != null || !p.additionalAllowed()) {
+            return s;
+        }
+        return p.additional() != null ? p.additional() : Schema.any();
+    }
+
+    private boolean moreParameters(String fn, Set<String> seen) {
+        Schema p = parameters(fn);
+        return p.additionalAllowed() || !seen.containsAll(p.properties().keySet());
+    }
+
+    private void step(St s, char c, List<St> out) {
         switch (s) {
+            case Free f -> {
+                TagGuard g = f.trigger().step(c);
+                if (g == TagGuard.TERMINATED) {
+                    out.add(new Lit(AFTER_OPEN, 0, new Name("", 0)));
+                } else if (g != null) {
+                    out.add(g == f.trigger() ? f : new Free(g));
+                }
+            }
             case Start st -> {
-                if (c == ' ' || c == '\n') {
-                    out.add(st);
+                if ((c == ' ' || c == '\n') && st.ws() < 4) {
+                    out.add(new Start(st.ws() + 1));
                 } else {
-                    step(new Lit(OPEN, 0, new Name("")), c, out);
+                    step(new Lit(OPEN + AFTER_OPEN, 0, new Name("", 0)), c, out);
                 }
             }
             case Lit l -> {
@@ -105,60 +198,76 @@ public final class ToolCallRecognizer implements Recognizer {
             }
             case Name n -> {
                 if (c == '>') {
-                    if (functions.containsKey(n.buf())) {
-                        out.add(new Lit("\n", 0, new Params(n.buf(), Set.of())));
+                    if (grammar.functions().containsKey(n.buf())) {
+                        out.add(new Lit("\n", 0, new Params(n.buf(), Set.of(), n.calls())));
                     }
-                } else if (functions.keySet().stream().anyMatch(f -> f.startsWith(n.buf() + c))) {
-                    out.add(new Name(n.buf() + c));
+                } else {
+                    String b = n.buf() + c;
+                    if (grammar.functions().keySet().stream().anyMatch(f -> f.startsWith(b))) {
+                        out.add(new Name(b, n.calls()));
+                    }
                 }
             }
             case Params p -> {
-                Function f = functions.get(p.fn());
-                if (f.parameters().keySet().stream().anyMatch(k -> !p.seen().contains(k))) {
-                    step(new Lit(PARAM, 0, new Key(p.fn(), p.seen(), "")), c, out);
+                if (moreParameters(p.fn(), p.seen())) {
+                    step(new Lit(PARAM, 0, new Key(p.fn(), p.seen(), "", p.calls())), c, out);
                 }
-                if (p.seen().containsAll(f.required())) {
-                    step(new Lit(CLOSE, 0, new After()), c, out);
-                }
-            }
-            case Key k -> {
-                Function f = functions.get(k.fn());
-                if (c == '>') {
-                    if (f.parameters().containsKey(k.buf()) && !k.seen().contains(k.buf())) {
-                        Set<String> seen = new HashSet<>(k.seen());
-                        seen.add(k.buf());
-                        St value = f.stringParameters().contains(k.buf()) ? new StrVal(k.fn(), Set.copyOf(seen), 0)
-                                : new JsonVal(k.fn(), Set.copyOf(seen), JsonRecognizer.start(f.parameters().get(k.buf())));
-                        out.add(new Lit("\n", 0, value));
-                    }
-                } else if (f.parameters().keySet().stream().anyMatch(p -> !k.seen().contains(p) && p.startsWith(k.buf() + c))) {
-                    out.add(new Key(k.fn(), k.seen(), k.buf() + c));
+                if (p.seen().containsAll(parameters(p.fn()).required())) {
+                    step(new Lit(CLOSE, 0, new After(p.calls() + 1)), c, out);
                 }
             }
-            case StrVal v -> {
-                // free text until "\n</parameter>\n" (KMP over a terminator whose only border is "\n")
-                int m = v.matched();
-                if (c == END_VALUE.charAt(m)) {
-                    m++;
-                } else {
-                    m = c == '\n' ? 1 : 0;
+            case Key k -> keyStep(k, c, out);
+            case RawValue v -> {
+                TagGuard g = v.guard().step(c);
+                if (g == TagGuard.TERMINATED) {
+                    out.add(new Lit("\n", 0, new Params(v.fn(), v.seen(), v.calls())));
+                } else if (g != null) {
+                    out.add(g == v.guard() ? v : new RawValue(v.fn(), v.seen(), g, v.calls()));
                 }
-                out.add(m == END_VALUE.length() ? new Params(v.fn(), v.seen()) : new StrVal(v.fn(), v.seen(), m));
             }
-            case JsonVal v -> {
+            case JsonValue v -> {
                 if (c == '\n' && v.json().accepting()) {
-                    out.add(new Lit(END_VALUE, 1, new Params(v.fn(), v.seen())));
+                    out.add(new Lit(END_VALUE, 1, new Params(v.fn(), v.seen(), v.calls())));
                 }
-                Recognizer r = v.json().feed(String.valueOf(c));
+                JsonRecognizer r = v.json().step(c);
                 if (r != null) {
-                    out.add(new JsonVal(v.fn(), v.seen(), r));
+                    out.add(new JsonValue(v.fn(), v.seen(), r, v.calls()));
                 }
             }
             case After a -> {
-                if (several) {
-                    step(new Lit("\n" + OPEN, 0, new Name("")), c, out);
+                if (a.calls() < grammar.maxCalls()) {
+                    step(new Lit("\n" + OPEN + AFTER_OPEN, 0, new Name("", a.calls())), c, out);
                 }
             }
+        }
+    }
+
+    private void keyStep(Key k, char c, List<St> out) {
+        Schema p = parameters(k.fn());
+        if (c == '>') {
+            Schema value = k.seen().contains(k.buf()) || k.buf().isEmpty() ? null : parameter(k.fn(), k.buf());
+            if (value == null) {
+                return;
+            }
+            Set<String> seen = new HashSet<>(k.seen());
+            seen.add(k.buf());
+            Set<String> now = Set.copyOf(seen);
+            if (!value.stringOnly()) {
+                out.add(new Lit("\n", 0, new JsonValue(k.fn(), now, JsonRecognizer.start(value, JSON_VALUE), k.calls())));
+            } else if (value.enumValues() != null) {
+                for (JsonNode e : value.enumValues()) {
+                    out.add(new Lit("\n" + e.asText() + END_VALUE, 0, new Params(k.fn(), now, k.calls())));
+                }
+            } else {
+                out.add(new Lit("\n", 0, new RawValue(k.fn(), now, RAW_VALUE, k.calls())));
+            }
+            return;
+        }
+        String b = k.buf() + c;
+        boolean known = p.properties().keySet().stream().anyMatch(name -> !k.seen().contains(name) && name.startsWith(b));
+        boolean other = p.additionalAllowed() && c != '\n' && c != '<' && c != '"';
+        if (known || other) {
+            out.add(new Key(k.fn(), k.seen(), b, k.calls()));
         }
     }
 }

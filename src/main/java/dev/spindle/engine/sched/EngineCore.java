@@ -74,6 +74,12 @@ public final class EngineCore {
         return true;
     }
 
+    /** Whether the request is queued and has not yet entered the running batch. */
+    public boolean waitingToStart(long id) {
+        Sequence s = scheduler.find(id);
+        return s != null && !s.started;
+    }
+
     public boolean idle() {
         return scheduler.idle();
     }
@@ -99,10 +105,26 @@ public final class EngineCore {
             onDevice |= d != null;
         }
         int[] drawn = new int[windows.size()];
+        // grammar masks depend only on each sequence's text so far: compute them while the forward pass runs
+        List<java.util.concurrent.ForkJoinTask<?>> masks = new ArrayList<>();
+        for (int i = 0; i < plan.entries().size(); i++) {
+            StepPlan.Entry e = plan.entries().get(i);
+            var c = e.sequence().constraint;
+            if (e.samples() && draws.get(i) == null && c != null && c.active()) {
+                masks.add(java.util.concurrent.ForkJoinPool.commonPool().submit(() -> {
+                    try {
+                        c.prepare();
+                    } catch (RuntimeException ignored) {
+                        // computed again, and reported for this sequence alone, when it samples
+                    }
+                }));
+            }
+        }
         List<float[][]> results;
         try {
             results = onDevice ? model.forward(windows, draws, drawn) : model.forward(windows);
         } catch (RuntimeException err) {
+            masks.forEach(java.util.concurrent.ForkJoinTask::join);
             for (StepPlan.Entry e : plan.entries()) {
                 scheduler.finish(e.sequence());
                 e.sequence().sink.onError(err);
@@ -110,6 +132,7 @@ public final class EngineCore {
             return plan;
         }
         steps++;
+        masks.forEach(java.util.concurrent.ForkJoinTask::join);
         for (int i = 0; i < plan.entries().size(); i++) {
             StepPlan.Entry e = plan.entries().get(i);
             Sequence s = e.sequence();
@@ -127,7 +150,13 @@ public final class EngineCore {
                 } else if (draws.get(i) != null) {
                     emit(s, new Sampler.Choice(drawn[i], Double.NaN, new int[0], new double[0]));
                 } else {
-                    sampleAndEmit(s, rows[rows.length - 1]);
+                    try {
+                        sampleAndEmit(s, rows[rows.length - 1]);
+                    } catch (RuntimeException err) { // a grammar or sampler failure ends this sequence only
+                        scheduler.finish(s);
+                        finished++;
+                        s.sink.onError(err);
+                    }
                 }
             }
         }
@@ -141,7 +170,8 @@ public final class EngineCore {
      */
     private static ForwardPass.Draw deviceDraw(Sequence s, int from) {
         SamplingParams p = s.params;
-        boolean plain = p.maxTokens() > 0 && s.constraint == null && p.logitBias().isEmpty() && p.logprobs() < 0
+        // a grammar that is not yet active (the model still reasons) masks nothing
+        boolean plain = p.maxTokens() > 0 && (s.constraint == null || !s.constraint.active()) && p.logitBias().isEmpty() && p.logprobs() < 0
                 && p.repetitionPenalty() == 1 && p.presencePenalty() == 0 && p.frequencyPenalty() == 0
                 && !(s.promptLogprobs != null && from < s.promptLength);
         if (!plain) {
@@ -156,15 +186,14 @@ public final class EngineCore {
             masked = logits.clone();
             s.constraint.mask(masked);
         }
-        Sampler.Choice c = Sampler.sample(masked, s.params, s.counts, s.outputCounts, s.rng);
-        if (s.constraint != null) {
-            s.constraint.accept(c.token());
-        }
-        emit(s, c);
+        emit(s, Sampler.sample(masked, s.params, s.counts, s.outputCounts, s.rng));
     }
 
     private void emit(Sequence s, Sampler.Choice c) {
         SamplingParams p = s.params;
+        if (s.constraint != null) {
+            s.constraint.accept(c.token());
+        }
         s.append(c.token());
         generatedTokens++;
         String finish = null;

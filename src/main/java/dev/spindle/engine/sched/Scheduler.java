@@ -91,6 +91,7 @@ public final class Scheduler {
             waiting.poll();
             s.table.reserve(s.computed() + n);
             running.add(s);
+            s.started = true;
             entries.add(new StepPlan.Entry(s, s.computed(), n, s.computed() + n == s.length));
             budget -= n;
         }

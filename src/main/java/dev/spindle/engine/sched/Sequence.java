@@ -21,6 +21,7 @@ public final class Sequence {
     long lastHash;         // chained hash of those blocks
     int cachedTokens;      // prompt tokens the prefix cache supplied at (first) admission
     boolean admittedOnce;
+    boolean started;       // has entered the running batch at least once
     final dev.spindle.engine.grammar.GrammarConstraint constraint; // structured output, or null
     double[] promptLogprobs;   // per prompt position (scoring requests), else null
     int[][] promptTopIds;

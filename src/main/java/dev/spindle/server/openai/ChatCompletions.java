@@ -12,7 +12,9 @@ import dev.spindle.chat.ReplyParser;
 import dev.spindle.chat.ToolCall;
 import dev.spindle.chat.ToolSchemas;
 import dev.spindle.engine.TokenEvent;
+import dev.spindle.engine.grammar.EitherRecognizer;
 import dev.spindle.engine.grammar.GrammarConstraint;
+import dev.spindle.engine.grammar.JsonRecognizer;
 import dev.spindle.engine.grammar.Recognizer;
 import dev.spindle.engine.grammar.ToolCallRecognizer;
 import dev.spindle.engine.grammar.Schema;
@@ -51,29 +53,49 @@ public class ChatCompletions {
     }
 
     Prepared prepare(JsonNode body) {
-        if (!body.path("messages").isArray() || body.path("messages").isEmpty()) {
-            throw ApiException.badRequest("messages must be a non-empty list", "messages");
-        }
+        List<?> messages = ChatMessages.parse(body.get("messages"), "messages");
+        List<?> tools = ChatMessages.tools(body.get("tools"), "tools");
         Schema schema = responseSchema(body.get("response_format"));
-        JsonNode choice = body.get("tool_choice");
-        String toolChoice = choice == null || choice.isNull() ? "auto" : choice.isTextual() ? choice.asText() : "named";
-        if (!List.of("auto", "none", "required", "named").contains(toolChoice)) {
-            throw ApiException.badRequest("tool_choice must be 'auto', 'none', 'required' or name a function, not '" + toolChoice + "'", "tool_choice");
-        }
-        Recognizer forcedCalls = toolChoice.equals("required") || toolChoice.equals("named") ? toolGrammar(body, choice, toolChoice) : null;
-        GenerationRequest gen = GenerationRequest.parse(body, service.generationDefaults(), service.config().defaultMaxTokens(), true);
-        List<?> messages = (List<?>) JsonValues.toValue(body.get("messages"));
-        List<?> tools = body.path("tools").isArray() && !body.path("tools").isEmpty() ? (List<?>) JsonValues.toValue(body.get("tools")) : null;
+        String toolChoice = toolChoice(body.get("tool_choice"));
+        boolean parallel = Fields.bool(body, "parallel_tool_calls", true);
         Map<String, Object> kwargs = new LinkedHashMap<>();
-        if (body.path("chat_template_kwargs").isObject()) {
+        JsonNode kw = Fields.object(body, "chat_template_kwargs");
+        if (kw != null) {
             @SuppressWarnings("unchecked")
-            Map<String, Object> kv = (Map<String, Object>) JsonValues.toValue(body.get("chat_template_kwargs"));
+            Map<String, Object> kv = (Map<String, Object>) JsonValues.toValue(kw);
             kwargs.putAll(kv);
         }
         kwargs.putIfAbsent("add_generation_prompt", true);
+        boolean xmlCalls = !"json".equals(kwargs.get("tool_call_format"));
+        boolean forced = toolChoice.equals("required") || toolChoice.startsWith("function:");
+        if (forced && tools == null) {
+            throw ApiException.badRequest("tool_choice '" + toolChoice.replace("function:", "") + "' needs tools", "tool_choice");
+        }
+        if (forced && !xmlCalls) {
+            throw ApiException.badRequest("forced tool calls are enforced in the template's XML call format; drop tool_call_format=json", "tool_choice");
+        }
+        if (schema != null && forced) {
+            throw ApiException.badRequest("response_format and a forced tool_choice cannot be combined", "response_format");
+        }
+        // tool_choice "none": the tools stay out of the prompt (the model is not told of them, as in a chat
+        // without tools) and the reply is not searched for calls
+        List<?> offered = toolChoice.equals("none") ? null : tools;
+        ToolSchemas toolSchemas = ToolSchemas.of(offered);
+        Recognizer grammar = null;
+        if (forced) {
+            grammar = ToolCallRecognizer.forced(strictFunctions(tools, toolChoice), toolChoice.equals("required") && parallel);
+        } else if (offered != null && xmlCalls) {
+            grammar = ToolCallRecognizer.lazy(toolSchemas.functions(), parallel); // free text until <tool_call>, then the tools' schemas
+        }
+        if (schema != null) {
+            Recognizer json = JsonRecognizer.start(schema);
+            grammar = grammar == null ? json : EitherRecognizer.of(ToolCallRecognizer.forced(toolSchemas.functions(), parallel), json);
+        }
+        GenerationRequest gen = GenerationRequest.parse(body, service.generationDefaults(), service.config().defaultMaxTokens(), true,
+                service.modelConfig().vocabSize());
         String prompt;
         try {
-            prompt = service.template().render(messages, tools, kwargs);
+            prompt = service.template().render(messages, offered, kwargs);
         } catch (ChatTemplateException e) {
             throw ApiException.badRequest(e.getMessage(), "messages");
         }
@@ -86,62 +108,57 @@ public class ChatCompletions {
         }
         boolean inReasoning = ReasoningParser.promptOpensReasoning(prompt);
         int thinkEnd = inReasoning ? service.tokenizer().addedTokenId("</think>") : -1;
-        if (schema != null && forcedCalls != null) {
-            throw ApiException.badRequest("response_format and a forced tool_choice cannot be combined", "response_format");
-        }
-        if (schema != null) {
-            gen = gen.withParams(gen.params().withConstraint(() -> new GrammarConstraint(schema, service.tokenTexts(), service.eosIds(), thinkEnd)));
-        } else if (forcedCalls != null) {
-            gen = gen.withParams(gen.params().withConstraint(() -> new GrammarConstraint(forcedCalls, service.tokenTexts(), service.eosIds(), thinkEnd)));
+        if (grammar != null) {
+            Recognizer start = grammar;
+            gen = gen.withParams(gen.params().withConstraint(() -> new GrammarConstraint(start, service.tokenTexts(), service.eosIds(), thinkEnd)));
         }
         return new Prepared("chatcmpl-" + UUID.randomUUID().toString().replace("-", ""), System.currentTimeMillis() / 1000, ids, gen,
-                inReasoning, toolChoice.equals("none") || schema != null ? ToolSchemas.of(null) : ToolSchemas.of(tools));
+                inReasoning, toolSchemas);
+    }
+
+    /** "auto", "none", "required", or "function:NAME" for a named function. */
+    static String toolChoice(JsonNode choice) {
+        if (choice == null || choice.isNull()) {
+            return "auto";
+        }
+        if (choice.isTextual()) {
+            String c = choice.asText();
+            if (!List.of("auto", "none", "required").contains(c)) {
+                throw ApiException.badRequest("tool_choice must be 'auto', 'none', 'required' or name a function, not '" + c + "'", "tool_choice");
+            }
+            return c;
+        }
+        String name = choice.isObject() ? choice.path("function").path("name").asText("") : "";
+        if (name.isEmpty() || (choice.has("type") && !"function".equals(choice.path("type").asText()))) {
+            throw ApiException.badRequest("tool_choice must name a function: {\"type\": \"function\", \"function\": {\"name\": ...}}", "tool_choice");
+        }
+        return "function:" + name;
     }
 
     /**
-     * tool_choice "required" (one or more calls to the offered functions) or a named
-     * function (exactly one call to it), as a grammar over Nanbeige's XML call format:
-     * names, parameter names and JSON-typed values are enforced, string values are free text.
+     * The functions a forced call may use (all of them for "required", the named one otherwise), their
+     * parameter schemas compiled strictly: a keyword constrained decoding cannot enforce is a 400 naming it.
      */
-    static Recognizer toolGrammar(JsonNode body, JsonNode choice, String mode) {
-        JsonNode tools = body.get("tools");
-        if (tools == null || !tools.isArray() || tools.isEmpty()) {
-            throw ApiException.badRequest("tool_choice '" + mode + "' needs tools", "tool_choice");
-        }
-        String only = mode.equals("named") ? choice.path("function").path("name").asText(null) : null;
-        if (mode.equals("named") && only == null) {
-            throw ApiException.badRequest("tool_choice must name a function: {\"type\": \"function\", \"function\": {\"name\": ...}}", "tool_choice");
-        }
-        Map<String, ToolCallRecognizer.Function> functions = new LinkedHashMap<>();
-        for (JsonNode t : tools) {
+    static Map<String, Schema> strictFunctions(List<?> tools, String choice) {
+        String only = choice.startsWith("function:") ? choice.substring("function:".length()) : null;
+        Map<String, Schema> functions = new LinkedHashMap<>();
+        for (int i = 0; i < tools.size(); i++) {
+            JsonNode t = JSON.valueToTree(tools.get(i));
             JsonNode fn = t.has("function") ? t.get("function") : t;
             String name = fn.path("name").asText();
             if (only != null && !only.equals(name)) {
                 continue;
             }
-            Map<String, Schema> params = new LinkedHashMap<>();
-            Set<String> strings = new HashSet<>();
-            List<String> required = new ArrayList<>();
-            JsonNode ps = fn.path("parameters");
-            ps.path("properties").fields().forEachRemaining(e -> {
-                JsonNode type = e.getValue().path("type");
-                boolean isString = "string".equals(type.asText()) || (type.isMissingNode() && e.getValue().path("enum").isArray());
-                try {
-                    params.put(e.getKey(), isString ? Schema.any() : Schema.compile(e.getValue()));
-                } catch (IllegalArgumentException ex) {
-                    throw ApiException.badRequest("tool '" + name + "', parameter '" + e.getKey() + "': " + ex.getMessage(), "tools");
-                }
-                if (isString) {
-                    strings.add(e.getKey());
-                }
-            });
-            ps.path("required").forEach(r -> required.add(r.asText()));
-            functions.put(name, new ToolCallRecognizer.Function(params, strings, required));
+            try {
+                functions.put(name, fn.hasNonNull("parameters") ? Schema.compile(fn.get("parameters")) : Schema.anyObject());
+            } catch (IllegalArgumentException e) {
+                throw ApiException.badRequest("tool '" + name + "' parameters: " + e.getMessage(), "tools[" + i + "]." + (t.has("function") ? "function." : "") + "parameters");
+            }
         }
         if (functions.isEmpty()) {
             throw ApiException.badRequest("tool_choice names '" + only + "', which is not among the tools", "tool_choice");
         }
-        return ToolCallRecognizer.start(functions, mode.equals("required"));
+        return functions;
     }
 
     /**
@@ -153,14 +170,17 @@ public class ChatCompletions {
         if (rf == null || rf.isNull()) {
             return null;
         }
+        if (!rf.isObject() || (rf.has("type") && !rf.get("type").isTextual())) {
+            throw ApiException.badRequest("response_format must be an object with a type (text, json_object or json_schema), got " + rf, "response_format");
+        }
         String type = rf.path("type").asText("text");
         return switch (type) {
             case "text" -> null;
             case "json_object" -> Schema.anyObject();
             case "json_schema" -> {
                 JsonNode js = rf.path("json_schema");
-                if (!js.has("schema")) {
-                    throw ApiException.badRequest("response_format.json_schema.schema is required", "response_format");
+                if (!js.path("schema").isObject()) {
+                    throw ApiException.badRequest("response_format.json_schema.schema is required and must be a JSON schema object", "response_format");
                 }
                 try {
                     yield Schema.compile(js.get("schema"));
@@ -184,13 +204,14 @@ public class ChatCompletions {
         List<Multi<String>> choices = new ArrayList<>();
         int[] completion = new int[p.gen().n()];
         int[] cached = new int[1];
+        List<Multi<TokenEvent>> generations = streams.generate(p.prompt(), p.gen().choices());
         for (int i = 0; i < p.gen().n(); i++) {
             int index = i;
             ChoiceText text = choiceText(p);
             int[] toolIndex = {0};
             boolean[] first = {true};
             // items after the choice ends (a stop string was found) cancel the request upstream
-            choices.add(streams.generate(p.prompt(), p.gen().forChoice(i)).select().first(e -> !text.finished())
+            choices.add(generations.get(i).select().first(e -> !text.finished())
                     .onItem().transformToMultiAndConcatenate(e -> {
                 ParsedDelta d = text.next(e);
                 completion[index] = text.completionTokens;
@@ -239,12 +260,13 @@ public class ChatCompletions {
         List<Uni<ObjectNode>> choices = new ArrayList<>();
         int[] completion = new int[p.gen().n()];
         int[] cached = new int[1];
+        List<Multi<TokenEvent>> generations = streams.generate(p.prompt(), p.gen().choices());
         for (int i = 0; i < p.gen().n(); i++) {
             int index = i;
             ChoiceText text = choiceText(p);
             List<ParsedDelta> parts = new ArrayList<>();
             List<TokenEvent> events = new ArrayList<>();
-            choices.add(streams.generate(p.prompt(), p.gen().forChoice(i))
+            choices.add(generations.get(i)
                     .select().first(e -> !text.finished())
                     .onItem().invoke(e -> {
                         parts.add(text.next(e));

@@ -43,7 +43,7 @@ public class Completions {
         } else if (p != null && p.isArray() && !p.isEmpty() && p.get(0).isIntegralNumber()) {
             ids = new int[p.size()];
             for (int i = 0; i < ids.length; i++) {
-                ids[i] = p.get(i).asInt();
+                ids[i] = (int) Fields.integerValue(p.get(i), "prompt[" + i + "]", 0, 0, service.modelConfig().vocabSize() - 1);
             }
             text = service.tokenizer().decode(ids, false);
         } else if (p != null && p.isArray() && p.size() == 1 && p.get(0).isTextual()) {
@@ -52,8 +52,9 @@ public class Completions {
         } else {
             throw ApiException.badRequest("prompt must be a string or a list of token ids (one prompt per request)", "prompt");
         }
-        GenerationRequest gen = GenerationRequest.parse(body, service.generationDefaults(), service.config().defaultMaxTokens(), false);
-        boolean echo = body.path("echo").asBoolean(false);
+        GenerationRequest gen = GenerationRequest.parse(body, service.generationDefaults(), service.config().defaultMaxTokens(), false,
+                service.modelConfig().vocabSize());
+        boolean echo = Fields.bool(body, "echo", false);
         gen = gen.fitToContext(ids.length, service.modelConfig().maxPositions());
         try {
             service.engine().validate(ids, gen.params());
@@ -72,11 +73,12 @@ public class Completions {
     public Multi<String> stream(Prepared p) {
         List<Multi<String>> choices = new ArrayList<>();
         int[] completion = new int[p.gen().n()];
+        List<Multi<TokenEvent>> generations = streams.generate(p.prompt(), p.gen().choices());
         for (int i = 0; i < p.gen().n(); i++) {
             int index = i;
             ChoiceText text = choiceText(p);
             boolean[] first = {true};
-            choices.add(streams.generate(p.prompt(), p.gen().forChoice(i)).select().first(e -> !text.finished()).map(e -> {
+            choices.add(generations.get(i).select().first(e -> !text.finished()).map(e -> {
                 ParsedDelta d = text.next(e);
                 completion[index] = text.completionTokens;
                 String t = (first[0] && p.echo() ? p.promptText() : "") + d.content();
@@ -101,12 +103,13 @@ public class Completions {
     public Uni<ObjectNode> complete(Prepared p) {
         List<Uni<ObjectNode>> choices = new ArrayList<>();
         int[] completion = new int[p.gen().n()];
+        List<Multi<TokenEvent>> generations = streams.generate(p.prompt(), p.gen().choices());
         for (int i = 0; i < p.gen().n(); i++) {
             int index = i;
             ChoiceText text = choiceText(p);
             StringBuilder out = new StringBuilder(p.echo() ? p.promptText() : "");
             List<TokenEvent> events = new ArrayList<>();
-            choices.add(streams.generate(p.prompt(), p.gen().forChoice(i)).select().first(e -> !text.finished())
+            choices.add(generations.get(i).select().first(e -> !text.finished())
                     .onItem().invoke(e -> {
                         out.append(text.next(e).content());
                         events.add(e);

@@ -38,84 +38,107 @@ record GenerationRequest(SamplingParams params, List<String> stops, int n, boole
         return this;
     }
 
-    static GenerationRequest parse(JsonNode body, JsonNode defaults, int defaultMaxTokens, boolean chat) {
-        double temperature = number(body, "temperature", defaults.path("do_sample").asBoolean(true) ? defaults.path("temperature").asDouble(1.0) : 0.0);
-        double topP = number(body, "top_p", defaults.path("top_p").asDouble(1.0));
-        int topK = (int) number(body, "top_k", defaults.path("top_k").asInt(0));
+    /** @param vocab the model's vocabulary size (token ids in logit_bias and stop_token_ids are checked against it) */
+    static GenerationRequest parse(JsonNode body, JsonNode defaults, int defaultMaxTokens, boolean chat, int vocab) {
+        double temperature = Fields.number(body, "temperature",
+                defaults.path("do_sample").asBoolean(true) ? defaults.path("temperature").asDouble(1.0) : 0.0, 0, 1000);
+        double topP = Fields.number(body, "top_p", defaults.path("top_p").asDouble(1.0), Double.MIN_VALUE, 1);
+        int topK = (int) Fields.integer(body, "top_k", defaults.path("top_k").asInt(0), -1, Integer.MAX_VALUE);
         if (topK < 0) {
             topK = 0; // vLLM's -1 means off
         }
-        double minP = number(body, "min_p", defaults.path("min_p").asDouble(0.0));
-        Long seed = body.hasNonNull("seed") ? body.get("seed").asLong() : null;
-        int maxTokens = (int) number(body, "max_completion_tokens", number(body, "max_tokens", defaultMaxTokens));
-        int n = (int) number(body, "n", 1);
-        if (n < 1 || n > 16) {
-            throw ApiException.badRequest("n must be between 1 and 16, got " + n, "n");
-        }
+        double minP = Fields.number(body, "min_p", defaults.path("min_p").asDouble(0.0), 0, 1);
+        JsonNode seedNode = Fields.get(body, "seed");
+        Long seed = seedNode == null ? null : Fields.integer(body, "seed", 0, Long.MIN_VALUE, Long.MAX_VALUE);
+        int maxTokens = (int) Fields.integer(body, "max_tokens", defaultMaxTokens, 0, Integer.MAX_VALUE);
+        maxTokens = (int) Fields.integer(body, "max_completion_tokens", maxTokens, 0, Integer.MAX_VALUE);
+        int n = (int) Fields.integer(body, "n", 1, 1, 16);
         boolean logprobs;
         int top;
         if (chat) {
-            logprobs = body.path("logprobs").asBoolean(false);
-            top = (int) number(body, "top_logprobs", 0);
+            logprobs = Fields.bool(body, "logprobs", false);
+            top = (int) Fields.integer(body, "top_logprobs", 0, 0, 20);
             if (top > 0 && !logprobs) {
                 throw ApiException.badRequest("top_logprobs needs logprobs: true", "top_logprobs");
             }
         } else {
-            logprobs = body.hasNonNull("logprobs");
-            top = logprobs ? (int) number(body, "logprobs", 0) : 0;
+            logprobs = Fields.get(body, "logprobs") != null;
+            top = logprobs ? (int) Fields.integer(body, "logprobs", 0, 0, 20) : 0;
         }
         Map<Integer, Double> bias = new HashMap<>();
-        JsonNode lb = body.get("logit_bias");
-        if (lb != null && !lb.isNull()) {
-            if (!lb.isObject()) {
-                throw ApiException.badRequest("logit_bias must map token ids to numbers", "logit_bias");
-            }
+        JsonNode lb = Fields.object(body, "logit_bias");
+        if (lb != null) {
             for (Iterator<Map.Entry<String, JsonNode>> it = lb.fields(); it.hasNext(); ) {
                 var e = it.next();
+                int id;
                 try {
-                    bias.put(Integer.parseInt(e.getKey()), Math.max(-100, Math.min(100, e.getValue().asDouble())));
+                    id = Integer.parseInt(e.getKey().trim());
                 } catch (NumberFormatException ex) {
                     throw ApiException.badRequest("logit_bias keys must be token ids, got '" + e.getKey() + "'", "logit_bias");
                 }
+                if (id < 0 || id >= vocab) {
+                    throw ApiException.badRequest("logit_bias token id " + id + " is outside the vocabulary [0, " + vocab + ")", "logit_bias");
+                }
+                if (!e.getValue().isNumber()) {
+                    throw ApiException.badRequest("logit_bias values must be numbers, got " + e.getValue() + " for token " + id, "logit_bias");
+                }
+                bias.put(id, Math.max(-100, Math.min(100, e.getValue().asDouble())));
             }
         }
         List<String> stops = new ArrayList<>();
-        JsonNode stop = body.get("stop");
+        JsonNode stop = Fields.get(body, "stop");
         if (stop != null && stop.isTextual()) {
             stops.add(stop.asText());
         } else if (stop != null && stop.isArray()) {
-            stop.forEach(s -> stops.add(s.asText()));
+            for (JsonNode s : stop) {
+                if (!s.isTextual()) {
+                    throw ApiException.badRequest("stop must be a string or a list of strings, got " + stop, "stop");
+                }
+                stops.add(s.asText());
+            }
+        } else if (stop != null) {
+            throw ApiException.badRequest("stop must be a string or a list of strings, got " + stop, "stop");
         }
+        stops.removeIf(String::isEmpty);
         Set<Integer> stopIds = new HashSet<>();
-        body.path("stop_token_ids").forEach(t -> stopIds.add(t.asInt()));
+        JsonNode ids = Fields.array(body, "stop_token_ids");
+        if (ids != null) {
+            for (int i = 0; i < ids.size(); i++) {
+                stopIds.add((int) Fields.integerValue(ids.get(i), "stop_token_ids[" + i + "]", 0, 0, vocab - 1));
+            }
+        }
+        double presence = Fields.number(body, "presence_penalty", 0, -2, 2);
+        double frequency = Fields.number(body, "frequency_penalty", 0, -2, 2);
+        double repetition = Fields.number(body, "repetition_penalty", defaults.path("repetition_penalty").asDouble(1.0), Double.MIN_VALUE, 100);
+        boolean ignoreEos = Fields.bool(body, "ignore_eos", false);
+        boolean echo = !chat && Fields.bool(body, "echo", false);
+        boolean stream = Fields.bool(body, "stream", false);
+        JsonNode so = Fields.object(body, "stream_options");
+        boolean usage = stream && so != null && Fields.bool(so, "include_usage", false);
+        boolean skipSpecial = Fields.bool(body, "skip_special_tokens", true);
+        Fields.string(body, "user", null);
         SamplingParams params;
         try {
-            params = new SamplingParams(temperature, topK, topP, minP, seed, number(body, "presence_penalty", 0), number(body, "frequency_penalty", 0),
-                    number(body, "repetition_penalty", defaults.path("repetition_penalty").asDouble(1.0)), bias, maxTokens, stopIds,
-                    body.path("ignore_eos").asBoolean(false), logprobs ? Math.max(0, top) : -1, null,
-                    !chat && logprobs && body.path("echo").asBoolean(false) ? Math.max(0, top) : -1);
+            params = new SamplingParams(temperature, topK, topP, minP, seed, presence, frequency, repetition, bias, maxTokens, stopIds,
+                    ignoreEos, logprobs ? Math.max(0, top) : -1, null, logprobs && echo ? Math.max(0, top) : -1);
         } catch (IllegalArgumentException e) {
-            throw ApiException.badRequest(e.getMessage(), null);
+            throw ApiException.badRequest(e.getMessage(), e.getMessage().startsWith("max_tokens") ? "max_tokens" : null);
         }
-        boolean stream = body.path("stream").asBoolean(false);
-        boolean usage = stream && body.path("stream_options").path("include_usage").asBoolean(false);
         boolean given = body.hasNonNull("max_tokens") || body.hasNonNull("max_completion_tokens");
-        return new GenerationRequest(params, stops, n, stream, usage, logprobs, Math.max(0, top), body.path("skip_special_tokens").asBoolean(true), given);
-    }
-
-    private static double number(JsonNode body, String field, double dflt) {
-        JsonNode v = body.get(field);
-        if (v == null || v.isNull()) {
-            return dflt;
-        }
-        if (!v.isNumber()) {
-            throw ApiException.badRequest(field + " must be a number, got " + v, field);
-        }
-        return v.asDouble();
+        return new GenerationRequest(params, stops, n, stream, usage, logprobs, Math.max(0, top), skipSpecial, given);
     }
 
     GenerationRequest withParams(SamplingParams p) {
         return new GenerationRequest(p, stops, n, stream, includeUsage, logprobs, topLogprobs, skipSpecialTokens, maxTokensGiven);
+    }
+
+    /** Every choice's params, in order. */
+    List<SamplingParams> choices() {
+        List<SamplingParams> all = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            all.add(forChoice(i));
+        }
+        return all;
     }
 
     /** Choice i's params: a seeded request gives each choice its own seed (seed + i). */

@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.spindle.chat.ChatTemplateException;
 import dev.spindle.chat.JsonValues;
+import dev.spindle.engine.EngineBusyException;
 import dev.spindle.server.ModelService;
 import io.quarkus.logging.Log;
 import io.smallrye.mutiny.Multi;
@@ -73,31 +74,35 @@ public class OpenAiRoutes {
 
     private Object tokenize(JsonNode b) {
         String text;
-        if (b.has("messages")) {
+        boolean chat = Fields.get(b, "messages") != null;
+        if (chat) {
+            List<?> messages = ChatMessages.parse(b.get("messages"), "messages");
+            List<?> tools = ChatMessages.tools(b.get("tools"), "tools");
             Map<String, Object> kwargs = new LinkedHashMap<>();
-            if (b.path("chat_template_kwargs").isObject()) {
+            JsonNode kw = Fields.object(b, "chat_template_kwargs");
+            if (kw != null) {
                 @SuppressWarnings("unchecked")
-                Map<String, Object> kv = (Map<String, Object>) JsonValues.toValue(b.get("chat_template_kwargs"));
+                Map<String, Object> kv = (Map<String, Object>) JsonValues.toValue(kw);
                 kwargs.putAll(kv);
             }
-            kwargs.put("add_generation_prompt", b.path("add_generation_prompt").asBoolean(true));
+            kwargs.put("add_generation_prompt", Fields.bool(b, "add_generation_prompt", true));
             try {
-                text = service.template().render((List<?>) JsonValues.toValue(b.get("messages")), (List<?>) JsonValues.toValue(b.get("tools")), kwargs);
+                text = service.template().render(messages, tools, kwargs);
             } catch (ChatTemplateException e) {
                 throw ApiException.badRequest(e.getMessage(), "messages");
             }
-        } else if (b.path("prompt").isTextual()) {
-            text = b.get("prompt").asText();
+        } else if (Fields.get(b, "prompt") != null) {
+            text = Fields.string(b, "prompt", "");
         } else {
             throw ApiException.badRequest("give a prompt (text) or messages", "prompt");
         }
-        boolean special = b.path("add_special_tokens").asBoolean(!b.has("messages"));
+        boolean special = Fields.bool(b, "add_special_tokens", !chat);
         int[] ids = special ? service.tokenizer().encodeWithSpecialTokens(text) : service.tokenizer().encode(text);
         ObjectNode r = JSON.createObjectNode();
         r.put("count", ids.length).put("max_model_len", service.modelConfig().maxPositions());
         ArrayNode t = r.putArray("tokens");
         Arrays.stream(ids).forEach(t::add);
-        if (b.has("messages")) {
+        if (chat) {
             r.put("prompt", text);
         }
         return r;
@@ -108,9 +113,10 @@ public class OpenAiRoutes {
         if (t == null || !t.isArray()) {
             throw ApiException.badRequest("tokens must be a list of token ids", "tokens");
         }
+        int vocab = service.modelConfig().vocabSize();
         int[] ids = new int[t.size()];
         for (int i = 0; i < ids.length; i++) {
-            ids[i] = t.get(i).asInt();
+            ids[i] = (int) Fields.integerValue(t.get(i), "tokens[" + i + "]", 0, 0, vocab - 1);
         }
         return JSON.createObjectNode().put("prompt", service.tokenizer().decode(ids, false));
     }
@@ -132,8 +138,12 @@ public class OpenAiRoutes {
             ctx.next();
             return;
         }
+        if (ctx.request().method() == io.vertx.core.http.HttpMethod.OPTIONS) {
+            ctx.next(); // a CORS preflight carries no credentials (the CORS filter answers it)
+            return;
+        }
         String header = ctx.request().getHeader("Authorization");
-        String given = header != null && header.startsWith("Bearer ") ? header.substring(7) : "";
+        String given = header != null && header.regionMatches(true, 0, "Bearer ", 0, 7) ? header.substring(7).trim() : "";
         if (java.security.MessageDigest.isEqual(given.getBytes(java.nio.charset.StandardCharsets.UTF_8),
                 key.get().getBytes(java.nio.charset.StandardCharsets.UTF_8))) {
             ctx.next();
@@ -146,11 +156,6 @@ public class OpenAiRoutes {
     /** Parses the body on a worker, then answers with JSON (Uni or plain object) or an SSE stream (Multi). */
     private void json(RoutingContext ctx, Function<JsonNode, Object> handler) {
         HttpServerResponse response = ctx.response();
-        if (service.stats().waiting() >= service.config().maxWaitingRequests()) {
-            response.putHeader("Retry-After", "1");
-            send(response, 429, errorJson(429, "the server is busy: " + service.stats().waiting() + " requests are waiting; retry shortly", null));
-            return;
-        }
         Uni.createFrom().item(() -> {
                     JsonNode b;
                     try {
@@ -210,7 +215,12 @@ public class OpenAiRoutes {
     }
 
     static void fail(HttpServerResponse response, Throwable err) {
-        if (err instanceof ApiException api) {
+        if (err instanceof EngineBusyException busy) { // the waiting bound, checked where requests enter the engine
+            response.putHeader("Retry-After", "1");
+            ObjectNode r = JSON.createObjectNode();
+            r.putObject("error").put("message", busy.getMessage()).put("type", "requests").putNull("param").put("code", "rate_limit_exceeded");
+            send(response, 429, r);
+        } else if (err instanceof ApiException api) {
             send(response, api.status, errorJson(api.status, api.getMessage(), api.param));
         } else if (err instanceof IllegalArgumentException bad) {
             send(response, 400, errorJson(400, bad.getMessage(), null));

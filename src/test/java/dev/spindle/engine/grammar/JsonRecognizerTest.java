@@ -52,6 +52,33 @@ class JsonRecognizerTest {
     }
 
     @Test
+    void whitespaceAndNumbersAreBounded() throws Exception {
+        Schema s = schema("{\"type\": \"object\", \"properties\": {\"a\": {\"type\": \"number\"}, \"b\": {\"type\": \"array\"}}}");
+        assertTrue(accepts(s, "{\"a\":1}"), "no whitespace");
+        assertTrue(accepts(s, "{\n    \"a\": 1,\n    \"b\": [\n        2\n    ]\n}"), "pretty-printed");
+        assertNull(JsonRecognizer.start(s).feed("{\"a\": 6.06184\n\n"), "one newline between tokens at most");
+        assertNull(JsonRecognizer.start(s).feed("{\"a\":  1"), "one space at most");
+        assertNull(JsonRecognizer.start(s).feed("{\n" + " ".repeat(21)), "at most 20 spaces of indentation");
+        assertNull(JsonRecognizer.start(s).feed("{\"a\": 1." + "1".repeat(17)), "fraction digits are bounded");
+        assertNull(JsonRecognizer.start(s).feed("{\"a\": 1e1234"), "exponent digits are bounded");
+        assertNull(JsonRecognizer.start(s).feed("{\"a\": 1}\n\n\n\n\n"), "at most 4 whitespace characters after the document");
+        assertTrue(accepts(s, "\n\n{\"a\": 1}\n"), "a document framed by newlines");
+    }
+
+    @Test
+    void propertiesComeFromTheSchema() throws Exception {
+        Schema s = schema("{\"type\": \"object\", \"properties\": {\"unit\": {\"type\": \"string\"}}, \"required\": [\"unit\"]}");
+        assertNull(JsonRecognizer.start(s).feed("{\"answer\""), "listed properties close the object unless additionalProperties says otherwise");
+        assertTrue(accepts(s, "{\"unit\": \"m\"}"));
+        Schema open = schema("{\"type\": \"object\", \"properties\": {\"unit\": {\"type\": \"string\"}}, \"additionalProperties\": true}");
+        assertTrue(accepts(open, "{\"answer\": 1}"));
+        assertTrue(accepts(schema("{\"type\": \"object\"}"), "{\"any\": [1]}"), "an object without properties takes any keys");
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> schema("{\"type\": \"object\", \"properties\": {\"a\": {}}, \"required\": [\"b\"], \"additionalProperties\": false}"));
+        assertTrue(e.getMessage().contains("'b'"), e.getMessage());
+    }
+
+    @Test
     void anyJsonAndTopLevelScalars() throws Exception {
         assertTrue(accepts(Schema.any(), "[1, {\"a\": [true, false, null]}, \"s\\u00e9\"]"));
         assertTrue(accepts(Schema.any(), "42"));

@@ -1,0 +1,198 @@
+package dev.spindle.engine.grammar;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Comparator;
+import java.util.List;
+
+/**
+ * Every token's text in one character trie, built once per vocabulary, so that a grammar
+ * walks each shared prefix once instead of once per token. Nodes are stored in preorder;
+ * tokens are numbered in the trie's (lexicographic) order, so the tokens below a node form
+ * one contiguous range of sorted indices, and a whole subtree can be accepted at once.
+ * Tokens without text (special tokens, byte pieces of multi-byte characters) are not in it.
+ */
+public final class TokenTrie {
+    /** Characters a grammar may treat specially inside free text; every other character is "plain". */
+    public static boolean special(char c) {
+        return c < 0x20 || c == '"' || c == '\\' || c == '<';
+    }
+
+    // per node, preorder; node 0 is the root (no character)
+    private final char[] ch;           // the character on the edge into the node
+    private final int[] end;           // the preorder index just past the node's subtree
+    private final int[] lo, hi;        // sorted-token range of the subtree, node's own tokens first
+    private final int[] own;           // tokens whose text ends exactly here (identical texts share a node)
+    private final boolean[] plainBelow; // no special character on any edge below the node
+    private final int[] sortedIds;     // sorted index -> token id
+    private final int[] untexted;      // token ids with no text
+    private final int vocab;
+
+    private TokenTrie(char[] ch, int[] end, int[] lo, int[] hi, int[] own, boolean[] plainBelow, int[] sortedIds, int[] untexted, int vocab) {
+        this.ch = ch;
+        this.end = end;
+        this.lo = lo;
+        this.hi = hi;
+        this.own = own;
+        this.plainBelow = plainBelow;
+        this.sortedIds = sortedIds;
+        this.untexted = untexted;
+        this.vocab = vocab;
+    }
+
+    /** @param texts per token id its text, or null */
+    public static TokenTrie build(String[] texts) {
+        List<Integer> ids = new ArrayList<>();
+        List<Integer> none = new ArrayList<>();
+        for (int id = 0; id < texts.length; id++) {
+            if (texts[id] == null || texts[id].isEmpty()) {
+                none.add(id);
+            } else {
+                ids.add(id);
+            }
+        }
+        ids.sort(Comparator.comparing((Integer id) -> texts[id]).thenComparing(id -> id));
+        int n = ids.size();
+        int[] sorted = ids.stream().mapToInt(Integer::intValue).toArray();
+        // node count: sum over tokens of (length - common prefix with the previous token)
+        int nodes = 1;
+        for (int i = 0; i < n; i++) {
+            nodes += texts[sorted[i]].length() - (i == 0 ? 0 : commonPrefix(texts[sorted[i - 1]], texts[sorted[i]]));
+        }
+        char[] ch = new char[nodes];
+        int[] end = new int[nodes], lo = new int[nodes], hi = new int[nodes], own = new int[nodes];
+        boolean[] plainBelow = new boolean[nodes];
+        int[] path = new int[1024]; // node index per depth on the current path
+        int depth = 0, next = 1;
+        path[0] = 0;
+        lo[0] = 0;
+        for (int i = 0; i < n; i++) {
+            String t = texts[sorted[i]];
+            int common = i == 0 ? 0 : commonPrefix(texts[sorted[i - 1]], t);
+            while (depth > common) { // close nodes the previous token went through and this one does not
+                close(path[depth--], next, i, end, hi);
+            }
+            if (t.length() >= path.length) {
+                path = Arrays.copyOf(path, t.length() * 2);
+            }
+            for (int d = common; d < t.length(); d++) {
+                int node = next++;
+                ch[node] = t.charAt(d);
+                lo[node] = i;
+                path[++depth] = node;
+            }
+            own[path[depth]]++;
+        }
+        while (depth > 0) {
+            close(path[depth--], next, n, end, hi);
+        }
+        end[0] = nodes;
+        hi[0] = n;
+        // plainBelow, children before parents: a node's flag covers its children's characters and their subtrees
+        for (int node = nodes - 1; node >= 0; node--) {
+            boolean plain = true;
+            for (int c = node + 1; c < end[node]; c = end[c]) {
+                plain &= !special(ch[c]) && plainBelow[c];
+            }
+            plainBelow[node] = plain;
+        }
+        return new TokenTrie(ch, end, lo, hi, own, plainBelow, sorted, none.stream().mapToInt(Integer::intValue).toArray(), texts.length);
+    }
+
+    private static void close(int node, int next, int tokenIndex, int[] end, int[] hi) {
+        end[node] = next;
+        hi[node] = tokenIndex;
+    }
+
+    private static int commonPrefix(String a, String b) {
+        int k = 0, m = Math.min(a.length(), b.length());
+        while (k < m && a.charAt(k) == b.charAt(k)) {
+            k++;
+        }
+        return k;
+    }
+
+    /** Tokens in the vocabulary (with or without text). */
+    public int vocabSize() {
+        return vocab;
+    }
+
+    /** Tokens with text (the trie's tokens). */
+    public int tokens() {
+        return sortedIds.length;
+    }
+
+    public int nodes() {
+        return ch.length;
+    }
+
+    /** Token id of sorted index {@code i}. */
+    int tokenAt(int i) {
+        return sortedIds[i];
+    }
+
+    /** Token ids without text (never allowed by a grammar). */
+    int[] untexted() {
+        return untexted;
+    }
+
+    /**
+     * Marks in {@code allowed} (sorted-order bits) every token whose whole text {@code start}
+     * accepts; returns how many.
+     */
+    int walk(Recognizer start, long[] allowed) {
+        int count = 0;
+        boolean stable = start.plainStable();
+        for (int c = 1; c < ch.length; c = end[c]) {
+            count += visit(c, start, stable, allowed);
+        }
+        return count;
+    }
+
+    private int visit(int node, Recognizer parent, boolean parentStable, long[] allowed) {
+        Recognizer s;
+        char c = ch[node];
+        if (parentStable && !special(c)) {
+            s = parent; // a stable state keeps itself on plain characters
+            if (plainBelow[node]) {
+                setRange(allowed, lo[node], hi[node]);
+                return hi[node] - lo[node];
+            }
+        } else {
+            s = parent.step(c);
+            if (s == null) {
+                return 0;
+            }
+        }
+        boolean stable = s.plainStable();
+        if (stable && plainBelow[node]) {
+            setRange(allowed, lo[node], hi[node]);
+            return hi[node] - lo[node];
+        }
+        int count = own[node];
+        if (count > 0) {
+            setRange(allowed, lo[node], lo[node] + count);
+        }
+        for (int child = node + 1; child < end[node]; child = end[child]) {
+            count += visit(child, s, stable, allowed);
+        }
+        return count;
+    }
+
+    static void setRange(long[] bits, int from, int to) {
+        if (from >= to) {
+            return;
+        }
+        int w0 = from >>> 6, w1 = (to - 1) >>> 6;
+        long first = -1L << from, last = -1L >>> -to;
+        if (w0 == w1) {
+            bits[w0] |= first & last;
+            return;
+        }
+        bits[w0] |= first;
+        for (int w = w0 + 1; w < w1; w++) {
+            bits[w] = -1L;
+        }
+        bits[w1] |= last;
+    }
+}
