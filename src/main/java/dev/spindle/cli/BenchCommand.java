@@ -67,8 +67,21 @@ final class BenchCommand implements Callable<Integer> {
                     + "a small pool lets Nsight Compute's kernel replay save and restore device memory).")
     double kvMemoryFraction;
 
+    @Option(names = "--grammar-tokenizer", paramLabel = "FILE",
+            description = "Measure constrained decoding's mask per step over this tokenizer.json (.gz too) instead of a model; no --model needed.")
+    java.nio.file.Path grammarTokenizer;
+
+    @Option(names = "--grammar-sequences", defaultValue = "32", paramLabel = "N", description = "With --grammar-tokenizer: sequences masked in one step (default 32).")
+    int grammarSequences;
+
+    @Option(names = "--grammar-steps", defaultValue = "300", paramLabel = "N", description = "With --grammar-tokenizer: steps timed per grammar (default 300).")
+    int grammarSteps;
+
     @Override
     public Integer call() throws Exception {
+        if (grammarTokenizer != null) {
+            return new GrammarBenchRun(grammarTokenizer, grammarSequences, grammarSteps).call();
+        }
         if (backend.equals("cuda")) {
             return new CudaBenchRun(model, prefillLengths, decodeContexts, concurrency, decodeTokens, stepRows, cudaGraphs, kvMemoryFraction).call();
         }

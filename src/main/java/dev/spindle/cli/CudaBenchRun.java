@@ -45,7 +45,7 @@ final class CudaBenchRun implements Callable<Integer> {
         CudaKernels kernels = CudaKernels.load().orElseThrow(() -> new CudaException("the CUDA backend is unavailable: " + CudaKernels.unavailableReason()));
         CublasLt lt = CublasLt.open(kernels).orElseThrow(() -> new CudaException("cuBLASLt (libcublasLt.so.13) is not on the library path"));
         Map<String, Object> out = new LinkedHashMap<>();
-        out.put("model", model.model.toString());
+        out.put("model", model.dir().toString());
         out.put("load_format", model.format().name().toLowerCase());
         out.put("backend", "cuda");
         out.put("device", cuda.deviceName());
@@ -60,12 +60,12 @@ final class CudaBenchRun implements Callable<Integer> {
         ModelConfig c;
         LoadedModel host = null;
         if (model.format() == LoadFormat.DUMMY) {
-            c = ConfigParser.read(model.model.resolve("config.json"));
+            c = ConfigParser.read(model.dir().resolve("config.json"));
         } else {
             host = model.load();
             c = host.config();
         }
-        ProgressBar bar = ProgressBar.forTerminal("loading " + model.model.getFileName() + " to " + cuda.deviceName());
+        ProgressBar bar = ProgressBar.forTerminal("loading " + model.dir().getFileName() + " to " + cuda.deviceName());
         try (CudaForwardPass gpu = CudaForwardPass.open(c, host == null ? null : host.weights(),
                 new CudaForwardPass.Options(model.blockSize, stepRows, kvMemoryFraction, 0, cudaGraphs, model.gemmCacheDir()), bar)) {
             bar.done();

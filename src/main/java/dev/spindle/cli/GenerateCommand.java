@@ -39,8 +39,8 @@ final class GenerateCommand implements Callable<Integer> {
     public Integer call() {
         Backends.Settings settings = new Backends.Settings(model.threadCount(), model.blockSize,
                 model.blocksFor(promptIds.length + maxTokens) * model.blockSize, Math.max(prefillChunk, 1), 0.9, true, model.gemmCacheDir());
-        ProgressBar bar = ProgressBar.forTerminal("loading " + model.model.getFileName());
-        try (Backends.Opened b = Backends.open(model.model, model.format(), Backends.Kind.parse(backend), settings, bar)) {
+        ProgressBar bar = ProgressBar.forTerminal("loading " + model.dir().getFileName());
+        try (Backends.Opened b = Backends.open(model.dir(), model.format(), Backends.Kind.parse(backend), settings, bar)) {
             bar.done();
             ModelConfig c = b.config();
             for (int id : promptIds) {
@@ -50,7 +50,7 @@ final class GenerateCommand implements Callable<Integer> {
             }
             Set<Integer> stop = ignoreEos ? Set.of() : new HashSet<>(c.eosTokenIds());
             System.err.printf("model %s: %s, %d layers%s, hidden %d, %d/%d heads of %d, vocab %d; %s%n",
-                    model.model, c.architecture(), c.numLayers(), c.numLoops() > 1 ? " x " + c.numLoops() + " loops" : "", c.hiddenSize(),
+                    model.dir(), c.architecture(), c.numLayers(), c.numLoops() > 1 ? " x " + c.numLoops() + " loops" : "", c.hiddenSize(),
                     c.numHeads(), c.numKvHeads(), c.headDim(), c.vocabSize(), b.description());
             GreedyGenerator.Result r = new GreedyGenerator(b.pass(), prefillChunk).generate(promptIds, maxTokens, stop, t -> { });
             System.out.println(String.join(",", Arrays.stream(r.tokens()).mapToObj(Integer::toString).toList()));

@@ -9,9 +9,17 @@ import java.nio.file.Path;
 
 /** Options shared by every command that loads a model. */
 final class ModelOptions {
-    @Option(names = "--model", required = true, paramLabel = "DIR",
-            description = "Hugging Face model directory (config.json + safetensors).")
+    @Option(names = "--model", paramLabel = "DIR",
+            description = "Hugging Face model directory (config.json + safetensors); required.")
     Path model;
+
+    /** The model directory; an IllegalArgumentException (one clear line) when --model was not given. */
+    Path dir() {
+        if (model == null) {
+            throw new IllegalArgumentException("--model DIR is required");
+        }
+        return model;
+    }
 
     @Option(names = "--load-format", defaultValue = "safetensors", paramLabel = "FORMAT",
             description = "safetensors (default) or dummy: seeded random bf16 weights of config.json's shapes, for benchmarks.")
@@ -42,8 +50,8 @@ final class ModelOptions {
     }
 
     LoadedModel load() {
-        ProgressBar bar = ProgressBar.forTerminal("loading " + model.getFileName());
-        LoadedModel m = ModelLoader.load(model, format(), bar);
+        ProgressBar bar = ProgressBar.forTerminal("loading " + dir().getFileName());
+        LoadedModel m = ModelLoader.load(dir(), format(), bar);
         bar.done();
         return m;
     }

@@ -53,6 +53,12 @@ public class ModelService {
     }
 
     private Loaded load(Path dir) {
+        if (config.maxWaitingRequests() < 1) {
+            throw new IllegalArgumentException("spindle.max-waiting-requests (--max-waiting-requests) must be at least 1, got " + config.maxWaitingRequests());
+        }
+        if (config.defaultMaxTokens() < 1) {
+            throw new IllegalArgumentException("spindle.default-max-tokens (--default-max-tokens) must be at least 1, got " + config.defaultMaxTokens());
+        }
         LoadFormat format = LoadFormat.parse(config.loadFormat());
         long t0 = System.nanoTime();
         Tokenizer tokenizer = Tokenizer.load(dir);

@@ -36,6 +36,24 @@ final class ServeOptions {
     Boolean cudaGraphs;
     @Option(names = "--gemm-cache", paramLabel = "DIR|none", description = "CUDA: folder caching the pinned GEMM algorithms (default ~/.cache/spindle; none: search at every start).")
     String gemmCache;
+    @Option(names = "--block-size", paramLabel = "TOKENS", description = "Tokens per KV block (default 16; a power of two on CUDA).")
+    Integer blockSize;
+    @Option(names = "--default-max-tokens", paramLabel = "N", description = "max_tokens when a request gives none (default 1024).")
+    Integer defaultMaxTokens;
+    @Option(names = "--max-waiting-requests", paramLabel = "N", description = "Requests waiting to start at most; beyond, 429 with Retry-After (default 256).")
+    Integer maxWaiting;
+    @Option(names = "--api-key", paramLabel = "KEY", description = "Require Authorization: Bearer KEY on /v1, /tokenize and /detokenize.")
+    String apiKey;
+    @Option(names = "--api-key-file", paramLabel = "FILE", description = "As --api-key, the key read from FILE (trailing newline ignored): keeps it out of the process list.")
+    java.nio.file.Path apiKeyFile;
+    @Option(names = "--cors-origins", paramLabel = "ORIGINS", description = "Browser origins allowed to call the API, comma-separated (e.g. http://localhost:3000; * for any). Default: none.")
+    String corsOrigins;
+    @Option(names = "--management-port", paramLabel = "PORT", description = "Serve /q/metrics and /q/health on this port only (default: on the API port).")
+    Integer managementPort;
+    @Option(names = "--management-host", paramLabel = "HOST", description = "Listen address of the management port (default: --host).")
+    String managementHost;
+    @Option(names = "-D", paramLabel = "KEY=VALUE", description = "Any configuration key, e.g. -Dspindle.max-num-seqs=64 (the launcher passes these to the JVM).")
+    java.util.Map<String, String> properties;
 
     /** Parses {@code args}; false when only help was asked for (printed) or the flags were wrong. */
     static boolean apply(String[] args) {
@@ -65,7 +83,36 @@ final class ServeOptions {
         set("spindle.kv-memory-fraction", o.kvFraction);
         set("spindle.cuda-graphs", o.cudaGraphs);
         set("spindle.gemm-cache", o.gemmCache);
+        set("spindle.block-size", o.blockSize);
+        set("spindle.default-max-tokens", o.defaultMaxTokens);
+        set("spindle.max-waiting-requests", o.maxWaiting);
+        set("spindle.api-key", o.apiKey);
+        set("quarkus.http.cors.origins", o.corsOrigins);
+        set("spindle.management-port", o.managementPort);
+        set("spindle.management-host", o.managementHost);
+        if (o.apiKeyFile != null) {
+            if (o.apiKey != null) {
+                fail(cl, "give --api-key or --api-key-file, not both");
+            }
+            try {
+                String key = java.nio.file.Files.readString(o.apiKeyFile).strip();
+                if (key.isEmpty()) {
+                    fail(cl, "--api-key-file " + o.apiKeyFile + " is empty");
+                }
+                set("spindle.api-key", key);
+            } catch (java.io.IOException | java.io.UncheckedIOException e) {
+                fail(cl, "--api-key-file " + o.apiKeyFile + ": cannot read it (" + e + ")");
+            }
+        }
+        if (o.properties != null) {
+            o.properties.forEach(ServeOptions::set);
+        }
         return true;
+    }
+
+    private static void fail(CommandLine cl, String message) {
+        System.err.println("spindle serve: " + message);
+        System.exit(2);
     }
 
     private static void set(String key, Object value) {

@@ -70,6 +70,15 @@ public interface SpindleConfig {
     @WithDefault("256")
     int maxWaitingRequests();
 
+    /**
+     * When set, /q/metrics and /q/health are served on this port only (the API port answers 404 there),
+     * so that the API port can be exposed alone.
+     */
+    OptionalInt managementPort();
+
+    /** The management port's listen address; defaults to quarkus.http.host. */
+    Optional<String> managementHost();
+
     /** max_tokens when a request gives none. */
     @WithDefault("1024")
     int defaultMaxTokens();

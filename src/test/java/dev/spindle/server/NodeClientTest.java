@@ -17,10 +17,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
- * The official npm {@code openai} client (v6, src/test/node) streams from the real server.
- * It sends Accept: application/json while streaming, the case a plain SSE endpoint
- * answers with 406. .ci/run installs the client (npm ci); elsewhere the test is skipped
- * with the reason when node or the package is missing.
+ * JavaScript clients against the real server (src/test/node): the official npm {@code openai}
+ * client (v6) streams (it sends Accept: application/json while streaming, the case a plain SSE
+ * endpoint answers with 406), and each client's own agent helper runs a whole tool-using turn
+ * (npm openai's runTools, the Vercel AI SDK's multi-step generateText, LangChain JS with
+ * ToolMessages). .ci/run installs the packages (npm ci); elsewhere the tests are skipped with
+ * the reason when node or a package is missing.
  */
 @QuarkusTest
 class NodeClientTest {
@@ -34,23 +36,40 @@ class NodeClientTest {
         ServerReady.await(v1);
     }
 
-    @Test
-    void npmClientStreamsAnAnswer() throws Exception {
-        assumeTrue(Files.isDirectory(DIR.resolve("node_modules/openai")), "npm openai client not installed: run `npm ci --prefix src/test/node` (.ci/run does)");
+    /** Runs a script of src/test/node; its last output line is JSON. */
+    JsonNode node(String module, String script, String question) throws Exception {
+        assumeTrue(Files.isDirectory(DIR.resolve("node_modules/" + module)), "npm package " + module + " not installed: run `npm ci --prefix src/test/node` (.ci/run does)");
         Process p;
         try {
-            p = new ProcessBuilder("node", "stream.mjs", v1.toString(), "What is 58 + 27?").directory(DIR.toFile()).redirectErrorStream(true).start();
+            p = new ProcessBuilder("node", script, v1.toString(), question).directory(DIR.toFile()).redirectErrorStream(true).start();
         } catch (java.io.IOException e) {
             assumeTrue(false, "node is not on the PATH: " + e.getMessage());
-            return;
+            return null;
         }
-        assertTrue(p.waitFor(120, TimeUnit.SECONDS), "node client finished");
+        assertTrue(p.waitFor(180, TimeUnit.SECONDS), script + " finished");
         String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip();
         assertEquals(0, p.exitValue(), out);
-        JsonNode r = new ObjectMapper().readTree(out.substring(out.lastIndexOf('\n') + 1));
+        return new ObjectMapper().readTree(out.substring(out.lastIndexOf('\n') + 1));
+    }
+
+    @org.junit.jupiter.params.ParameterizedTest
+    @org.junit.jupiter.params.provider.CsvSource({"openai, agent-openai.mjs", "ai, agent-vercel.mjs", "@langchain/openai, agent-langchain.mjs"})
+    void agentHelperCompletesAToolTurn(String module, String script) throws Exception {
+        JsonNode r = node(module, script, "What's the weather in Madrid?");
+        System.out.println("[agent " + script + "] " + r);
+        assertEquals(1, r.get("calls").size(), r.toString());
+        assertEquals("get_weather", r.get("calls").get(0).get("name").asText(), r.toString());
+        assertEquals("Madrid", r.get("calls").get(0).get("arguments").get("city").asText(), r.toString());
+        assertTrue(r.get("answer").asText().contains("21"), "the answer uses the tool's result: " + r);
+        assertEquals(2, r.get("steps").asInt(), "one call, one answer: " + r);
+    }
+
+    @Test
+    void npmClientStreamsAnAnswer() throws Exception {
+        JsonNode r = node("openai", "stream.mjs", "What is 58 + 27?");
         System.out.println("[npm openai] " + r);
-        assertTrue(r.get("content").asText().contains("85"), out);
-        assertTrue(r.get("reasoning").asText().contains("carry"), out);
+        assertTrue(r.get("content").asText().contains("85"), r.toString());
+        assertTrue(r.get("reasoning").asText().contains("carry"), r.toString());
         assertEquals("stop", r.get("finish").asText());
         assertTrue(r.get("chunks").asInt() > 5);
         assertTrue(r.path("usage").path("completion_tokens").asInt() > 5);

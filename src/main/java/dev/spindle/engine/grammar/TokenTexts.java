@@ -39,13 +39,31 @@ public final class TokenTexts {
         return t;
     }
 
-    public static TokenTexts load(Path tokenizerJson, int vocabSize) {
+    /** The texts of every id tokenizer.json names (the vocabulary size is its largest id + 1). */
+    public static TokenTexts load(Path tokenizerJson) {
+        return load(tokenizerJson, -1);
+    }
+
+    /** @param vocabSize the model's vocabulary size, or -1 for the largest id in the file + 1 */
+    public static TokenTexts load(Path tokenizerJson, int modelVocab) {
         JsonNode root;
         try (var in = java.nio.file.Files.newInputStream(tokenizerJson)) {
             root = new ObjectMapper().readTree(tokenizerJson.toString().endsWith(".gz") ? new java.util.zip.GZIPInputStream(in) : in);
         } catch (IOException e) {
             throw new IllegalArgumentException(tokenizerJson + ": " + e.getMessage(), e);
         }
+        int size = modelVocab;
+        if (size < 0) {
+            int max = -1;
+            for (var it = root.path("model").path("vocab").elements(); it.hasNext(); ) {
+                max = Math.max(max, it.next().asInt());
+            }
+            for (JsonNode a : root.path("added_tokens")) {
+                max = Math.max(max, a.path("id").asInt());
+            }
+            size = max + 1;
+        }
+        final int vocabSize = size;
         String[] t = new String[vocabSize];
         root.path("model").path("vocab").fields().forEachRemaining(e -> {
             int id = e.getValue().asInt();

@@ -16,7 +16,8 @@ import static dev.spindle.server.openai.ChatCompletions.JSON;
  * into what the chat template reads. An assistant message's {@code tool_calls[].function.arguments}
  * is a JSON string in OpenAI's API (and in Spindle's own replies) but a mapping to the template
  * (it iterates {@code arguments|items}), so strings are parsed into objects here, as vLLM does.
- * The {@code developer} role is the system role.
+ * The {@code developer} role is the system role; a null or absent {@code content} (an assistant
+ * turn of tool calls, as the OpenAI clients send it) is the empty string.
  */
 final class ChatMessages {
     private static final Set<String> ROLES = Set.of("system", "developer", "user", "assistant", "tool");
@@ -49,6 +50,9 @@ final class ChatMessages {
             out.put("role", "system");
         }
         content(m.get("content"), path + ".content");
+        if (m.get("content") == null || m.get("content").isNull()) {
+            out.put("content", ""); // as vLLM does: the template would print a null as "None"
+        }
         for (String f : List.of("name", "tool_call_id", "reasoning_content")) {
             JsonNode v = m.get(f);
             if (v != null && !v.isNull() && !v.isTextual()) {

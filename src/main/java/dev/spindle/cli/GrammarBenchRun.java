@@ -1,0 +1,206 @@
+package dev.spindle.cli;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.spindle.engine.grammar.GrammarConstraint;
+import dev.spindle.engine.grammar.JsonRecognizer;
+import dev.spindle.engine.grammar.Recognizer;
+import dev.spindle.engine.grammar.Schema;
+import dev.spindle.engine.grammar.TokenTexts;
+import dev.spindle.engine.grammar.TokenTrie;
+import dev.spindle.engine.grammar.ToolCallRecognizer;
+
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.Set;
+import java.util.concurrent.Callable;
+import java.util.concurrent.ForkJoinPool;
+import java.util.concurrent.ForkJoinTask;
+import java.util.function.Supplier;
+
+/**
+ * {@code spindle bench --grammar-tokenizer FILE}: what constrained decoding costs per step at a
+ * vocabulary's real size. Sequences walk a JSON-schema grammar and the tool-call grammars
+ * (forced, and lazy under free text) by drawing random allowed tokens; every step is timed as
+ * the engine pays it: a copy of the logits row, the mask computed and applied. Batch 1 times
+ * one sequence's steps; the batched figure times {@code sequences} masks prepared at once on
+ * the common pool (as the engine does while the forward pass runs) and applied one by one.
+ */
+final class GrammarBenchRun implements Callable<Integer> {
+    private final Path tokenizer;
+    private final int sequences;
+    private final int steps;
+
+    GrammarBenchRun(Path tokenizer, int sequences, int steps) {
+        this.tokenizer = tokenizer;
+        this.sequences = sequences;
+        this.steps = steps;
+    }
+
+    static final String SCHEMA = """
+            {"type": "object", "properties": {"city": {"type": "string"}, "temperature": {"type": "number"},
+             "unit": {"type": "string", "enum": ["celsius", "fahrenheit", "kelvin"]}, "days": {"type": "integer"},
+             "conditions": {"type": "array", "items": {"type": "string"}, "maxItems": 4},
+             "wind": {"type": "object", "properties": {"speed": {"type": "number"}, "direction": {"type": "string"}}, "required": ["speed"]}},
+             "required": ["city", "temperature", "unit"], "additionalProperties": false}""";
+
+    @Override
+    public Integer call() throws Exception {
+        ObjectMapper json = new ObjectMapper();
+        long t0 = System.nanoTime();
+        TokenTexts texts = TokenTexts.load(tokenizer);
+        double loadSeconds = (System.nanoTime() - t0) / 1e9;
+        long t1 = System.nanoTime();
+        TokenTrie trie = texts.trie();
+        double trieSeconds = (System.nanoTime() - t1) / 1e9;
+        Schema schema = Schema.compile(json.readTree(SCHEMA));
+        Map<String, Schema> tools = new LinkedHashMap<>();
+        tools.put("get_weather", Schema.compile(json.readTree("""
+                {"type": "object", "properties": {"city": {"type": "string"}, "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+                 "days": {"type": "integer"}}, "required": ["city"]}""")));
+        tools.put("search", Schema.compile(json.readTree("""
+                {"type": "object", "properties": {"query": {"type": "string"}, "limit": {"type": "integer"},
+                 "filters": {"type": "object", "properties": {"site": {"type": "string"}, "recent": {"type": "boolean"}}}}, "required": ["query"]}""")));
+        int eos = -1;
+        for (int id = 0; id < texts.size(); id++) {
+            if (texts.text(id) == null) {
+                eos = id; // any special token stands in for the end of turn
+                break;
+            }
+        }
+        Set<Integer> ends = eos < 0 ? Set.of() : Set.of(eos);
+        Map<String, Supplier<Recognizer>> grammars = new LinkedHashMap<>();
+        grammars.put("json_schema", () -> JsonRecognizer.start(schema));
+        grammars.put("tool_call_forced", () -> ToolCallRecognizer.forced(tools, true));
+        grammars.put("tool_call_lazy", () -> ToolCallRecognizer.lazy(tools, true));
+
+        ObjectNode out = json.createObjectNode();
+        out.put("benchmark", "grammar_mask");
+        out.put("tokenizer", tokenizer.toString());
+        out.put("vocab", texts.size());
+        out.put("tokens_with_text", trie.tokens());
+        out.put("trie_nodes", trie.nodes());
+        out.put("load_seconds", round(loadSeconds, 3));
+        out.put("trie_build_seconds", round(trieSeconds, 3));
+        out.put("threads", ForkJoinPool.getCommonPoolParallelism());
+        ObjectNode targets = out.putObject("targets_ms");
+        targets.put("per_sequence_step", 1.0);
+        targets.put("step_of_" + sequences + "_sequences", 5.0);
+        for (var g : grammars.entrySet()) {
+            // warm-up: the JIT compiles the walk before anything is timed
+            walk(g.getValue(), texts, ends, 4, Math.min(steps, 60), new Random(1), false);
+            double[] single = walk(g.getValue(), texts, ends, 1, steps, new Random(2), false);
+            double[] batched = walk(g.getValue(), texts, ends, sequences, steps, new Random(3), true);
+            ObjectNode r = out.putObject(g.getKey());
+            r.set("batch_1", stats(json, single));
+            r.set("batch_" + sequences, stats(json, batched));
+            r.put("per_sequence_step_target_met", percentile(single, 50) <= 1.0 && mean(single) <= 1.0);
+            r.put("batched_step_target_met", mean(batched) <= 5.0);
+        }
+        System.out.println(json.enable(SerializationFeature.INDENT_OUTPUT).writeValueAsString(out));
+        return 0;
+    }
+
+    /**
+     * Runs {@code n} sequences for up to {@code maxSteps} steps (a finished one starts over);
+     * returns the time of each step in ms: per sequence (batch 1) or per step of all n.
+     */
+    private static double[] walk(Supplier<Recognizer> grammar, TokenTexts texts, Set<Integer> ends, int n, int maxSteps, Random rnd, boolean batched) {
+        GrammarConstraint[] cs = new GrammarConstraint[n];
+        for (int i = 0; i < n; i++) {
+            cs[i] = new GrammarConstraint(grammar.get(), texts, ends, -1);
+        }
+        float[] row = new float[texts.size()];
+        List<Double> times = new ArrayList<>();
+        for (int step = 0; step < maxSteps; step++) {
+            float[][] masked = new float[n][];
+            long s0 = System.nanoTime();
+            if (batched) {
+                List<ForkJoinTask<?>> tasks = new ArrayList<>();
+                for (GrammarConstraint c : cs) {
+                    tasks.add(ForkJoinPool.commonPool().submit(c::prepare));
+                }
+                tasks.forEach(ForkJoinTask::join);
+            }
+            for (int i = 0; i < n; i++) {
+                masked[i] = row.clone();
+                cs[i].mask(masked[i]);
+            }
+            times.add((System.nanoTime() - s0) / 1e6);
+            for (int i = 0; i < n; i++) {
+                int t = pick(masked[i], texts, rnd);
+                if (t < 0 || ends.contains(t)) {
+                    cs[i] = new GrammarConstraint(grammar.get(), texts, ends, -1);
+                } else {
+                    cs[i].accept(t);
+                }
+            }
+        }
+        return times.stream().mapToDouble(Double::doubleValue).toArray();
+    }
+
+    /**
+     * A random allowed token: half the time one with a special character (so that strings close and
+     * documents finish), otherwise any; the end of turn once it is allowed, a third of the time.
+     */
+    private static int pick(float[] masked, TokenTexts texts, Random rnd) {
+        List<Integer> any = new ArrayList<>(), structural = new ArrayList<>();
+        int end = -1;
+        for (int id = 0; id < masked.length; id++) {
+            if (masked[id] == Float.NEGATIVE_INFINITY) {
+                continue;
+            }
+            String t = texts.text(id);
+            if (t == null) {
+                end = id;
+                continue;
+            }
+            any.add(id);
+            for (int k = 0; k < t.length(); k++) {
+                if (TokenTrie.special(t.charAt(k)) || "{}[]:,".indexOf(t.charAt(k)) >= 0) {
+                    structural.add(id);
+                    break;
+                }
+            }
+        }
+        if (end >= 0 && (any.isEmpty() || rnd.nextInt(3) == 0)) {
+            return end;
+        }
+        if (any.isEmpty()) {
+            return -1;
+        }
+        List<Integer> from = !structural.isEmpty() && rnd.nextBoolean() ? structural : any;
+        return from.get(rnd.nextInt(from.size()));
+    }
+
+    private static ObjectNode stats(ObjectMapper json, double[] ms) {
+        ObjectNode s = json.createObjectNode();
+        s.put("steps", ms.length);
+        s.put("mean_ms", round(mean(ms), 4));
+        s.put("p50_ms", round(percentile(ms, 50), 4));
+        s.put("p99_ms", round(percentile(ms, 99), 4));
+        s.put("max_ms", round(Arrays.stream(ms).max().orElse(0), 4));
+        return s;
+    }
+
+    private static double mean(double[] v) {
+        return Arrays.stream(v).average().orElse(0);
+    }
+
+    private static double percentile(double[] v, double p) {
+        double[] s = v.clone();
+        Arrays.sort(s);
+        return s.length == 0 ? 0 : s[(int) Math.min(s.length - 1, Math.floor(p / 100 * s.length))];
+    }
+
+    private static double round(double v, int digits) {
+        double s = Math.pow(10, digits);
+        return Math.round(v * s) / s;
+    }
+}
