@@ -10,13 +10,13 @@ import java.util.List;
 public final class EitherRecognizer implements Recognizer {
     private final Recognizer[] alternatives; // live ones only
 
-    private final boolean stable;
+    private final long stable; // see Recognizer.stableExcept
 
     private EitherRecognizer(Recognizer[] alternatives) {
         this.alternatives = alternatives;
-        boolean s = true;
+        long s = 0;
         for (Recognizer r : alternatives) {
-            s &= r.plainStable();
+            s |= r.stableExcept();
         }
         this.stable = s;
     }
@@ -27,7 +27,7 @@ public final class EitherRecognizer implements Recognizer {
 
     @Override
     public Recognizer step(char c) {
-        if (stable && !TokenTrie.special(c)) {
+        if (stable >= 0 && (TokenTrie.bit(c) & stable) == 0) {
             return this;
         }
         List<Recognizer> next = new ArrayList<>(alternatives.length);
@@ -55,7 +55,17 @@ public final class EitherRecognizer implements Recognizer {
     }
 
     @Override
-    public boolean plainStable() {
+    public long stableExcept() {
         return stable;
+    }
+
+    @Override
+    public boolean equals(Object o) {
+        return o instanceof EitherRecognizer e && java.util.Arrays.equals(e.alternatives, alternatives);
+    }
+
+    @Override
+    public int hashCode() {
+        return java.util.Arrays.hashCode(alternatives);
     }
 }

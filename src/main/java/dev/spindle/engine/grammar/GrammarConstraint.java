@@ -11,18 +11,36 @@ import java.util.Set;
  *
  * <p>The mask is one walk of the vocabulary's {@link TokenTrie} from the current state:
  * shared prefixes are stepped once, rejected prefixes cut off whole subtrees, and inside free
- * text whole subtrees of plain characters are accepted without stepping. {@link #prepare}
- * computes it ahead (on any thread, e.g. while the forward pass runs); {@link #mask} applies it.
+ * text whole subtrees without the characters that matter there are accepted without stepping.
+ * Masks are kept by state (the last {@value #CACHED_MASKS}), as token-id lists of the smaller
+ * side. {@link #prepare} computes it ahead (on any thread, e.g. while the forward pass runs);
+ * {@link #mask} applies it.
  */
 public final class GrammarConstraint {
+    /** Masks kept per sequence, by state: inside a string or free text the state repeats from step to step. */
+    static final int CACHED_MASKS = 32;
+
+    /**
+     * A state's mask as token ids: those allowed when few are, else those refused (tokens
+     * without text, and ids past the vocabulary, are refused either way).
+     */
+    record Mask(int[] ids, boolean allowList, int allowed) {
+    }
+
     private final TokenTexts texts;
     private final int[] eos;
     private final int activateAfter;
     private Recognizer state;
     private boolean active;
-    private long[] allowed;       // sorted-order bits of the trie's tokens, for {@code preparedFor}
-    private int allowedCount;
+    private Mask prepared;        // the mask of {@code preparedFor}
     private Recognizer preparedFor;
+    private long[] bits;          // scratch: sorted-order bits of the trie walk
+    private final java.util.LinkedHashMap<Recognizer, Mask> cache = new java.util.LinkedHashMap<>(16, 0.75f, true) {
+        @Override
+        protected boolean removeEldestEntry(java.util.Map.Entry<Recognizer, Mask> eldest) {
+            return size() > CACHED_MASKS;
+        }
+    };
 
     /**
      * @param activateAfter token id after which the constraint starts (e.g. {@code </think>}), or -1 to start at once
@@ -54,15 +72,38 @@ public final class GrammarConstraint {
         if (!active || preparedFor == state) {
             return;
         }
-        TokenTrie trie = texts.trie();
-        int words = (trie.tokens() + 63) >>> 6;
-        if (allowed == null || allowed.length != words) {
-            allowed = new long[words];
-        } else {
-            Arrays.fill(allowed, 0);
+        Mask m = cache.get(state);
+        if (m == null) {
+            m = compute(state);
+            cache.put(state, m);
         }
-        allowedCount = trie.walk(state, allowed);
+        prepared = m;
         preparedFor = state;
+    }
+
+    private Mask compute(Recognizer s) {
+        TokenTrie trie = texts.trie();
+        int n = trie.tokens();
+        int words = (n + 63) >>> 6;
+        if (bits == null || bits.length != words) {
+            bits = new long[words];
+        } else {
+            Arrays.fill(bits, 0);
+        }
+        int allowed = trie.walk(s, bits);
+        boolean allowList = allowed * 2 <= n;
+        int[] ids = new int[allowList ? allowed : n - allowed];
+        int k = 0;
+        for (int w = 0; w < words; w++) {
+            long b = allowList ? bits[w] : ~bits[w];
+            if (!allowList && w == words - 1 && (n & 63) != 0) {
+                b &= -1L >>> (64 - (n & 63)); // no bits past the last token
+            }
+            for (; b != 0; b &= b - 1) {
+                ids[k++] = trie.tokenAt((w << 6) + Long.numberOfTrailingZeros(b));
+            }
+        }
+        return new Mask(ids, allowList, allowed);
     }
 
     /** Masks {@code logits} in place; returns the number of tokens left allowed. */
@@ -72,43 +113,29 @@ public final class GrammarConstraint {
         }
         prepare();
         TokenTrie trie = texts.trie();
+        Mask m = prepared;
         boolean done = state.accepting();
         float[] eosLogits = new float[eos.length];
         for (int i = 0; i < eos.length; i++) {
             eosLogits[i] = eos[i] < logits.length ? logits[eos[i]] : 0;
         }
-        int n = trie.tokens();
-        if (allowedCount * 4 < n) { // few allowed: keep those, clear the rest
-            int[] keepIds = new int[allowedCount];
-            float[] keep = new float[allowedCount];
-            int k = 0;
-            for (int w = 0; w < allowed.length; w++) {
-                for (long bits = allowed[w]; bits != 0; bits &= bits - 1) {
-                    int id = trie.tokenAt((w << 6) + Long.numberOfTrailingZeros(bits));
-                    keepIds[k] = id;
-                    keep[k++] = id < logits.length ? logits[id] : 0;
-                }
+        if (m.allowList()) { // few allowed: keep those, clear the rest
+            float[] keep = new float[m.ids().length];
+            for (int i = 0; i < keep.length; i++) {
+                int id = m.ids()[i];
+                keep[i] = id < logits.length ? logits[id] : 0;
             }
             Arrays.fill(logits, Float.NEGATIVE_INFINITY);
-            for (int i = 0; i < k; i++) {
-                if (keepIds[i] < logits.length) {
-                    logits[keepIds[i]] = keep[i];
+            for (int i = 0; i < keep.length; i++) {
+                int id = m.ids()[i];
+                if (id < logits.length) {
+                    logits[id] = keep[i];
                 }
             }
         } else {
-            for (int w = 0; w < allowed.length; w++) {
-                long bits = allowed[w];
-                if (bits == -1L) {
-                    continue;
-                }
-                int base = w << 6, top = Math.min(64, n - base);
-                for (int b = 0; b < top; b++) {
-                    if ((bits & (1L << b)) == 0) {
-                        int id = trie.tokenAt(base + b);
-                        if (id < logits.length) {
-                            logits[id] = Float.NEGATIVE_INFINITY;
-                        }
-                    }
+            for (int id : m.ids()) {
+                if (id < logits.length) {
+                    logits[id] = Float.NEGATIVE_INFINITY;
                 }
             }
             for (int id : trie.untexted()) {
@@ -120,7 +147,7 @@ public final class GrammarConstraint {
                 logits[id] = Float.NEGATIVE_INFINITY;
             }
         }
-        int count = allowedCount;
+        int count = m.allowed();
         for (int i = 0; i < eos.length; i++) {
             int id = eos[i];
             if (id < logits.length) {

@@ -65,14 +65,20 @@ public final class JsonRecognizer implements Recognizer {
 
     private final Stack[] configs;
     private final Options options;
-    private final boolean stable;
+    private static final long STRING_SPECIALS = TokenTrie.CONTROLS | TokenTrie.bits("\"\\");
+    private final long stable; // see Recognizer.stableExcept
 
     private JsonRecognizer(Stack[] configs, Options options) {
         this.configs = configs;
         this.options = options;
-        boolean s = true;
+        long s = 0;
         for (Stack c : configs) {
-            s &= c.top() instanceof Str str && !str.key() && str.escape() == 0 && (str.guard() == null || str.guard().clear());
+            if (c.top() instanceof Str str && !str.key() && str.escape() == 0 && (str.guard() == null || str.guard().clear())) {
+                s |= STRING_SPECIALS | (str.guard() == null ? 0 : str.guard().starts());
+            } else {
+                s = TokenTrie.NOT_STABLE;
+                break;
+            }
         }
         this.stable = s;
     }
@@ -88,7 +94,7 @@ public final class JsonRecognizer implements Recognizer {
 
     @Override
     public JsonRecognizer step(char c) {
-        if (stable && !TokenTrie.special(c)) {
+        if (stable >= 0 && (TokenTrie.bit(c) & stable) == 0) {
             return this;
         }
         List<Stack> out = new ArrayList<>(2);
@@ -120,7 +126,7 @@ public final class JsonRecognizer implements Recognizer {
     }
 
     @Override
-    public boolean plainStable() {
+    public long stableExcept() {
         return stable;
     }
 
@@ -255,13 +261,17 @@ public final class JsonRecognizer implements Recognizer {
         TagGuard g = str.guard();
         if (str.escape() == 1) {
             if ("\"\\/bfnrt".indexOf(c) >= 0) {
-                out.add(new Stack(new Str(str.key(), str.key() ? str.text() + unescape(c) : null, 0, g == null ? null : g.step(c)), s.rest()));
-            } else if (c == 'u') {
+                String text = str.key() ? str.text() + unescape(c) : null;
+                if (!str.key() || keyAllowed((Obj) s.rest().top(), text, false)) {
+                    out.add(new Stack(new Str(str.key(), text, 0, g == null ? null : g.step(c)), s.rest()));
+                }
+            } else if (c == 'u' && (!str.key() || ((Obj) s.rest().top()).schema().additionalAllowed())) {
+                // a key's unicode escape is not resolved, so it is allowed only where any key is
                 out.add(new Stack(new Str(str.key(), str.text(), 2, g == null ? null : g.step(c)), s.rest()));
             }
             return;
         }
-        if (str.escape() >= 2) { // \\uXXXX: escape 2..5 count the hex digits (key texts keep the escape unresolved)
+        if (str.escape() >= 2) { // \\uXXXX: escape 2..5 count the hex digits
             if (Character.digit(c, 16) >= 0) {
                 out.add(new Stack(new Str(str.key(), str.text(), str.escape() == 5 ? 0 : str.escape() + 1, g == null ? null : g.step(c)), s.rest()));
             }
@@ -286,7 +296,9 @@ public final class JsonRecognizer implements Recognizer {
             return; // a forbidden tag
         }
         if (c == '\\') {
-            out.add(new Stack(new Str(str.key(), str.text(), 1, next), s.rest()));
+            if (!str.key() || keyEscapePossible((Obj) s.rest().top(), str.text())) {
+                out.add(new Stack(new Str(str.key(), str.text(), 1, next), s.rest()));
+            }
         } else if (!str.key()) {
             out.add(next == g ? s : new Stack(new Str(false, null, 0, next), s.rest()));
         } else if (keyAllowed((Obj) s.rest().top(), str.text() + c, false)) {
@@ -303,6 +315,19 @@ public final class JsonRecognizer implements Recognizer {
             case 't' -> "\t";
             default -> String.valueOf(c);
         };
+    }
+
+    /** Whether an escape after {@code key} can still lead to a property name (no dead end). */
+    private static boolean keyEscapePossible(Obj o, String key) {
+        if (o.schema().additionalAllowed()) {
+            return true;
+        }
+        for (char e : "\"\\/bfnrt".toCharArray()) {
+            if (keyAllowed(o, key + unescape(e), false)) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** Whether {@code key} (complete, or a prefix) can name a property not yet given. */

@@ -12,11 +12,13 @@ public interface Recognizer {
     boolean accepting();
 
     /**
-     * True when every plain character (not {@link TokenTrie#special}) leads back to this very
-     * state, as inside free text: the mask then accepts whole plain subtrees of the trie at once.
+     * Inside free text a state is stable: every character leads back to this very state except
+     * the special characters ({@link TokenTrie#bit}) set in the returned mask, and the trie walk
+     * accepts whole subtrees without those characters at once. {@link TokenTrie#NOT_STABLE} (the
+     * default): any character may change the state.
      */
-    default boolean plainStable() {
-        return false;
+    default long stableExcept() {
+        return TokenTrie.NOT_STABLE;
     }
 
     /** The state after {@code text}, or null. */

@@ -45,14 +45,28 @@ public record Schema(Set<Type> types, Map<String, Schema> properties, List<Strin
         enumValues = enumValues == null ? null : List.copyOf(enumValues);
     }
 
+    /** Identity: a compiled schema is one node of one grammar, and states compare schemas often. */
+    @Override
+    public boolean equals(Object o) {
+        return this == o;
+    }
+
+    @Override
+    public int hashCode() {
+        return System.identityHashCode(this);
+    }
+
+    private static final Schema ANY = new Schema(EnumSet.allOf(Type.class), Map.of(), List.of(), null, true, null, null, List.of(), 0, Integer.MAX_VALUE);
+    private static final Schema ANY_OBJECT = new Schema(EnumSet.of(Type.OBJECT), Map.of(), List.of(), null, true, null, null, List.of(), 0, Integer.MAX_VALUE);
+
     /** Any JSON value. */
     public static Schema any() {
-        return new Schema(EnumSet.allOf(Type.class), Map.of(), List.of(), null, true, null, null, List.of(), 0, Integer.MAX_VALUE);
+        return ANY;
     }
 
     /** Any object (json_object mode). */
     public static Schema anyObject() {
-        return new Schema(EnumSet.of(Type.OBJECT), Map.of(), List.of(), null, true, null, null, List.of(), 0, Integer.MAX_VALUE);
+        return ANY_OBJECT;
     }
 
     /** Whether every value of this schema is a string and nothing else (a raw-text tool parameter). */

@@ -16,10 +16,17 @@ public final class TagGuard {
     private final String terminator; // null: none
     private final String partial;
 
+    private final long starts;
+
     private TagGuard(List<String> forbidden, String terminator, String partial) {
         this.forbidden = forbidden;
         this.terminator = terminator;
         this.partial = partial;
+        long b = terminator == null ? 0 : TokenTrie.bit(terminator.charAt(0));
+        for (String f : forbidden) {
+            b |= TokenTrie.bit(f.charAt(0));
+        }
+        this.starts = b;
     }
 
     /**
@@ -40,7 +47,7 @@ public final class TagGuard {
 
     /** The state after {@code c}: {@link #TERMINATED}, null when a forbidden tag is complete, else the next state. */
     public TagGuard step(char c) {
-        if (partial.isEmpty() && !TokenTrie.special(c)) {
+        if (partial.isEmpty() && (TokenTrie.bit(c) & starts) == 0) {
             return this;
         }
         String t = partial + c;
@@ -69,6 +76,11 @@ public final class TagGuard {
             }
         }
         return false;
+    }
+
+    /** The first characters of the tags and the terminator, as {@link TokenTrie#bit}s: only they can start a match. */
+    public long starts() {
+        return starts;
     }
 
     /** Whether no tag is partly matched (plain characters then keep the state). */

@@ -18,23 +18,43 @@ public final class TokenTrie {
         return c < 0x20 || c == '"' || c == '\\' || c == '<';
     }
 
+    /** A special character's bit in a {@link Recognizer#stableExcept} mask (0 for plain characters). */
+    public static long bit(char c) {
+        return c < 0x20 ? 1L << c : c == '"' ? 1L << 32 : c == '\\' ? 1L << 33 : c == '<' ? 1L << 34 : 0;
+    }
+
+    /** The bits of the control characters (below U+0020). */
+    public static final long CONTROLS = (1L << 32) - 1;
+
+    /** {@link Recognizer#stableExcept} of a state that plain characters change too. */
+    public static final long NOT_STABLE = Long.MIN_VALUE;
+
+    /** The bits of every special character in {@code chars}. */
+    public static long bits(String chars) {
+        long b = 0;
+        for (int i = 0; i < chars.length(); i++) {
+            b |= bit(chars.charAt(i));
+        }
+        return b;
+    }
+
     // per node, preorder; node 0 is the root (no character)
     private final char[] ch;           // the character on the edge into the node
     private final int[] end;           // the preorder index just past the node's subtree
     private final int[] lo, hi;        // sorted-token range of the subtree, node's own tokens first
     private final int[] own;           // tokens whose text ends exactly here (identical texts share a node)
-    private final boolean[] plainBelow; // no special character on any edge below the node
+    private final long[] below;        // the special characters on the edges below the node, as bits
     private final int[] sortedIds;     // sorted index -> token id
     private final int[] untexted;      // token ids with no text
     private final int vocab;
 
-    private TokenTrie(char[] ch, int[] end, int[] lo, int[] hi, int[] own, boolean[] plainBelow, int[] sortedIds, int[] untexted, int vocab) {
+    private TokenTrie(char[] ch, int[] end, int[] lo, int[] hi, int[] own, long[] below, int[] sortedIds, int[] untexted, int vocab) {
         this.ch = ch;
         this.end = end;
         this.lo = lo;
         this.hi = hi;
         this.own = own;
-        this.plainBelow = plainBelow;
+        this.below = below;
         this.sortedIds = sortedIds;
         this.untexted = untexted;
         this.vocab = vocab;
@@ -61,7 +81,7 @@ public final class TokenTrie {
         }
         char[] ch = new char[nodes];
         int[] end = new int[nodes], lo = new int[nodes], hi = new int[nodes], own = new int[nodes];
-        boolean[] plainBelow = new boolean[nodes];
+        long[] below = new long[nodes];
         int[] path = new int[1024]; // node index per depth on the current path
         int depth = 0, next = 1;
         path[0] = 0;
@@ -88,15 +108,15 @@ public final class TokenTrie {
         }
         end[0] = nodes;
         hi[0] = n;
-        // plainBelow, children before parents: a node's flag covers its children's characters and their subtrees
+        // children before parents: a node's bits cover its children's characters and their subtrees
         for (int node = nodes - 1; node >= 0; node--) {
-            boolean plain = true;
+            long b = 0;
             for (int c = node + 1; c < end[node]; c = end[c]) {
-                plain &= !special(ch[c]) && plainBelow[c];
+                b |= bit(ch[c]) | below[c];
             }
-            plainBelow[node] = plain;
+            below[node] = b;
         }
-        return new TokenTrie(ch, end, lo, hi, own, plainBelow, sorted, none.stream().mapToInt(Integer::intValue).toArray(), texts.length);
+        return new TokenTrie(ch, end, lo, hi, own, below, sorted, none.stream().mapToInt(Integer::intValue).toArray(), texts.length);
     }
 
     private static void close(int node, int next, int tokenIndex, int[] end, int[] hi) {
@@ -142,30 +162,29 @@ public final class TokenTrie {
      */
     int walk(Recognizer start, long[] allowed) {
         int count = 0;
-        boolean stable = start.plainStable();
+        long stable = start.stableExcept();
         for (int c = 1; c < ch.length; c = end[c]) {
             count += visit(c, start, stable, allowed);
         }
         return count;
     }
 
-    private int visit(int node, Recognizer parent, boolean parentStable, long[] allowed) {
+    /** @param parentStable the parent's {@link Recognizer#stableExcept} */
+    private int visit(int node, Recognizer parent, long parentStable, long[] allowed) {
         Recognizer s;
+        long stable;
         char c = ch[node];
-        if (parentStable && !special(c)) {
-            s = parent; // a stable state keeps itself on plain characters
-            if (plainBelow[node]) {
-                setRange(allowed, lo[node], hi[node]);
-                return hi[node] - lo[node];
-            }
+        if (parentStable >= 0 && (bit(c) & parentStable) == 0) {
+            s = parent; // a character the stable state ignores: same state
+            stable = parentStable;
         } else {
             s = parent.step(c);
             if (s == null) {
                 return 0;
             }
+            stable = s.stableExcept();
         }
-        boolean stable = s.plainStable();
-        if (stable && plainBelow[node]) {
+        if (stable >= 0 && (below[node] & stable) == 0) { // nothing below can change the state: all of it is accepted
             setRange(allowed, lo[node], hi[node]);
             return hi[node] - lo[node];
         }

@@ -75,19 +75,20 @@ public final class ToolCallRecognizer implements Recognizer {
 
     private final Grammar grammar;
     private final St[] states;
-    private final boolean stable;
+    private final long stable; // see Recognizer.stableExcept
 
     private ToolCallRecognizer(Grammar grammar, St[] states) {
         this.grammar = grammar;
         this.states = states;
-        boolean s = true;
+        long s = 0;
         for (St st : states) {
-            s &= switch (st) {
-                case Free f -> f.trigger().clear();
-                case RawValue v -> v.guard().clear();
-                case JsonValue v -> v.json().plainStable();
-                default -> false;
+            long one = switch (st) {
+                case Free f -> f.trigger().clear() ? f.trigger().starts() : TokenTrie.NOT_STABLE;
+                case RawValue v -> v.guard().clear() ? v.guard().starts() : TokenTrie.NOT_STABLE;
+                case JsonValue v -> v.json().stableExcept() | TokenTrie.bit('\n');
+                default -> TokenTrie.NOT_STABLE;
             };
+            s |= one;
         }
         this.stable = s;
     }
@@ -109,7 +110,7 @@ public final class ToolCallRecognizer implements Recognizer {
 
     @Override
     public ToolCallRecognizer step(char c) {
-        if (stable && !TokenTrie.special(c)) {
+        if (stable >= 0 && (TokenTrie.bit(c) & stable) == 0) {
             return this;
         }
         List<St> out = new ArrayList<>(2);
@@ -141,7 +142,7 @@ public final class ToolCallRecognizer implements Recognizer {
     }
 
     @Override
-    public boolean plainStable() {
+    public long stableExcept() {
         return stable;
     }
 

@@ -44,6 +44,8 @@ class JsonRecognizerTest {
         assertNull(JsonRecognizer.start(s).feed("{\"answer\": 8.5"), "integer refuses a fraction");
         assertNull(JsonRecognizer.start(s).feed("{\"unit\": \"mi"), "enum refuses other strings");
         assertNull(JsonRecognizer.start(s).feed("{\"extra"), "additionalProperties false refuses other keys");
+        assertNull(JsonRecognizer.start(s).feed("{\"\\u2787answer\""), "nor spells one with an escape");
+        assertNull(JsonRecognizer.start(s).feed("{\"\\n"), "an escaped character must still begin a property name");
         assertNull(JsonRecognizer.start(s).feed("{\"ok\": true}"), "required answer missing");
         assertNull(JsonRecognizer.start(s).feed("{\"answer\": 1, \"answer\""), "no duplicate keys");
         assertNull(JsonRecognizer.start(s).feed("{\"answer\": 1, \"tags\": [\"a\", \"b\", "), "maxItems");

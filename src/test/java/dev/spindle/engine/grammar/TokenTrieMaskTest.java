@@ -15,6 +15,7 @@ import java.util.Random;
 import java.util.Set;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * The trie walk's mask equals the plain definition, token by token: a token is allowed
@@ -52,18 +53,25 @@ class TokenTrieMaskTest {
         };
     }
 
-    @Property(tries = 300)
+    @Property(tries = 400)
     void walkEqualsTokenByTokenFeeding(@ForAll("vocab") List<String> vocab, @ForAll("grammars") int which, @ForAll("seeds") long seed) throws Exception {
-        String[] texts = new String[vocab.size() + 2];
-        for (int i = 0; i < vocab.size(); i++) {
-            texts[i] = vocab.get(i);
+        // every printable ASCII character, newline and tab are tokens too, so that a live state always has a next token
+        List<String> all = new ArrayList<>(vocab);
+        for (char ch = 0x20; ch < 0x7f; ch++) {
+            all.add(String.valueOf(ch));
         }
-        int eos = vocab.size(); // a special token: no text
+        all.add("\n");
+        all.add("\t");
+        String[] texts = new String[all.size() + 2];
+        for (int i = 0; i < all.size(); i++) {
+            texts[i] = all.get(i);
+        }
+        int eos = all.size(); // a special token: no text
         TokenTexts tt = TokenTexts.of(texts);
         Recognizer state = grammar(which);
         GrammarConstraint c = new GrammarConstraint(state, tt, Set.of(eos), -1);
         Random rnd = new Random(seed);
-        for (int step = 0; step < 12; step++) {
+        for (int step = 0; step < 40; step++) {
             float[] logits = new float[texts.length];
             c.mask(logits);
             List<Integer> allowed = new ArrayList<>();
@@ -77,6 +85,7 @@ class TokenTrieMaskTest {
                 boolean expect = id == eos ? state.accepting() || allowed.isEmpty() : allowed.contains(id);
                 assertEquals(expect, logits[id] != Float.NEGATIVE_INFINITY, "token " + id + " '" + texts[id] + "' at step " + step);
             }
+            assertTrue(!allowed.isEmpty() || state.accepting(), "a dead end: no token continues an incomplete text at step " + step);
             if (allowed.isEmpty()) {
                 return;
             }
