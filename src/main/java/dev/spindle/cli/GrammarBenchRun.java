@@ -28,9 +28,11 @@ import java.util.function.Supplier;
  * {@code spindle bench --grammar-tokenizer FILE}: what constrained decoding costs per step at a
  * vocabulary's real size. Sequences walk a JSON-schema grammar and the tool-call grammars
  * (forced, and lazy under free text) by drawing random allowed tokens; every step is timed as
- * the engine pays it: a copy of the logits row, the mask computed and applied. Batch 1 times
- * one sequence's steps; the batched figure times {@code sequences} masks prepared at once on
- * the common pool (as the engine does while the forward pass runs) and applied one by one.
+ * the engine pays it: the logits row refreshed (a copy, standing in for the forward pass's new
+ * row), the mask computed and applied in place. Batch 1 times
+ * one sequence's steps on one thread; the batched figure times a step of {@code sequences}
+ * sequences as the engine runs it: their masks prepared at once on the common pool (in the
+ * engine, while the forward pass runs), then their rows copied and masked on the pool.
  */
 final class GrammarBenchRun implements Callable<Integer> {
     private final Path tokenizer;
@@ -117,20 +119,30 @@ final class GrammarBenchRun implements Callable<Integer> {
             cs[i] = new GrammarConstraint(grammar.get(), texts, ends, -1);
         }
         float[] row = new float[texts.size()];
+        float[][] masked = new float[n][texts.size()]; // each sequence's logits row, as the forward pass hands it over
         List<Double> times = new ArrayList<>();
         for (int step = 0; step < maxSteps; step++) {
-            float[][] masked = new float[n][];
             long s0 = System.nanoTime();
-            if (batched) {
+            if (batched) { // as the engine does: masks prepared on the pool, then each row copied and masked on the pool
                 List<ForkJoinTask<?>> tasks = new ArrayList<>();
                 for (GrammarConstraint c : cs) {
                     tasks.add(ForkJoinPool.commonPool().submit(c::prepare));
                 }
                 tasks.forEach(ForkJoinTask::join);
-            }
-            for (int i = 0; i < n; i++) {
-                masked[i] = row.clone();
-                cs[i].mask(masked[i]);
+                tasks.clear();
+                for (int i = 0; i < n; i++) {
+                    int index = i;
+                    tasks.add(ForkJoinPool.commonPool().submit(() -> {
+                        System.arraycopy(row, 0, masked[index], 0, row.length);
+                        cs[index].mask(masked[index]);
+                    }));
+                }
+                tasks.forEach(ForkJoinTask::join);
+            } else {
+                for (int i = 0; i < n; i++) {
+                    System.arraycopy(row, 0, masked[i], 0, row.length);
+                    cs[i].mask(masked[i]);
+                }
             }
             times.add((System.nanoTime() - s0) / 1e6);
             for (int i = 0; i < n; i++) {
@@ -150,8 +162,8 @@ final class GrammarBenchRun implements Callable<Integer> {
      * documents finish), otherwise any; the end of turn once it is allowed, a third of the time.
      */
     private static int pick(float[] masked, TokenTexts texts, Random rnd) {
-        List<Integer> any = new ArrayList<>(), structural = new ArrayList<>();
-        int end = -1;
+        int[] any = new int[masked.length], structural = new int[masked.length]; // no boxing: the timed steps should not pay for this one's garbage
+        int nAny = 0, nStructural = 0, end = -1;
         for (int id = 0; id < masked.length; id++) {
             if (masked[id] == Float.NEGATIVE_INFINITY) {
                 continue;
@@ -161,22 +173,21 @@ final class GrammarBenchRun implements Callable<Integer> {
                 end = id;
                 continue;
             }
-            any.add(id);
+            any[nAny++] = id;
             for (int k = 0; k < t.length(); k++) {
                 if (TokenTrie.special(t.charAt(k)) || "{}[]:,".indexOf(t.charAt(k)) >= 0) {
-                    structural.add(id);
+                    structural[nStructural++] = id;
                     break;
                 }
             }
         }
-        if (end >= 0 && (any.isEmpty() || rnd.nextInt(3) == 0)) {
+        if (end >= 0 && (nAny == 0 || rnd.nextInt(3) == 0)) {
             return end;
         }
-        if (any.isEmpty()) {
+        if (nAny == 0) {
             return -1;
         }
-        List<Integer> from = !structural.isEmpty() && rnd.nextBoolean() ? structural : any;
-        return from.get(rnd.nextInt(from.size()));
+        return nStructural > 0 && rnd.nextBoolean() ? structural[rnd.nextInt(nStructural)] : any[rnd.nextInt(nAny)];
     }
 
     private static ObjectNode stats(ObjectMapper json, double[] ms) {

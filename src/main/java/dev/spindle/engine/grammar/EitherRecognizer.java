@@ -60,6 +60,16 @@ public final class EitherRecognizer implements Recognizer {
     }
 
     @Override
+    public boolean asciiNext() {
+        for (Recognizer r : alternatives) {
+            if (!r.asciiNext()) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    @Override
     public boolean equals(Object o) {
         return o instanceof EitherRecognizer e && java.util.Arrays.equals(e.alternatives, alternatives);
     }

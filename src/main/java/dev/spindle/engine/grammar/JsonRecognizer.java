@@ -131,6 +131,21 @@ public final class JsonRecognizer implements Recognizer {
     }
 
     @Override
+    public boolean asciiNext() {
+        for (Stack c : configs) {
+            boolean ascii = switch (c.top()) {
+                case Str str -> str.key() && str.escape() == 0 && asciiKeys((Obj) c.rest().top());
+                case Lit l -> l.text().charAt(l.pos()) < 0x80;
+                default -> true;
+            };
+            if (!ascii) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    @Override
     public boolean equals(Object o) {
         return o instanceof JsonRecognizer r && java.util.Arrays.equals(r.configs, configs) && r.options.equals(options);
     }
@@ -315,6 +330,19 @@ public final class JsonRecognizer implements Recognizer {
             case 't' -> "\t";
             default -> String.valueOf(c);
         };
+    }
+
+    /** Whether every key the object may still take is ASCII (closed to other keys, ASCII property names). */
+    private static boolean asciiKeys(Obj o) {
+        if (o.schema().additionalAllowed()) {
+            return false;
+        }
+        for (String p : o.schema().properties().keySet()) {
+            if (!o.seen().contains(p) && !p.chars().allMatch(ch -> ch < 0x80)) {
+                return false;
+            }
+        }
+        return true;
     }
 
     /** Whether an escape after {@code key} can still lead to a property name (no dead end). */

@@ -21,6 +21,11 @@ public interface Recognizer {
         return TokenTrie.NOT_STABLE;
     }
 
+    /** True when the next character can only be ASCII (structure, not text): the walk skips the rest. */
+    default boolean asciiNext() {
+        return false;
+    }
+
     /** The state after {@code text}, or null. */
     default Recognizer feed(String text) {
         Recognizer r = this;

@@ -47,6 +47,11 @@ public final class TokenTrie {
     private final int[] sortedIds;     // sorted index -> token id
     private final int[] untexted;      // token ids with no text
     private final int vocab;
+    // for stable states: tokens without any special character (sorted-order bits), and the other
+    // tokens' texts from their first special character on, in a trie of their own whose tokens
+    // are this trie's sorted indices (null for a suffix trie itself)
+    private long[] plainTokens;
+    private TokenTrie suffixes;
 
     private TokenTrie(char[] ch, int[] end, int[] lo, int[] hi, int[] own, long[] below, int[] sortedIds, int[] untexted, int vocab) {
         this.ch = ch;
@@ -62,6 +67,26 @@ public final class TokenTrie {
 
     /** @param texts per token id its text, or null */
     public static TokenTrie build(String[] texts) {
+        TokenTrie t = buildOne(texts);
+        String[] tails = new String[t.sortedIds.length];
+        t.plainTokens = new long[(t.sortedIds.length + 63) >>> 6];
+        for (int i = 0; i < tails.length; i++) {
+            String text = texts[t.sortedIds[i]];
+            int k = 0;
+            while (k < text.length() && !special(text.charAt(k))) {
+                k++;
+            }
+            if (k == text.length()) {
+                t.plainTokens[i >>> 6] |= 1L << i;
+            } else {
+                tails[i] = text.substring(k);
+            }
+        }
+        t.suffixes = buildOne(tails);
+        return t;
+    }
+
+    private static TokenTrie buildOne(String[] texts) {
         List<Integer> ids = new ArrayList<>();
         List<Integer> none = new ArrayList<>();
         for (int id = 0; id < texts.length; id++) {
@@ -158,12 +183,37 @@ public final class TokenTrie {
 
     /**
      * Marks in {@code allowed} (sorted-order bits) every token whose whole text {@code start}
-     * accepts; returns how many.
+     * accepts; returns how many. From a stable state (free text) the tokens without special
+     * characters are accepted at once and only the others' tails are walked, from their first
+     * special character on, in the suffix trie: inside a string, that is a few thousand nodes
+     * instead of the whole vocabulary's paths to its quotes and newlines.
      */
     int walk(Recognizer start, long[] allowed) {
-        int count = 0;
         long stable = start.stableExcept();
-        for (int c = 1; c < ch.length; c = end[c]) {
+        if (stable >= 0 && suffixes != null) {
+            int count = 0;
+            for (int w = 0; w < plainTokens.length; w++) {
+                allowed[w] |= plainTokens[w];
+                count += Long.bitCount(plainTokens[w]);
+            }
+            long[] tails = new long[(suffixes.tokens() + 63) >>> 6];
+            suffixes.walkAll(start, stable, tails);
+            for (int w = 0; w < tails.length; w++) {
+                for (long b = tails[w]; b != 0; b &= b - 1) {
+                    int i = suffixes.tokenAt((w << 6) + Long.numberOfTrailingZeros(b));
+                    allowed[i >>> 6] |= 1L << i;
+                    count++;
+                }
+            }
+            return count;
+        }
+        return walkAll(start, stable, allowed);
+    }
+
+    private int walkAll(Recognizer start, long stable, long[] allowed) {
+        int count = 0;
+        boolean ascii = start.asciiNext();
+        for (int c = 1; c < ch.length && !(ascii && ch[c] >= 0x80); c = end[c]) {
             count += visit(c, start, stable, allowed);
         }
         return count;
@@ -192,7 +242,8 @@ public final class TokenTrie {
         if (count > 0) {
             setRange(allowed, lo[node], lo[node] + count);
         }
-        for (int child = node + 1; child < end[node]; child = end[child]) {
+        boolean ascii = stable < 0 && s.asciiNext(); // children are in character order: the ASCII ones come first
+        for (int child = node + 1; child < end[node] && !(ascii && ch[child] >= 0x80); child = end[child]) {
             count += visit(child, s, stable, allowed);
         }
         return count;

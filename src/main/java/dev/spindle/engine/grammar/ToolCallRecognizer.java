@@ -147,6 +147,24 @@ public final class ToolCallRecognizer implements Recognizer {
     }
 
     @Override
+    public boolean asciiNext() {
+        for (St s : states) {
+            boolean ascii = switch (s) {
+                case Lit l -> l.text().charAt(l.pos()) < 0x80;
+                case Start st -> true;
+                case Params p -> true;
+                case After a -> true;
+                case JsonValue v -> v.json().asciiNext();
+                default -> false; // free text, raw values, function and parameter names
+            };
+            if (!ascii) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    @Override
     public boolean equals(Object o) {
         return o instanceof ToolCallRecognizer r && r.grammar == grammar && java.util.Arrays.equals(r.states, states);
     }

@@ -133,6 +133,7 @@ public final class EngineCore {
         }
         steps++;
         masks.forEach(java.util.concurrent.ForkJoinTask::join);
+        float[][] masked = applyMasks(plan, draws, results);
         for (int i = 0; i < plan.entries().size(); i++) {
             StepPlan.Entry e = plan.entries().get(i);
             Sequence s = e.sequence();
@@ -151,7 +152,7 @@ public final class EngineCore {
                     emit(s, new Sampler.Choice(drawn[i], Double.NaN, new int[0], new double[0]));
                 } else {
                     try {
-                        sampleAndEmit(s, rows[rows.length - 1]);
+                        sampleAndEmit(s, masked[i] != null ? masked[i] : rows[rows.length - 1], masked[i] != null);
                     } catch (RuntimeException err) { // a grammar or sampler failure ends this sequence only
                         scheduler.finish(s);
                         finished++;
@@ -180,13 +181,46 @@ public final class EngineCore {
         return new ForwardPass.Draw(p.temperature(), p.topK(), p.topP(), p.minP(), p.temperature() > 0 ? s.rng.nextDouble() : 0);
     }
 
-    private void sampleAndEmit(Sequence s, float[] logits) {
-        float[] masked = logits;
-        if (s.constraint != null) {
-            masked = logits.clone();
-            s.constraint.mask(masked);
+    /**
+     * The masked logits row of each constrained sequence that samples this step (null elsewhere),
+     * masked in parallel on the common pool: each row is independent, and at a 166K vocabulary a
+     * row's mask takes a good part of a millisecond. The backend's row is masked in place (nothing
+     * reads it unmasked afterwards) unless the sequence also scores its prompt from these rows.
+     */
+    private static float[][] applyMasks(StepPlan plan, List<ForwardPass.Draw> draws, List<float[][]> results) {
+        int n = plan.entries().size();
+        float[][] masked = new float[n][];
+        List<java.util.concurrent.ForkJoinTask<?>> tasks = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            StepPlan.Entry e = plan.entries().get(i);
+            var c = e.sequence().constraint;
+            if (e.samples() && draws.get(i) == null && c != null && c.active() && e.sequence().params.maxTokens() > 0) {
+                int index = i;
+                float[][] rows = results.get(i);
+                tasks.add(java.util.concurrent.ForkJoinPool.commonPool().submit(() -> {
+                    try {
+                        float[] last = rows[rows.length - 1];
+                        float[] m = e.sequence().promptLogprobs == null ? last : last.clone();
+                        c.mask(m);
+                        masked[index] = m;
+                    } catch (RuntimeException ignored) {
+                        // masked again, and reported for this sequence alone, when it samples
+                    }
+                }));
+            }
         }
-        emit(s, Sampler.sample(masked, s.params, s.counts, s.outputCounts, s.rng));
+        tasks.forEach(java.util.concurrent.ForkJoinTask::join);
+        return masked;
+    }
+
+    /** @param masked whether {@code logits} is already masked by the sequence's grammar (see {@link #applyMasks}) */
+    private void sampleAndEmit(Sequence s, float[] logits, boolean masked) {
+        float[] row = logits;
+        if (s.constraint != null && s.constraint.active() && !masked) {
+            row = logits.clone();
+            s.constraint.mask(row);
+        }
+        emit(s, Sampler.sample(row, s.params, s.counts, s.outputCounts, s.rng));
     }
 
     private void emit(Sequence s, Sampler.Choice c) {

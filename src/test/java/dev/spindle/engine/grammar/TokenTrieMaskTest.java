@@ -24,7 +24,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * characters grammars treat specially, random grammars and random reachable states.
  */
 class TokenTrieMaskTest {
-    static final String ALPHABET = "ab{}[]:,\"\\< >/=_-.0123456789\n\t etrufnlsOLpamit中文";
+    static final String ALPHABET = "ab{}[]:,\"\\< >/=_-.0123456789\n\t\r etrufnlsOLpamit中文é€\u0001";
     static final String[] PIECES = {"<tool_call>", "</tool_call>", "<function=", "get_weather", "</function>", "<parameter=", "city",
             "</parameter>", "Oslo", "Lima", "</think>", "{\"", "\":", "\", \"", "\"}", "true", "null", "12", "\n\n", "    ", "\\n", "\\u00e9"};
 
