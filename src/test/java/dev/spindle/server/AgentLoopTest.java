@@ -108,7 +108,10 @@ class AgentLoopTest {
         Turn t = openAiJavaLoop("What's the weather in Madrid?", 0, null);
         System.out.println("[agent openai-java] " + t);
         assertEquals(List.of("get_weather {\"city\":\"Madrid\"}"), t.calls());
-        assertTrue(t.answer().contains("21"), t.answer());
+        // the client sends its assistant message back without reasoning_content, a turn the toy model never saw
+        // in training: it reads the condition from the tool's result, not always the temperature
+        assertTrue(t.answer().contains("sunny") && t.answer().contains("Madrid"), t.answer());
+        assertEquals("stop", t.finish());
         assertEquals(2, t.requests());
     }
 
