@@ -61,7 +61,7 @@ public final class Engine implements AutoCloseable {
             try {
                 core.add(id, prompt, params, sink);
                 waitingIds.add(id);
-            } catch (IllegalArgumentException e) {
+            } catch (RuntimeException e) { // refused (IllegalArgumentException) or broken: the place is given back either way
                 waiting.decrementAndGet();
                 sink.onError(e);
             }

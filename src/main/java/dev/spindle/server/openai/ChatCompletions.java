@@ -5,7 +5,6 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.spindle.chat.ChatTemplateException;
-import dev.spindle.chat.JsonValues;
 import dev.spindle.chat.ParsedDelta;
 import dev.spindle.chat.ReasoningParser;
 import dev.spindle.chat.ReplyParser;
@@ -58,13 +57,7 @@ public class ChatCompletions {
         Schema schema = responseSchema(body.get("response_format"));
         String toolChoice = toolChoice(body.get("tool_choice"));
         boolean parallel = Fields.bool(body, "parallel_tool_calls", true);
-        Map<String, Object> kwargs = new LinkedHashMap<>();
-        JsonNode kw = Fields.object(body, "chat_template_kwargs");
-        if (kw != null) {
-            @SuppressWarnings("unchecked")
-            Map<String, Object> kv = (Map<String, Object>) JsonValues.toValue(kw);
-            kwargs.putAll(kv);
-        }
+        Map<String, Object> kwargs = ChatMessages.templateKwargs(body);
         kwargs.putIfAbsent("add_generation_prompt", true);
         boolean xmlCalls = !"json".equals(kwargs.get("tool_call_format"));
         boolean forced = toolChoice.equals("required") || toolChoice.startsWith("function:");

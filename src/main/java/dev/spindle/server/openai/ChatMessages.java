@@ -147,6 +147,18 @@ final class ChatMessages {
         return (ObjectNode) parsed;
     }
 
+    /** {@code chat_template_kwargs} as the template's variables (an object, or absent). */
+    static java.util.Map<String, Object> templateKwargs(JsonNode body) {
+        java.util.Map<String, Object> kwargs = new java.util.LinkedHashMap<>();
+        JsonNode kw = Fields.object(body, "chat_template_kwargs");
+        if (kw != null) {
+            @SuppressWarnings("unchecked")
+            java.util.Map<String, Object> kv = (java.util.Map<String, Object>) JsonValues.toValue(kw);
+            kwargs.putAll(kv);
+        }
+        return kwargs;
+    }
+
     /**
      * Tools as offered: a list of {@code {type: "function", function: {name, description?, parameters?}}}
      * (a bare function object is accepted too); null when there are none.

@@ -4,7 +4,6 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.spindle.chat.ChatTemplateException;
-import dev.spindle.chat.JsonValues;
 import dev.spindle.engine.EngineBusyException;
 import dev.spindle.server.ModelService;
 import io.quarkus.logging.Log;
@@ -20,7 +19,6 @@ import jakarta.enterprise.context.ApplicationScoped;
 import jakarta.enterprise.event.Observes;
 
 import java.util.Arrays;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.function.Function;
@@ -78,13 +76,7 @@ public class OpenAiRoutes {
         if (chat) {
             List<?> messages = ChatMessages.parse(b.get("messages"), "messages");
             List<?> tools = ChatMessages.tools(b.get("tools"), "tools");
-            Map<String, Object> kwargs = new LinkedHashMap<>();
-            JsonNode kw = Fields.object(b, "chat_template_kwargs");
-            if (kw != null) {
-                @SuppressWarnings("unchecked")
-                Map<String, Object> kv = (Map<String, Object>) JsonValues.toValue(kw);
-                kwargs.putAll(kv);
-            }
+            Map<String, Object> kwargs = ChatMessages.templateKwargs(b);
             kwargs.put("add_generation_prompt", Fields.bool(b, "add_generation_prompt", true));
             try {
                 text = service.template().render(messages, tools, kwargs);
