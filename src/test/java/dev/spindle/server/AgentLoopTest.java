@@ -198,4 +198,36 @@ class AgentLoopTest {
                 + "\"function\":{\"name\":\"f\",\"arguments\":\"{\\\"a\\\":1}\"}}]}], \"max_tokens\": 5}");
         assertEquals(200, issue.statusCode(), issue.asString());
     }
+
+    /** Parallel calls and their results render as the template expects: every call, then one tool_response per result. */
+    @Test
+    void parallelCallsAndTheirResultsRender() {
+        String body = """
+                {"messages": [{"role": "user", "content": "Weather in Oslo and time in Lima?"},
+                  {"role": "assistant", "content": "", "tool_calls": [
+                    {"id": "a", "type": "function", "function": {"name": "get_weather", "arguments": "{\\"city\\": \\"Oslo\\"}"}},
+                    {"id": "b", "type": "function", "function": {"name": "get_time", "arguments": {"city": "Lima"}}}]},
+                  {"role": "tool", "tool_call_id": "a", "content": "sunny"},
+                  {"role": "tool", "tool_call_id": "b", "content": "14:05"}],
+                 "tools": TOOLS}""".replace("TOOLS", OpenAiServerTest.TOOLS);
+        Response r = RestAssured.given().baseUri(v1.toString().replace("/v1", "")).contentType("application/json").body(body).post("/tokenize");
+        assertEquals(200, r.statusCode(), r.asString());
+        String prompt = r.jsonPath().getString("prompt");
+        assertTrue(prompt.contains("<function=get_weather>\n<parameter=city>\nOslo\n</parameter>\n</function>\n</tool_call>\n<tool_call>\n<function=get_time>\n<parameter=city>\nLima\n</parameter>"), prompt);
+        assertTrue(prompt.contains("<|im_start|>user\n<tool_response>\nsunny\n</tool_response>\n<tool_response>\n14:05\n</tool_response><|im_end|>"), prompt);
+    }
+
+    /** tool_choice "none": the tools stay out of the prompt and the reply carries no call. */
+    @Test
+    void toolChoiceNoneLeavesTheToolsOut() {
+        String ask = "{\"messages\": [{\"role\": \"user\", \"content\": \"What's the weather in Madrid?\"}], \"temperature\": 0, \"max_tokens\": 120,"
+                + " \"tools\": " + OpenAiServerTest.TOOLS + ", \"tool_choice\": CHOICE}";
+        Response auto = post(ask.replace("CHOICE", "\"auto\""));
+        Response none = post(ask.replace("CHOICE", "\"none\""));
+        assertEquals("tool_calls", auto.jsonPath().getString("choices[0].finish_reason"), auto.asString());
+        assertEquals(200, none.statusCode(), none.asString());
+        assertTrue(none.jsonPath().getList("choices[0].message.tool_calls") == null, none.asString());
+        assertTrue(none.jsonPath().getInt("usage.prompt_tokens") < auto.jsonPath().getInt("usage.prompt_tokens") - 100,
+                "no tool definitions in the prompt: " + none.jsonPath().getInt("usage.prompt_tokens") + " vs " + auto.jsonPath().getInt("usage.prompt_tokens"));
+    }
 }
