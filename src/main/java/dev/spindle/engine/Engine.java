@@ -69,6 +69,11 @@ public final class Engine implements AutoCloseable {
         return id;
     }
 
+    /** The waiting bound: requests submitted and not yet running at most. */
+    public int maxWaiting() {
+        return maxWaiting;
+    }
+
     /** Requests submitted that have not yet entered the running batch (exact, not a step's snapshot). */
     public int waiting() {
         return waiting.get();

@@ -93,18 +93,20 @@ public class ManagementPort {
             default -> null;
         };
         try (ex) {
-            if (!ex.getRequestMethod().equals("GET") && !ex.getRequestMethod().equals("HEAD")) {
-                reply(ex, 405, "text/plain", "GET only\n");
-            } else if (path.equals("/q/metrics")) {
-                reply(ex, 200, "text/plain; version=0.0.4; charset=utf-8", prometheus.scrape());
-            } else if (check != null) {
-                SmallRyeHealth h = check.get();
-                reply(ex, h.isDown() ? 503 : 200, "application/json", h.getPayload().toString());
-            } else {
-                reply(ex, 404, "text/plain", "not found: this port serves /q/metrics and /q/health\n");
+            try {
+                if (!ex.getRequestMethod().equals("GET") && !ex.getRequestMethod().equals("HEAD")) {
+                    reply(ex, 405, "text/plain", "GET only\n");
+                } else if (path.equals("/q/metrics")) {
+                    reply(ex, 200, "text/plain; version=0.0.4; charset=utf-8", prometheus.scrape());
+                } else if (check != null) {
+                    SmallRyeHealth h = check.get();
+                    reply(ex, h.isDown() ? 503 : 200, "application/json", h.getPayload().toString());
+                } else {
+                    reply(ex, 404, "text/plain", "not found: this port serves /q/metrics and /q/health\n");
+                }
+            } catch (RuntimeException e) {
+                reply(ex, 500, "text/plain", String.valueOf(e));
             }
-        } catch (RuntimeException e) {
-            reply(ex, 500, "text/plain", String.valueOf(e));
         }
     }
 

@@ -86,7 +86,10 @@ final class ServeOptions {
         set("spindle.block-size", o.blockSize);
         set("spindle.default-max-tokens", o.defaultMaxTokens);
         set("spindle.max-waiting-requests", o.maxWaiting);
-        set("spindle.api-key", o.apiKey);
+        if (o.apiKey != null && o.apiKey.isBlank()) {
+            fail(cl, "--api-key is empty: give a key, or leave the flag out to serve without one");
+        }
+        set("spindle.api-key", o.apiKey == null ? null : o.apiKey.strip());
         set("quarkus.http.cors.origins", o.corsOrigins);
         set("spindle.management-port", o.managementPort);
         set("spindle.management-host", o.managementHost);

@@ -52,9 +52,59 @@ public final class JsonRecognizer implements Recognizer {
     record Done(int ws) implements Frame {
     }
 
-    /** An immutable stack of frames. */
-    record Stack(Frame top, Stack rest) {
+    /**
+     * An immutable stack of frames. Its depth is bounded ({@link #MAX_DEPTH} open containers), and
+     * its hash is computed once and its equality walked in a loop: states are cache keys, compared
+     * at every step, and must never recurse as deep as the document.
+     */
+    static final class Stack {
+        private final Frame top;
+        private final Stack rest;
+        private final int depth;
+        private final int hash;
+
+        Stack(Frame top, Stack rest) {
+            this.top = top;
+            this.rest = rest;
+            this.depth = rest == null ? 1 : rest.depth + 1;
+            this.hash = top.hashCode() * 31 + (rest == null ? 0 : rest.hash);
+        }
+
+        Frame top() {
+            return top;
+        }
+
+        Stack rest() {
+            return rest;
+        }
+
+        @Override
+        public boolean equals(Object o) {
+            if (!(o instanceof Stack other)) {
+                return false;
+            }
+            Stack a = this, b = other;
+            while (a != null && b != null) {
+                if (a == b) {
+                    return true;
+                }
+                if (a.hash != b.hash || a.depth != b.depth || !a.top.equals(b.top)) {
+                    return false;
+                }
+                a = a.rest;
+                b = b.rest;
+            }
+            return a == b;
+        }
+
+        @Override
+        public int hashCode() {
+            return hash;
+        }
     }
+
+    /** Containers open at once at most: deeper nesting is refused (no schema or reply needs it, and it bounds every walk). */
+    static final int MAX_DEPTH = 128;
 
     /**
      * @param stringGuard tags no string may contain (raw text, escapes included), or null
@@ -231,6 +281,9 @@ public final class JsonRecognizer implements Recognizer {
             return;
         }
         var t = schema.types();
+        if ((c == '{' || c == '[') && rest != null && rest.depth >= MAX_DEPTH) {
+            return;
+        }
         if (c == '{' && t.contains(Schema.Type.OBJECT)) {
             out.add(new Stack(new Obj(schema, 0, Set.of(), null, 0), rest));
         } else if (c == '[' && t.contains(Schema.Type.ARRAY)) {
@@ -280,14 +333,14 @@ public final class JsonRecognizer implements Recognizer {
                 if (!str.key() || keyAllowed((Obj) s.rest().top(), text, false)) {
                     out.add(new Stack(new Str(str.key(), text, 0, g == null ? null : g.step(c)), s.rest()));
                 }
-            } else if (c == 'u' && (!str.key() || ((Obj) s.rest().top()).schema().additionalAllowed())) {
+            } else if (c == 'u' && (!str.key() || anyKey(((Obj) s.rest().top()).schema()))) {
                 // a key's unicode escape is not resolved, so it is allowed only where any key is
                 out.add(new Stack(new Str(str.key(), str.text(), 2, g == null ? null : g.step(c)), s.rest()));
             }
             return;
         }
         if (str.escape() >= 2) { // \\uXXXX: escape 2..5 count the hex digits
-            if (Character.digit(c, 16) >= 0) {
+            if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')) {
                 out.add(new Stack(new Str(str.key(), str.text(), str.escape() == 5 ? 0 : str.escape() + 1, g == null ? null : g.step(c)), s.rest()));
             }
             return;
@@ -330,6 +383,11 @@ public final class JsonRecognizer implements Recognizer {
             case 't' -> "\t";
             default -> String.valueOf(c);
         };
+    }
+
+    /** Whether the object takes any key and names none: only there is a key's unresolved unicode escape harmless. */
+    private static boolean anyKey(Schema object) {
+        return object.additionalAllowed() && object.properties().isEmpty();
     }
 
     /** Whether every key the object may still take is ASCII (closed to other keys, ASCII property names). */
@@ -410,7 +468,9 @@ public final class JsonRecognizer implements Recognizer {
         switch (o.state()) {
             case 0, 1 -> {
                 if (c == '"' && morePropertiesAllowed(o)) {
-                    out.add(new Stack(new Str(true, "", 0, options.stringGuard()), new Stack(new Obj(o.schema(), o.state(), o.seen(), null, 0), s.rest())));
+                    // a listed property name is fixed text: only free keys are watched for the format's tags
+                    TagGuard keyGuard = o.schema().additionalAllowed() ? options.stringGuard() : null;
+                    out.add(new Stack(new Str(true, "", 0, keyGuard), new Stack(new Obj(o.schema(), o.state(), o.seen(), null, 0), s.rest())));
                 } else if (c == '}' && o.state() == 0 && requiredSeen(o)) {
                     out.add(completed(s.rest()));
                 }

@@ -56,6 +56,7 @@ public record Schema(Set<Type> types, Map<String, Schema> properties, List<Strin
         return System.identityHashCode(this);
     }
 
+    private static final java.util.function.Function<String, String> JSON_TEXT = t -> new com.fasterxml.jackson.databind.node.TextNode(t).toString();
     private static final Schema ANY = new Schema(EnumSet.allOf(Type.class), Map.of(), List.of(), null, true, null, null, List.of(), 0, Integer.MAX_VALUE);
     private static final Schema ANY_OBJECT = new Schema(EnumSet.of(Type.OBJECT), Map.of(), List.of(), null, true, null, null, List.of(), 0, Integer.MAX_VALUE);
 
@@ -153,7 +154,17 @@ public record Schema(Set<Type> types, Map<String, Schema> properties, List<Strin
             if (!properties.isObject()) {
                 throw new IllegalArgumentException(path + ".properties must be an object");
             }
-            properties.fields().forEachRemaining(e -> props.put(e.getKey(), compile(e.getValue(), path + ".properties." + e.getKey(), strict)));
+            for (var it = properties.fields(); it.hasNext(); ) {
+                var e = it.next();
+                if (e.getKey().chars().anyMatch(ch -> ch < 0x20)) {
+                    // such a name could only be written as an escape, which the recognizer does not resolve in keys
+                    if (strict) {
+                        throw new IllegalArgumentException("property name " + JSON_TEXT.apply(e.getKey()) + " at " + path + " contains a control character");
+                    }
+                    return any();
+                }
+                props.put(e.getKey(), compile(e.getValue(), path + ".properties." + e.getKey(), strict));
+            }
         }
         List<String> required = new ArrayList<>();
         JsonNode req = s.get("required");

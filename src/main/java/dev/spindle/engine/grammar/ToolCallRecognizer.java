@@ -94,17 +94,45 @@ public final class ToolCallRecognizer implements Recognizer {
     }
 
     /**
+     * Why these functions cannot be written in the XML format (a function or parameter name that is
+     * empty or holds {@code >}, {@code <} or a line break would end its tag), or null when they can.
+     */
+    public static String unwritableName(Map<String, Schema> functions) {
+        for (var f : functions.entrySet()) {
+            if (!writable(f.getKey())) {
+                return "function name '" + f.getKey() + "' cannot be written in the XML call format";
+            }
+            for (String p : f.getValue().properties().keySet()) {
+                if (!writable(p)) {
+                    return "parameter name '" + p + "' of function '" + f.getKey() + "' cannot be written in the XML call format";
+                }
+            }
+        }
+        return null;
+    }
+
+    private static boolean writable(String name) {
+        return !name.isEmpty() && name.chars().noneMatch(c -> c == '>' || c == '<' || c == '\n' || c == '\r');
+    }
+
+    /**
      * A reply of calls only.
      *
      * @param functions name to the parameters' object schema
      * @param several   whether more than one call may be made (tool_choice "required" with parallel calls)
      */
     public static ToolCallRecognizer forced(Map<String, Schema> functions, boolean several) {
+        if (unwritableName(functions) != null) {
+            throw new IllegalArgumentException(unwritableName(functions));
+        }
         return new ToolCallRecognizer(new Grammar(Map.copyOf(functions), 1, several ? Integer.MAX_VALUE : 1), new St[]{new Start(0)});
     }
 
     /** Free text, or calls once {@code <tool_call>} is written. */
     public static ToolCallRecognizer lazy(Map<String, Schema> functions, boolean several) {
+        if (unwritableName(functions) != null) {
+            throw new IllegalArgumentException(unwritableName(functions));
+        }
         return new ToolCallRecognizer(new Grammar(Map.copyOf(functions), 0, several ? Integer.MAX_VALUE : 1), new St[]{new Free(TRIGGER)});
     }
 

@@ -114,8 +114,8 @@ public final class EngineCore {
                 masks.add(java.util.concurrent.ForkJoinPool.commonPool().submit(() -> {
                     try {
                         c.prepare();
-                    } catch (RuntimeException ignored) {
-                        // computed again, and reported for this sequence alone, when it samples
+                    } catch (RuntimeException | StackOverflowError ignored) {
+                        // computed again, and reported for this sequence alone, when its row is masked
                     }
                 }));
             }
@@ -133,7 +133,8 @@ public final class EngineCore {
         }
         steps++;
         masks.forEach(java.util.concurrent.ForkJoinTask::join);
-        float[][] masked = applyMasks(plan, draws, results);
+        Throwable[] maskErrors = new Throwable[plan.entries().size()];
+        float[][] masked = applyMasks(plan, draws, results, maskErrors);
         for (int i = 0; i < plan.entries().size(); i++) {
             StepPlan.Entry e = plan.entries().get(i);
             Sequence s = e.sequence();
@@ -152,8 +153,11 @@ public final class EngineCore {
                     emit(s, new Sampler.Choice(drawn[i], Double.NaN, new int[0], new double[0]));
                 } else {
                     try {
+                        if (maskErrors[i] != null) {
+                            throw new IllegalStateException("the grammar could not mask this step: " + maskErrors[i], maskErrors[i]);
+                        }
                         sampleAndEmit(s, masked[i] != null ? masked[i] : rows[rows.length - 1], masked[i] != null);
-                    } catch (RuntimeException err) { // a grammar or sampler failure ends this sequence only
+                    } catch (RuntimeException | StackOverflowError err) { // a grammar or sampler failure ends this sequence only
                         scheduler.finish(s);
                         finished++;
                         s.sink.onError(err);
@@ -187,7 +191,7 @@ public final class EngineCore {
      * row's mask takes a good part of a millisecond. The backend's row is masked in place (nothing
      * reads it unmasked afterwards) unless the sequence also scores its prompt from these rows.
      */
-    private static float[][] applyMasks(StepPlan plan, List<ForwardPass.Draw> draws, List<float[][]> results) {
+    private static float[][] applyMasks(StepPlan plan, List<ForwardPass.Draw> draws, List<float[][]> results, Throwable[] errors) {
         int n = plan.entries().size();
         float[][] masked = new float[n][];
         List<java.util.concurrent.ForkJoinTask<?>> tasks = new ArrayList<>();
@@ -203,8 +207,8 @@ public final class EngineCore {
                         float[] m = e.sequence().promptLogprobs == null ? last : last.clone();
                         c.mask(m);
                         masked[index] = m;
-                    } catch (RuntimeException ignored) {
-                        // masked again, and reported for this sequence alone, when it samples
+                    } catch (RuntimeException | StackOverflowError failure) {
+                        errors[index] = failure; // the row may be half masked: this sequence ends with the error, the others go on
                     }
                 }));
             }

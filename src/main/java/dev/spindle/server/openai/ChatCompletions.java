@@ -75,9 +75,16 @@ public class ChatCompletions {
         List<?> offered = toolChoice.equals("none") ? null : tools;
         ToolSchemas toolSchemas = ToolSchemas.of(offered);
         Recognizer grammar = null;
+        // names the XML format cannot hold: a forced call is refused, under auto the calls are parsed but not constrained
+        boolean writable = offered != null && ToolCallRecognizer.unwritableName(toolSchemas.functions()) == null;
         if (forced) {
-            grammar = ToolCallRecognizer.forced(strictFunctions(tools, toolChoice), toolChoice.equals("required") && parallel);
-        } else if (offered != null && xmlCalls) {
+            Map<String, Schema> functions = strictFunctions(tools, toolChoice);
+            String unwritable = ToolCallRecognizer.unwritableName(functions);
+            if (unwritable != null) {
+                throw ApiException.badRequest(unwritable + ", so the call cannot be forced", "tools");
+            }
+            grammar = ToolCallRecognizer.forced(functions, toolChoice.equals("required") && parallel);
+        } else if (writable && xmlCalls) {
             grammar = ToolCallRecognizer.lazy(toolSchemas.functions(), parallel); // free text until <tool_call>, then the tools' schemas
         }
         if (schema != null) {

@@ -137,7 +137,7 @@ public class OpenAiRoutes {
         String header = ctx.request().getHeader("Authorization");
         String given = header != null && header.regionMatches(true, 0, "Bearer ", 0, 7) ? header.substring(7).trim() : "";
         if (java.security.MessageDigest.isEqual(given.getBytes(java.nio.charset.StandardCharsets.UTF_8),
-                key.get().getBytes(java.nio.charset.StandardCharsets.UTF_8))) {
+                key.get().strip().getBytes(java.nio.charset.StandardCharsets.UTF_8))) {
             ctx.next();
         } else {
             ctx.response().putHeader("WWW-Authenticate", "Bearer");

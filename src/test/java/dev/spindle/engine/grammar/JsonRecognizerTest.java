@@ -68,6 +68,24 @@ class JsonRecognizerTest {
     }
 
     @Test
+    void nestingEscapesAndNamesThatCouldNotFinish() throws Exception {
+        String deep = "[".repeat(JsonRecognizer.MAX_DEPTH);
+        assertTrue(prefix(Schema.any(), deep), "nesting up to the bound");
+        assertNull(JsonRecognizer.start(Schema.any()).feed(deep + "["), "and no deeper");
+        JsonRecognizer at = JsonRecognizer.start(Schema.any()).feed(deep);
+        assertEquals(at, JsonRecognizer.start(Schema.any()).feed(deep), "deep states compare (and hash) without recursion");
+        assertEquals(at.hashCode(), JsonRecognizer.start(Schema.any()).feed(deep).hashCode());
+        assertNull(JsonRecognizer.start(Schema.any()).feed("\"\\u\uFF21"), "hex digits are ASCII");
+        assertTrue(accepts(Schema.any(), "\"\\u00e9\""));
+        Schema named = schema("{\"type\": \"object\", \"properties\": {\"a\": {\"type\": \"integer\"}}, \"additionalProperties\": true}");
+        assertNull(JsonRecognizer.start(named).feed("{\"a\": 1, \"\\u0061"), "no escaped spelling of a named key");
+        assertTrue(prefix(Schema.anyObject(), "{\"\\u0061"), "where every key is free, escapes are");
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> schema("{\"type\": \"object\", \"properties\": {\"a\\u0001\": {}}}"));
+        assertTrue(e.getMessage().contains("control character"), e.getMessage());
+    }
+
+    @Test
     void propertiesComeFromTheSchema() throws Exception {
         Schema s = schema("{\"type\": \"object\", \"properties\": {\"unit\": {\"type\": \"string\"}}, \"required\": [\"unit\"]}");
         assertNull(JsonRecognizer.start(s).feed("{\"answer\""), "listed properties close the object unless additionalProperties says otherwise");

@@ -70,6 +70,14 @@ class ToolCallRecognizerTest {
     }
 
     @Test
+    void namesTheFormatCannotHoldAreRefused() throws Exception {
+        Map<String, Schema> bad = Map.of("f", schema("{\"type\": \"object\", \"properties\": {\"x>y\": {\"type\": \"string\"}}}"));
+        org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class, () -> ToolCallRecognizer.forced(bad, true));
+        org.junit.jupiter.api.Assertions.assertNotNull(ToolCallRecognizer.unwritableName(Map.of("a<b", Schema.anyObject())));
+        org.junit.jupiter.api.Assertions.assertNull(ToolCallRecognizer.unwritableName(tools()));
+    }
+
+    @Test
     void lazyCallsStartAtTheTag() throws Exception {
         ToolCallRecognizer r = ToolCallRecognizer.lazy(tools(), true);
         assertTrue(r.accepting(), "no call at all is a reply");
