@@ -62,6 +62,14 @@ public final class GrammarConstraint {
         return active;
     }
 
+    /**
+     * Whether this step needs no mask: not active yet, or in free text the grammar only watches
+     * (a lazy tool-call grammar before {@code <tool_call>}; the token's text still advances it).
+     */
+    public boolean unmasked() {
+        return !active || state.freeText();
+    }
+
     /** Whether the text so far is complete (an end of sequence is allowed). */
     public boolean complete() {
         return !active || state.accepting();
@@ -69,7 +77,7 @@ public final class GrammarConstraint {
 
     /** Computes the mask of the current state, if not done yet; safe on any one thread at a time. */
     public void prepare() {
-        if (!active || preparedFor == state) {
+        if (unmasked() || preparedFor == state) {
             return;
         }
         Mask m = cache.get(state);
@@ -108,7 +116,7 @@ public final class GrammarConstraint {
 
     /** Masks {@code logits} in place; returns the number of tokens left allowed. */
     public int mask(float[] logits) {
-        if (!active) {
+        if (unmasked()) {
             return logits.length;
         }
         prepare();

@@ -26,6 +26,15 @@ public interface Recognizer {
         return false;
     }
 
+    /**
+     * True in free text that the grammar only watches (a lazy grammar before its trigger): the next
+     * token is not masked, so that it may be drawn on the device; a token that begins the trigger
+     * ends the free state, and the grammar constrains from there.
+     */
+    default boolean freeText() {
+        return false;
+    }
+
     /** The state after {@code text}, or null. */
     default Recognizer feed(String text) {
         Recognizer r = this;

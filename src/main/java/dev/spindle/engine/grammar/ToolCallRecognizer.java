@@ -175,6 +175,11 @@ public final class ToolCallRecognizer implements Recognizer {
     }
 
     @Override
+    public boolean freeText() {
+        return states.length == 1 && states[0] instanceof Free f && f.trigger().clear();
+    }
+
+    @Override
     public boolean asciiNext() {
         for (St s : states) {
             boolean ascii = switch (s) {

@@ -110,7 +110,7 @@ public final class EngineCore {
         for (int i = 0; i < plan.entries().size(); i++) {
             StepPlan.Entry e = plan.entries().get(i);
             var c = e.sequence().constraint;
-            if (e.samples() && draws.get(i) == null && c != null && c.active()) {
+            if (e.samples() && draws.get(i) == null && c != null && !c.unmasked()) {
                 masks.add(java.util.concurrent.ForkJoinPool.commonPool().submit(() -> {
                     try {
                         c.prepare();
@@ -175,8 +175,8 @@ public final class EngineCore {
      */
     private static ForwardPass.Draw deviceDraw(Sequence s, int from) {
         SamplingParams p = s.params;
-        // a grammar that is not yet active (the model still reasons) masks nothing
-        boolean plain = p.maxTokens() > 0 && (s.constraint == null || !s.constraint.active()) && p.logitBias().isEmpty() && p.logprobs() < 0
+        // a grammar that masks nothing this step (the model still reasons, or writes free text before a lazy trigger)
+        boolean plain = p.maxTokens() > 0 && (s.constraint == null || s.constraint.unmasked()) && p.logitBias().isEmpty() && p.logprobs() < 0
                 && p.repetitionPenalty() == 1 && p.presencePenalty() == 0 && p.frequencyPenalty() == 0
                 && !(s.promptLogprobs != null && from < s.promptLength);
         if (!plain) {
@@ -198,7 +198,7 @@ public final class EngineCore {
         for (int i = 0; i < n; i++) {
             StepPlan.Entry e = plan.entries().get(i);
             var c = e.sequence().constraint;
-            if (e.samples() && draws.get(i) == null && c != null && c.active() && e.sequence().params.maxTokens() > 0) {
+            if (e.samples() && draws.get(i) == null && c != null && !c.unmasked() && e.sequence().params.maxTokens() > 0) {
                 int index = i;
                 float[][] rows = results.get(i);
                 tasks.add(java.util.concurrent.ForkJoinPool.commonPool().submit(() -> {
@@ -220,7 +220,7 @@ public final class EngineCore {
     /** @param masked whether {@code logits} is already masked by the sequence's grammar (see {@link #applyMasks}) */
     private void sampleAndEmit(Sequence s, float[] logits, boolean masked) {
         float[] row = logits;
-        if (s.constraint != null && s.constraint.active() && !masked) {
+        if (s.constraint != null && !s.constraint.unmasked() && !masked) {
             row = logits.clone();
             s.constraint.mask(row);
         }

@@ -81,9 +81,13 @@ class TokenTrieMaskTest {
                 }
             }
             for (int id = 0; id < texts.length; id++) {
-                // when nothing fits at all, the constraint lets the sequence end rather than sample garbage
-                boolean expect = id == eos ? state.accepting() || allowed.isEmpty() : allowed.contains(id);
+                // when nothing fits at all, the constraint lets the sequence end rather than sample garbage;
+                // free text a lazy grammar only watches is not masked
+                boolean expect = c.unmasked() || (id == eos ? state.accepting() || allowed.isEmpty() : allowed.contains(id));
                 assertEquals(expect, logits[id] != Float.NEGATIVE_INFINITY, "token " + id + " '" + texts[id] + "' at step " + step);
+            }
+            if (c.unmasked()) {
+                assertTrue(state.freeText(), "only free text goes unmasked");
             }
             assertTrue(!allowed.isEmpty() || state.accepting(), "a dead end: no token continues an incomplete text at step " + step);
             if (allowed.isEmpty()) {
