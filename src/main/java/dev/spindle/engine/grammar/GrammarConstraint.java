@@ -70,11 +70,6 @@ public final class GrammarConstraint {
         return !active || state.freeText();
     }
 
-    /** Whether the text so far is complete (an end of sequence is allowed). */
-    public boolean complete() {
-        return !active || state.accepting();
-    }
-
     /** Computes the mask of the current state, if not done yet; safe on any one thread at a time. */
     public void prepare() {
         if (unmasked() || preparedFor == state) {

@@ -111,6 +111,13 @@ public final class ToolCallRecognizer implements Recognizer {
         return null;
     }
 
+    private static void requireWritable(Map<String, Schema> functions) {
+        String why = unwritableName(functions);
+        if (why != null) {
+            throw new IllegalArgumentException(why);
+        }
+    }
+
     private static boolean writable(String name) {
         return !name.isEmpty() && name.chars().noneMatch(c -> c == '>' || c == '<' || c == '\n' || c == '\r');
     }
@@ -122,17 +129,13 @@ public final class ToolCallRecognizer implements Recognizer {
      * @param several   whether more than one call may be made (tool_choice "required" with parallel calls)
      */
     public static ToolCallRecognizer forced(Map<String, Schema> functions, boolean several) {
-        if (unwritableName(functions) != null) {
-            throw new IllegalArgumentException(unwritableName(functions));
-        }
+        requireWritable(functions);
         return new ToolCallRecognizer(new Grammar(Map.copyOf(functions), 1, several ? Integer.MAX_VALUE : 1), new St[]{new Start(0)});
     }
 
     /** Free text, or calls once {@code <tool_call>} is written. */
     public static ToolCallRecognizer lazy(Map<String, Schema> functions, boolean several) {
-        if (unwritableName(functions) != null) {
-            throw new IllegalArgumentException(unwritableName(functions));
-        }
+        requireWritable(functions);
         return new ToolCallRecognizer(new Grammar(Map.copyOf(functions), 0, several ? Integer.MAX_VALUE : 1), new St[]{new Free(TRIGGER)});
     }
 
