@@ -48,12 +48,23 @@ public final class Backends {
      * @param kvMemoryFraction CUDA: share of the device memory left after weights that the KV pool takes
      * @param cudaGraphs       CUDA: replay decode steps as captured graphs
      * @param gemmCache        CUDA: the folder caching the pinned GEMM algorithms, or null for none
+     * @param reserveBytes     CUDA: device memory left for a draft model opened next (its weights and buffers)
+     * @param extraKvBytesPerToken CUDA: the draft model's KV bytes per token, reserved for as many tokens as this pool holds
      */
     public record Settings(int threads, int blockSize, int kvCacheTokens, int maxStepRows, double kvMemoryFraction, boolean cudaGraphs,
-                           java.nio.file.Path gemmCache) {
+                           java.nio.file.Path gemmCache, long reserveBytes, long extraKvBytesPerToken) {
+        public Settings(int threads, int blockSize, int kvCacheTokens, int maxStepRows, double kvMemoryFraction, boolean cudaGraphs,
+                        java.nio.file.Path gemmCache) {
+            this(threads, blockSize, kvCacheTokens, maxStepRows, kvMemoryFraction, cudaGraphs, gemmCache, 0, 0);
+        }
+
         /** Without a GEMM algorithm cache. */
         public Settings(int threads, int blockSize, int kvCacheTokens, int maxStepRows, double kvMemoryFraction, boolean cudaGraphs) {
             this(threads, blockSize, kvCacheTokens, maxStepRows, kvMemoryFraction, cudaGraphs, null);
+        }
+
+        public Settings withReserve(long bytes, long kvBytesPerToken) {
+            return new Settings(threads, blockSize, kvCacheTokens, maxStepRows, kvMemoryFraction, cudaGraphs, gemmCache, bytes, kvBytesPerToken);
         }
     }
 
@@ -123,7 +134,7 @@ public final class Backends {
         // the options first: a setting the backend refuses is reported before any weight is read
         int maxBlocks = s.kvCacheTokens() > 0 ? Math.max(1, s.kvCacheTokens() / s.blockSize()) : 0;
         CudaForwardPass.Options options = new CudaForwardPass.Options(s.blockSize(), s.maxStepRows(), s.kvMemoryFraction(), maxBlocks,
-                s.cudaGraphs(), s.gemmCache());
+                s.cudaGraphs(), s.gemmCache(), s.reserveBytes(), s.extraKvBytesPerToken());
         LoadedModel host = format == LoadFormat.DUMMY ? null : ModelLoader.load(dir, format, listener);
         ModelConfig c = host != null ? host.config() : ConfigParser.read(dir.resolve("config.json"));
         try {
@@ -131,8 +142,8 @@ public final class Backends {
             String desc = String.format("the CUDA backend (%s) on %s: %.1f GB of weights %s in %.1f s (%.1f GB/s); KV pool %d blocks of %d tokens"
                             + " (%,d tokens, %.1f GiB); CUDA graphs %s",
                     why, dev.spindle.backend.cuda.CudaDriver.get().orElseThrow().deviceName(), gpu.weights().bytes() / 1e9, host == null ? "generated" : "uploaded", gpu.weights().seconds(),
-                    gpu.weights().bytes() / 1e9 / Math.max(1e-9, gpu.weights().seconds()), gpu.blockPool().numBlocks(), s.blockSize(),
-                    (long) gpu.blockPool().numBlocks() * s.blockSize(), gpu.kvPoolBytes() / (double) (1L << 30), s.cudaGraphs() ? "on" : "off");
+                    gpu.weights().bytes() / 1e9 / Math.max(1e-9, gpu.weights().seconds()), gpu.kvCapacity().blocks(), s.blockSize(),
+                    (long) gpu.kvCapacity().blocks() * s.blockSize(), gpu.kvPoolBytes() / (double) (1L << 30), s.cudaGraphs() ? "on" : "off");
             if (host != null) {
                 host.close(); // the weights live on the device now; unmap the files
             }

@@ -4,88 +4,114 @@ import dev.spindle.engine.kv.BlockPool;
 import dev.spindle.engine.kv.BlockTable;
 import dev.spindle.model.ModelConfig;
 
+import java.util.List;
+
 /**
- * A backend's forward pass over one window of one sequence. The window's tokens take
- * positions [table.tokens(), table.tokens() + n); their K/V are written through the
- * block table (blocks are reserved as needed) and the table advances past them.
+ * What a backend does: run one {@link ModelStep} (windows of sequences through their KV block
+ * tables) and return its {@link StepOutput}. The engine owns the block pool and the tables: a
+ * backend holds {@link #kvCapacity()} blocks of KV bytes, reads the tables it is given, writes the
+ * K/V of each window's positions into their blocks, and never reserves, advances or frees a block.
  */
 public interface ForwardPass extends AutoCloseable {
     ModelConfig config();
 
-    /** The pool whose blocks the tables passed to {@link #forward} must come from. */
-    BlockPool blockPool();
+    /** How many KV blocks of how many tokens this backend holds; the engine's {@link BlockPool} hands out their ids. */
+    KvCapacity kvCapacity();
 
     /**
-     * @param allLogits true: logits for every row of the window (n, vocab); false: only the last row (1, vocab)
-     * @return fp32 logits holding the bf16 values HF's bf16 lm_head produces
+     * Runs a step. Every window's table must already have blocks for its positions
+     * {@code [start, start + tokens.length)}; afterwards their K/V are written there.
      */
-    float[][] forward(int[] tokens, BlockTable table, boolean allLogits);
+    StepOutput execute(ModelStep step);
 
-    /** One sequence's part of a batched step: its next tokens, its table, and which rows need logits. */
-    record Window(int[] tokens, BlockTable table, boolean allLogits, boolean wantLogits) {
-    }
-
-    /**
-     * Several sequences in one step: rows of all windows share every matmul (one pass over
-     * the weights), attention runs per window over its own blocks. A row's result does not
-     * depend on the other windows (batch invariance).
-     *
-     * @return per window: its logits rows (all, last, or none when {@code wantLogits} is false)
-     */
-    java.util.List<float[][]> forward(java.util.List<Window> windows);
-
-    /**
-     * A token drawn on the device from a window's last logits row, by the engine's sampling rule
-     * (engine.sample.Sampler) without penalties, logit bias, grammar or logprobs.
-     *
-     * @param temperature 0 = greedy
-     * @param topK        0 = off
-     * @param topP        1 = off
-     * @param minP        0 = off
-     * @param u           the sequence's uniform draw in [0, 1) (unused when greedy)
-     */
-    record Draw(double temperature, int topK, double topP, double minP, double u) {
-    }
-
-    /** True when {@link #forward(java.util.List, java.util.List, int[])} draws tokens on the device. */
+    /** True when windows may carry a {@link ModelStep.Draw} (tokens drawn on the device; their logits stay there). */
     default boolean drawsOnDevice() {
         return false;
     }
 
-    /**
-     * As {@link #forward(java.util.List)}, but each window with a non-null draw (it must want the
-     * logits of its last row only) gets its next token drawn on the device into {@code tokens[window]};
-     * its logits stay there (an empty array is returned for it). Only backends that
-     * {@link #drawsOnDevice} implement it.
-     */
-    default java.util.List<float[][]> forward(java.util.List<Window> windows, java.util.List<Draw> draws, int[] tokens) {
-        throw new UnsupportedOperationException(getClass().getSimpleName() + " does not draw tokens on the device");
+    /** Whether {@link ModelStep#tapLayers()} may be non-empty (the residual stream read back after chosen layers). */
+    default boolean supportsTaps() {
+        return false;
+    }
+
+    /** A backend's KV capacity. */
+    record KvCapacity(int blocks, int blockSize) {
+        public KvCapacity {
+            if (blocks < 1 || blockSize < 1) {
+                throw new IllegalArgumentException("a KV pool needs at least one block of at least one token: " + blocks + " x " + blockSize);
+            }
+        }
+
+        /** A pool over these blocks: one per backend, owned by whoever drives it. */
+        public BlockPool newPool() {
+            return new BlockPool(blocks, blockSize);
+        }
     }
 
     /**
-     * Checks a step's windows against the model (none empty, positions within
-     * max_position_embeddings), reserves their KV blocks, and returns each window's first row in
-     * the step (and, last, the step's row count).
+     * One window of one sequence for simple drivers (the CLI's generators, tests): reserves its
+     * blocks, runs it, advances the table.
+     *
+     * @param allLogits true: logits of every row; false: of the last row only
      */
-    static int[] prepareWindows(ModelConfig c, java.util.List<Window> windows) {
+    static float[][] run(ForwardPass pass, int[] tokens, BlockTable table, boolean allLogits) {
+        int start = table.tokens();
+        table.reserve(start + tokens.length);
+        ModelStep.Window w = new ModelStep.Window(tokens, start, table, allLogits ? ModelStep.allRows(tokens.length) : ModelStep.lastRow(tokens.length),
+                null);
+        StepOutput out = pass.execute(new ModelStep(List.of(w)));
+        table.advance(start + tokens.length);
+        return out.logits().getFirst();
+    }
+
+    /**
+     * Checks a step's windows against the model and the tables (none empty, positions within
+     * max_position_embeddings, blocks reserved, logit rows in range, draws only where allowed) and
+     * returns each window's first row in the step (and, last, the step's row count).
+     */
+    static int[] checkWindows(ForwardPass pass, ModelStep step) {
+        ModelConfig c = pass.config();
+        List<ModelStep.Window> windows = step.windows();
         int[] rowStart = new int[windows.size() + 1];
         int n = 0;
         for (int i = 0; i < windows.size(); i++) {
-            Window win = windows.get(i);
-            if (win.tokens().length == 0) {
-                throw new IllegalArgumentException("empty window");
-            }
-            int end = win.table().tokens() + win.tokens().length;
+            ModelStep.Window win = windows.get(i);
+            int len = win.tokens().length;
+            int end = win.start() + len;
             if (end > c.maxPositions()) {
                 throw new IllegalArgumentException("positions up to " + end + " exceed max_position_embeddings " + c.maxPositions());
             }
+            if ((long) win.table().numBlocks() * win.table().blockSize() < end) {
+                throw new IllegalArgumentException("window " + i + " reaches position " + end + " but its table has room for "
+                        + (long) win.table().numBlocks() * win.table().blockSize() + " (the engine reserves blocks before a step)");
+            }
+            for (int t : win.tokens()) {
+                if (t < 0 || t >= c.vocabSize()) {
+                    throw new IllegalArgumentException("token id " + t + " is outside the vocabulary [0, " + c.vocabSize() + ")");
+                }
+            }
+            int prev = -1;
+            for (int r : win.logitRows()) {
+                if (r <= prev || r >= len) {
+                    throw new IllegalArgumentException("window " + i + ": logit rows must be ascending rows of the window, got " + r);
+                }
+                prev = r;
+            }
+            if (win.draw() != null && !pass.drawsOnDevice()) {
+                throw new UnsupportedOperationException(pass.getClass().getSimpleName() + " does not draw tokens on the device");
+            }
             rowStart[i] = n;
-            n += win.tokens().length;
+            n += len;
+        }
+        if (step.tapLayers().length > 0 && !pass.supportsTaps()) {
+            throw new UnsupportedOperationException(pass.getClass().getSimpleName() + " does not read hidden states back");
+        }
+        for (int l : step.tapLayers()) {
+            if (l < 0 || l >= c.executedLayers()) {
+                throw new IllegalArgumentException("tap layer " + l + " is outside the executed layers [0, " + c.executedLayers() + ")");
+            }
         }
         rowStart[windows.size()] = n;
-        for (Window win : windows) {
-            win.table().reserve(win.table().tokens() + win.tokens().length);
-        }
         return rowStart;
     }
 

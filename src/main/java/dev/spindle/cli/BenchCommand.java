@@ -1,5 +1,7 @@
 package dev.spindle.cli;
 
+import dev.spindle.backend.ForwardPass;
+
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -77,8 +79,22 @@ final class BenchCommand implements Callable<Integer> {
     @Option(names = "--grammar-steps", defaultValue = "300", paramLabel = "N", description = "With --grammar-tokenizer: steps timed per grammar (default 300).")
     int grammarSteps;
 
+    @Mixin
+    SpeculativeOptions speculative;
+
+    @Option(names = "--spec-batches", split = ",", defaultValue = "1,8,32", paramLabel = "N,...",
+            description = "With --speculative-method: batch sizes at which drafted decoding is compared with plain (default 1,8,32).")
+    int[] specBatches;
+
+    @Option(names = "--spec-max-tokens", defaultValue = "128", paramLabel = "N", description = "With --speculative-method: tokens per request (default 128).")
+    int specMaxTokens;
+
     @Override
     public Integer call() throws Exception {
+        var spec = speculative.config();
+        if (spec.method() != dev.spindle.engine.spec.SpeculativeConfig.Method.NONE) {
+            return new SpecBenchRun(model, spec, backend, specBatches, specMaxTokens, promptTokens, stepRows, kvMemoryFraction).call();
+        }
         if (grammarTokenizer != null) {
             return new GrammarBenchRun(grammarTokenizer, grammarSequences, grammarSteps).call();
         }
@@ -98,20 +114,21 @@ final class BenchCommand implements Callable<Integer> {
                 Random rnd = new Random(7);
                 int[] prompt = rnd.ints(promptTokens, 3, c.vocabSize()).toArray();
                 // an untimed prefill first: the timed one must not measure the JIT warming up
-                BlockTable warm = new BlockTable(cpu.blockPool());
-                cpu.forward(prompt, warm, false);
+                dev.spindle.engine.kv.BlockPool pool = cpu.kvCapacity().newPool();
+                BlockTable warm = new BlockTable(pool);
+                ForwardPass.run(cpu, prompt, warm, false);
                 warm.release();
-                BlockTable table = new BlockTable(cpu.blockPool());
+                BlockTable table = new BlockTable(pool);
                 long p0 = System.nanoTime();
-                float[] logits = cpu.forward(prompt, table, false)[0];
+                float[] logits = ForwardPass.run(cpu, prompt, table, false)[0];
                 double prefillSeconds = (System.nanoTime() - p0) / 1e9;
                 int next = dev.spindle.engine.GreedyGenerator.argmax(logits);
                 for (int i = 0; i < warmupTokens; i++) {
-                    next = dev.spindle.engine.GreedyGenerator.argmax(cpu.forward(new int[]{next}, table, false)[0]);
+                    next = dev.spindle.engine.GreedyGenerator.argmax(ForwardPass.run(cpu, new int[]{next}, table, false)[0]);
                 }
                 long d0 = System.nanoTime();
                 for (int i = 0; i < decodeTokens; i++) {
-                    next = dev.spindle.engine.GreedyGenerator.argmax(cpu.forward(new int[]{next}, table, false)[0]);
+                    next = dev.spindle.engine.GreedyGenerator.argmax(ForwardPass.run(cpu, new int[]{next}, table, false)[0]);
                 }
                 double decodeSeconds = (System.nanoTime() - d0) / 1e9;
                 table.release();

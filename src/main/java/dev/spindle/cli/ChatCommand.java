@@ -1,14 +1,14 @@
 package dev.spindle.cli;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.spindle.backend.cpu.CpuForwardPass;
-import dev.spindle.backend.cpu.KvSlots;
+import dev.spindle.backend.Backends;
+import dev.spindle.backend.Proposers;
 import dev.spindle.chat.ChatTemplate;
 import dev.spindle.chat.JsonValues;
 import dev.spindle.chat.ToolCall;
 import dev.spindle.engine.ChatReply;
 import dev.spindle.engine.ChatRunner;
-import dev.spindle.model.LoadedModel;
+import dev.spindle.model.LoadListener;
 import dev.spindle.tokenizer.Tokenizer;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -25,7 +25,7 @@ import java.util.concurrent.Callable;
 
 /** {@code spindle chat}: one chat turn with a model, streamed to the terminal (reasoning dimmed). */
 @Command(name = "chat", mixinStandardHelpOptions = true,
-        description = "Ask the model one question with its own chat template; greedy decoding on the CPU backend.")
+        description = "Ask the model one question with its own chat template; greedy decoding on the engine the server runs.")
 final class ChatCommand implements Callable<Integer> {
     @Mixin
     ModelOptions model;
@@ -45,11 +45,11 @@ final class ChatCommand implements Callable<Integer> {
     @Option(names = "--max-tokens", defaultValue = "256", paramLabel = "N", description = "Tokens to generate at most (default 256).")
     int maxTokens;
 
-    @Option(names = "--draft-model", paramLabel = "DIR", description = "A draft model on the same tokenizer: speculative decoding, same reply.")
-    Path draftModel;
+    @Mixin
+    SpeculativeOptions speculative;
 
-    @Option(names = "--draft-tokens", defaultValue = "4", paramLabel = "K", description = "Tokens drafted per step (default 4).")
-    int draftTokens;
+    @Option(names = "--backend", defaultValue = "cpu", paramLabel = "auto|cpu|cuda", description = "Backend (default cpu).")
+    String backend;
 
     @Override
     public Integer call() throws IOException {
@@ -63,18 +63,15 @@ final class ChatCommand implements Callable<Integer> {
         if (noThink) {
             kwargs.put("enable_thinking", false);
         }
-        try (LoadedModel m = model.load();
-             Tokenizer tok = Tokenizer.load(m.dir());
-             CpuForwardPass cpu = new CpuForwardPass(m.config(), m.weights(), model.blocksFor(4096), model.blockSize,
-                     model.threadCount(), KvSlots.PER_EXECUTED_LAYER)) {
-            ChatRunner runner = new ChatRunner(cpu, tok, ChatTemplate.fromModelDir(m.dir()));
-            LoadedModel draft = draftModel == null ? null : dev.spindle.model.ModelLoader.load(draftModel, dev.spindle.model.LoadFormat.SAFETENSORS,
-                    dev.spindle.model.LoadListener.NONE);
-            CpuForwardPass draftCpu = draft == null ? null : new CpuForwardPass(draft.config(), draft.weights(), model.blocksFor(4096),
-                    model.blockSize, model.threadCount(), KvSlots.PER_EXECUTED_LAYER);
-            if (draftCpu != null) {
-                runner.withDrafter(draftCpu, draftTokens);
-            }
+        dev.spindle.engine.spec.SpeculativeConfig spec = speculative.config();
+        Backends.Settings settings = new Backends.Settings(model.threadCount(), model.blockSize, model.blocksFor(4096) * model.blockSize, 512, 0.9,
+                true, model.gemmCacheDir());
+        ProgressBar bar = ProgressBar.forTerminal("loading " + model.dir().getFileName());
+        try (Backends.Opened b = Backends.open(model.dir(), model.format(), Backends.Kind.parse(backend), Proposers.targetSettings(spec, settings), bar);
+             Tokenizer tok = Tokenizer.load(model.dir())) {
+            bar.done();
+            dev.spindle.engine.spec.Speculation speculation = Proposers.open(spec, model.dir(), b, model.format(), settings, LoadListener.NONE);
+            ChatRunner runner = new ChatRunner(b.pass(), tok, ChatTemplate.fromModelDir(model.dir())).withSpeculation(speculation);
             boolean[] inReasoning = {false};
             long t0 = System.nanoTime();
             ChatReply reply = runner.complete(messages, toolList, kwargs, maxTokens, d -> {
@@ -98,9 +95,11 @@ final class ChatCommand implements Callable<Integer> {
             double secs = (System.nanoTime() - t0) / 1e9;
             System.err.printf("[%d prompt tokens, %d generated in %.2f s; finish_reason=%s]%n", reply.promptTokens(),
                     reply.completionTokens(), secs, reply.finishReason());
-            if (draftCpu != null) {
-                draftCpu.close();
-                draft.close();
+            if (speculation.enabled()) {
+                var st = runner.speculationStats();
+                System.err.printf("[%s: %d drafted, %d accepted (%.2f), %.2f tokens a verified window]%n", speculation.proposer().describe(),
+                        st.draftTokens(), st.acceptedTokens(), st.acceptanceRate(), st.meanAcceptedLength());
+                speculation.proposer().close();
             }
             return 0;
         }

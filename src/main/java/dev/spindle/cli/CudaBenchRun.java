@@ -78,7 +78,7 @@ final class CudaBenchRun implements Callable<Integer> {
             loadInfo.put("weights_seconds", Math.round(gpu.weights().seconds() * 1000) / 1000.0);
             loadInfo.put("weights_gb_per_second", Math.round(gpu.weights().bytes() / gpu.weights().seconds() / 1e7) / 100.0);
             loadInfo.put("kv_pool_bytes", gpu.kvPoolBytes());
-            loadInfo.put("kv_blocks", gpu.blockPool().numBlocks());
+            loadInfo.put("kv_blocks", gpu.kvCapacity().blocks());
             out.put("load", loadInfo);
             out.put("gemm_algorithms", gpu.gemmChoices());
             CudaBench bench = new CudaBench(gpu);

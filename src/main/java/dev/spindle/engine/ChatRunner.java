@@ -30,14 +30,19 @@ public final class ChatRunner {
     private final Tokenizer tokenizer;
     private final ChatTemplate template;
     private final Set<Integer> stopIds = new HashSet<>();
-    private ForwardPass drafter;
-    private int draftTokens;
+    private dev.spindle.engine.spec.Speculation speculation = dev.spindle.engine.spec.Speculation.NONE;
+    private dev.spindle.engine.sched.EngineCore core;
 
-    /** Decode with a draft model (same tokenizer): the reply is the same, token for token. */
-    public ChatRunner withDrafter(ForwardPass drafter, int draftTokens) {
-        this.drafter = drafter;
-        this.draftTokens = draftTokens;
+    /** Decode with speculative decoding (a draft model or prompt lookup): greedy, the reply is the same, token for token. */
+    public ChatRunner withSpeculation(dev.spindle.engine.spec.Speculation speculation) {
+        this.speculation = speculation;
+        this.core = null;
         return this;
+    }
+
+    /** What the turns so far drafted and accepted. */
+    public SpecStats speculationStats() {
+        return core == null ? SpecStats.NONE : core.stats().speculative();
     }
 
     public ChatRunner(ForwardPass model, Tokenizer tokenizer, ChatTemplate template) {
@@ -85,17 +90,36 @@ public final class ChatRunner {
                 sink.accept(parser.next(detok.next(t)));
             }
         };
-        int[] tokens;
-        boolean eos;
-        if (drafter != null) {
-            var r = new dev.spindle.engine.spec.SpeculativeGreedy(model, drafter, draftTokens).generate(ids, maxTokens, stopIds, onToken);
-            tokens = r.tokens();
-            eos = r.stoppedOnEos();
-        } else {
-            GreedyGenerator.Result r = new GreedyGenerator(model, 512).generate(ids, maxTokens, stopIds, onToken);
-            tokens = r.tokens();
-            eos = r.stoppedOnEos();
+        // one request on the engine the server runs, stepped on this thread
+        if (core == null) {
+            core = new dev.spindle.engine.sched.EngineCore(model, 512, 1, stopIds, speculation);
         }
+        List<Integer> out = new ArrayList<>();
+        String[] ended = {null};
+        RuntimeException[] failure = {null};
+        core.add(1, ids, SamplingParams.greedy(maxTokens), new TokenSink() {
+            @Override
+            public void onToken(TokenEvent e) {
+                if (e.token() >= 0) {
+                    out.add(e.token());
+                    onToken.accept(e.token());
+                }
+                ended[0] = e.finishReason();
+            }
+
+            @Override
+            public void onError(Throwable error) {
+                failure[0] = error instanceof RuntimeException r ? r : new IllegalStateException(error);
+            }
+        });
+        while (!core.idle()) {
+            core.step();
+        }
+        if (failure[0] != null) {
+            throw failure[0];
+        }
+        int[] tokens = out.stream().mapToInt(Integer::intValue).toArray();
+        boolean eos = "stop".equals(ended[0]);
         sink.accept(parser.next(detok.flush()));
         sink.accept(parser.finish());
         ParsedDelta all = ReplyParser.merge(steps);

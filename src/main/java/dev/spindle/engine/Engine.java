@@ -24,20 +24,35 @@ public final class Engine implements AutoCloseable {
     private final AtomicInteger waiting = new AtomicInteger(); // submitted, not yet in the running batch
     private final Set<Long> waitingIds = new HashSet<>();      // engine thread only
     private final Thread thread;
+    private final dev.spindle.engine.spec.Speculation speculation;
     private volatile EngineStats stats;
     private volatile boolean closed;
+    private volatile String lastFailure;
+    private volatile int failures; // steps in a row that failed
+
+    /** Steps failing in a row after which the engine reports itself unhealthy (readiness goes down). */
+    public static final int UNHEALTHY_AFTER = 3;
 
     public Engine(ForwardPass model, int maxBatchedTokens, int maxSequences, Set<Integer> eosIds) {
-        this(model, maxBatchedTokens, maxSequences, eosIds, Integer.MAX_VALUE);
+        this(model, maxBatchedTokens, maxSequences, eosIds, Integer.MAX_VALUE, dev.spindle.engine.spec.Speculation.NONE);
     }
 
-    /** @param maxWaiting requests waiting to start at most; {@link #submit} refuses more with {@link EngineBusyException} */
     public Engine(ForwardPass model, int maxBatchedTokens, int maxSequences, Set<Integer> eosIds, int maxWaiting) {
+        this(model, maxBatchedTokens, maxSequences, eosIds, maxWaiting, dev.spindle.engine.spec.Speculation.NONE);
+    }
+
+    /**
+     * @param maxWaiting  requests waiting to start at most; {@link #submit} refuses more with {@link EngineBusyException}
+     * @param speculation speculative decoding (its proposer is closed with the engine)
+     */
+    public Engine(ForwardPass model, int maxBatchedTokens, int maxSequences, Set<Integer> eosIds, int maxWaiting,
+                  dev.spindle.engine.spec.Speculation speculation) {
         if (maxWaiting < 0) {
             throw new IllegalArgumentException("the waiting bound must be >= 0, got " + maxWaiting);
         }
         this.maxWaiting = maxWaiting;
-        this.core = new EngineCore(model, maxBatchedTokens, maxSequences, eosIds);
+        this.speculation = speculation;
+        this.core = new EngineCore(model, maxBatchedTokens, maxSequences, eosIds, speculation);
         this.stats = core.stats();
         this.thread = Thread.ofPlatform().name("spindle-engine").daemon().start(this::loop);
     }
@@ -103,6 +118,19 @@ public final class Engine implements AutoCloseable {
         return stats;
     }
 
+    /**
+     * False once {@link #UNHEALTHY_AFTER} steps in a row have failed (the backend is unusable: every
+     * request would fail); true again after a step succeeds.
+     */
+    public boolean healthy() {
+        return failures < UNHEALTHY_AFTER;
+    }
+
+    /** The last step failure's message, or null. */
+    public String lastFailure() {
+        return lastFailure;
+    }
+
     private void loop() {
         while (!closed) {
             try {
@@ -113,20 +141,53 @@ public final class Engine implements AutoCloseable {
                 }
                 if (!core.idle()) {
                     core.step();
+                    int f = core.consecutiveFailures();
+                    if (f > 0) {
+                        lastFailure = "the forward pass failed " + f + " step(s) in a row";
+                        pause(f);
+                    }
+                    failures = f;
                 }
                 releaseStarted();
                 stats = core.stats();
             } catch (InterruptedException e) {
                 return;
-            } catch (RuntimeException e) {
-                System.err.println("spindle-engine: step failed: " + e);
+            } catch (RuntimeException | Error e) {
+                // a fault outside the forward pass: every request in the engine fails with it, the engine goes on
+                failures++;
+                lastFailure = String.valueOf(e);
+                System.err.println("spindle-engine: step failed, failing every request in the engine: " + e);
+                core.failAll(e);
+                releaseStarted();
+                stats = core.stats();
+                try {
+                    pause(failures);
+                } catch (InterruptedException ie) {
+                    return;
+                }
             }
         }
     }
 
+    /** After failed steps: wait 10 ms, doubling per failure in a row up to a second, so a broken backend is no hot loop. */
+    private static void pause(int failuresInARow) throws InterruptedException {
+        Thread.sleep(Math.min(1000, 10L << Math.min(failuresInARow - 1, 7)));
+    }
+
+    /** Stops the engine thread and waits for it (so that nothing runs on the backend once this returns), then closes the proposer. */
     @Override
     public void close() {
         closed = true;
         thread.interrupt();
+        try {
+            thread.join(60_000);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        if (thread.isAlive()) {
+            System.err.println("spindle-engine: the engine thread did not stop within 60 s");
+        } else if (speculation.enabled()) {
+            speculation.proposer().close();
+        }
     }
 }

@@ -5,10 +5,11 @@ package dev.spindle.engine;
  *
  * @param prefixQueriedTokens prompt tokens looked up in the prefix cache (full blocks)
  * @param prefixHitTokens     of those, tokens found
+ * @param speculative         drafting and acceptance so far
  */
 public record EngineStats(int running, int waiting, int kvBlocksTotal, int kvBlocksFree, int kvBlocksCached,
                           long steps, long promptTokens, long generatedTokens, long prefixQueriedTokens, long prefixHitTokens,
-                          long preemptions, long finishedRequests) {
+                          long preemptions, long finishedRequests, SpecStats speculative) {
     public double prefixHitRate() {
         return prefixQueriedTokens == 0 ? 0 : (double) prefixHitTokens / prefixQueriedTokens;
     }

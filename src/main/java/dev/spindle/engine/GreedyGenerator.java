@@ -10,11 +10,12 @@ import java.util.function.IntConsumer;
 /**
  * Greedy decoding of one sequence: the prompt in prefill windows of at most
  * {@code prefillChunk} tokens, then one token per step until a stop id or the limit.
- * The continuous-batching engine replaces this for serving; it stays the simplest
- * correct driver for the CLI and the tests.
+ * It owns a block pool over the backend's KV (so nothing else may drive that backend while it
+ * runs): the simplest correct driver, for parity tests against HF's greedy continuations.
  */
 public final class GreedyGenerator {
     private final ForwardPass model;
+    private final dev.spindle.engine.kv.BlockPool pool;
     private final int prefillChunk;
 
     public GreedyGenerator(ForwardPass model, int prefillChunk) {
@@ -22,6 +23,7 @@ public final class GreedyGenerator {
             throw new IllegalArgumentException("prefill chunk must be positive: " + prefillChunk);
         }
         this.model = model;
+        this.pool = model.kvCapacity().newPool();
         this.prefillChunk = prefillChunk;
     }
 
@@ -47,13 +49,13 @@ public final class GreedyGenerator {
         if (maxTokens <= 0) {
             throw new IllegalArgumentException("max tokens must be positive: " + maxTokens);
         }
-        BlockTable table = new BlockTable(model.blockPool());
+        BlockTable table = new BlockTable(pool);
         try {
             long t0 = System.nanoTime();
             float[] logits = null;
             for (int pos = 0; pos < prompt.length; pos += prefillChunk) {
                 int end = Math.min(prompt.length, pos + prefillChunk);
-                logits = model.forward(Arrays.copyOfRange(prompt, pos, end), table, false)[0];
+                logits = ForwardPass.run(model, Arrays.copyOfRange(prompt, pos, end), table, false)[0];
             }
             long t1 = System.nanoTime();
             int[] out = new int[maxTokens];
@@ -70,7 +72,7 @@ public final class GreedyGenerator {
                 if (n == maxTokens) {
                     break;
                 }
-                logits = model.forward(new int[]{next}, table, false)[0];
+                logits = ForwardPass.run(model, new int[]{next}, table, false)[0];
             }
             long t2 = System.nanoTime();
             return new Result(Arrays.copyOf(out, n), eos, t1 - t0, t2 - t1, prompt.length);

@@ -56,6 +56,11 @@ public record SamplingParams(double temperature, int topK, double topP, double m
                 stopTokenIds, ignoreEos, logprobs, constraint, promptLogprobs);
     }
 
+    public SamplingParams withIgnoreEos(boolean ignore) {
+        return new SamplingParams(temperature, topK, topP, minP, seed, presencePenalty, frequencyPenalty, repetitionPenalty, logitBias, maxTokens,
+                stopTokenIds, ignore, logprobs, constraint, promptLogprobs);
+    }
+
     public SamplingParams withConstraint(java.util.function.Supplier<dev.spindle.engine.grammar.GrammarConstraint> c) {
         return new SamplingParams(temperature, topK, topP, minP, seed, presencePenalty, frequencyPenalty, repetitionPenalty, logitBias, maxTokens,
                 stopTokenIds, ignoreEos, logprobs, c, promptLogprobs);

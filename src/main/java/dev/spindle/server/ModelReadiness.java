@@ -21,6 +21,10 @@ public class ModelReadiness implements HealthCheck {
             return HealthCheckResponse.named("model").down().withData("model", service.servedName()).withData("state", "loading").build();
         }
         var stats = service.stats();
+        if (!service.engine().healthy()) {
+            return HealthCheckResponse.named("model").down().withData("model", service.servedName()).withData("state", "failing")
+                    .withData("error", String.valueOf(service.engine().lastFailure())).build();
+        }
         return HealthCheckResponse.named("model").up().withData("model", service.servedName())
                 .withData("running", stats.running()).withData("waiting", stats.waiting()).build();
     }

@@ -69,10 +69,23 @@ public class ModelService {
         Backends.Settings settings = new Backends.Settings(threads, config.blockSize(), config.kvCacheTokens().orElse(cpu ? 32768 : 0),
                 Math.max(config.maxNumBatchedTokens(), config.maxNumSeqs()), config.kvMemoryFraction(), config.cudaGraphs(),
                 dev.spindle.backend.cuda.GemmAlgorithmCache.folder(config.gemmCache()));
-        Backends.Opened backend = Backends.open(dir, format, kind, settings, LoadListener.NONE);
+        var sc = config.speculative();
+        var specConfig = new dev.spindle.engine.spec.SpeculativeConfig(dev.spindle.engine.spec.SpeculativeConfig.Method.parse(sc.method()),
+                sc.draftModel().map(Path::of).orElse(null), sc.numTokens(), sc.promptLookupMin(), sc.promptLookupMax(), sc.maxBatch());
+        Backends.Opened backend = Backends.open(dir, format, kind, dev.spindle.backend.Proposers.targetSettings(specConfig, settings), LoadListener.NONE);
         ModelConfig mc = backend.config();
         Set<Integer> eos = dev.spindle.engine.ChatRunner.endOfTurnIds(mc, tokenizer);
-        Engine engine = new Engine(backend.pass(), config.maxNumBatchedTokens(), config.maxNumSeqs(), eos, config.maxWaitingRequests());
+        dev.spindle.engine.spec.Speculation speculation;
+        try {
+            speculation = dev.spindle.backend.Proposers.open(specConfig, dir, backend, format, settings, LoadListener.NONE);
+        } catch (RuntimeException e) {
+            backend.close();
+            throw e;
+        }
+        if (speculation.enabled()) {
+            Log.infof("speculative decoding: %s; %s", specConfig.describe(), speculation.proposer().describe());
+        }
+        Engine engine = new Engine(backend.pass(), config.maxNumBatchedTokens(), config.maxNumSeqs(), eos, config.maxWaitingRequests(), speculation);
         var texts = dev.spindle.engine.grammar.TokenTexts.load(dir.resolve("tokenizer.json"), mc.vocabSize());
         warmUp(engine, tokenizer);
         Log.infof("serving %s (%s, %d layers%s, %,d parameters) on %s; ready in %.1f s",
@@ -98,7 +111,7 @@ public class ModelService {
     /** The engine's latest stats, or an empty snapshot while loading. */
     public dev.spindle.engine.EngineStats stats() {
         Loaded x = loaded;
-        return x == null ? new dev.spindle.engine.EngineStats(0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0) : x.engine().stats();
+        return x == null ? new dev.spindle.engine.EngineStats(0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, dev.spindle.engine.SpecStats.NONE) : x.engine().stats();
     }
 
     /** One short generation before the server reports ready: the first real request does not pay for JIT warm-up. */

@@ -40,6 +40,18 @@ final class ServeOptions {
     Integer blockSize;
     @Option(names = "--default-max-tokens", paramLabel = "N", description = "max_tokens when a request gives none (default 1024).")
     Integer defaultMaxTokens;
+    @Option(names = "--speculative-method", paramLabel = "none|draft|ngram", description = "Speculative decoding: draft (a draft model, --draft-model) or ngram (prompt lookup); default none.")
+    String specMethod;
+    @Option(names = "--draft-model", paramLabel = "DIR", description = "The draft model (same tokenizer as the served model) for --speculative-method draft.")
+    String draftModel;
+    @Option(names = "--num-speculative-tokens", paramLabel = "K", description = "Tokens drafted per step at most (default 4).")
+    Integer specTokens;
+    @Option(names = "--prompt-lookup-min", paramLabel = "N", description = "ngram: shortest suffix matched (default 1).")
+    Integer ngramMin;
+    @Option(names = "--prompt-lookup-max", paramLabel = "N", description = "ngram: longest suffix matched (default 4).")
+    Integer ngramMax;
+    @Option(names = "--speculative-max-batch", paramLabel = "N", description = "Draft only while at most this many sequences decode in a step (default 32).")
+    Integer specMaxBatch;
     @Option(names = "--max-waiting-requests", paramLabel = "N", description = "Requests waiting to start at most; beyond, 429 with Retry-After (default 256).")
     Integer maxWaiting;
     @Option(names = "--api-key", paramLabel = "KEY", description = "Require Authorization: Bearer KEY on /v1, /tokenize and /detokenize.")
@@ -86,6 +98,12 @@ final class ServeOptions {
         set("spindle.block-size", o.blockSize);
         set("spindle.default-max-tokens", o.defaultMaxTokens);
         set("spindle.max-waiting-requests", o.maxWaiting);
+        set("spindle.speculative.method", o.specMethod);
+        set("spindle.speculative.draft-model", o.draftModel);
+        set("spindle.speculative.num-tokens", o.specTokens);
+        set("spindle.speculative.prompt-lookup-min", o.ngramMin);
+        set("spindle.speculative.prompt-lookup-max", o.ngramMax);
+        set("spindle.speculative.max-batch", o.specMaxBatch);
         if (o.apiKey != null && o.apiKey.isBlank()) {
             fail(cl, "--api-key is empty: give a key, or leave the flag out to serve without one");
         }

@@ -82,4 +82,32 @@ public interface SpindleConfig {
     /** max_tokens when a request gives none. */
     @WithDefault("1024")
     int defaultMaxTokens();
+
+    /** Speculative decoding ({@code spindle.speculative.*}). */
+    Speculative speculative();
+
+    interface Speculative {
+        /** none, draft (a draft model) or ngram (prompt lookup). The choice is logged at start. */
+        @WithDefault("none")
+        String method();
+
+        /** The draft model's directory (same tokenizer as the served model), for method draft. */
+        Optional<String> draftModel();
+
+        /** Tokens drafted per step at most. */
+        @WithDefault("4")
+        int numTokens();
+
+        /** ngram: the shortest suffix matched. */
+        @WithDefault("1")
+        int promptLookupMin();
+
+        /** ngram: the longest suffix matched. */
+        @WithDefault("4")
+        int promptLookupMax();
+
+        /** Drafting stops while more sequences than this decode in one step. */
+        @WithDefault("32")
+        int maxBatch();
+    }
 }

@@ -35,7 +35,7 @@ class BackendsTest {
         try (Backends.Opened o = Backends.open(Path.of("models/spindle-chat-drafter"), LoadFormat.SAFETENSORS, Backends.Kind.AUTO, SETTINGS,
                 LoadListener.NONE)) {
             assertTrue(o.description().startsWith("the CPU backend (auto: no CUDA driver or GPU on this machine) with 2 threads"), o.description());
-            assertEquals(1, o.pass().forward(new int[]{1, 2, 3}, new dev.spindle.engine.kv.BlockTable(o.pass().blockPool()), false).length);
+            assertEquals(1, dev.spindle.backend.ForwardPass.run(o.pass(), new int[]{1, 2, 3}, new dev.spindle.engine.kv.BlockTable(dev.spindle.backend.TestSteps.pool(o.pass())), false).length);
         }
     }
 

@@ -36,8 +36,8 @@ class DtypeConversionTest {
              LoadedModel b = ModelLoader.load(dir, LoadFormat.SAFETENSORS, LoadListener.NONE);
              CpuForwardPass ca = new CpuForwardPass(a.config(), a.weights(), 8, 16);
              CpuForwardPass cb = new CpuForwardPass(b.config(), b.weights(), 8, 16)) {
-            float[][] la = ca.forward(prompt, new BlockTable(ca.blockPool()), true);
-            float[][] lb = cb.forward(prompt, new BlockTable(cb.blockPool()), true);
+            float[][] la = dev.spindle.backend.ForwardPass.run(ca, prompt, new BlockTable(dev.spindle.backend.TestSteps.pool(ca)), true);
+            float[][] lb = dev.spindle.backend.ForwardPass.run(cb, prompt, new BlockTable(dev.spindle.backend.TestSteps.pool(cb)), true);
             for (int i = 0; i < prompt.length; i++) {
                 assertArrayEquals(la[i], lb[i]);
             }

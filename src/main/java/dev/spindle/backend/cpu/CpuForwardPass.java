@@ -1,11 +1,14 @@
 package dev.spindle.backend.cpu;
 
 import dev.spindle.backend.ForwardPass;
-import dev.spindle.engine.kv.BlockPool;
-import dev.spindle.engine.kv.BlockTable;
+import dev.spindle.backend.ModelStep;
+import dev.spindle.backend.StepOutput;
 import dev.spindle.model.LayerWeights;
 import dev.spindle.model.ModelConfig;
 import dev.spindle.model.ModelWeights;
+
+import java.util.ArrayList;
+import java.util.List;
 
 /**
  * The reference forward pass on the CPU, for stock and looped llama, in HF's bf16
@@ -23,7 +26,7 @@ public final class CpuForwardPass implements ForwardPass {
     private final PagedAttention attention;
     private final RotaryTable rotary;
     private final CpuKvStore kv;
-    private final BlockPool pool;
+    private final KvCapacity capacity;
     private final KvSlots slots;
 
     /**
@@ -39,7 +42,7 @@ public final class CpuForwardPass implements ForwardPass {
         this.rotary = new RotaryTable(config.headDim(), config.ropeTheta());
         int slotCount = slots == KvSlots.PER_EXECUTED_LAYER ? config.executedLayers() : config.numLayers();
         this.kv = new CpuKvStore(kvBlocks, slotCount, blockSize, config.numKvHeads(), config.headDim());
-        this.pool = new BlockPool(kvBlocks, blockSize);
+        this.capacity = new KvCapacity(kvBlocks, blockSize);
         this.slots = slots;
     }
 
@@ -53,18 +56,19 @@ public final class CpuForwardPass implements ForwardPass {
     }
 
     @Override
-    public BlockPool blockPool() {
-        return pool;
+    public KvCapacity kvCapacity() {
+        return capacity;
     }
 
     @Override
-    public float[][] forward(int[] tokens, BlockTable table, boolean allLogits) {
-        return forward(java.util.List.of(new Window(tokens, table, allLogits, true))).getFirst();
+    public boolean supportsTaps() {
+        return true;
     }
 
     @Override
-    public java.util.List<float[][]> forward(java.util.List<Window> windows) {
-        int[] rowStart = ForwardPass.prepareWindows(c, windows);
+    public StepOutput execute(ModelStep step) {
+        List<ModelStep.Window> windows = step.windows();
+        int[] rowStart = ForwardPass.checkWindows(this, step);
         int n = rowStart[windows.size()];
         int hidden = c.hiddenSize(), qd = c.qDim(), kvd = c.kvDim(), inter = c.intermediateSize(), half = c.headDim() / 2;
         int[] tokens = new int[n];
@@ -80,12 +84,17 @@ public final class CpuForwardPass implements ForwardPass {
         float[] cos = new float[n * half];
         float[] sin = new float[n * half];
         for (int i = 0; i < windows.size(); i++) {
-            Window win = windows.get(i);
+            ModelStep.Window win = windows.get(i);
             System.arraycopy(win.tokens(), 0, tokens, rowStart[i], win.tokens().length);
             float[] wc = new float[win.tokens().length * half], ws = new float[win.tokens().length * half];
-            rotary.fill(win.table().tokens(), win.tokens().length, wc, ws);
+            rotary.fill(win.start(), win.tokens().length, wc, ws);
             System.arraycopy(wc, 0, cos, rowStart[i] * half, wc.length);
             System.arraycopy(ws, 0, sin, rowStart[i] * half, ws.length);
+        }
+        int[] taps = step.tapLayers();
+        List<float[][]> tapOut = new ArrayList<>();
+        for (int i = 0; i < windows.size(); i++) {
+            tapOut.add(windows.get(i).tap() ? new float[windows.get(i).tokens().length][taps.length * hidden] : null);
         }
         CpuKernels.embed(tokens, w.embedding().data(), c.vocabSize(), hidden, x);
         for (int loop = 0; loop < c.numLoops(); loop++) {
@@ -99,15 +108,14 @@ public final class CpuForwardPass implements ForwardPass {
                 CpuKernels.rope(q, n, c.numHeads(), c.headDim(), cos, sin);
                 CpuKernels.rope(k, n, c.numKvHeads(), c.headDim(), cos, sin);
                 for (int i = 0; i < windows.size(); i++) {
-                    Window win = windows.get(i);
-                    int start = win.table().tokens();
+                    ModelStep.Window win = windows.get(i);
                     for (int r = rowStart[i]; r < rowStart[i + 1]; r++) {
-                        kv.write(win.table(), slot, start + r - rowStart[i], k, v, r * kvd);
+                        kv.write(win.table(), slot, win.start() + r - rowStart[i], k, v, r * kvd);
                     }
                 }
                 for (int i = 0; i < windows.size(); i++) {
-                    Window win = windows.get(i);
-                    attention.apply(q, rowStart[i], rowStart[i + 1] - rowStart[i], win.table().tokens(), c.numHeads(), c.numKvHeads(),
+                    ModelStep.Window win = windows.get(i);
+                    attention.apply(q, rowStart[i], rowStart[i + 1] - rowStart[i], win.start(), c.numHeads(), c.numKvHeads(),
                             kv, win.table(), slot, att);
                 }
                 matMul.apply(att, n, qd, lw.o().data(), hidden, proj);
@@ -118,44 +126,56 @@ public final class CpuForwardPass implements ForwardPass {
                 CpuKernels.swiGlu(gate, up, n * inter);
                 matMul.apply(gate, n, inter, lw.down().data(), hidden, proj);
                 CpuKernels.addInto(x, proj, n * hidden);
+                tap(taps, l + loop * c.numLayers(), x, windows, rowStart, tapOut);
             }
             if (!c.skipLoopFinalNorm() || loop == c.numLoops() - 1) {
                 CpuKernels.rmsNorm(x, n, hidden, w.finalNorm().data(), c.rmsNormEps(), x);
             }
         }
         // the head runs on the rows that need logits only
-        int[] rowsOut = new int[n];
         int m = 0;
-        for (int i = 0; i < windows.size(); i++) {
-            Window win = windows.get(i);
-            if (!win.wantLogits()) {
-                continue;
-            }
-            for (int r = win.allLogits() ? rowStart[i] : rowStart[i + 1] - 1; r < rowStart[i + 1]; r++) {
-                rowsOut[m++] = r;
-            }
+        for (ModelStep.Window win : windows) {
+            m += win.logitRows().length;
         }
         float[] picked = new float[m * hidden];
-        for (int j = 0; j < m; j++) {
-            System.arraycopy(x, rowsOut[j] * hidden, picked, j * hidden, hidden);
+        int j = 0;
+        for (int i = 0; i < windows.size(); i++) {
+            for (int r : windows.get(i).logitRows()) {
+                System.arraycopy(x, (rowStart[i] + r) * hidden, picked, j++ * hidden, hidden);
+            }
         }
         float[] logits = new float[m * c.vocabSize()];
         if (m > 0) {
             matMul.apply(picked, m, hidden, w.lmHead().data(), c.vocabSize(), logits);
         }
-        java.util.List<float[][]> out = new java.util.ArrayList<>();
-        int j = 0;
-        for (int i = 0; i < windows.size(); i++) {
-            Window win = windows.get(i);
-            win.table().advance(win.table().tokens() + win.tokens().length);
-            int rows = !win.wantLogits() ? 0 : win.allLogits() ? win.tokens().length : 1;
-            float[][] wl = new float[rows][];
-            for (int r = 0; r < rows; r++, j++) {
+        List<float[][]> out = new ArrayList<>();
+        List<int[]> drawn = new ArrayList<>();
+        j = 0;
+        for (ModelStep.Window win : windows) {
+            float[][] wl = new float[win.logitRows().length][];
+            for (int r = 0; r < wl.length; r++, j++) {
                 wl[r] = java.util.Arrays.copyOfRange(logits, j * c.vocabSize(), (j + 1) * c.vocabSize());
             }
             out.add(wl);
+            drawn.add(null);
         }
-        return out;
+        return new StepOutput(out, drawn, tapOut);
+    }
+
+    /** Copies the residual rows of tapped windows after executed layer {@code executed}, if it is a tap layer. */
+    private void tap(int[] taps, int executed, float[] x, List<ModelStep.Window> windows, int[] rowStart, List<float[][]> out) {
+        int hidden = c.hiddenSize();
+        for (int t = 0; t < taps.length; t++) {
+            if (taps[t] != executed) {
+                continue;
+            }
+            for (int i = 0; i < windows.size(); i++) {
+                float[][] rows = out.get(i);
+                for (int r = 0; rows != null && r < rows.length; r++) {
+                    System.arraycopy(x, (rowStart[i] + r) * hidden, rows[r], t * hidden, hidden);
+                }
+            }
+        }
     }
 
     @Override

@@ -1,7 +1,9 @@
 package dev.spindle.backend.cuda;
 
-import dev.spindle.backend.ForwardPass;
-import dev.spindle.backend.ForwardPass.Window;
+import dev.spindle.backend.ModelStep;
+import dev.spindle.backend.ModelStep.Window;
+import dev.spindle.backend.StepOutput;
+import dev.spindle.engine.kv.BlockPool;
 import dev.spindle.engine.kv.BlockTable;
 import dev.spindle.model.ModelConfig;
 
@@ -25,12 +27,33 @@ public final class CudaBench {
     private final CudaForwardPass gpu;
     private final ModelConfig c;
     private final CudaDriver cuda;
+    private final BlockPool pool;
     private final Random rnd = new Random(7);
 
     public CudaBench(CudaForwardPass gpu) {
         this.gpu = gpu;
         this.c = gpu.config();
         this.cuda = CudaDriver.get().orElseThrow();
+        this.pool = gpu.kvCapacity().newPool();
+    }
+
+    /** A window of {@code tokens} at the table's end (its blocks reserved), wanting the last row's logits. */
+    private static Window window(int[] tokens, BlockTable t) {
+        t.reserve(t.tokens() + tokens.length);
+        return new Window(tokens, t.tokens(), t, ModelStep.lastRow(tokens.length), null);
+    }
+
+    /** After a step: each window's positions are written. */
+    private static void advance(List<Window> ws) {
+        for (Window w : ws) {
+            w.table().advance(w.start() + w.tokens().length);
+        }
+    }
+
+    private int[] greedy(List<Window> ws) {
+        int[] ids = gpu.greedy(new ModelStep(ws));
+        advance(ws);
+        return ids;
     }
 
     /** Device-to-device copy bandwidth in GB/s (bytes read plus bytes written, as DEVICE.md counts it). */
@@ -65,7 +88,7 @@ public final class CudaBench {
         int last = 0;
         for (int s = 0; s < tokens.length; s += chunk) {
             int[] part = java.util.Arrays.copyOfRange(tokens, s, Math.min(tokens.length, s + chunk));
-            last = gpu.greedy(List.of(new Window(part, t, false, true)))[0];
+            last = greedy(List.of(window(part, t)))[0];
         }
         return last;
     }
@@ -78,7 +101,7 @@ public final class CudaBench {
         int runs = prefillRuns(tokens);
         double[] each = new double[runs];
         for (int r = 0; r < runs; r++) {
-            BlockTable t = new BlockTable(gpu.blockPool());
+            BlockTable t = new BlockTable(pool);
             int[] prompt = randomTokens(tokens);
             each[r] = seconds(() -> prefill(t, prompt, chunk));
             t.release();
@@ -102,7 +125,7 @@ public final class CudaBench {
 
     /** Reserves {@code context} positions of KV (not computed) for a new sequence. */
     private BlockTable reserved(int context) {
-        BlockTable t = new BlockTable(gpu.blockPool());
+        BlockTable t = new BlockTable(pool);
         t.reserve(context);
         t.advance(context);
         return t;
@@ -125,16 +148,19 @@ public final class CudaBench {
         Runnable step = () -> {
             List<Window> ws = new ArrayList<>(batch);
             for (int i = 0; i < batch; i++) {
-                ws.add(new Window(new int[]{next[i]}, tables.get(i), false, true));
+                BlockTable t = tables.get(i);
+                t.reserve(t.tokens() + 1);
+                ModelStep.Draw d = sampled ? new ModelStep.Draw(0.8, 50, 0.9, 0, new double[]{rnd.nextDouble()}) : null;
+                ws.add(new Window(new int[]{next[i]}, t.tokens(), t, ModelStep.lastRow(1), d));
             }
             if (sampled) {
-                List<ForwardPass.Draw> draws = new ArrayList<>(batch);
+                StepOutput out = gpu.execute(new ModelStep(ws));
+                advance(ws);
                 for (int i = 0; i < batch; i++) {
-                    draws.add(new ForwardPass.Draw(0.8, 50, 0.9, 0, rnd.nextDouble()));
+                    next[i] = out.tokens().get(i)[0];
                 }
-                gpu.forward(ws, draws, next);
             } else {
-                int[] ids = gpu.greedy(ws);
+                int[] ids = greedy(ws);
                 System.arraycopy(ids, 0, next, 0, batch);
             }
         };
@@ -160,11 +186,42 @@ public final class CudaBench {
         return m;
     }
 
+    /**
+     * The cost of verifying drafts: steps of {@code batch} windows of {@code rows} tokens each at {@code context}, every row's
+     * argmax drawn on the device (what greedy verification of rows - 1 drafts runs), the windows' K/V rewritten in place each step.
+     */
+    public Map<String, Object> verifyCost(int batch, int rows, int context, int steps) {
+        List<BlockTable> tables = new ArrayList<>();
+        for (int i = 0; i < batch; i++) {
+            BlockTable t = reserved(context);
+            t.reserve(context + rows);
+            tables.add(t);
+        }
+        Runnable step = () -> {
+            List<Window> ws = new ArrayList<>(batch);
+            for (BlockTable t : tables) {
+                ws.add(new Window(randomTokens(rows), context, t, ModelStep.allRows(rows), ModelStep.Draw.greedy(rows)));
+            }
+            gpu.execute(new ModelStep(ws));
+        };
+        for (int i = 0; i < 3; i++) {
+            step.run();
+        }
+        double s = seconds(() -> { for (int i = 0; i < steps; i++) step.run(); });
+        tables.forEach(BlockTable::release);
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("batch", batch);
+        m.put("rows_per_window", rows);
+        m.put("context_tokens", context);
+        m.put("step_ms", round(s / steps * 1e3, 3));
+        return m;
+    }
+
     /** Time to the first token of a {@code tokens}-long prompt at batch 1: prefill plus greedy sampling on the device. */
     public Map<String, Object> timeToFirstToken(int tokens, int chunk) {
         double best = Double.MAX_VALUE;
         for (int i = 0; i < 3; i++) {
-            BlockTable t = new BlockTable(gpu.blockPool());
+            BlockTable t = new BlockTable(pool);
             int[] prompt = randomTokens(tokens);
             best = Math.min(best, seconds(() -> prefill(t, prompt, chunk)));
             t.release();
@@ -184,11 +241,11 @@ public final class CudaBench {
         List<BlockTable> ts = new ArrayList<>();
         List<Window> ws = new ArrayList<>();
         for (int i = 0; i < batch; i++) {
-            BlockTable t = context > 0 ? reserved(context) : new BlockTable(gpu.blockPool());
+            BlockTable t = context > 0 ? reserved(context) : new BlockTable(pool);
             ts.add(t);
-            ws.add(new Window(randomTokens(rows), t, false, true));
+            ws.add(window(randomTokens(rows), t));
         }
-        Map<String, Double> p = gpu.profileStep(ws);
+        Map<String, Double> p = gpu.profileStep(new ModelStep(ws));
         ts.forEach(BlockTable::release);
         Map<String, Object> m = new LinkedHashMap<>();
         double total = p.values().stream().mapToDouble(Double::doubleValue).sum();

@@ -2,7 +2,10 @@ package dev.spindle.backend.cuda;
 
 import dev.spindle.backend.ForwardPass;
 import dev.spindle.backend.cpu.RotaryTable;
-import dev.spindle.engine.kv.BlockPool;
+import dev.spindle.backend.ModelStep;
+import dev.spindle.backend.ModelStep.Draw;
+import dev.spindle.backend.ModelStep.Window;
+import dev.spindle.backend.StepOutput;
 import dev.spindle.model.Bf16;
 import dev.spindle.model.ModelConfig;
 
@@ -27,19 +30,26 @@ public final class CudaForwardPass implements ForwardPass {
 
     /**
      * Sizes of the pass: tokens per KV block, rows per step, the share of free memory the KV pool takes, an optional block cap;
-     * whether decode steps replay CUDA graphs; where the pinned GEMM algorithms are cached (null: searched at every start).
+     * whether decode steps replay CUDA graphs; where the pinned GEMM algorithms are cached (null: searched at every start); device
+     * memory to leave for a draft model opened next (its weights and buffers, and its KV bytes per token for as many tokens as this pool).
      */
     public record Options(int blockSize, int maxStepRows, double kvMemoryFraction, int maxKvBlocks, boolean cudaGraphs,
-                          java.nio.file.Path gemmCache) {
+                          java.nio.file.Path gemmCache, long reserveBytes, long extraKvBytesPerToken) {
         public Options {
-            if (blockSize < 1 || maxStepRows < 1 || kvMemoryFraction <= 0 || kvMemoryFraction > 1) {
-                throw new IllegalArgumentException("invalid CUDA options " + blockSize + ", " + maxStepRows + ", " + kvMemoryFraction);
+            if (blockSize < 1 || maxStepRows < 1 || kvMemoryFraction <= 0 || kvMemoryFraction > 1 || reserveBytes < 0 || extraKvBytesPerToken < 0) {
+                throw new IllegalArgumentException("invalid CUDA options " + blockSize + ", " + maxStepRows + ", " + kvMemoryFraction + ", "
+                        + reserveBytes + ", " + extraKvBytesPerToken);
             }
             if (Integer.bitCount(blockSize) != 1) {
                 // the attention kernels find a key's block and offset by shift and mask
                 throw new IllegalArgumentException("the CUDA backend needs a KV block size (--block-size, spindle.block-size) that is a power of two"
                         + " (1, 2, 4, ... 16, 32, ...), got " + blockSize);
             }
+        }
+
+        /** Nothing left for another model on the device. */
+        public Options(int blockSize, int maxStepRows, double kvMemoryFraction, int maxKvBlocks, boolean cudaGraphs, java.nio.file.Path gemmCache) {
+            this(blockSize, maxStepRows, kvMemoryFraction, maxKvBlocks, cudaGraphs, gemmCache, 0, 0);
         }
 
         /** Without a GEMM algorithm cache. */
@@ -55,7 +65,7 @@ public final class CudaForwardPass implements ForwardPass {
     private final Linear linear;
     private final CudaWeights w;
     private final Options opt;
-    private final BlockPool pool;
+    private final KvCapacity capacity;
     private final int slots;
     private final long kv;
     /** Bytes of one slot's (executed layer's) pool; the slots' pools lie one after another. */
@@ -68,7 +78,11 @@ public final class CudaForwardPass implements ForwardPass {
     private long meta;
     private MemorySegment metaHost;
     private int metaInts;
-    private final java.util.Map<Long, MemorySegment> graphs = new java.util.HashMap<>();
+    private final java.util.Map<java.util.List<Integer>, MemorySegment> graphs = new java.util.HashMap<>();
+    /** Rows of a window that a captured graph may hold: a decode row, or a verified window of up to 16 drafts. */
+    static final int GRAPH_WINDOW_ROWS = 17;
+    /** Captured graphs kept at most (one per step shape); a step of a new shape beyond it launches kernel by kernel. */
+    static final int MAX_GRAPHS = 512;
     private long cos, sin, partO, partML, scores;
     private final DeviceDraws drawer;
     private int ropeFilled, partialCapacity;
@@ -135,8 +149,10 @@ public final class CudaForwardPass implements ForwardPass {
         slots = c.executedLayers();
         long bytesPerBlock = (long) slots * 2 * options.blockSize() * c.kvDim() * 2;
         long free = cuda.memInfo()[0];
-        long budget = (long) (free * options.kvMemoryFraction()) - (512L << 20);
-        int blocks = (int) Math.min(Integer.MAX_VALUE - 1, Math.max(0, budget / bytesPerBlock));
+        // a draft model opened after this one needs its weights and buffers (reserveBytes) and as many KV tokens (extraKvBytesPerToken each)
+        long budget = (long) (free * options.kvMemoryFraction()) - (512L << 20) - options.reserveBytes();
+        long perBlock = bytesPerBlock + options.extraKvBytesPerToken() * options.blockSize();
+        int blocks = (int) Math.min(Integer.MAX_VALUE - 1, Math.max(0, budget / perBlock));
         if (options.maxKvBlocks() > 0) {
             blocks = Math.min(blocks, options.maxKvBlocks());
         }
@@ -149,7 +165,7 @@ public final class CudaForwardPass implements ForwardPass {
         kv = buffer((long) blocks * bytesPerBlock);
         cuda.memsetZero(kv, (long) blocks * bytesPerBlock);
         cuda.sync();
-        pool = new BlockPool(blocks, options.blockSize());
+        capacity = new KvCapacity(blocks, options.blockSize());
     }
 
     private long buffer(long bytes) {
@@ -225,8 +241,8 @@ public final class CudaForwardPass implements ForwardPass {
     }
 
     @Override
-    public BlockPool blockPool() {
-        return pool;
+    public KvCapacity kvCapacity() {
+        return capacity;
     }
 
     public CudaWeights weights() {
@@ -238,36 +254,26 @@ public final class CudaForwardPass implements ForwardPass {
     }
 
     @Override
-    public float[][] forward(int[] tokens, dev.spindle.engine.kv.BlockTable table, boolean allLogits) {
-        return forward(List.of(new Window(tokens, table, allLogits, true))).getFirst();
-    }
-
-    @Override
-    public List<float[][]> forward(List<Window> windows) {
-        return forward(windows, null, null);
-    }
-
-    @Override
     public boolean drawsOnDevice() {
         return true;
     }
 
     @Override
-    public List<float[][]> forward(List<Window> windows, List<Draw> draws, int[] tokens) {
-        for (int wi = 0; draws != null && wi < windows.size(); wi++) {
-            if (draws.get(wi) != null && (!windows.get(wi).wantLogits() || windows.get(wi).allLogits())) {
-                throw new IllegalArgumentException("a token is drawn from the last logits row of a window that wants only it");
-            }
-        }
-        StepPlan plan = execute(windows, false);
-        // per logit row (in the plan's order): its window's draw, or null when the row's logits go to the host
+    public StepOutput execute(ModelStep step) {
+        List<Window> windows = step.windows();
+        StepPlan plan = run(step, false);
+        // per logit row (in the plan's order): its window's draw and uniform, or null when the row's logits go to the host
         Draw[] rowDraws = new Draw[plan.logitRows];
+        double[] rowU = new double[plan.logitRows];
         int[] rowTokens = new int[plan.logitRows];
-        boolean toHost = false;
+        boolean toHost = false, anyDraw = false;
         for (int wi = 0, j = 0; wi < windows.size(); wi++) {
+            Draw d = windows.get(wi).draw();
             for (int r = 0; r < plan.logitCounts[wi]; r++, j++) {
-                rowDraws[j] = draws == null ? null : draws.get(wi);
-                toHost |= rowDraws[j] == null;
+                rowDraws[j] = d;
+                rowU[j] = d == null ? 0 : d.u()[r];
+                toHost |= d == null;
+                anyDraw |= d != null;
             }
         }
         int V = c.vocabSize();
@@ -278,8 +284,8 @@ public final class CudaForwardPass implements ForwardPass {
             if (!plan.headDone) {
                 head(plan, done, m);
             }
-            if (draws != null) {
-                drawer.draw(logits, m, rowDraws, done, rowTokens);
+            if (anyDraw) {
+                drawer.draw(logits, m, rowDraws, rowU, done, rowTokens);
             }
             if (toHost) {
                 MemorySegment host = logitsHost.asSlice(0, (long) m * V * 2);
@@ -300,33 +306,33 @@ public final class CudaForwardPass implements ForwardPass {
             done += m;
         }
         List<float[][]> out = new ArrayList<>();
+        List<int[]> drawn = new ArrayList<>();
+        List<float[][]> taps = new ArrayList<>();
         for (int wi = 0, j = 0; wi < windows.size(); wi++) {
-            if (draws != null && draws.get(wi) != null) {
-                tokens[wi] = rowTokens[j++];
+            int rows = plan.logitCounts[wi];
+            taps.add(null);
+            if (windows.get(wi).draw() != null) {
+                drawn.add(java.util.Arrays.copyOfRange(rowTokens, j, j + rows));
                 out.add(new float[0][]);
+                j += rows;
                 continue;
             }
-            float[][] wl = new float[plan.logitCounts[wi]][];
-            for (int r = 0; r < wl.length; r++) {
+            float[][] wl = new float[rows][];
+            for (int r = 0; r < rows; r++) {
                 wl[r] = all[j++];
             }
             out.add(wl);
+            drawn.add(null);
         }
-        advance(windows);
-        return out;
+        return new StepOutput(out, drawn, taps);
     }
 
     /**
-     * The same step, sampling greedily on the device: per window that wants logits, the
-     * argmax of its last row. Only the token ids come back.
+     * The same step, sampling greedily on the device inside the captured graph: per wanted logit
+     * row, its argmax (in the step's row order). Only the token ids come back.
      */
-    public int[] greedy(List<Window> windows) {
-        for (Window win : windows) {
-            if (win.allLogits()) {
-                throw new IllegalArgumentException("greedy sampling takes the last row of each window");
-            }
-        }
-        StepPlan plan = execute(windows, true);
+    public int[] greedy(ModelStep step) {
+        StepPlan plan = run(step, true);
         int[] ids = new int[plan.logitRows];
         int done = 0;
         while (done < plan.logitRows) {
@@ -342,14 +348,7 @@ public final class CudaForwardPass implements ForwardPass {
             }
             done += m;
         }
-        advance(windows);
         return ids;
-    }
-
-    private void advance(List<Window> windows) {
-        for (Window win : windows) {
-            win.table().advance(win.table().tokens() + win.tokens().length);
-        }
     }
 
     /** The lm head over logit rows [first, first + m) of the plan: gather their final hidden rows, then one GEMM. */
@@ -363,15 +362,20 @@ public final class CudaForwardPass implements ForwardPass {
      * captured once per batch size and split bucket (the launches of all layers and the head,
      * ~15 per layer, cost one launch); other steps launch kernel by kernel.
      */
-    private StepPlan execute(List<Window> windows, boolean greedy) {
+    private StepPlan run(ModelStep step, boolean greedy) {
+        List<Window> windows = step.windows();
         int splits = graphSplits(windows);
-        StepPlan p = prepare(windows, splits);
+        StepPlan p = prepare(step, splits);
         if (splits == 0) {
             layers(p);
             return p;
         }
-        long key = ((long) windows.size() << 32) | ((long) splits << 1) | (greedy ? 1 : 0);
+        java.util.List<Integer> key = graphKey(windows, splits, greedy);
         MemorySegment graph = graphs.get(key);
+        if (graph == null && graphs.size() >= MAX_GRAPHS) {
+            layers(p);
+            return p;
+        }
         if (graph == null) {
             cuda.beginCapture();
             boolean dependent = cuda.dependentLaunches(true);
@@ -392,19 +396,44 @@ public final class CudaForwardPass implements ForwardPass {
         return p;
     }
 
-    /** The split bucket (a power of two) of a graph-eligible decode step, or 0 when the step runs without a graph. */
+    /**
+     * The split bucket (a power of two) of a graph-eligible step, or 0 when the step runs without a graph. Eligible: decode
+     * rows (one row, its logits) and short windows wanting the logits of their last row or of every row (drafted windows being
+     * verified), all logit rows in one pass of the head. A captured step's launches and offsets depend only on its shape: the
+     * windows' lengths and logit rows, and the decode rows' split bucket; a short window's attention CTAs walk their keys from
+     * the uploaded descriptors, whatever its position.
+     */
     private int graphSplits(List<Window> windows) {
         if (!opt.cudaGraphs() || windows.size() > logitRowsMax) {
             return 0;
         }
-        int max = 1;
+        int max = 1, logitRows = 0;
         for (Window w : windows) {
-            if (w.tokens().length != 1 || !w.wantLogits() || w.allLogits()) {
+            int len = w.tokens().length, rows = w.logitRows().length;
+            if (len > GRAPH_WINDOW_ROWS || !(rows == len || (rows == 1 && w.logitRows()[0] == len - 1))) {
                 return 0;
             }
-            max = Math.max(max, w.table().tokens() / CudaKernels.ATTENTION_SPLIT + 1);
+            logitRows += rows;
+            if (len == 1) {
+                max = Math.max(max, w.start() / CudaKernels.ATTENTION_SPLIT + 1);
+            }
+        }
+        if (logitRows > logitRowsMax) {
+            return 0;
         }
         return Integer.bitCount(max) == 1 ? max : Integer.highestOneBit(max) << 1;
+    }
+
+    /** A captured graph's shape: split bucket, greedy head, then per window its length and whether it wants every row's logits. */
+    private static java.util.List<Integer> graphKey(List<Window> windows, int splits, boolean greedy) {
+        Integer[] key = new Integer[2 + windows.size()];
+        key[0] = splits;
+        key[1] = greedy ? 1 : 0;
+        for (int i = 0; i < windows.size(); i++) {
+            Window w = windows.get(i);
+            key[2 + i] = w.tokens().length * 2 + (w.logitRows().length == w.tokens().length && w.tokens().length > 1 ? 1 : 0);
+        }
+        return java.util.List.of(key);
     }
 
     private void dropGraphs() {
@@ -414,12 +443,13 @@ public final class CudaForwardPass implements ForwardPass {
     }
 
     /** Uploads the step's integers (one copy); the device buffers they need are in place. */
-    private StepPlan prepare(List<Window> windows, int fixedSplits) {
-        int n = windows.stream().mapToInt(w -> w.tokens().length).sum();
+    private StepPlan prepare(ModelStep step, int fixedSplits) {
+        List<Window> windows = step.windows();
+        int n = step.rows();
         if (n > opt.maxStepRows()) {
             throw new IllegalArgumentException(n + " rows in one step exceed the CUDA backend's " + opt.maxStepRows() + " (max step rows)");
         }
-        ForwardPass.prepareWindows(c, windows);
+        ForwardPass.checkWindows(this, step);
         StepPlan p = new StepPlan(windows, c.numHeads() / c.numKvHeads(), c.numKvHeads(), fixedSplits);
         boolean moved = ensureMeta(p.data.length);
         ensureRope(p.maxPosition + 1);
@@ -532,13 +562,12 @@ public final class CudaForwardPass implements ForwardPass {
      * Runs one step kernel by kernel, timing each operation on the stream (seconds per
      * operation kind, summed over layers, plus "head"): where a step's time goes.
      */
-    public java.util.Map<String, Double> profileStep(List<Window> windows) {
+    public java.util.Map<String, Double> profileStep(ModelStep step) {
         profile = new java.util.LinkedHashMap<>();
         try {
-            StepPlan p = prepare(windows, 0);
+            StepPlan p = prepare(step, 0);
             layers(p);
             op("head", () -> head(p, 0, Math.min(logitRowsMax, p.logitRows)));
-            advance(windows);
             return profile;
         } finally {
             profile = null;

@@ -1,6 +1,6 @@
 package dev.spindle.backend.cuda;
 
-import dev.spindle.backend.ForwardPass.Draw;
+import dev.spindle.backend.ModelStep.Draw;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -33,9 +33,10 @@ final class DeviceDraws implements AutoCloseable {
 
     /**
      * Draws rows [0, m) of {@code logits} (bf16, m x vocab) whose entry in {@code draws} (from
-     * {@code first} on) is non-null, writing their ids into {@code out} at the same index.
+     * {@code first} on) is non-null, with that row's uniform from {@code us}, writing their ids into
+     * {@code out} at the same index.
      */
-    void draw(long logits, int m, Draw[] draws, int first, int[] out) {
+    void draw(long logits, int m, Draw[] draws, double[] us, int first, int[] out) {
         for (int g = 0; g < m; g += GROUP) {
             int n = Math.min(GROUP, m - g);
             boolean any = false;
@@ -47,7 +48,7 @@ final class DeviceDraws implements AutoCloseable {
                 paramsHost.set(ValueLayout.JAVA_DOUBLE, o + 8, d == null ? 0 : d.topK());
                 paramsHost.set(ValueLayout.JAVA_DOUBLE, o + 16, d == null ? 1 : d.topP());
                 paramsHost.set(ValueLayout.JAVA_DOUBLE, o + 24, d == null ? 0 : d.minP());
-                paramsHost.set(ValueLayout.JAVA_DOUBLE, o + 32, d == null ? 0 : d.u());
+                paramsHost.set(ValueLayout.JAVA_DOUBLE, o + 32, d == null ? 0 : us[first + g + r]);
             }
             if (!any) {
                 continue;

@@ -1,6 +1,6 @@
 package dev.spindle.backend.cuda;
 
-import dev.spindle.backend.ForwardPass.Window;
+import dev.spindle.backend.ModelStep.Window;
 import dev.spindle.engine.kv.BlockTable;
 
 import java.util.List;
@@ -41,7 +41,7 @@ final class StepPlan {
         int n = 0, tableInts = 0, ctaCount = 0, dRows = 0, parts = 0, lRows = 0, maxPos = 0;
         int tileRows = Math.max(1, CudaKernels.ATTENTION_TILE / group);
         for (Window w : windows) {
-            int len = w.tokens().length, start = w.table().tokens();
+            int len = w.tokens().length, start = w.start();
             n += len;
             tableInts += w.table().numBlocks();
             maxPos = Math.max(maxPos, start + len - 1);
@@ -51,7 +51,7 @@ final class StepPlan {
             } else {
                 ctaCount += (len + tileRows - 1) / tileRows;
             }
-            lRows += !w.wantLogits() ? 0 : w.allLogits() ? len : 1;
+            lRows += w.logitRows().length;
         }
         // a decode CTA walks a run of splits (each split's state still written on its own): about eight
         // CTAs per SM of an H100-class GPU across the KV heads (measured on the H200: one wave of five
@@ -60,7 +60,7 @@ final class StepPlan {
         int dCtas = 0;
         for (Window w : windows) {
             if (w.tokens().length == 1) {
-                int splits = fixedSplits > 0 ? fixedSplits : w.table().tokens() / CudaKernels.ATTENTION_SPLIT + 1;
+                int splits = fixedSplits > 0 ? fixedSplits : w.start() / CudaKernels.ATTENTION_SPLIT + 1;
                 dCtas += (splits + splitsPerCta - 1) / splitsPerCta;
             }
         }
@@ -86,7 +86,7 @@ final class StepPlan {
         for (int wi = 0; wi < windows.size(); wi++) {
             Window w = windows.get(wi);
             BlockTable t = w.table();
-            int len = w.tokens().length, start = t.tokens(), bs = t.blockSize();
+            int len = w.tokens().length, start = w.start(), bs = t.blockSize();
             tabOffs[wi] = tab - tables;
             rowOf[wi] = row;
             for (int b = 0; b < t.numBlocks(); b++) {
@@ -98,11 +98,10 @@ final class StepPlan {
                 data[positions + row + r] = pos;
                 data[slotMap + row + r] = t.block(pos / bs) * bs + pos % bs;
             }
-            int want = !w.wantLogits() ? 0 : w.allLogits() ? len : 1;
-            for (int r = len - want; r < len; r++) {
+            for (int r : w.logitRows()) {
                 data[g++] = row + r;
             }
-            logitCounts[wi] = want;
+            logitCounts[wi] = w.logitRows().length;
             row += len;
         }
         // decode rows first (one CTA per split, phases 1 and 2), then the windows' row tiles (phase 0)
@@ -111,7 +110,7 @@ final class StepPlan {
             if (w.tokens().length != 1) {
                 continue;
             }
-            int start = w.table().tokens(), splits = start / CudaKernels.ATTENTION_SPLIT + 1;
+            int start = w.start(), splits = start / CudaKernels.ATTENTION_SPLIT + 1;
             if (fixedSplits > 0 && splits > fixedSplits) {
                 throw new IllegalArgumentException(splits + " splits exceed the plan's " + fixedSplits);
             }
@@ -131,7 +130,7 @@ final class StepPlan {
         }
         for (int wi = 0; wi < windows.size(); wi++) {
             Window w = windows.get(wi);
-            int len = w.tokens().length, start = w.table().tokens();
+            int len = w.tokens().length, start = w.start();
             if (len == 1) {
                 continue;
             }

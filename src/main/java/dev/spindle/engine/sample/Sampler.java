@@ -25,6 +25,13 @@ public final class Sampler {
      * @param outputCounts how often each id occurs in the output so far (presence/frequency penalties apply to these)
      */
     public static Choice sample(float[] raw, SamplingParams p, int[] counts, int[] outputCounts, RandomGenerator rng) {
+        float[] logits = adjusted(raw, p, counts, outputCounts);
+        int token = p.temperature() == 0 ? argmax(logits) : draw(logits, p, rng);
+        return withLogprobs(raw, token, p.logprobs());
+    }
+
+    /** The logits after logit bias and penalties: what greedy takes the argmax of and sampling draws from. */
+    private static float[] adjusted(float[] raw, SamplingParams p, int[] counts, int[] outputCounts) {
         float[] logits = raw.clone();
         for (Map.Entry<Integer, Double> b : p.logitBias().entrySet()) {
             if (b.getKey() >= 0 && b.getKey() < logits.length) {
@@ -41,8 +48,62 @@ public final class Sampler {
                 }
             }
         }
-        int token = p.temperature() == 0 ? argmax(logits) : draw(logits, p, rng);
-        return withLogprobs(raw, token, p.logprobs());
+        return logits;
+    }
+
+    /**
+     * A verified draft token: the token to emit and whether it is the draft (accepted) or a
+     * correction drawn after rejecting it.
+     */
+    public record Verdict(Choice choice, boolean accepted) {
+    }
+
+    /**
+     * Speculative sampling of one position against a deterministic proposer (its q is one-hot at
+     * {@code draft}; Leviathan et al. 2023, Chen et al. 2023): with p the distribution plain
+     * sampling draws from (bias, penalties, temperature, top-k, min-p, top-p exactly as
+     * {@link #sample}), the draft is accepted with probability min(1, p(draft) / q(draft)) = p(draft);
+     * otherwise the token is drawn from norm(max(0, p - q)), which is p without the draft,
+     * renormalised. The emitted token is distributed as p. Greedy (temperature 0) accepts exactly
+     * when the draft is plain greedy's token, and otherwise returns that token.
+     */
+    public static Verdict verify(float[] raw, SamplingParams p, int[] counts, int[] outputCounts, RandomGenerator rng, int draft) {
+        float[] logits = adjusted(raw, p, counts, outputCounts);
+        if (p.temperature() == 0) {
+            int token = argmax(logits);
+            return new Verdict(withLogprobs(raw, token, p.logprobs()), token == draft);
+        }
+        Distribution d = distribution(logits, p);
+        double pd = 0;
+        int at = -1;
+        for (int i = 0; i < d.keep; i++) {
+            if (d.order[i] == draft) {
+                pd = d.probs[i] / d.total;
+                at = i;
+                break;
+            }
+        }
+        if (rng.nextDouble() < pd) {
+            return new Verdict(withLogprobs(raw, draft, p.logprobs()), true);
+        }
+        // the residual: p with the draft's mass removed (nothing is removed when the draft was outside p's support)
+        double rest = d.total - (at >= 0 ? d.probs[at] : 0);
+        double u = rng.nextDouble() * rest;
+        int token = -1;
+        for (int i = 0; i < d.keep; i++) {
+            if (i == at) {
+                continue;
+            }
+            token = d.order[i];
+            u -= d.probs[i];
+            if (u < 0) {
+                break;
+            }
+        }
+        if (token < 0) { // p is all on the draft, which was then accepted with probability 1: unreachable
+            token = draft;
+        }
+        return new Verdict(withLogprobs(raw, token, p.logprobs()), false);
     }
 
     /** The largest logit's index, the first among equals (as torch.argmax and HF greedy). */
@@ -132,7 +193,14 @@ public final class Sampler {
         return order;
     }
 
-    private static int draw(float[] logits, SamplingParams p, RandomGenerator rng) {
+    /**
+     * What sampling draws from: the first {@code keep} tokens of the sampling order and their
+     * unnormalised probabilities, summing to {@code total}.
+     */
+    private record Distribution(int[] order, double[] probs, int keep, double total) {
+    }
+
+    private static Distribution distribution(float[] logits, SamplingParams p) {
         int n = logits.length;
         int keep = p.topK() > 0 ? Math.min(p.topK(), n) : n;
         int[] order = keep < n ? topOrder(logits, keep) : order(logits);
@@ -169,14 +237,19 @@ public final class Sampler {
         for (int i = 0; i < keep; i++) {
             total += probs[i];
         }
-        double u = rng.nextDouble() * total;
-        for (int i = 0; i < keep; i++) {
-            u -= probs[i];
+        return new Distribution(order, probs, keep, total);
+    }
+
+    private static int draw(float[] logits, SamplingParams p, RandomGenerator rng) {
+        Distribution d = distribution(logits, p);
+        double u = rng.nextDouble() * d.total;
+        for (int i = 0; i < d.keep; i++) {
+            u -= d.probs[i];
             if (u < 0) {
-                return order[i];
+                return d.order[i];
             }
         }
-        return order[keep - 1];
+        return d.order[d.keep - 1];
     }
 
     /** The logprob of {@code token} under {@code logits} and the top alternatives (scoring a given token). */

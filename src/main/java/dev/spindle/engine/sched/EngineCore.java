@@ -1,34 +1,70 @@
 package dev.spindle.engine.sched;
 
 import dev.spindle.backend.ForwardPass;
+import dev.spindle.backend.ModelStep;
+import dev.spindle.backend.StepOutput;
 import dev.spindle.engine.EngineStats;
 import dev.spindle.engine.SamplingParams;
+import dev.spindle.engine.SpecStats;
 import dev.spindle.engine.TokenEvent;
 import dev.spindle.engine.TokenSink;
+import dev.spindle.engine.kv.BlockPool;
 import dev.spindle.engine.sample.Sampler;
+import dev.spindle.engine.spec.DraftPacer;
+import dev.spindle.engine.spec.DraftRequest;
+import dev.spindle.engine.spec.Proposal;
+import dev.spindle.engine.spec.Speculation;
 
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.SplittableRandom;
+import java.util.concurrent.ForkJoinPool;
+import java.util.concurrent.ForkJoinTask;
 
 /**
- * The engine's step, single-threaded: {@code plan = scheduler.schedule();
- * results = model.forward(windows(plan)); update(plan, results)}. Owned by one thread
- * (the Engine's); tests drive it directly.
+ * The engine's step, single-threaded:
+ * <pre>
+ *   drafts = propose();                 // the proposer's tokens for decoding sequences (speculative decoding)
+ *   plan   = scheduler.schedule(drafts);
+ *   out    = model.execute(step(plan));
+ *   update(plan, out);                  // advance tables, sample or verify, emit, roll back rejected drafts, finish
+ * </pre>
+ * The engine owns the KV block pool and every block table; the backend only reads them. Owned by
+ * one thread (the Engine's); tests drive it directly.
  */
 public final class EngineCore {
     private final ForwardPass model;
+    private final BlockPool pool;
     private final Scheduler scheduler;
     private final Set<Integer> eos;
     private final int maxPositions;
+    private final Speculation spec;
     private long steps, promptTokens, generatedTokens, finished;
+    private long drafts, draftTokens, acceptedTokens, proposerNanos, draftedStepNanos, draftedSteps, draftedStepTokens;
+    private final long[] acceptedAt, acceptedLength;
+    private int consecutiveFailures;
 
     public EngineCore(ForwardPass model, int maxBatchedTokens, int maxSequences, Set<Integer> eosIds) {
+        this(model, maxBatchedTokens, maxSequences, eosIds, Speculation.NONE);
+    }
+
+    public EngineCore(ForwardPass model, int maxBatchedTokens, int maxSequences, Set<Integer> eosIds, Speculation spec) {
         this.model = model;
-        this.scheduler = new Scheduler(model.blockPool(), maxBatchedTokens, maxSequences, model.config().vocabSize());
+        this.pool = model.kvCapacity().newPool();
+        this.scheduler = new Scheduler(pool, maxBatchedTokens, maxSequences, model.config().vocabSize());
         this.eos = Set.copyOf(eosIds);
         this.maxPositions = model.config().maxPositions();
+        this.spec = spec;
+        this.acceptedAt = new long[Math.max(0, spec.numTokens())];
+        this.acceptedLength = new long[Math.max(0, spec.numTokens()) + 1];
+    }
+
+    /** The KV block pool (the engine's; the backend holds the bytes of its blocks). */
+    public BlockPool pool() {
+        return pool;
     }
 
     /**
@@ -37,7 +73,10 @@ public final class EngineCore {
      */
     public void add(long id, int[] prompt, SamplingParams params, TokenSink sink) {
         validate(prompt, params);
-        scheduler.add(id, prompt, params, sink, params.seed() != null ? new SplittableRandom(params.seed()) : new SplittableRandom());
+        Sequence s = scheduler.add(id, prompt, params, sink, params.seed() != null ? new SplittableRandom(params.seed()) : new SplittableRandom());
+        if (spec.enabled()) {
+            s.pacer = new DraftPacer(spec.numTokens());
+        }
         promptTokens += prompt.length;
     }
 
@@ -55,11 +94,11 @@ public final class EngineCore {
         if (prompt.length >= maxPositions) {
             throw new IllegalArgumentException("the prompt has " + prompt.length + " tokens; the model's context is " + maxPositions);
         }
-        int bs = model.blockPool().blockSize();
+        int bs = pool.blockSize();
         long blocks = (Math.min(total, maxPositions) + bs - 1) / bs;
-        if (blocks > model.blockPool().numBlocks()) {
+        if (blocks > pool.numBlocks()) {
             throw new IllegalArgumentException("this request needs up to " + blocks + " KV blocks (" + prompt.length + " prompt tokens + max_tokens "
-                    + params.maxTokens() + "), more than the pool's " + model.blockPool().numBlocks() + "; lower max_tokens or the prompt");
+                    + params.maxTokens() + "), more than the pool's " + pool.numBlocks() + "; lower max_tokens or the prompt");
         }
     }
 
@@ -69,8 +108,7 @@ public final class EngineCore {
         if (s == null) {
             return false;
         }
-        scheduler.finish(s);
-        finished++;
+        finish(s);
         return true;
     }
 
@@ -86,32 +124,21 @@ public final class EngineCore {
 
     /** Runs one step; returns the plan it ran (empty when idle). */
     public StepPlan step() {
-        StepPlan plan = scheduler.schedule();
+        StepPlan plan = scheduler.schedule(propose());
         if (plan.isEmpty()) {
             return plan;
         }
-        List<ForwardPass.Window> windows = new ArrayList<>();
+        List<ModelStep.Window> windows = new ArrayList<>();
         for (StepPlan.Entry e : plan.entries()) {
-            Sequence s = e.sequence();
-            boolean scoring = s.promptLogprobs != null && e.from() < s.promptLength;
-            windows.add(new ForwardPass.Window(s.tokens(e.from(), e.from() + e.count()), s.table, scoring, e.samples() || scoring));
+            windows.add(window(e));
         }
-        // rows the backend draws itself (only ids come back): the plain sampling rule, no logprobs
-        List<ForwardPass.Draw> draws = new ArrayList<>();
-        boolean onDevice = false;
-        for (StepPlan.Entry e : plan.entries()) {
-            ForwardPass.Draw d = model.drawsOnDevice() && e.samples() ? deviceDraw(e.sequence(), e.from()) : null;
-            draws.add(d);
-            onDevice |= d != null;
-        }
-        int[] drawn = new int[windows.size()];
         // grammar masks depend only on each sequence's text so far: compute them while the forward pass runs
-        List<java.util.concurrent.ForkJoinTask<?>> masks = new ArrayList<>();
+        List<ForkJoinTask<?>> masks = new ArrayList<>();
         for (int i = 0; i < plan.entries().size(); i++) {
             StepPlan.Entry e = plan.entries().get(i);
             var c = e.sequence().constraint;
-            if (e.samples() && draws.get(i) == null && c != null && !c.unmasked()) {
-                masks.add(java.util.concurrent.ForkJoinPool.commonPool().submit(() -> {
+            if (e.samples() && windows.get(i).draw() == null && c != null && !c.unmasked()) {
+                masks.add(ForkJoinPool.commonPool().submit(() -> {
                     try {
                         c.prepare();
                     } catch (RuntimeException | StackOverflowError ignored) {
@@ -120,37 +147,51 @@ public final class EngineCore {
                 }));
             }
         }
-        List<float[][]> results;
+        StepOutput out;
+        boolean anyDrafts = plan.entries().stream().anyMatch(StepPlan.Entry::drafted);
+        long t0 = System.nanoTime(), generatedBefore = generatedTokens;
         try {
-            results = onDevice ? model.forward(windows, draws, drawn) : model.forward(windows);
+            out = model.execute(new ModelStep(windows));
+            consecutiveFailures = 0;
         } catch (RuntimeException err) {
-            masks.forEach(java.util.concurrent.ForkJoinTask::join);
+            masks.forEach(ForkJoinTask::join);
+            consecutiveFailures++;
             for (StepPlan.Entry e : plan.entries()) {
-                scheduler.finish(e.sequence());
-                e.sequence().sink.onError(err);
+                fail(e.sequence(), new IllegalStateException("the forward pass failed: " + err.getMessage(), err));
             }
             return plan;
         }
         steps++;
-        masks.forEach(java.util.concurrent.ForkJoinTask::join);
+        for (StepPlan.Entry e : plan.entries()) {
+            e.sequence().table.advance(e.from() + e.count());
+        }
+        masks.forEach(ForkJoinTask::join);
         Throwable[] maskErrors = new Throwable[plan.entries().size()];
-        float[][] masked = applyMasks(plan, draws, results, maskErrors);
+        float[][] masked = applyMasks(plan, windows, out.logits(), maskErrors);
         for (int i = 0; i < plan.entries().size(); i++) {
             StepPlan.Entry e = plan.entries().get(i);
             Sequence s = e.sequence();
+            float[][] rows = out.logits().get(i);
+            int[] drawn = out.tokens().get(i);
+            if (e.drafted()) {
+                try {
+                    verify(s, e, rows, drawn);
+                } catch (RuntimeException | StackOverflowError err) { // a grammar or sampler failure ends this sequence only
+                    fail(s, err);
+                }
+                continue;
+            }
             scheduler.registerFullBlocks(s);
-            float[][] rows = results.get(i);
             if (s.promptLogprobs != null && rows.length == e.count()) {
                 recordPromptLogprobs(s, e.from(), rows);
             }
             if (e.samples()) {
                 if (s.params.maxTokens() == 0) {
-                    scheduler.finish(s);
-                    finished++;
+                    finish(s);
                     deliver(s, new TokenEvent(s.id, -1, Double.NaN, new int[0], new double[0], "length", s.promptLength, s.cachedTokens, 0,
                             promptLogprobsOnce(s)));
-                } else if (draws.get(i) != null) {
-                    emit(s, new Sampler.Choice(drawn[i], Double.NaN, new int[0], new double[0]));
+                } else if (drawn != null) {
+                    emit(s, new Sampler.Choice(drawn[0], Double.NaN, new int[0], new double[0]));
                 } else {
                     try {
                         if (maskErrors[i] != null) {
@@ -158,14 +199,169 @@ public final class EngineCore {
                         }
                         sampleAndEmit(s, masked[i] != null ? masked[i] : rows[rows.length - 1], masked[i] != null);
                     } catch (RuntimeException | StackOverflowError err) { // a grammar or sampler failure ends this sequence only
-                        scheduler.finish(s);
-                        finished++;
-                        s.sink.onError(err);
+                        fail(s, err);
                     }
                 }
             }
         }
+        if (anyDrafts) {
+            // the forward pass's time (the host's verification and sampling included, as in a plain step) and the tokens the step gave
+            draftedStepNanos += System.nanoTime() - t0;
+            draftedSteps++;
+            draftedStepTokens += generatedTokens - generatedBefore;
+        }
         return plan;
+    }
+
+    /** Fails every running and waiting request with {@code err} (a fault the engine cannot pin on one request). */
+    public void failAll(Throwable err) {
+        for (Sequence s : scheduler.all()) {
+            fail(s, new IllegalStateException("the engine step failed: " + err, err));
+        }
+    }
+
+    /** Steps in a row whose forward pass failed (0 after a good one): a backend that keeps failing is unusable. */
+    public int consecutiveFailures() {
+        return consecutiveFailures;
+    }
+
+    /** The backend window of a plan entry: its tokens (with drafts), which rows want logits, and the device draw if any. */
+    private ModelStep.Window window(StepPlan.Entry e) {
+        Sequence s = e.sequence();
+        if (e.drafted()) {
+            int[] tokens = new int[e.count()];
+            tokens[0] = s.tokens[e.from()];
+            System.arraycopy(e.drafts(), 0, tokens, 1, e.drafts().length);
+            // greedy verification needs only each row's argmax: drawn on the device where the plain rule allows it
+            ModelStep.Draw draw = model.drawsOnDevice() && s.params.temperature() == 0 && deviceDrawable(s, e.from()) ? ModelStep.Draw.greedy(e.count())
+                    : null;
+            return new ModelStep.Window(tokens, e.from(), s.table, ModelStep.allRows(e.count()), draw);
+        }
+        boolean scoring = s.promptLogprobs != null && e.from() < s.promptLength;
+        int[] rows = scoring ? ModelStep.allRows(e.count()) : e.samples() ? ModelStep.lastRow(e.count()) : ModelStep.noRows();
+        ModelStep.Draw draw = model.drawsOnDevice() && e.samples() ? deviceDraw(s, e.from()) : null;
+        return new ModelStep.Window(s.tokens(e.from(), e.from() + e.count()), e.from(), s.table, rows, draw);
+    }
+
+    /**
+     * Asks the proposer for drafts for the sequences that decode this step, each as many as its
+     * pacer wants (at most what is left of its max_tokens and the context, less the target's own
+     * token). None when speculation is off, or when more sequences decode than the drafting batch.
+     */
+    private Map<Sequence, int[]> propose() {
+        if (!spec.enabled()) {
+            return Map.of();
+        }
+        List<Sequence> decoding = scheduler.decoding();
+        if (decoding.isEmpty() || decoding.size() > spec.maxBatch()) {
+            return Map.of();
+        }
+        List<Sequence> asked = new ArrayList<>();
+        List<DraftRequest> requests = new ArrayList<>();
+        for (Sequence s : decoding) {
+            int want = s.pacer.next();
+            int room = Math.min(s.params.maxTokens() - s.generated() - 1, maxPositions - s.length - 1);
+            int k = Math.min(want, room);
+            if (k > 0) {
+                asked.add(s);
+                requests.add(new DraftRequest(s.id, s.tokens, s.length, k));
+            }
+        }
+        if (requests.isEmpty()) {
+            return Map.of();
+        }
+        List<Proposal> proposals;
+        long t0 = System.nanoTime();
+        try {
+            proposals = spec.proposer().propose(requests);
+        } catch (RuntimeException err) { // a failing proposer costs its drafts, never the requests
+            System.err.println("spindle-engine: the proposer failed, this step decodes without drafts: " + err);
+            return Map.of();
+        } finally {
+            proposerNanos += System.nanoTime() - t0;
+        }
+        Map<Sequence, int[]> out = new HashMap<>();
+        for (int i = 0; i < asked.size(); i++) {
+            int[] d = proposals.get(i).tokens();
+            if (d.length > 0) {
+                out.put(asked.get(i), d.length > requests.get(i).maxTokens() ? java.util.Arrays.copyOf(d, requests.get(i).maxTokens()) : d);
+            }
+        }
+        return out;
+    }
+
+    /**
+     * Verifies a drafted window row by row, exactly as plain decoding would choose each token: row j
+     * (masked by the grammar in its state after the tokens before it) gives the target's token for
+     * the position of draft j; the draft is accepted when the verifier says so (greedy: it equals the
+     * token plain greedy chooses), and the first rejection emits the verifier's correction and ends
+     * the window; if every draft is accepted the last row gives one more token. Rejected positions are
+     * cut from the table, so their K/V are never read or published to the prefix cache.
+     */
+    private void verify(Sequence s, StepPlan.Entry e, float[][] rows, int[] drawn) {
+        int[] d = e.drafts();
+        int accepted = 0;
+        for (int j = 0; j <= d.length; j++) {
+            int draft = j < d.length ? d[j] : -1;
+            Sampler.Choice c;
+            boolean ok;
+            if (drawn != null) {
+                c = new Sampler.Choice(drawn[j], Double.NaN, new int[0], new double[0]);
+                ok = drawn[j] == draft;
+            } else {
+                float[] row = rows[j];
+                if (s.constraint != null && !s.constraint.unmasked()) {
+                    s.constraint.mask(row);
+                }
+                if (draft < 0) {
+                    c = Sampler.sample(row, s.params, s.counts, s.outputCounts, s.rng);
+                    ok = false;
+                } else {
+                    Sampler.Verdict v = Sampler.verify(row, s.params, s.counts, s.outputCounts, s.rng, draft);
+                    c = v.choice();
+                    ok = v.accepted();
+                }
+            }
+            emit(s, c);
+            if (!ok || s.finished) {
+                break;
+            }
+            accepted++;
+        }
+        drafts++;
+        draftTokens += d.length;
+        acceptedTokens += accepted;
+        for (int j = 0; j < accepted && j < acceptedAt.length; j++) {
+            acceptedAt[j]++;
+        }
+        acceptedLength[Math.min(accepted, acceptedLength.length - 1)]++;
+        s.pacer.record(d.length, accepted);
+        if (!s.finished) {
+            s.table.truncate(e.from() + 1 + accepted);
+            scheduler.registerFullBlocks(s);
+        }
+    }
+
+    /** Ends a sequence (finished, cancelled or failed): out of the scheduler, its blocks and proposer state freed. */
+    private void finish(Sequence s) {
+        if (s.finished) {
+            return;
+        }
+        s.finished = true;
+        scheduler.finish(s);
+        if (spec.enabled()) {
+            spec.proposer().release(s.id);
+        }
+        finished++;
+    }
+
+    private void fail(Sequence s, Throwable err) {
+        finish(s);
+        try {
+            s.sink.onError(err);
+        } catch (RuntimeException ignored) {
+            // the sink is broken; nothing more to tell it
+        }
     }
 
     /**
@@ -173,16 +369,21 @@ public final class EngineCore {
      * (penalties, logit bias, grammar, logprobs, prompt scoring, or nothing to generate). The
      * uniform comes from the sequence's generator exactly as {@link Sampler} would take it.
      */
-    private static ForwardPass.Draw deviceDraw(Sequence s, int from) {
+    private static ModelStep.Draw deviceDraw(Sequence s, int from) {
         SamplingParams p = s.params;
-        // a grammar that masks nothing this step (the model still reasons, or writes free text before a lazy trigger)
-        boolean plain = p.maxTokens() > 0 && (s.constraint == null || s.constraint.unmasked()) && p.logitBias().isEmpty() && p.logprobs() < 0
-                && p.repetitionPenalty() == 1 && p.presencePenalty() == 0 && p.frequencyPenalty() == 0
-                && !(s.promptLogprobs != null && from < s.promptLength);
-        if (!plain) {
+        if (!deviceDrawable(s, from)) {
             return null;
         }
-        return new ForwardPass.Draw(p.temperature(), p.topK(), p.topP(), p.minP(), p.temperature() > 0 ? s.rng.nextDouble() : 0);
+        return new ModelStep.Draw(p.temperature(), p.topK(), p.topP(), p.minP(), new double[]{p.temperature() > 0 ? s.rng.nextDouble() : 0});
+    }
+
+    /** Whether plain sampling's rule alone chooses this sequence's tokens (what the device can draw). */
+    private static boolean deviceDrawable(Sequence s, int from) {
+        SamplingParams p = s.params;
+        // a grammar that masks nothing this step (the model still reasons, or writes free text before a lazy trigger)
+        return p.maxTokens() > 0 && (s.constraint == null || s.constraint.unmasked()) && p.logitBias().isEmpty() && p.logprobs() < 0
+                && p.repetitionPenalty() == 1 && p.presencePenalty() == 0 && p.frequencyPenalty() == 0
+                && !(s.promptLogprobs != null && from < s.promptLength);
     }
 
     /**
@@ -191,14 +392,14 @@ public final class EngineCore {
      * row's mask takes a good part of a millisecond. The backend's row is masked in place (nothing
      * reads it unmasked afterwards) unless the sequence also scores its prompt from these rows.
      */
-    private static float[][] applyMasks(StepPlan plan, List<ForwardPass.Draw> draws, List<float[][]> results, Throwable[] errors) {
+    private static float[][] applyMasks(StepPlan plan, List<ModelStep.Window> windows, List<float[][]> results, Throwable[] errors) {
         int n = plan.entries().size();
         float[][] masked = new float[n][];
         List<java.util.concurrent.ForkJoinTask<?>> tasks = new ArrayList<>();
         for (int i = 0; i < n; i++) {
             StepPlan.Entry e = plan.entries().get(i);
             var c = e.sequence().constraint;
-            if (e.samples() && draws.get(i) == null && c != null && !c.unmasked() && e.sequence().params.maxTokens() > 0) {
+            if (e.samples() && !e.drafted() && windows.get(i).draw() == null && c != null && !c.unmasked() && e.sequence().params.maxTokens() > 0) {
                 int index = i;
                 float[][] rows = results.get(i);
                 tasks.add(java.util.concurrent.ForkJoinPool.commonPool().submit(() -> {
@@ -241,8 +442,7 @@ public final class EngineCore {
             finish = "length";
         }
         if (finish != null) {
-            scheduler.finish(s);
-            finished++;
+            finish(s);
         }
         deliver(s, new TokenEvent(s.id, c.token(), c.logprob(), c.topIds(), c.topLogprobs(), finish, s.promptLength,
                 s.cachedTokens, s.generated(), promptLogprobsOnce(s)));
@@ -253,15 +453,7 @@ public final class EngineCore {
         try {
             s.sink.onToken(e);
         } catch (RuntimeException err) {
-            if (scheduler.find(s.id) != null) {
-                scheduler.finish(s);
-                finished++;
-            }
-            try {
-                s.sink.onError(err);
-            } catch (RuntimeException ignored) {
-                // the sink is broken; nothing more to tell it
-            }
+            fail(s, err);
         }
     }
 
@@ -289,8 +481,9 @@ public final class EngineCore {
     }
 
     public EngineStats stats() {
-        var pool = model.blockPool();
+        SpecStats sp = spec.enabled() ? new SpecStats(drafts, draftTokens, acceptedTokens, acceptedAt.clone(), acceptedLength.clone(),
+                proposerNanos, draftedStepNanos, draftedSteps, draftedStepTokens) : SpecStats.NONE;
         return new EngineStats(scheduler.running(), scheduler.waiting(), pool.numBlocks(), pool.freeBlocks(), pool.cachedBlocks(), steps,
-                promptTokens, generatedTokens, scheduler.prefixQueriedTokens, scheduler.prefixHitTokens, scheduler.preemptions, finished);
+                promptTokens, generatedTokens, scheduler.prefixQueriedTokens, scheduler.prefixHitTokens, scheduler.preemptions, finished, sp);
     }
 }

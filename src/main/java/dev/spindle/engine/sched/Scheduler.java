@@ -59,6 +59,25 @@ public final class Scheduler {
     }
 
     public StepPlan schedule() {
+        return schedule(java.util.Map.of());
+    }
+
+    /** Running sequences that decode this step (one uncomputed token each): the ones that may draft. */
+    List<Sequence> decoding() {
+        List<Sequence> out = new ArrayList<>();
+        for (Sequence s : running) {
+            if (s.length - s.computed() == 1) {
+                out.add(s);
+            }
+        }
+        return out;
+    }
+
+    /**
+     * @param drafts per decoding sequence, draft tokens to verify after its next token (the window
+     *               grows by them while the step's budget and free blocks allow; drafting never preempts)
+     */
+    public StepPlan schedule(java.util.Map<Sequence, int[]> drafts) {
         List<StepPlan.Entry> entries = new ArrayList<>();
         int budget = maxBatchedTokens;
         for (Sequence s : new ArrayList<>(running)) {
@@ -69,11 +88,21 @@ public final class Scheduler {
                 continue; // preempted for an older sequence in this loop
             }
             int n = Math.min(s.length - s.computed(), budget);
+            int[] d = s.length - s.computed() == 1 ? drafts.getOrDefault(s, StepPlan.NO_DRAFTS) : StepPlan.NO_DRAFTS;
+            if (d.length > 0) {
+                int withDrafts = Math.min(1 + d.length, budget);
+                if (blocksNeeded(s, s.computed() + withDrafts) <= pool.freeBlocks()) {
+                    n = withDrafts;
+                    d = java.util.Arrays.copyOf(d, withDrafts - 1);
+                } else {
+                    d = StepPlan.NO_DRAFTS;
+                }
+            }
             if (!makeRoom(s, s.computed() + n)) {
                 continue; // s itself was preempted
             }
             s.table.reserve(s.computed() + n);
-            entries.add(new StepPlan.Entry(s, s.computed(), n, s.computed() + n == s.length));
+            entries.add(new StepPlan.Entry(s, s.computed(), n, s.computed() + n >= s.length, d));
             budget -= n;
         }
         while (budget > 0 && !waiting.isEmpty() && running.size() < maxSequences) {
@@ -92,7 +121,7 @@ public final class Scheduler {
             s.table.reserve(s.computed() + n);
             running.add(s);
             s.started = true;
-            entries.add(new StepPlan.Entry(s, s.computed(), n, s.computed() + n == s.length));
+            entries.add(new StepPlan.Entry(s, s.computed(), n, s.computed() + n == s.length, StepPlan.NO_DRAFTS));
             budget -= n;
         }
         return new StepPlan(entries);
@@ -151,6 +180,10 @@ public final class Scheduler {
         s.lastHash = hash;
     }
 
+    public BlockPool pool() {
+        return pool;
+    }
+
     /** After a step: key the sequence's newly full blocks in the prefix cache. */
     void registerFullBlocks(Sequence s) {
         int bs = pool.blockSize();
@@ -168,6 +201,13 @@ public final class Scheduler {
         running.remove(s);
         waiting.remove(s);
         s.table.release();
+    }
+
+    /** Every sequence, running then waiting. */
+    List<Sequence> all() {
+        List<Sequence> out = new ArrayList<>(running);
+        out.addAll(waiting);
+        return out;
     }
 
     /** The sequence with this id, running or waiting, or null. */

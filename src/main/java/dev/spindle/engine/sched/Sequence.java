@@ -29,6 +29,8 @@ public final class Sequence {
     boolean promptLogprobsSent;
     final int[] counts;        // id -> occurrences in the sequence (for penalties; null when unused)
     final int[] outputCounts;  // id -> occurrences in the output
+    dev.spindle.engine.spec.DraftPacer pacer; // how much it drafts (null: it does not)
+    boolean finished;          // finished, cancelled or failed: no longer in the scheduler
 
     Sequence(long id, int[] prompt, SamplingParams params, TokenSink sink, RandomGenerator rng, BlockTable table, int vocab) {
         this.id = id;

@@ -30,6 +30,38 @@ public class EngineMetrics {
         gauge(registry, service, "vllm:num_requests_running", "Requests in the running batch", EngineStats::running);
         gauge(registry, service, "vllm:kv_cache_usage_perc", "KV-cache utilisation, 0 to 1", EngineStats::kvUsage);
         gauge(registry, service, "vllm:gpu_cache_usage_perc", "KV-cache utilisation, 0 to 1 (older name)", EngineStats::kvUsage);
+        speculative(registry, service);
+    }
+
+    /** Speculative decoding: Spindle's names and vLLM's {@code vllm:spec_decode_*} beside them (registered when a method is configured). */
+    private static void speculative(MeterRegistry r, ModelService s) {
+        var cfg = s.config().speculative();
+        if (cfg.method().trim().equalsIgnoreCase("none")) {
+            return;
+        }
+        counter(r, s, "spindle.spec.drafts", "Windows that verified drafts", e -> e.speculative().drafts());
+        counter(r, s, "spindle.spec.draft.tokens", "Draft tokens verified", e -> e.speculative().draftTokens());
+        counter(r, s, "spindle.spec.accepted.tokens", "Draft tokens accepted", e -> e.speculative().acceptedTokens());
+        gauge(r, s, "spindle.spec.acceptance.rate", "Accepted / drafted tokens since start", e -> e.speculative().acceptanceRate());
+        gauge(r, s, "spindle.spec.mean.accepted.length", "Tokens a drafted window produced on average (accepted drafts + 1)",
+                e -> e.speculative().meanAcceptedLength());
+        counter(r, s, "vllm:spec_decode_num_drafts", "Number of spec decoding drafts", e -> e.speculative().drafts());
+        counter(r, s, "vllm:spec_decode_num_draft_tokens", "Number of draft tokens", e -> e.speculative().draftTokens());
+        counter(r, s, "vllm:spec_decode_num_accepted_tokens", "Number of accepted tokens", e -> e.speculative().acceptedTokens());
+        for (int i = 0; i < cfg.numTokens(); i++) {
+            int pos = i;
+            ToDoubleFunction<EngineStats> at = e -> pos < e.speculative().acceptedAtPosition().length ? e.speculative().acceptedAtPosition()[pos] : 0;
+            FunctionCounter.builder("spindle.spec.accepted.tokens.per.position", s, svc -> at.applyAsDouble(svc.stats())).tag("position", "" + pos)
+                    .description("Drafts accepted at each position of a window").register(r);
+            FunctionCounter.builder("vllm:spec_decode_num_accepted_tokens_per_pos", s, svc -> at.applyAsDouble(svc.stats())).tag("position", "" + pos)
+                    .description("Accepted tokens per draft position").register(r);
+        }
+        for (int len = 0; len <= cfg.numTokens(); len++) {
+            int n = len;
+            FunctionCounter.builder("spindle.spec.accepted.length", s,
+                            svc -> n < svc.stats().speculative().acceptedLength().length ? svc.stats().speculative().acceptedLength()[n] : 0)
+                    .tag("accepted", "" + n).description("Drafted windows by how many drafts they accepted (a histogram over 0..k)").register(r);
+        }
     }
 
     private static void gauge(MeterRegistry r, ModelService s, String name, String help, ToDoubleFunction<EngineStats> f) {

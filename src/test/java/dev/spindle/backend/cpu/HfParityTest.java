@@ -112,14 +112,14 @@ public class HfParityTest {
         }
 
         public static float[][] logits(dev.spindle.backend.ForwardPass cpu, int[] prompt, boolean rowByRow) {
-            BlockTable t = new BlockTable(cpu.blockPool());
+            BlockTable t = new BlockTable(dev.spindle.backend.TestSteps.pool(cpu));
             try {
                 if (!rowByRow) {
-                    return cpu.forward(prompt, t, true);
+                    return dev.spindle.backend.ForwardPass.run(cpu, prompt, t, true);
                 }
                 float[][] out = new float[prompt.length][];
                 for (int p = 0; p < prompt.length; p++) {
-                    out[p] = cpu.forward(new int[]{prompt[p]}, t, false)[0];
+                    out[p] = dev.spindle.backend.ForwardPass.run(cpu, new int[]{prompt[p]}, t, false)[0];
                 }
                 return out;
             } finally {
@@ -128,14 +128,14 @@ public class HfParityTest {
         }
 
         public static int[] greedy(dev.spindle.backend.ForwardPass cpu, int[] prompt, int steps) {
-            BlockTable t = new BlockTable(cpu.blockPool());
+            BlockTable t = new BlockTable(dev.spindle.backend.TestSteps.pool(cpu));
             try {
                 int[] out = new int[steps];
-                float[] logits = cpu.forward(prompt, t, false)[0];
+                float[] logits = dev.spindle.backend.ForwardPass.run(cpu, prompt, t, false)[0];
                 for (int s = 0; s < steps; s++) {
                     out[s] = Stats.argmax(logits);
                     if (s + 1 < steps) {
-                        logits = cpu.forward(new int[]{out[s]}, t, false)[0];
+                        logits = dev.spindle.backend.ForwardPass.run(cpu, new int[]{out[s]}, t, false)[0];
                     }
                 }
                 return out;

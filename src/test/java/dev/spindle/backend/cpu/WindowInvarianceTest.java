@@ -44,27 +44,27 @@ class WindowInvarianceTest {
             int[] prompt = f.prompts.get(2);
             float[][] fresh = run(cpu, prompt, new int[]{prompt.length});
             // the first 32 positions (two full blocks of 16) computed by an earlier request
-            BlockTable earlier = new BlockTable(cpu.blockPool());
-            cpu.forward(Arrays.copyOf(prompt, 40), earlier, true);
-            BlockTable resumed = new BlockTable(cpu.blockPool());
+            BlockTable earlier = new BlockTable(dev.spindle.backend.TestSteps.pool(cpu));
+            dev.spindle.backend.ForwardPass.run(cpu, Arrays.copyOf(prompt, 40), earlier, true);
+            BlockTable resumed = new BlockTable(dev.spindle.backend.TestSteps.pool(cpu));
             resumed.shareFullBlocks(earlier, 2);
             earlier.release(); // the shared blocks stay alive through the resumed table's references
             int[] rest = Arrays.copyOfRange(prompt, 32, prompt.length);
-            float[][] tail = cpu.forward(rest, resumed, true);
+            float[][] tail = dev.spindle.backend.ForwardPass.run(cpu, rest, resumed, true);
             assertEquals(rest.length, tail.length);
             for (int i = 0; i < rest.length; i++) {
                 assertBitEqual(fresh[32 + i], tail[i], name + " resumed, position " + (32 + i));
             }
             // and continuing the same table after a pause equals it too
-            BlockTable paused = new BlockTable(cpu.blockPool());
-            cpu.forward(Arrays.copyOf(prompt, 21), paused, false);
-            float[][] after = cpu.forward(Arrays.copyOfRange(prompt, 21, prompt.length), paused, true);
+            BlockTable paused = new BlockTable(dev.spindle.backend.TestSteps.pool(cpu));
+            dev.spindle.backend.ForwardPass.run(cpu, Arrays.copyOf(prompt, 21), paused, false);
+            float[][] after = dev.spindle.backend.ForwardPass.run(cpu, Arrays.copyOfRange(prompt, 21, prompt.length), paused, true);
             for (int i = 0; i < after.length; i++) {
                 assertBitEqual(fresh[21 + i], after[i], name + " continued, position " + (21 + i));
             }
             resumed.release();
             paused.release();
-            assertEquals(cpu.blockPool().numBlocks(), cpu.blockPool().freeBlocks(), "every block returns to the pool");
+            assertEquals(dev.spindle.backend.TestSteps.pool(cpu).numBlocks(), dev.spindle.backend.TestSteps.pool(cpu).freeBlocks(), "every block returns to the pool");
         }
     }
 
@@ -77,16 +77,16 @@ class WindowInvarianceTest {
             float[][] soloA = run(cpu, a, new int[]{a.length});
             float[][] soloB = run(cpu, b, new int[]{b.length});
             float[][] soloC = run(cpu, c, new int[]{c.length});
-            BlockTable ta = new BlockTable(cpu.blockPool()), tb = new BlockTable(cpu.blockPool()), tc = new BlockTable(cpu.blockPool());
+            BlockTable ta = new BlockTable(dev.spindle.backend.TestSteps.pool(cpu)), tb = new BlockTable(dev.spindle.backend.TestSteps.pool(cpu)), tc = new BlockTable(dev.spindle.backend.TestSteps.pool(cpu));
             // step 1: a whole, b's first 10 tokens, c's first token; step 2: b's rest, c's next 30; then c's rest
-            var s1 = cpu.forward(java.util.List.of(
-                    new dev.spindle.backend.ForwardPass.Window(a, ta, true, true),
-                    new dev.spindle.backend.ForwardPass.Window(Arrays.copyOf(b, 10), tb, true, true),
-                    new dev.spindle.backend.ForwardPass.Window(Arrays.copyOf(c, 1), tc, true, true)));
-            var s2 = cpu.forward(java.util.List.of(
-                    new dev.spindle.backend.ForwardPass.Window(Arrays.copyOfRange(b, 10, b.length), tb, true, true),
-                    new dev.spindle.backend.ForwardPass.Window(Arrays.copyOfRange(c, 1, 31), tc, true, true)));
-            float[][] s3 = cpu.forward(Arrays.copyOfRange(c, 31, c.length), tc, true);
+            var s1 = dev.spindle.backend.TestSteps.forward(cpu, java.util.List.of(
+                    dev.spindle.backend.TestSteps.window(a, ta, true, true),
+                    dev.spindle.backend.TestSteps.window(Arrays.copyOf(b, 10), tb, true, true),
+                    dev.spindle.backend.TestSteps.window(Arrays.copyOf(c, 1), tc, true, true)));
+            var s2 = dev.spindle.backend.TestSteps.forward(cpu, java.util.List.of(
+                    dev.spindle.backend.TestSteps.window(Arrays.copyOfRange(b, 10, b.length), tb, true, true),
+                    dev.spindle.backend.TestSteps.window(Arrays.copyOfRange(c, 1, 31), tc, true, true)));
+            float[][] s3 = dev.spindle.backend.ForwardPass.run(cpu, Arrays.copyOfRange(c, 31, c.length), tc, true);
             for (int p = 0; p < a.length; p++) {
                 assertBitEqual(soloA[p], s1.get(0)[p], name + " batched a, position " + p);
             }
@@ -104,12 +104,12 @@ class WindowInvarianceTest {
     }
 
     static float[][] run(CpuForwardPass cpu, int[] prompt, int[] windows) {
-        BlockTable t = new BlockTable(cpu.blockPool());
+        BlockTable t = new BlockTable(dev.spindle.backend.TestSteps.pool(cpu));
         try {
             float[][] out = new float[prompt.length][];
             int pos = 0;
             for (int w : windows) {
-                float[][] l = cpu.forward(Arrays.copyOfRange(prompt, pos, pos + w), t, true);
+                float[][] l = dev.spindle.backend.ForwardPass.run(cpu, Arrays.copyOfRange(prompt, pos, pos + w), t, true);
                 System.arraycopy(l, 0, out, pos, w);
                 pos += w;
             }

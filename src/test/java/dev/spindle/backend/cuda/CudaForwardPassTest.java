@@ -1,7 +1,7 @@
 package dev.spindle.backend.cuda;
 
 import dev.spindle.Fixture;
-import dev.spindle.backend.ForwardPass.Window;
+import dev.spindle.backend.ModelStep.Window;
 import dev.spindle.backend.cpu.HfParityTest;
 import dev.spindle.engine.kv.BlockTable;
 import dev.spindle.engine.sample.Sampler;
@@ -119,11 +119,11 @@ class CudaForwardPassTest {
     }
 
     static float[][] run(CudaForwardPass gpu, int[] tokens, int... windows) {
-        BlockTable t = new BlockTable(gpu.blockPool());
+        BlockTable t = new BlockTable(dev.spindle.backend.TestSteps.pool(gpu));
         List<float[]> rows = new ArrayList<>();
         int at = 0;
         for (int w : windows) {
-            rows.addAll(Arrays.asList(gpu.forward(Arrays.copyOfRange(tokens, at, at + w), t, true)));
+            rows.addAll(Arrays.asList(dev.spindle.backend.ForwardPass.run(gpu, Arrays.copyOfRange(tokens, at, at + w), t, true)));
             at += w;
         }
         t.release();
@@ -163,21 +163,21 @@ class CudaForwardPassTest {
             System.out.printf("[cuda invariants] %s: %d rows: window = rows (graphs and launches) = resumed windows = second run, bit for bit%n", label, n);
             // batch invariance: the probe's decode steps alone, then among 6 and 63 other sequences
             for (int batch : new int[]{1, 7, 64}) {
-                BlockTable probe = new BlockTable(gpu.blockPool());
-                gpu.forward(Arrays.copyOf(tokens, 300), probe, false);
+                BlockTable probe = new BlockTable(dev.spindle.backend.TestSteps.pool(gpu));
+                dev.spindle.backend.ForwardPass.run(gpu, Arrays.copyOf(tokens, 300), probe, false);
                 List<BlockTable> others = new ArrayList<>();
                 for (int i = 1; i < batch; i++) {
-                    BlockTable o = new BlockTable(gpu.blockPool());
-                    gpu.forward(rnd.ints(1 + rnd.nextInt(400), 0, c.vocabSize()).toArray(), o, false);
+                    BlockTable o = new BlockTable(dev.spindle.backend.TestSteps.pool(gpu));
+                    dev.spindle.backend.ForwardPass.run(gpu, rnd.ints(1 + rnd.nextInt(400), 0, c.vocabSize()).toArray(), o, false);
                     others.add(o);
                 }
                 for (int s = 300; s < 310; s++) {
                     List<Window> ws = new ArrayList<>();
-                    ws.add(new Window(new int[]{tokens[s]}, probe, false, true));
+                    ws.add(dev.spindle.backend.TestSteps.window(new int[]{tokens[s]}, probe, false, true));
                     for (BlockTable o : others) {
-                        ws.add(new Window(new int[]{rnd.nextInt(c.vocabSize())}, o, false, true));
+                        ws.add(dev.spindle.backend.TestSteps.window(new int[]{rnd.nextInt(c.vocabSize())}, o, false, true));
                     }
-                    float[] got = gpu.forward(ws).getFirst()[0];
+                    float[] got = dev.spindle.backend.TestSteps.forward(gpu, ws).getFirst()[0];
                     assertArrayEquals(window[s], got, label + ": in a batch of " + batch + ", step " + s + " differs");
                 }
                 probe.release();

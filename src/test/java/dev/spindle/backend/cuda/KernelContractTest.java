@@ -398,7 +398,7 @@ class KernelContractTest {
         StringBuilder failures = new StringBuilder();
         for (int vocab : vocabs) {
             java.util.List<float[]> rows = new java.util.ArrayList<>();
-            java.util.List<dev.spindle.backend.ForwardPass.Draw> draws = new java.util.ArrayList<>();
+            java.util.List<dev.spindle.backend.ModelStep.Draw> draws = new java.util.ArrayList<>();
             for (double t : temps) {
                 for (int topK : topKs) {
                     for (double topP : topPs) {
@@ -414,7 +414,7 @@ class KernelContractTest {
                             row[rnd.nextInt(vocab)] = 9.5f;
                             row[rnd.nextInt(vocab)] = 9.25f;
                             rows.add(row);
-                            draws.add(new dev.spindle.backend.ForwardPass.Draw(t, topK, topP, minP, (rnd.nextLong() >>> 11) * 0x1.0p-53));
+                            draws.add(new dev.spindle.backend.ModelStep.Draw(t, topK, topP, minP, new double[]{(rnd.nextLong() >>> 11) * 0x1.0p-53}));
                         }
                     }
                 }
@@ -427,13 +427,13 @@ class KernelContractTest {
             try (Arena a = Arena.ofConfined(); DeviceDraws dd = new DeviceDraws(k, vocab)) {
                 long dl = upload(a, flat);
                 int[] got = new int[n];
-                dd.draw(dl, n, draws.toArray(new dev.spindle.backend.ForwardPass.Draw[0]), 0, got);
+                dd.draw(dl, n, draws.toArray(new dev.spindle.backend.ModelStep.Draw[0]), draws.stream().mapToDouble(x -> x.u()[0]).toArray(), 0, got);
                 for (int r = 0; r < n; r++) {
-                    dev.spindle.backend.ForwardPass.Draw d = draws.get(r);
+                    dev.spindle.backend.ModelStep.Draw d = draws.get(r);
                     dev.spindle.engine.SamplingParams p = new dev.spindle.engine.SamplingParams(d.temperature(), d.topK(), d.topP(), d.minP(), null, 0,
                             0, 1, java.util.Map.of(), 1, java.util.Set.of(), true, -1, null, -1);
                     int want = dev.spindle.engine.sample.Sampler.sample(rows.get(r), p, new int[vocab], new int[vocab],
-                            dev.spindle.engine.sample.SamplerTest.fixed(d.u())).token();
+                            dev.spindle.engine.sample.SamplerTest.fixed(d.u()[0])).token();
                     cases++;
                     if (want == got[r]) {
                         same++;
@@ -445,9 +445,9 @@ class KernelContractTest {
                 }
                 // batch invariance: every 7th row alone
                 for (int r = 0; r < n; r += 7) {
-                    dev.spindle.backend.ForwardPass.Draw[] one = {draws.get(r)};
+                    dev.spindle.backend.ModelStep.Draw[] one = {draws.get(r)};
                     int[] alone = new int[1];
-                    dd.draw(dl + (long) r * vocab * 2, 1, one, 0, alone);
+                    dd.draw(dl + (long) r * vocab * 2, 1, one, one[0].u(), 0, alone);
                     if (alone[0] != got[r]) {
                         failures.append("vocab ").append(vocab).append(" row ").append(r).append(" alone gives ").append(alone[0])
                                 .append(", in its group ").append(got[r]).append("; ");
@@ -467,7 +467,7 @@ class KernelContractTest {
      * probability against the min-p floor (relative to the first's), the cumulative top-k mass against
      * top-p, and the cumulative kept mass against u times the kept mass (relative to it).
      */
-    static double boundaryDistance(float[] logits, dev.spindle.backend.ForwardPass.Draw d) {
+    static double boundaryDistance(float[] logits, dev.spindle.backend.ModelStep.Draw d) {
         if (d.temperature() == 0) {
             return Double.POSITIVE_INFINITY;
         }
@@ -517,7 +517,7 @@ class KernelContractTest {
         double cum = 0;
         for (int i = 0; i < keep; i++) {
             cum += probs[i];
-            dist = Math.min(dist, Math.abs(cum - d.u() * total) / total);
+            dist = Math.min(dist, Math.abs(cum - d.u()[0] * total) / total);
         }
         return dist;
     }

@@ -1,6 +1,7 @@
 package dev.spindle.backend.cuda;
 
-import dev.spindle.backend.ForwardPass.Window;
+import dev.spindle.backend.ModelStep;
+import dev.spindle.backend.ModelStep.Window;
 import dev.spindle.engine.kv.BlockPool;
 import dev.spindle.engine.kv.BlockTable;
 import org.junit.jupiter.api.Test;
@@ -22,6 +23,13 @@ class StepPlanTest {
     static final int SPLIT = CudaKernels.ATTENTION_SPLIT;
     final BlockPool pool = new BlockPool(4096, 16);
 
+    /** A window at the table's end (blocks reserved): logits of all rows, the last, or none. */
+    static Window w(int[] tokens, BlockTable t, boolean all, boolean want) {
+        t.reserve(t.tokens() + tokens.length);
+        int[] rows = !want ? ModelStep.noRows() : all ? ModelStep.allRows(tokens.length) : ModelStep.lastRow(tokens.length);
+        return new Window(tokens, t.tokens(), t, rows, null);
+    }
+
     BlockTable table(int written) {
         BlockTable t = new BlockTable(pool);
         t.reserve(written + 1);
@@ -38,7 +46,7 @@ class StepPlanTest {
     @Test
     void rowsPositionsAndSlotsFollowTheTables() {
         BlockTable a = table(0), b = table(700);
-        List<Window> ws = List.of(new Window(new int[]{5, 6, 7}, a, false, true), new Window(new int[]{9}, b, false, true));
+        List<Window> ws = List.of(w(new int[]{5, 6, 7}, a, false, true), w(new int[]{9}, b, false, true));
         a.reserve(3);
         StepPlan p = new StepPlan(ws, 7, 8);
         assertEquals(4, p.rows);
@@ -60,7 +68,7 @@ class StepPlanTest {
         List<Window> ws = new ArrayList<>();
         int[] contexts = {0, 127, 128, 700, 5000};
         for (int c : contexts) {
-            ws.add(new Window(new int[]{1}, table(c), false, true));
+            ws.add(w(new int[]{1}, table(c), false, true));
         }
         StepPlan p = new StepPlan(ws, 7, 8);
         assertEquals(contexts.length, p.decodeRows);
@@ -98,7 +106,7 @@ class StepPlanTest {
     void prefillTilesCoverEveryRowOnceAndWalkAllSplits() {
         BlockTable t = table(300);
         t.reserve(350);
-        StepPlan p = new StepPlan(List.of(new Window(new int[50], t, true, true)), 7, 8);
+        StepPlan p = new StepPlan(List.of(w(new int[50], t, true, true)), 7, 8);
         assertEquals(0, p.decodeCtas);
         int tile = CudaKernels.ATTENTION_TILE / 7;
         boolean[] covered = new boolean[50];
@@ -125,8 +133,8 @@ class StepPlanTest {
 
     @Test
     void aGraphPlanHasTheSameLayoutWhateverTheContexts() {
-        StepPlan short1 = new StepPlan(List.of(new Window(new int[]{1}, table(10), false, true), new Window(new int[]{2}, table(200), false, true)), 7, 8, 4);
-        StepPlan long1 = new StepPlan(List.of(new Window(new int[]{1}, table(400), false, true), new Window(new int[]{2}, table(500), false, true)), 7, 8, 4);
+        StepPlan short1 = new StepPlan(List.of(w(new int[]{1}, table(10), false, true), w(new int[]{2}, table(200), false, true)), 7, 8, 4);
+        StepPlan long1 = new StepPlan(List.of(w(new int[]{1}, table(400), false, true), w(new int[]{2}, table(500), false, true)), 7, 8, 4);
         assertEquals(short1.ctas, long1.ctas);
         assertEquals(short1.decodeCtas, long1.decodeCtas);
         assertEquals(short1.desc, long1.desc);
@@ -136,7 +144,7 @@ class StepPlanTest {
         assertEquals(8, short1.partials);
         // a row needing more splits than the graph's bucket is refused
         assertThrows(IllegalArgumentException.class,
-                () -> new StepPlan(List.of(new Window(new int[]{1}, table(600), false, true)), 7, 8, 4));
+                () -> new StepPlan(List.of(w(new int[]{1}, table(600), false, true)), 7, 8, 4));
     }
 
     /**
@@ -145,7 +153,7 @@ class StepPlanTest {
      */
     @Test
     void aGraphPlanSpreadsARowsSplitsOverAllItsCtas() {
-        StepPlan p = new StepPlan(List.of(new Window(new int[]{1}, table(32 * 1024), false, true)), 7, 8, 512);
+        StepPlan p = new StepPlan(List.of(w(new int[]{1}, table(32 * 1024), false, true)), 7, 8, 512);
         int splits = 32 * 1024 / SPLIT + 1;
         int busy = 0, most = 0;
         boolean[] seen = new boolean[splits];

@@ -3,8 +3,8 @@ package dev.spindle.engine.sched;
 import dev.spindle.backend.ForwardPass;
 import dev.spindle.backend.cpu.CpuForwardPass;
 import dev.spindle.engine.SamplingParams;
-import dev.spindle.engine.kv.BlockPool;
-import dev.spindle.engine.kv.BlockTable;
+import dev.spindle.backend.ModelStep;
+import dev.spindle.backend.StepOutput;
 import dev.spindle.engine.sample.Sampler;
 import dev.spindle.model.ModelConfig;
 import org.junit.jupiter.api.Test;
@@ -49,18 +49,8 @@ public class DeviceDrawWiringTest {
         }
 
         @Override
-        public BlockPool blockPool() {
-            return inner.blockPool();
-        }
-
-        @Override
-        public float[][] forward(int[] tokens, BlockTable table, boolean allLogits) {
-            return inner.forward(tokens, table, allLogits);
-        }
-
-        @Override
-        public List<float[][]> forward(List<Window> windows) {
-            return inner.forward(windows);
+        public KvCapacity kvCapacity() {
+            return inner.kvCapacity();
         }
 
         @Override
@@ -69,23 +59,32 @@ public class DeviceDrawWiringTest {
         }
 
         @Override
-        public List<float[][]> forward(List<Window> windows, List<Draw> draws, int[] tokens) {
-            List<float[][]> out = new java.util.ArrayList<>(inner.forward(windows));
+        public StepOutput execute(ModelStep step) {
+            List<ModelStep.Window> plain = new java.util.ArrayList<>();
+            for (ModelStep.Window w : step.windows()) {
+                plain.add(new ModelStep.Window(w.tokens(), w.start(), w.table(), w.logitRows(), null));
+            }
+            StepOutput inside = inner.execute(new ModelStep(plain));
+            List<float[][]> logits = new java.util.ArrayList<>(inside.logits());
+            List<int[]> tokens = new java.util.ArrayList<>(inside.tokens());
             int vocab = config().vocabSize();
-            for (int i = 0; i < windows.size(); i++) {
-                Draw d = draws.get(i);
+            for (int i = 0; i < step.windows().size(); i++) {
+                ModelStep.Draw d = step.windows().get(i).draw();
                 if (d == null) {
                     continue;
                 }
-                assertTrue(windows.get(i).wantLogits() && !windows.get(i).allLogits(), "a drawn window wants its last row only");
-                float[][] rows = out.get(i);
+                float[][] rows = logits.get(i);
+                int[] ids = new int[rows.length];
                 SamplingParams p = new SamplingParams(d.temperature(), d.topK(), d.topP(), d.minP(), null, 0, 0, 1, Map.of(), 1, Set.of(), true,
                         -1, null, -1);
-                tokens[i] = Sampler.sample(rows[rows.length - 1], p, new int[vocab], new int[vocab], dev.spindle.engine.sample.SamplerTest.fixed(d.u())).token();
-                out.set(i, new float[0][]);
-                drawn++;
+                for (int r = 0; r < rows.length; r++) {
+                    ids[r] = Sampler.sample(rows[r], p, new int[vocab], new int[vocab], dev.spindle.engine.sample.SamplerTest.fixed(d.u()[r])).token();
+                    drawn++;
+                }
+                tokens.set(i, ids);
+                logits.set(i, new float[0][]);
             }
-            return out;
+            return new StepOutput(logits, tokens, inside.taps());
         }
 
         @Override

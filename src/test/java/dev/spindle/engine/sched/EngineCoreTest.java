@@ -90,6 +90,7 @@ class EngineCoreTest {
             core.step();
         }
         assertTrue(core.idle());
+        assertEquals(core.pool().numBlocks(), core.pool().freeBlocks(), "all blocks back");
         return out;
     }
 
@@ -114,7 +115,6 @@ class EngineCoreTest {
             for (String k : List.of("a", "b", "c")) {
                 assertEquals(solo.get(k), together.get(k).signature(), k + " alone vs batched");
             }
-            assertEquals(cpu.blockPool().numBlocks(), cpu.blockPool().freeBlocks(), "all blocks back");
         }
     }
 
@@ -170,7 +170,7 @@ class EngineCoreTest {
             assertTrue(core.stats().preemptions() > 0, "the pool is too small for both: one was preempted");
             assertEquals(solo.get("a"), ca.signature());
             assertEquals(solo.get("b"), cb.signature());
-            assertEquals(8, cpu.blockPool().freeBlocks());
+            assertEquals(8, core.pool().freeBlocks());
         }
     }
 
@@ -182,10 +182,10 @@ class EngineCoreTest {
             core.add(1, f.prompts.get(2), greedy(50), c);
             core.step();
             core.step();
-            assertTrue(cpu.blockPool().freeBlocks() < 8);
+            assertTrue(core.pool().freeBlocks() < 8);
             assertTrue(core.cancel(1));
             assertTrue(core.idle());
-            assertEquals(8, cpu.blockPool().freeBlocks());
+            assertEquals(8, core.pool().freeBlocks());
             IllegalArgumentException e = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
                     () -> core.add(2, f.prompts.get(2), greedy(200), new Collect()));
             assertTrue(e.getMessage().contains("KV blocks"), e.getMessage());
@@ -213,7 +213,7 @@ class EngineCoreTest {
             assertTrue(core.idle());
             assertEquals(10, good.events.size());
             assertNotNull(bad.error);
-            assertEquals(64, cpu.blockPool().freeBlocks());
+            assertEquals(64, core.pool().freeBlocks());
         }
     }
 

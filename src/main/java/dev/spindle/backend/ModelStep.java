@@ -1,0 +1,92 @@
+package dev.spindle.backend;
+
+import dev.spindle.engine.kv.BlockTable;
+
+import java.util.List;
+import java.util.stream.IntStream;
+
+/**
+ * One forward step: windows of sequences, each a run of tokens at consecutive positions read and
+ * written through its block table. All windows' rows share every matmul (one pass over the
+ * weights); attention runs per window over its own blocks; a row's result never depends on the
+ * other windows (batch invariance) or on the window it sits in.
+ *
+ * @param windows   the sequences' windows, in batch order
+ * @param tapLayers executed layers (0-based, layer + loop x numLayers) after which the residual stream of every
+ *                  row of a window with {@link Window#tap()} is read back (what a draft head reads); empty for none
+ */
+public record ModelStep(List<Window> windows, int[] tapLayers) {
+    private static final int[] NONE = new int[0];
+
+    public ModelStep {
+        windows = List.copyOf(windows);
+        tapLayers = tapLayers.clone();
+    }
+
+    public ModelStep(List<Window> windows) {
+        this(windows, NONE);
+    }
+
+    /**
+     * @param tokens    the window's tokens, at positions [start, start + tokens.length)
+     * @param start     the first position (the sequence's written KV length)
+     * @param table     where the positions' K/V live; read only
+     * @param logitRows rows of the window (ascending) whose logits are wanted: none, the last, all, or chosen ones
+     * @param draw      null, or the rule by which the device draws a token from each wanted row (logits stay there)
+     * @param tap       whether this window's rows are read back at {@link #tapLayers()}
+     */
+    public record Window(int[] tokens, int start, BlockTable table, int[] logitRows, Draw draw, boolean tap) {
+        public Window {
+            if (tokens.length == 0) {
+                throw new IllegalArgumentException("empty window");
+            }
+            if (start < 0) {
+                throw new IllegalArgumentException("negative start position " + start);
+            }
+        }
+
+        public Window(int[] tokens, int start, BlockTable table, int[] logitRows, Draw draw) {
+            this(tokens, start, table, logitRows, draw, false);
+        }
+
+        public boolean wantsLogits() {
+            return logitRows.length > 0;
+        }
+    }
+
+    /**
+     * A token drawn on the device from a logits row, by the engine's sampling rule
+     * (engine.sample.Sampler) without penalties, logit bias, grammar or logprobs.
+     *
+     * @param temperature 0 = greedy
+     * @param topK        0 = off
+     * @param topP        1 = off
+     * @param minP        0 = off
+     * @param u           per wanted row, the sequence's uniform draw in [0, 1) (unused when greedy)
+     */
+    public record Draw(double temperature, int topK, double topP, double minP, double[] u) {
+        public static Draw greedy(int rows) {
+            return new Draw(0, 0, 1, 0, new double[rows]);
+        }
+    }
+
+    public static int[] noRows() {
+        return NONE;
+    }
+
+    public static int[] lastRow(int len) {
+        return new int[]{len - 1};
+    }
+
+    public static int[] allRows(int len) {
+        return IntStream.range(0, len).toArray();
+    }
+
+    public int rows() {
+        int n = 0;
+        for (Window w : windows) {
+            n += w.tokens().length;
+        }
+        return n;
+    }
+}

@@ -1,0 +1,77 @@
+package dev.spindle.backend;
+
+import dev.spindle.backend.cuda.CudaForwardPass;
+import dev.spindle.engine.spec.DraftModelProposer;
+import dev.spindle.engine.spec.NgramProposer;
+import dev.spindle.engine.spec.SpeculativeConfig;
+import dev.spindle.engine.spec.Speculation;
+import dev.spindle.model.ConfigParser;
+import dev.spindle.model.LoadFormat;
+import dev.spindle.model.LoadListener;
+import dev.spindle.model.ModelConfig;
+import dev.spindle.tokenizer.VocabularyAgreement;
+
+import java.nio.file.Path;
+
+/** Opens the configured proposer for a target that is already open: prompt lookup, or a draft model on the target's backend. */
+public final class Proposers {
+    private Proposers() {
+    }
+
+    /**
+     * The target's settings, leaving device memory for the draft model when one is configured: its
+     * weights, its buffers (logits of up to a step's rows, 1 GiB at most, and working space) and its KV
+     * bytes for as many tokens as the target's pool will hold. Unchanged otherwise (and on the CPU,
+     * where the KV size is given in tokens).
+     */
+    public static Backends.Settings targetSettings(SpeculativeConfig cfg, Backends.Settings s) {
+        if (cfg.method() != SpeculativeConfig.Method.DRAFT) {
+            return s;
+        }
+        ModelConfig dc = ConfigParser.read(cfg.draftModel().resolve("config.json"));
+        long weights = 2 * dc.parameterCount();
+        long kvPerToken = (long) dc.executedLayers() * 2 * dc.kvDim() * 2;
+        long buffers = (2L << 30) + (long) s.maxStepRows() * (dc.hiddenSize() * 12L + dc.intermediateSize() * 6L);
+        return s.withReserve(weights + buffers, kvPerToken);
+    }
+
+    /**
+     * @param targetDir the target's model directory (its tokenizer.json is compared with the drafter's)
+     * @param target    the opened target
+     * @param settings  the target's backend settings; the drafter gets as many KV tokens as the target holds
+     */
+    public static Speculation open(SpeculativeConfig cfg, Path targetDir, Backends.Opened target, LoadFormat format, Backends.Settings settings,
+                                   LoadListener listener) {
+        return switch (cfg.method()) {
+            case NONE -> Speculation.NONE;
+            case NGRAM -> new Speculation(new NgramProposer(cfg.ngramMin(), cfg.ngramMax(), 0), cfg.numTokens(), cfg.maxBatch());
+            case DRAFT -> new Speculation(draftModel(cfg, targetDir, target, format, settings, listener), cfg.numTokens(), cfg.maxBatch());
+        };
+    }
+
+    private static DraftModelProposer draftModel(SpeculativeConfig cfg, Path targetDir, Backends.Opened target, LoadFormat format,
+                                                 Backends.Settings settings, LoadListener listener) {
+        Path dir = cfg.draftModel();
+        ModelConfig tc = target.config();
+        ModelConfig dc = ConfigParser.read(dir.resolve("config.json"));
+        if (dc.vocabSize() > tc.vocabSize()) {
+            throw new IllegalArgumentException("the draft model " + dir + " has vocab_size " + dc.vocabSize() + ", more than the target " + targetDir
+                    + "'s " + tc.vocabSize() + ": they cannot share a tokenizer");
+        }
+        if (format != LoadFormat.DUMMY) {
+            VocabularyAgreement.check(targetDir, dir);
+        }
+        ForwardPass.KvCapacity cap = target.pass().kvCapacity();
+        // as many KV tokens as the target holds: on CUDA the memory was left free by targetSettings, so the drafter may take it all
+        Backends.Settings drafterSettings = new Backends.Settings(settings.threads(), cap.blockSize(), cap.blocks() * cap.blockSize(),
+                settings.maxStepRows(), 1.0, settings.cudaGraphs(), settings.gemmCache());
+        Backends.Kind kind = target.pass() instanceof CudaForwardPass ? Backends.Kind.CUDA : Backends.Kind.CPU;
+        Backends.Opened drafter = Backends.open(dir, format, kind, drafterSettings, listener);
+        try {
+            return new DraftModelProposer(drafter.pass(), tc.vocabSize(), settings.maxStepRows(), drafter);
+        } catch (RuntimeException e) {
+            drafter.close();
+            throw e;
+        }
+    }
+}

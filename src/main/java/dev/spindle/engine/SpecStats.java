@@ -1,0 +1,28 @@
+package dev.spindle.engine;
+
+/**
+ * Speculative decoding so far.
+ *
+ * @param drafts             windows that verified drafts (vLLM's num_drafts)
+ * @param draftTokens        draft tokens verified
+ * @param acceptedTokens     of those, accepted
+ * @param acceptedAtPosition per draft position (0 = the first draft of a window), drafts accepted there
+ * @param acceptedLength     per accepted length 0..k, how many windows accepted exactly that many drafts
+ * @param proposerNanos      time spent in the proposer (drafting)
+ * @param draftedStepNanos   time spent in target forward passes of steps that verified drafts
+ * @param draftedSteps       such steps
+ * @param draftedStepTokens  tokens those steps emitted (every sequence's, drafted or not)
+ */
+public record SpecStats(long drafts, long draftTokens, long acceptedTokens, long[] acceptedAtPosition, long[] acceptedLength,
+                        long proposerNanos, long draftedStepNanos, long draftedSteps, long draftedStepTokens) {
+    public static final SpecStats NONE = new SpecStats(0, 0, 0, new long[0], new long[0], 0, 0, 0, 0);
+
+    public double acceptanceRate() {
+        return draftTokens == 0 ? 0 : (double) acceptedTokens / draftTokens;
+    }
+
+    /** Tokens a drafted window produced on average: accepted drafts plus the target's own token. */
+    public double meanAcceptedLength() {
+        return drafts == 0 ? 0 : 1 + (double) acceptedTokens / drafts;
+    }
+}

@@ -1,0 +1,37 @@
+package dev.spindle.backend;
+
+import dev.spindle.engine.kv.BlockPool;
+import dev.spindle.engine.kv.BlockTable;
+
+import java.util.IdentityHashMap;
+import java.util.List;
+import java.util.Map;
+
+/** Tests' driver of a backend: one block pool per backend, windows reserved at creation, tables advanced after the step. */
+public final class TestSteps {
+    private static final Map<ForwardPass, BlockPool> POOLS = new IdentityHashMap<>();
+
+    private TestSteps() {
+    }
+
+    /** The tests' pool over this backend's KV (one per backend instance). */
+    public static synchronized BlockPool pool(ForwardPass pass) {
+        return POOLS.computeIfAbsent(pass, p -> p.kvCapacity().newPool());
+    }
+
+    /** A window at the table's end, its blocks reserved: logits of every row, the last, or none. */
+    public static ModelStep.Window window(int[] tokens, BlockTable t, boolean allLogits, boolean wantLogits) {
+        t.reserve(t.tokens() + tokens.length);
+        int[] rows = !wantLogits ? ModelStep.noRows() : allLogits ? ModelStep.allRows(tokens.length) : ModelStep.lastRow(tokens.length);
+        return new ModelStep.Window(tokens, t.tokens(), t, rows, null);
+    }
+
+    /** Runs the windows as one step and advances their tables; per window its logits rows. */
+    public static List<float[][]> forward(ForwardPass pass, List<ModelStep.Window> windows) {
+        StepOutput out = pass.execute(new ModelStep(windows));
+        for (ModelStep.Window w : windows) {
+            w.table().advance(w.start() + w.tokens().length);
+        }
+        return out.logits();
+    }
+}

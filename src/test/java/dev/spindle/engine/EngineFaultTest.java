@@ -1,0 +1,136 @@
+package dev.spindle.engine;
+
+import dev.spindle.Fixture;
+import dev.spindle.backend.ForwardPass;
+import dev.spindle.backend.ModelStep;
+import dev.spindle.backend.StepOutput;
+import dev.spindle.backend.cpu.CpuForwardPass;
+import dev.spindle.backend.cpu.KvSlots;
+import dev.spindle.model.ModelConfig;
+import org.junit.jupiter.api.Test;
+
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * A backend that throws: the requests in the failing step get an error event naming the failure,
+ * the engine keeps serving, a backend that keeps failing makes the engine unhealthy (readiness goes
+ * down) without a hot loop, and close() returns only once the engine thread has stopped.
+ */
+class EngineFaultTest {
+    /** The CPU pass, failing the steps for which {@code fail} says so. */
+    static final class Faulty implements ForwardPass {
+        final CpuForwardPass inner;
+        final AtomicInteger calls = new AtomicInteger();
+        volatile java.util.function.IntPredicate fail = n -> false;
+        volatile boolean closed;
+
+        Faulty(CpuForwardPass inner) {
+            this.inner = inner;
+        }
+
+        @Override
+        public ModelConfig config() {
+            return inner.config();
+        }
+
+        @Override
+        public KvCapacity kvCapacity() {
+            return inner.kvCapacity();
+        }
+
+        @Override
+        public StepOutput execute(ModelStep step) {
+            if (closed) {
+                throw new AssertionError("a step ran after the backend was closed");
+            }
+            if (fail.test(calls.incrementAndGet())) {
+                throw new IllegalStateException("device lost (injected)");
+            }
+            return inner.execute(step);
+        }
+
+        @Override
+        public void close() {
+            closed = true;
+            inner.close();
+        }
+    }
+
+    static CompletableFuture<String> request(Engine engine, int[] prompt, int max) {
+        CompletableFuture<String> done = new CompletableFuture<>();
+        engine.submit(prompt, SamplingParams.greedy(max).withIgnoreEos(true), new TokenSink() {
+            @Override
+            public void onToken(TokenEvent e) {
+                if (e.finishReason() != null) {
+                    done.complete(e.finishReason());
+                }
+            }
+
+            @Override
+            public void onError(Throwable error) {
+                done.complete("error: " + error.getMessage());
+            }
+        });
+        return done;
+    }
+
+    @Test
+    void aFailingStepFailsItsRequestsAndTheEngineGoesOn() throws Exception {
+        try (Fixture f = new Fixture("llama-gqa")) {
+            Faulty pass = new Faulty(new CpuForwardPass(f.model.config(), f.model.weights(), 64, 16, 2, KvSlots.PER_EXECUTED_LAYER));
+            pass.fail = n -> n == 3;
+            Engine engine = new Engine(pass, 512, 8, Set.of());
+            try {
+                List<CompletableFuture<String>> first = List.of(request(engine, f.prompts.get(0), 8), request(engine, f.prompts.get(1), 8));
+                for (CompletableFuture<String> r : first) {
+                    String out = r.get(60, TimeUnit.SECONDS);
+                    assertTrue(out.startsWith("error: the forward pass failed: device lost (injected)"), out);
+                }
+                assertEquals("length", request(engine, f.prompts.get(2), 8).get(60, TimeUnit.SECONDS), "the next request is served");
+                assertTrue(engine.healthy());
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+                while (engine.stats().running() > 0 && System.nanoTime() < deadline) {
+                    Thread.sleep(5); // the stats snapshot follows the step that delivered the last event
+                }
+                assertEquals(0, engine.stats().running());
+                assertEquals(64, engine.stats().kvBlocksFree(), "the failed requests' blocks came back");
+            } finally {
+                engine.close();
+                pass.close();
+            }
+        }
+    }
+
+    @Test
+    void aBackendThatKeepsFailingMakesTheEngineUnhealthyWithoutAHotLoop() throws Exception {
+        try (Fixture f = new Fixture("llama-gqa")) {
+            Faulty pass = new Faulty(new CpuForwardPass(f.model.config(), f.model.weights(), 64, 16, 2, KvSlots.PER_EXECUTED_LAYER));
+            pass.fail = n -> true;
+            Engine engine = new Engine(pass, 512, 8, Set.of());
+            for (int i = 0; i < Engine.UNHEALTHY_AFTER; i++) {
+                String out = request(engine, f.prompts.get(0), 4).get(60, TimeUnit.SECONDS);
+                assertTrue(out.startsWith("error: "), out);
+            }
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+            while (engine.healthy() && System.nanoTime() < deadline) {
+                Thread.sleep(10);
+            }
+            assertFalse(engine.healthy(), "readiness goes down");
+            assertTrue(engine.lastFailure().contains("failed"), engine.lastFailure());
+            int calls = pass.calls.get();
+            Thread.sleep(300);
+            assertEquals(calls, pass.calls.get(), "an idle engine does not retry on its own");
+            engine.close();
+            pass.close(); // an assertion in execute would fail had a step run after close() returned
+            pass.fail = n -> false;
+        }
+    }
+}

@@ -1,0 +1,94 @@
+package dev.spindle.engine.sched;
+
+import dev.spindle.backend.cuda.CudaForwardPass;
+import dev.spindle.engine.SamplingParams;
+import dev.spindle.engine.spec.DraftModelProposer;
+import dev.spindle.engine.spec.NgramProposer;
+import dev.spindle.engine.spec.Proposer;
+import dev.spindle.engine.spec.Speculation;
+import dev.spindle.model.LoadListener;
+import dev.spindle.model.LoadedModel;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.function.Function;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Speculative decoding on the GPU, the bundled target drafting with the bundled drafter (both on
+ * CUDA) and with prompt lookup: greedy replies are bit-identical to plain greedy decoding's, alone
+ * and in batches of 7 and 64, with every row's token drawn on the device (the server's path for
+ * plain requests) and with logprobs (the host path); seeded sampling reproduces.
+ */
+@dev.spindle.backend.cuda.RequiresGpu
+class CudaSpeculativeTest {
+    @BeforeAll
+    static void load() {
+        SpeculativeEngineTest.load();
+    }
+
+    @AfterAll
+    static void close() {
+        SpeculativeEngineTest.close();
+    }
+
+    static CudaForwardPass cuda(LoadedModel m) {
+        return CudaForwardPass.open(m.config(), m.weights(), new CudaForwardPass.Options(16, 1024, 0.1, 1024, true), LoadListener.NONE);
+    }
+
+    static Speculation draftModel(int k) {
+        CudaForwardPass d = cuda(SpeculativeEngineTest.drafter);
+        return new Speculation(new DraftModelProposer(d, SpeculativeEngineTest.target.config().vocabSize(), 1024, d), k, 64);
+    }
+
+    @Test
+    void draftedGreedyEqualsPlainGreedyOnTheGpu() {
+        Function<Integer, SamplingParams> onDevice = i -> new SamplingParams(0, 0, 1, 0, null, 0, 0, 1, Map.of(), 48, Set.of(), false, -1, null, -1);
+        Function<Integer, SamplingParams> withLogprobs = SpeculativeEngineTest::greedy;
+        try (CudaForwardPass gpu = cuda(SpeculativeEngineTest.target)) {
+            for (int batch : new int[]{1, 7, 64}) {
+                List<int[]> ps = SpeculativeEngineTest.prompts.subList(0, batch);
+                for (var params : List.of(onDevice, withLogprobs)) {
+                    String path = params == onDevice ? "device draws" : "host logprobs";
+                    SpeculativeEngineTest.Result plain = SpeculativeEngineTest.run(gpu, Speculation.NONE, ps, params);
+                    for (String method : List.of("draft", "ngram")) {
+                        Speculation spec = method.equals("draft") ? draftModel(4) : new Speculation(new NgramProposer(1, 4, 0), 4, 64);
+                        try (Proposer p = spec.proposer()) {
+                            SpeculativeEngineTest.Result drafted = SpeculativeEngineTest.run(gpu, spec, ps, params);
+                            assertEquals(plain.signatures(), drafted.signatures(), method + ", " + path + ", batch " + batch);
+                            assertTrue(drafted.spec().acceptedTokens() > 0);
+                            System.out.printf("[cuda speculative] %s, %s, batch %d: drafted = plain bit for bit; %d drafted, acceptance %.3f, "
+                                            + "%.2f tokens a window, steps %d vs %d%n", method, path, batch, drafted.spec().draftTokens(),
+                                    drafted.spec().acceptanceRate(), drafted.spec().meanAcceptedLength(), drafted.steps(), plain.steps());
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    @Test
+    void seededSampledDraftingReproducesOnTheGpu() {
+        Function<Integer, SamplingParams> sampled = i -> new SamplingParams(0.6, 20, 0.95, 0, 77L + i, 0, 0, 1, Map.of(), 40, Set.of(), false, -1,
+                null, -1);
+        try (CudaForwardPass gpu = cuda(SpeculativeEngineTest.target)) {
+            List<int[]> ps = SpeculativeEngineTest.prompts.subList(0, 7);
+            List<String> a, b;
+            Speculation s1 = draftModel(4);
+            try (Proposer p = s1.proposer()) {
+                a = SpeculativeEngineTest.run(gpu, s1, ps, sampled).signatures();
+            }
+            Speculation s2 = draftModel(4);
+            try (Proposer p = s2.proposer()) {
+                b = SpeculativeEngineTest.run(gpu, s2, ps, sampled).signatures();
+            }
+            assertEquals(a, b);
+        }
+    }
+}

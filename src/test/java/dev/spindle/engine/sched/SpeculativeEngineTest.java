@@ -1,0 +1,210 @@
+package dev.spindle.engine.sched;
+
+import dev.spindle.backend.ForwardPass;
+import dev.spindle.backend.cpu.CpuForwardPass;
+import dev.spindle.backend.cpu.KvSlots;
+import dev.spindle.chat.ChatTemplate;
+import dev.spindle.engine.SamplingParams;
+import dev.spindle.engine.SpecStats;
+import dev.spindle.engine.spec.DraftModelProposer;
+import dev.spindle.engine.spec.NgramProposer;
+import dev.spindle.engine.spec.Proposer;
+import dev.spindle.engine.spec.Speculation;
+import dev.spindle.model.LoadFormat;
+import dev.spindle.model.LoadListener;
+import dev.spindle.model.LoadedModel;
+import dev.spindle.model.ModelLoader;
+import dev.spindle.tokenizer.Tokenizer;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.function.Function;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Speculative decoding inside the engine, on the bundled chat target with its bundled drafter and
+ * with prompt lookup: greedy replies (tokens and logprobs) are bit-identical to plain decoding's,
+ * alone and in batches of 1, 7 and 64; seeded sampled replies reproduce, alone or batched; every
+ * block of both pools comes back.
+ */
+class SpeculativeEngineTest {
+    static final Path TARGET = Path.of("models/spindle-chat-target"), DRAFTER = Path.of("models/spindle-chat-drafter");
+    static LoadedModel target, drafter;
+    static Tokenizer tok;
+    static List<int[]> prompts = new ArrayList<>();
+    static int imEnd;
+
+    @BeforeAll
+    static void load() {
+        target = ModelLoader.load(TARGET, LoadFormat.SAFETENSORS, LoadListener.NONE);
+        drafter = ModelLoader.load(DRAFTER, LoadFormat.SAFETENSORS, LoadListener.NONE);
+        tok = Tokenizer.load(TARGET);
+        imEnd = tok.addedTokenId("<|im_end|>");
+        ChatTemplate template = ChatTemplate.fromModelDir(TARGET);
+        List<String> questions = new ArrayList<>();
+        for (int i = 0; i < 64; i++) {
+            questions.add(switch (i % 8) {
+                case 0 -> "What is " + (12 + i) + " + " + (31 + 2 * i) + "?";
+                case 1 -> "How many r's are in strawberry?";
+                case 2 -> "Is " + (1896 + 4 * i) + " a leap year?";
+                case 3 -> "Which is bigger, 9.11 or 9." + (i % 9 + 1) + "?";
+                case 4 -> "Convert " + (i + 3) + " km to meters.";
+                case 5 -> "How many days are in February " + (2000 + i) + "?";
+                case 6 -> "What is " + (i + 7) + " times " + (i % 5 + 3) + "?";
+                default -> "Count the letter e in " + (i % 2 == 0 ? "excellence" : "cheese") + ".";
+            });
+        }
+        for (String q : questions) {
+            prompts.add(tok.encode(template.render(List.of(Map.of("role", "user", "content", q)), null, Map.of("add_generation_prompt", true))));
+        }
+    }
+
+    @AfterAll
+    static void close() {
+        tok.close();
+        target.close();
+        drafter.close();
+    }
+
+    static CpuForwardPass targetPass() {
+        return new CpuForwardPass(target.config(), target.weights(), 512, 16, 2, KvSlots.PER_EXECUTED_LAYER);
+    }
+
+    static Speculation draftModel(int k) {
+        CpuForwardPass d = new CpuForwardPass(drafter.config(), drafter.weights(), 512, 16, 2, KvSlots.PER_EXECUTED_LAYER);
+        return new Speculation(new DraftModelProposer(d, target.config().vocabSize(), 512, d), k, 64);
+    }
+
+    static Speculation ngram(int k) {
+        return new Speculation(new NgramProposer(1, 4, 0), k, 64);
+    }
+
+    /** Runs the requests to completion together on one engine; per request its events' signature. */
+    static Result run(ForwardPass pass, Speculation spec, List<int[]> ps, Function<Integer, SamplingParams> params) {
+        EngineCore core = new EngineCore(pass, 512, 64, Set.of(imEnd), spec);
+        Map<Integer, EngineCoreTest.Collect> out = new LinkedHashMap<>();
+        for (int i = 0; i < ps.size(); i++) {
+            EngineCoreTest.Collect c = new EngineCoreTest.Collect();
+            out.put(i, c);
+            core.add(i + 1, ps.get(i), params.apply(i), c);
+        }
+        int guard = 0;
+        while (!core.idle() && guard++ < 100_000) {
+            core.step();
+        }
+        assertTrue(core.idle());
+        assertEquals(core.pool().numBlocks(), core.pool().freeBlocks(), "every target block back");
+        if (spec.proposer() instanceof DraftModelProposer d) {
+            assertEquals(d.totalBlocks(), d.freeBlocks(), "every drafter block back");
+        }
+        List<String> sigs = new ArrayList<>();
+        for (EngineCoreTest.Collect c : out.values()) {
+            assertTrue(c.error == null, () -> "failed: " + c.error);
+            sigs.add(c.signature());
+        }
+        return new Result(sigs, core.stats().speculative(), core.stats().steps());
+    }
+
+    record Result(List<String> signatures, SpecStats spec, long steps) {
+    }
+
+    static SamplingParams greedy(int i) {
+        // logprobs on: the host path, which also checks the emitted tokens' logprobs equal plain decoding's
+        return new SamplingParams(0, 0, 1, 0, null, 0, 0, 1, Map.of(), 48, Set.of(), false, 2, null, -1);
+    }
+
+    @Test
+    void draftedGreedyEqualsPlainGreedyInBatchesOf1And7And64() {
+        for (int batch : new int[]{1, 7, 64}) {
+            List<int[]> ps = prompts.subList(0, batch);
+            try (CpuForwardPass pass = targetPass()) {
+                Result plain = run(pass, Speculation.NONE, ps, SpeculativeEngineTest::greedy);
+                for (String method : List.of("draft", "ngram")) {
+                    Speculation spec = method.equals("draft") ? draftModel(4) : ngram(4);
+                    try (Proposer p = spec.proposer()) {
+                        Result drafted = run(pass, spec, ps, SpeculativeEngineTest::greedy);
+                        assertEquals(plain.signatures(), drafted.signatures(), method + " drafting, batch " + batch);
+                        assertTrue(drafted.spec().acceptedTokens() > 0, method + " accepted some drafts");
+                        System.out.printf("[speculative] CPU %s batch %d: %d drafted, acceptance %.3f, %.2f tokens a window; steps %d vs plain %d%n",
+                                method, batch, drafted.spec().draftTokens(), drafted.spec().acceptanceRate(), drafted.spec().meanAcceptedLength(),
+                                drafted.steps(), plain.steps());
+                    }
+                }
+            }
+        }
+    }
+
+    /** Greedy rows drawn by a device (here the host rule behind a device-drawing pass): verified from the drawn ids alone. */
+    @Test
+    void draftedGreedyDrawnOnTheDeviceEqualsPlain() {
+        Function<Integer, SamplingParams> plainGreedy = i -> SamplingParams.greedy(40);
+        try (CpuForwardPass pass = targetPass()) {
+            DeviceDrawWiringTest.HostRuleDrawing device = new DeviceDrawWiringTest.HostRuleDrawing(pass);
+            List<int[]> ps = prompts.subList(0, 7);
+            Result plain = run(device, Speculation.NONE, ps, plainGreedy);
+            Speculation spec = draftModel(4);
+            try (Proposer p = spec.proposer()) {
+                int before = device.drawn;
+                Result drafted = run(device, spec, ps, plainGreedy);
+                assertEquals(plain.signatures(), drafted.signatures());
+                assertTrue(device.drawn > before, "verification rows were drawn on the device");
+                assertTrue(drafted.spec().acceptedTokens() > 0);
+            }
+        }
+    }
+
+    /** Sampled drafting at the model's recommended temperatures: a seeded request reproduces, and equals itself alone and in a batch. */
+    @Test
+    void seededSampledDraftingReproducesAloneAndBatched() {
+        for (double t : new double[]{0.6, 1.0}) {
+            Function<Integer, SamplingParams> sampled = i -> new SamplingParams(t, 20, 0.95, 0, 1000L + i, 0, 0, 1, Map.of(), 40, Set.of(), false,
+                    1, null, -1);
+            List<int[]> ps = prompts.subList(0, 7);
+            try (CpuForwardPass pass = targetPass()) {
+                List<String> batched, again, alone = new ArrayList<>();
+                Speculation s1 = draftModel(4);
+                try (Proposer p = s1.proposer()) {
+                    batched = run(pass, s1, ps, sampled).signatures();
+                }
+                Speculation s2 = draftModel(4);
+                try (Proposer p = s2.proposer()) {
+                    again = run(pass, s2, ps, sampled).signatures();
+                }
+                for (int i = 0; i < ps.size(); i++) {
+                    Speculation s3 = draftModel(4);
+                    int index = i;
+                    try (Proposer p = s3.proposer()) {
+                        alone.add(run(pass, s3, List.of(ps.get(i)), j -> sampled.apply(index)).signatures().getFirst());
+                    }
+                }
+                assertEquals(batched, again, "seeded drafted sampling reproduces at temperature " + t);
+                assertEquals(batched, alone, "a seeded drafted request is the same alone and batched at temperature " + t);
+            }
+        }
+    }
+
+    /** max_tokens and the end-of-turn id cut a drafted window exactly where plain decoding stops. */
+    @Test
+    void draftsNeverRunPastMaxTokensOrTheEndOfTurn() {
+        try (CpuForwardPass pass = targetPass()) {
+            for (int max : new int[]{1, 2, 3, 5, 17}) {
+                Function<Integer, SamplingParams> p = i -> new SamplingParams(0, 0, 1, 0, null, 0, 0, 1, Map.of(), max, Set.of(), false, -1, null, -1);
+                List<int[]> ps = prompts.subList(0, 8);
+                Result plain = run(pass, Speculation.NONE, ps, p);
+                Speculation spec = ngram(8);
+                try (Proposer pr = spec.proposer()) {
+                    assertEquals(plain.signatures(), run(pass, spec, ps, p).signatures(), "max_tokens " + max);
+                }
+            }
+        }
+    }
+}
