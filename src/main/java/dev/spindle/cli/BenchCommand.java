@@ -89,11 +89,15 @@ final class BenchCommand implements Callable<Integer> {
     @Option(names = "--spec-max-tokens", defaultValue = "128", paramLabel = "N", description = "With --speculative-method: tokens per request (default 128).")
     int specMaxTokens;
 
+    @Option(names = "--spec-prompts", paramLabel = "FILE",
+            description = "With --speculative-method: prompts as token ids ({\"prompts\": [[ids], ...]}) instead of the chat questions tokenized here.")
+    java.nio.file.Path specPrompts;
+
     @Override
     public Integer call() throws Exception {
         var spec = speculative.config();
         if (spec.method() != dev.spindle.engine.spec.SpeculativeConfig.Method.NONE) {
-            return new SpecBenchRun(model, spec, backend, specBatches, specMaxTokens, promptTokens, stepRows, kvMemoryFraction).call();
+            return new SpecBenchRun(model, spec, backend, specBatches, specMaxTokens, promptTokens, stepRows, kvMemoryFraction, specPrompts).call();
         }
         if (grammarTokenizer != null) {
             return new GrammarBenchRun(grammarTokenizer, grammarSequences, grammarSteps).call();

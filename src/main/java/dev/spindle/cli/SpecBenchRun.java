@@ -36,17 +36,19 @@ import java.util.concurrent.Callable;
  * model has a tokenizer and real weights, else seeded random ids (a dummy model's greedy output
  * repeats itself, so prompt lookup still drafts).
  */
-final class SpecBenchRun implements Callable<Integer> {
+public final class SpecBenchRun implements Callable<Integer> {
     private final ModelOptions model;
     private final SpeculativeConfig cfg;
     private final String backend;
     private final int[] batches;
     private final int maxTokens, promptTokens, stepRows;
     private final double kvMemoryFraction;
+    private final java.nio.file.Path promptFile;
     private long ids;
 
     SpecBenchRun(ModelOptions model, SpeculativeConfig cfg, String backend, int[] batches, int maxTokens, int promptTokens, int stepRows,
-                 double kvMemoryFraction) {
+                 double kvMemoryFraction, java.nio.file.Path promptFile) {
+        this.promptFile = promptFile;
         this.model = model;
         this.cfg = cfg;
         this.backend = backend;
@@ -68,10 +70,16 @@ final class SpecBenchRun implements Callable<Integer> {
         Map<String, Object> out = new LinkedHashMap<>();
         try (Backends.Opened target = Backends.open(model.dir(), model.format(), kind, Proposers.targetSettings(cfg, settings), LoadListener.NONE)) {
             Speculation spec = Proposers.open(cfg, model.dir(), target, model.format(), settings, LoadListener.NONE);
-            boolean chat = model.format() != LoadFormat.DUMMY && Files.isRegularFile(model.dir().resolve("tokenizer.json"));
+            boolean chat = model.format() != LoadFormat.DUMMY && (promptFile != null || Files.isRegularFile(model.dir().resolve("tokenizer.json")));
             List<int[]> prompts = new ArrayList<>();
             Set<Integer> eos = Set.of();
-            if (chat) {
+            if (chat && promptFile != null) {
+                prompts.addAll(promptIds(promptFile));
+                if (prompts.size() < maxBatch) {
+                    throw new IllegalArgumentException(promptFile + " holds " + prompts.size() + " prompts, fewer than the largest batch " + maxBatch);
+                }
+                eos = Set.copyOf(target.config().eosTokenIds());
+            } else if (chat) {
                 try (Tokenizer tok = Tokenizer.load(model.dir())) {
                     ChatTemplate template = ChatTemplate.fromModelDir(model.dir());
                     for (String q : questions(maxBatch)) {
@@ -80,9 +88,15 @@ final class SpecBenchRun implements Callable<Integer> {
                     eos = ChatRunner.endOfTurnIds(target.config(), tok);
                 }
             } else {
+                // ids every model here can read: a drafter's vocabulary may stop short of the target's padded one, and real text
+                // never holds the padding ids (a prompt that does is not drafted for: the drafter cannot read it)
+                int vocab = target.config().vocabSize();
+                if (cfg.method() == SpeculativeConfig.Method.DRAFT) {
+                    vocab = Math.min(vocab, dev.spindle.model.ConfigParser.read(cfg.draftModel().resolve("config.json")).vocabSize());
+                }
                 Random rnd = new Random(11);
                 for (int i = 0; i < maxBatch; i++) {
-                    prompts.add(rnd.ints(promptTokens, 3, target.config().vocabSize()).toArray());
+                    prompts.add(rnd.ints(promptTokens, 3, vocab).toArray());
                 }
             }
             out.put("model", model.dir().toString());
@@ -90,13 +104,14 @@ final class SpecBenchRun implements Callable<Integer> {
             out.put("backend", target.description());
             out.put("speculative", cfg.describe());
             out.put("proposer", spec.proposer().describe());
-            out.put("prompts", chat ? "the bundled chat questions, greedy, stopping at the end of turn" : "seeded random ids of " + promptTokens
+            out.put("prompts", chat ? "the bundled chat questions" + (promptFile != null ? " (token ids from " + promptFile + ")" : "")
+                    + ", greedy, stopping at the end of turn" : "seeded random ids of " + promptTokens
                     + " tokens, greedy, " + maxTokens + " tokens each");
-            // warm-up (JIT, graphs) of both paths
-            measure(target, Speculation.NONE, prompts.subList(0, 1), eos, chat, 8);
-            measure(target, spec, prompts.subList(0, 1), eos, chat, 8);
             List<Map<String, Object>> runs = new ArrayList<>();
             for (int b : batches) {
+                // warm-up (JIT, and the CUDA graphs of the step sizes this batch meets) of both paths
+                measure(target, Speculation.NONE, prompts.subList(0, b), eos, chat, 24);
+                measure(target, spec, prompts.subList(0, b), eos, chat, 24);
                 Run plain = measure(target, Speculation.NONE, prompts.subList(0, b), eos, chat, maxTokens);
                 Run drafted = measure(target, spec, prompts.subList(0, b), eos, chat, maxTokens);
                 Map<String, Object> r = new LinkedHashMap<>();
@@ -218,7 +233,29 @@ final class SpecBenchRun implements Callable<Integer> {
         return new Run(decoded / Math.max(1e-9, seconds), tokens, delta, core.stats().steps() - steps0);
     }
 
-    static List<String> questions(int n) {
+    /** The prompts of a {@code --spec-prompts} file: {@code {"prompts": [[id, ...], ...]}}. */
+    public static List<int[]> promptIds(java.nio.file.Path file) {
+        try {
+            List<int[]> out = new ArrayList<>();
+            var root = new ObjectMapper().readTree(file.toFile()).path("prompts");
+            if (!root.isArray()) {
+                throw new IllegalArgumentException(file + ": expected {\"prompts\": [[token ids], ...]}");
+            }
+            for (var p : root) {
+                int[] ids = new int[p.size()];
+                for (int i = 0; i < ids.length; i++) {
+                    ids[i] = p.get(i).asInt();
+                }
+                out.add(ids);
+            }
+            return out;
+        } catch (java.io.IOException e) {
+            throw new IllegalArgumentException(file + ": " + e.getMessage(), e);
+        }
+    }
+
+    /** The chat questions the speculative bench and tests ask (arithmetic, counting, dates, comparisons, conversions). */
+    public static List<String> questions(int n) {
         List<String> q = new ArrayList<>();
         for (int i = 0; i < n; i++) {
             q.add(switch (i % 6) {

@@ -24,8 +24,8 @@ final class SpeculativeOptions {
     @Option(names = "--prompt-lookup-max", defaultValue = "4", paramLabel = "N", description = "ngram: longest suffix matched (default 4).")
     int ngramMax;
 
-    @Option(names = "--speculative-max-batch", defaultValue = "32", paramLabel = "N",
-            description = "Draft only while at most this many sequences decode in one step (default 32).")
+    @Option(names = "--speculative-max-batch", defaultValue = "16", paramLabel = "N",
+            description = "Draft only while at most this many sequences decode in one step (default 16).")
     int maxBatch;
 
     SpeculativeConfig config() {

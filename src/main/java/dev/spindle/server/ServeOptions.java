@@ -50,7 +50,7 @@ final class ServeOptions {
     Integer ngramMin;
     @Option(names = "--prompt-lookup-max", paramLabel = "N", description = "ngram: longest suffix matched (default 4).")
     Integer ngramMax;
-    @Option(names = "--speculative-max-batch", paramLabel = "N", description = "Draft only while at most this many sequences decode in a step (default 32).")
+    @Option(names = "--speculative-max-batch", paramLabel = "N", description = "Draft only while at most this many sequences decode in a step (default 16).")
     Integer specMaxBatch;
     @Option(names = "--max-waiting-requests", paramLabel = "N", description = "Requests waiting to start at most; beyond, 429 with Retry-After (default 256).")
     Integer maxWaiting;

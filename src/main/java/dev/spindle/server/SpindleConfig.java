@@ -106,8 +106,11 @@ public interface SpindleConfig {
         @WithDefault("4")
         int promptLookupMax();
 
-        /** Drafting stops while more sequences than this decode in one step. */
-        @WithDefault("32")
+        /**
+         * Drafting stops while more sequences than this decode in one step: verification rows stop being nearly free once a
+         * step is no longer bound by reading the weights (33B shape on the H200: prompt lookup 1.14x plain at batch 8, 0.95x at 32).
+         */
+        @WithDefault("16")
         int maxBatch();
     }
 }

@@ -79,8 +79,6 @@ public final class CudaForwardPass implements ForwardPass {
     private MemorySegment metaHost;
     private int metaInts;
     private final java.util.Map<java.util.List<Integer>, MemorySegment> graphs = new java.util.HashMap<>();
-    /** Rows of a window that a captured graph may hold: a decode row, or a verified window of up to 16 drafts. */
-    static final int GRAPH_WINDOW_ROWS = 17;
     /** Captured graphs kept at most (one per step shape); a step of a new shape beyond it launches kernel by kernel. */
     static final int MAX_GRAPHS = 512;
     private long cos, sin, partO, partML, scores;
@@ -397,11 +395,9 @@ public final class CudaForwardPass implements ForwardPass {
     }
 
     /**
-     * The split bucket (a power of two) of a graph-eligible step, or 0 when the step runs without a graph. Eligible: decode
-     * rows (one row, its logits) and short windows wanting the logits of their last row or of every row (drafted windows being
-     * verified), all logit rows in one pass of the head. A captured step's launches and offsets depend only on its shape: the
-     * windows' lengths and logit rows, and the decode rows' split bucket; a short window's attention CTAs walk their keys from
-     * the uploaded descriptors, whatever its position.
+     * The split bucket (a power of two) of a graph-eligible step, or 0 when the step runs without a graph. Eligible: windows
+     * short enough that each row's attention runs as a decode row (StepPlan.rowwise: decode rows, drafted windows being
+     * verified, short prompt tails), each wanting some logits, all logit rows in one pass of the head.
      */
     private int graphSplits(List<Window> windows) {
         if (!opt.cudaGraphs() || windows.size() > logitRowsMax) {
@@ -410,13 +406,12 @@ public final class CudaForwardPass implements ForwardPass {
         int max = 1, logitRows = 0;
         for (Window w : windows) {
             int len = w.tokens().length, rows = w.logitRows().length;
-            if (len > GRAPH_WINDOW_ROWS || !(rows == len || (rows == 1 && w.logitRows()[0] == len - 1))) {
+            if (!StepPlan.rowwise(len) || rows == 0) {
                 return 0;
             }
             logitRows += rows;
-            if (len == 1) {
-                max = Math.max(max, w.start() / CudaKernels.ATTENTION_SPLIT + 1);
-            }
+            // every row of a graph-eligible window is a decode row (StepPlan.rowwise): the bucket covers the last one's splits
+            max = Math.max(max, (w.start() + len - 1) / CudaKernels.ATTENTION_SPLIT + 1);
         }
         if (logitRows > logitRowsMax) {
             return 0;
@@ -424,16 +419,20 @@ public final class CudaForwardPass implements ForwardPass {
         return Integer.bitCount(max) == 1 ? max : Integer.highestOneBit(max) << 1;
     }
 
-    /** A captured graph's shape: split bucket, greedy head, then per window its length and whether it wants every row's logits. */
+    /**
+     * A captured graph's shape: split bucket, greedy head, the step's rows and logit rows. Every row of a graph-eligible step
+     * is a decode row (StepPlan.rowwise), so the launches (CTA counts, GEMM sizes, the head's rows) and every offset of the
+     * step's integers depend on these four numbers only; which rows belong to which window, their positions, tables and the
+     * rows whose logits are gathered are data in the uploaded plan. One graph thus serves every mix of decode rows and drafted
+     * windows with the same row counts.
+     */
     private static java.util.List<Integer> graphKey(List<Window> windows, int splits, boolean greedy) {
-        Integer[] key = new Integer[2 + windows.size()];
-        key[0] = splits;
-        key[1] = greedy ? 1 : 0;
-        for (int i = 0; i < windows.size(); i++) {
-            Window w = windows.get(i);
-            key[2 + i] = w.tokens().length * 2 + (w.logitRows().length == w.tokens().length && w.tokens().length > 1 ? 1 : 0);
+        int rows = 0, logitRows = 0;
+        for (Window w : windows) {
+            rows += w.tokens().length;
+            logitRows += w.logitRows().length;
         }
-        return java.util.List.of(key);
+        return java.util.List.of(splits, greedy ? 1 : 0, rows, logitRows);
     }
 
     private void dropGraphs() {

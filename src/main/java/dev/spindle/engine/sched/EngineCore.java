@@ -259,7 +259,7 @@ public final class EngineCore {
         List<Sequence> asked = new ArrayList<>();
         List<DraftRequest> requests = new ArrayList<>();
         for (Sequence s : decoding) {
-            int want = s.pacer.next();
+            int want = s.pacer.next(steps);
             int room = Math.min(s.params.maxTokens() - s.generated() - 1, maxPositions - s.length - 1);
             int k = Math.min(want, room);
             if (k > 0) {
@@ -335,7 +335,7 @@ public final class EngineCore {
             acceptedAt[j]++;
         }
         acceptedLength[Math.min(accepted, acceptedLength.length - 1)]++;
-        s.pacer.record(d.length, accepted);
+        s.pacer.record(steps, d.length, accepted);
         if (!s.finished) {
             s.table.truncate(e.from() + 1 + accepted);
             scheduler.registerFullBlocks(s);

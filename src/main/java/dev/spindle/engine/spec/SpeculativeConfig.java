@@ -14,7 +14,7 @@ import java.util.Locale;
  * @param maxBatch   drafting stops while more sequences than this decode in one step
  */
 public record SpeculativeConfig(Method method, Path draftModel, int numTokens, int ngramMin, int ngramMax, int maxBatch) {
-    public static final SpeculativeConfig NONE = new SpeculativeConfig(Method.NONE, null, 4, 1, 4, 32);
+    public static final SpeculativeConfig NONE = new SpeculativeConfig(Method.NONE, null, 4, 1, 4, 16);
 
     public enum Method {
         NONE, DRAFT, NGRAM;

@@ -30,7 +30,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class CudaSpeculativeTest {
     @BeforeAll
     static void load() {
-        SpeculativeEngineTest.load();
+        SpeculativeEngineTest.loadModels();
     }
 
     @AfterAll

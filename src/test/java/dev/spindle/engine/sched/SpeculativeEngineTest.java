@@ -39,38 +39,38 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class SpeculativeEngineTest {
     static final Path TARGET = Path.of("models/spindle-chat-target"), DRAFTER = Path.of("models/spindle-chat-drafter");
     static LoadedModel target, drafter;
-    static Tokenizer tok;
     static List<int[]> prompts = new ArrayList<>();
     static int imEnd;
 
-    @BeforeAll
-    static void load() {
+    /** The prompts as token ids (the device has no tokenizer): the bench's chat questions, tokenized once and committed. */
+    static final Path PROMPTS = Path.of("src/test/resources/fixtures/chat-target/spec-prompts.json");
+
+    /** The models and the committed prompts, without the tokenizer (what the GPU test needs). */
+    static void loadModels() {
         target = ModelLoader.load(TARGET, LoadFormat.SAFETENSORS, LoadListener.NONE);
         drafter = ModelLoader.load(DRAFTER, LoadFormat.SAFETENSORS, LoadListener.NONE);
-        tok = Tokenizer.load(TARGET);
-        imEnd = tok.addedTokenId("<|im_end|>");
-        ChatTemplate template = ChatTemplate.fromModelDir(TARGET);
-        List<String> questions = new ArrayList<>();
-        for (int i = 0; i < 64; i++) {
-            questions.add(switch (i % 8) {
-                case 0 -> "What is " + (12 + i) + " + " + (31 + 2 * i) + "?";
-                case 1 -> "How many r's are in strawberry?";
-                case 2 -> "Is " + (1896 + 4 * i) + " a leap year?";
-                case 3 -> "Which is bigger, 9.11 or 9." + (i % 9 + 1) + "?";
-                case 4 -> "Convert " + (i + 3) + " km to meters.";
-                case 5 -> "How many days are in February " + (2000 + i) + "?";
-                case 6 -> "What is " + (i + 7) + " times " + (i % 5 + 3) + "?";
-                default -> "Count the letter e in " + (i % 2 == 0 ? "excellence" : "cheese") + ".";
-            });
-        }
-        for (String q : questions) {
-            prompts.add(tok.encode(template.render(List.of(Map.of("role", "user", "content", q)), null, Map.of("add_generation_prompt", true))));
+        imEnd = target.config().eosTokenIds().iterator().next();
+        prompts = dev.spindle.cli.SpecBenchRun.promptIds(PROMPTS);
+    }
+
+    @BeforeAll
+    static void load() {
+        loadModels();
+        // the committed ids are the questions as the template and tokenizer render them today
+        try (Tokenizer tok = Tokenizer.load(TARGET)) {
+            assertEquals(imEnd, tok.addedTokenId("<|im_end|>"), "the config's end of sequence is the template's end of turn");
+            ChatTemplate template = ChatTemplate.fromModelDir(TARGET);
+            List<String> questions = dev.spindle.cli.SpecBenchRun.questions(prompts.size());
+            for (int i = 0; i < questions.size(); i++) {
+                int[] ids = tok.encode(template.render(List.of(Map.of("role", "user", "content", questions.get(i))), null,
+                        Map.of("add_generation_prompt", true)));
+                org.junit.jupiter.api.Assertions.assertArrayEquals(ids, prompts.get(i), PROMPTS + " prompt " + i + " is stale");
+            }
         }
     }
 
     @AfterAll
     static void close() {
-        tok.close();
         target.close();
         drafter.close();
     }

@@ -62,27 +62,47 @@ class NgramProposerTest {
     @Test
     void aPacerPausesLongerAfterEachMissAndResumesAfterAnAcceptedDraft() {
         DraftPacer p = new DraftPacer(4);
-        assertEquals(4, p.next());
+        assertEquals(4, p.next(0));
         int drafting = 0, steps = 2000;
         for (int s = 0; s < steps; s++) {
-            int k = p.next();
+            int k = p.next(s);
             if (k > 0) {
                 drafting++;
-                p.record(k, 0);
+                p.record(s, k, 0);
             }
         }
-        assertTrue(drafting <= steps / DraftPacer.MAX_PAUSE + 8, "drafts that always fail probe about every " + DraftPacer.MAX_PAUSE + " steps: " + drafting);
-        // an accepted draft ends the pause sequence; partial acceptance shortens the drafts
-        while (p.next() == 0) {
-            // wait out the pause
-        }
-        p.record(1, 1);
-        assertTrue(p.next() >= 1);
+        assertTrue(drafting <= steps / DraftPacer.MAX_PAUSE + 4, "drafts that always fail probe about every " + DraftPacer.MAX_PAUSE + " steps: " + drafting);
+        // a single miss is no reason to pause
+        DraftPacer q = new DraftPacer(4);
+        q.record(10, 4, 0);
+        assertTrue(q.next(11) > 0);
+        q.record(13, 4, 0);
+        assertEquals(0, q.next(14), "two misses in a row pause until the next multiple of 4");
+        assertTrue(q.next(16) > 0);
+        q.record(16, 4, 1); // an accepted draft ends the pause sequence; partial acceptance shortens the drafts
         for (int i = 0; i < 6; i++) {
-            p.record(4, 1);
+            q.record(17 + i, 4, 1);
         }
-        assertEquals(2, p.next(), "about one more than the accepted length");
-        p.record(2, 2);
-        assertTrue(p.next() >= 2);
+        assertEquals(2, q.next(30), "about one more than the accepted length");
+        q.record(30, 2, 2);
+        assertTrue(q.next(31) >= 3, "a fully accepted window lets the next grow");
+    }
+
+    @Test
+    void pausedSequencesProbeInTheSameSteps() {
+        DraftPacer a = new DraftPacer(4), b = new DraftPacer(4);
+        for (long s = 0; s < 1000; s++) {
+            boolean pa = a.next(s) > 0, pb = s >= 37 && b.next(s) > 0; // b starts later
+            if (pa) {
+                a.record(s, 4, 0);
+            }
+            if (pb) {
+                b.record(s, 4, 0);
+            }
+            if (s >= 256) {
+                assertEquals(pa, pb, "step " + s);
+                assertEquals(pa, s % DraftPacer.MAX_PAUSE == 0, "probes on multiples of the longest pause, step " + s);
+            }
+        }
     }
 }
