@@ -10,8 +10,8 @@ package dev.spindle.chat;
  * back until they are complete.
  */
 public final class ReasoningParser {
-    static final String OPEN = "<think>";
-    static final String CLOSE = "</think>";
+    static final String OPEN = ChatFormat.THINK_OPEN;
+    static final String CLOSE = ChatFormat.THINK_CLOSE;
 
     private enum State { BEFORE_CONTENT, REASONING, CONTENT }
 
@@ -27,8 +27,7 @@ public final class ReasoningParser {
 
     /** Whether a rendered prompt ends inside an open think block (its last {@code <think>} is not closed). */
     public static boolean promptOpensReasoning(String prompt) {
-        int open = prompt.lastIndexOf(OPEN);
-        return open >= 0 && prompt.indexOf(CLOSE, open) < 0;
+        return ChatFormat.NANBEIGE.promptOpensReasoning(prompt);
     }
 
     /** Consumes a delta; returns [reasoning, content] text it releases. */

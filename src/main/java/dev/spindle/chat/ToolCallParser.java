@@ -23,8 +23,8 @@ import java.util.regex.Pattern;
  * function, bad structure, unclosed at the end) is given back as content, never dropped.
  */
 public final class ToolCallParser {
-    static final String OPEN = "<tool_call>";
-    static final String CLOSE = "</tool_call>";
+    static final String OPEN = ChatFormat.CALL_OPEN;
+    static final String CLOSE = ChatFormat.CALL_CLOSE;
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final Pattern FUNCTION = Pattern.compile("\\A\\s*<function=([^>\\n]+)>\\n?(.*?)</function>\\s*\\z", Pattern.DOTALL);
     private static final Pattern PARAMETER = Pattern.compile("<parameter=([^>\\n]+)>\\n?(.*?)\\n?</parameter>\\s*", Pattern.DOTALL);

@@ -3,7 +3,6 @@ package dev.spindle.engine;
 import dev.spindle.backend.ForwardPass;
 import dev.spindle.chat.ChatTemplate;
 import dev.spindle.chat.ParsedDelta;
-import dev.spindle.chat.ReasoningParser;
 import dev.spindle.chat.ReplyParser;
 import dev.spindle.chat.ToolCall;
 import dev.spindle.chat.ToolSchemas;
@@ -52,14 +51,9 @@ public final class ChatRunner {
         stopIds.addAll(endOfTurnIds(model.config(), tokenizer));
     }
 
-    /** The ids that end a reply: the config's EOS ids and the template's end of turn, {@code <|im_end|>}. */
+    /** The ids that end a reply (the model's dialect: {@link dev.spindle.chat.ChatFormat#endOfTurnIds}). */
     public static Set<Integer> endOfTurnIds(dev.spindle.model.ModelConfig config, Tokenizer tokenizer) {
-        Set<Integer> ids = new HashSet<>(config.eosTokenIds());
-        int imEnd = tokenizer.addedTokenId("<|im_end|>");
-        if (imEnd >= 0) {
-            ids.add(imEnd);
-        }
-        return Set.copyOf(ids);
+        return dev.spindle.chat.ChatFormat.of(config).endOfTurnIds(config, tokenizer);
     }
 
     /** The prompt as the model sees it. */
@@ -75,7 +69,7 @@ public final class ChatRunner {
     public ChatReply complete(List<?> messages, List<?> tools, Map<String, Object> kwargs, int maxTokens, Consumer<ParsedDelta> onDelta) {
         String prompt = render(messages, tools, kwargs);
         int[] ids = tokenizer.encode(prompt);
-        ReplyParser parser = new ReplyParser(ReasoningParser.promptOpensReasoning(prompt), ToolSchemas.of(tools),
+        ReplyParser parser = dev.spindle.chat.ChatFormat.of(model.config()).replyParser(prompt, ToolSchemas.of(tools),
                 () -> "call_" + UUID.randomUUID().toString().replace("-", "").substring(0, 24));
         IncrementalDetokenizer detok = new IncrementalDetokenizer(tokenizer, true);
         List<ParsedDelta> steps = new ArrayList<>();

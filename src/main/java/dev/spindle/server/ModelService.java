@@ -74,7 +74,7 @@ public class ModelService {
                 sc.draftModel().map(Path::of).orElse(null), sc.numTokens(), sc.promptLookupMin(), sc.promptLookupMax(), sc.maxBatch());
         Backends.Opened backend = Backends.open(dir, format, kind, dev.spindle.backend.Proposers.targetSettings(specConfig, settings), LoadListener.NONE);
         ModelConfig mc = backend.config();
-        Set<Integer> eos = dev.spindle.engine.ChatRunner.endOfTurnIds(mc, tokenizer);
+        Set<Integer> eos = dev.spindle.chat.ChatFormat.of(mc).endOfTurnIds(mc, tokenizer);
         dev.spindle.engine.spec.Speculation speculation;
         try {
             speculation = dev.spindle.backend.Proposers.open(specConfig, dir, backend, format, settings, LoadListener.NONE);
@@ -182,6 +182,11 @@ public class ModelService {
     /** Each token's text, for constrained decoding. */
     public dev.spindle.engine.grammar.TokenTexts tokenTexts() {
         return l().tokenTexts();
+    }
+
+    /** The served model's chat dialect (tags, terminators, reasoning, reply parsing). */
+    public dev.spindle.chat.ChatFormat chatFormat() {
+        return dev.spindle.chat.ChatFormat.of(modelConfig());
     }
 
     /** Ids that end a reply (EOS and the template's end-of-turn). */

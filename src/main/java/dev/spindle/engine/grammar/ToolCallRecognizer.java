@@ -1,5 +1,7 @@
 package dev.spindle.engine.grammar;
 
+import dev.spindle.chat.ChatFormat;
+
 import com.fasterxml.jackson.databind.JsonNode;
 
 import java.util.ArrayList;
@@ -25,14 +27,13 @@ import java.util.Set;
  */
 public final class ToolCallRecognizer implements Recognizer {
     /** The markup of Nanbeige's chat format that no value may contain. */
-    public static final List<String> TAGS = List.of("<tool_call>", "</tool_call>", "<function=", "</function>", "<parameter=", "</parameter>",
-            "<think>", "</think>", "<|im_");
-    static final String OPEN = "<tool_call>";
-    private static final String AFTER_OPEN = "\n<function=";
-    private static final String PARAM = "<parameter=";
-    private static final String CLOSE = "</function>\n</tool_call>";
-    private static final String END_VALUE = "\n</parameter>\n";
-    private static final TagGuard RAW_VALUE = TagGuard.of(TAGS, "\n</parameter>");
+    public static final List<String> TAGS = ChatFormat.MARKUP;
+    static final String OPEN = ChatFormat.CALL_OPEN;
+    private static final String AFTER_OPEN = "\n" + ChatFormat.FUNCTION_OPEN;
+    private static final String PARAM = ChatFormat.PARAMETER_OPEN;
+    private static final String CLOSE = ChatFormat.FUNCTION_CLOSE + "\n" + ChatFormat.CALL_CLOSE;
+    private static final String END_VALUE = "\n" + ChatFormat.PARAMETER_CLOSE + "\n";
+    private static final TagGuard RAW_VALUE = TagGuard.of(TAGS, "\n" + ChatFormat.PARAMETER_CLOSE);
     private static final TagGuard TRIGGER = TagGuard.of(List.of(), OPEN);
     private static final JsonRecognizer.Options JSON_VALUE = new JsonRecognizer.Options(TagGuard.of(TAGS, null), false);
 

@@ -6,7 +6,6 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.spindle.chat.ChatTemplateException;
 import dev.spindle.chat.ParsedDelta;
-import dev.spindle.chat.ReasoningParser;
 import dev.spindle.chat.ReplyParser;
 import dev.spindle.chat.ToolCall;
 import dev.spindle.chat.ToolSchemas;
@@ -106,8 +105,9 @@ public class ChatCompletions {
         } catch (IllegalArgumentException e) {
             throw ApiException.badRequest(e.getMessage(), "max_tokens");
         }
-        boolean inReasoning = ReasoningParser.promptOpensReasoning(prompt);
-        int thinkEnd = inReasoning ? service.tokenizer().addedTokenId("</think>") : -1;
+        dev.spindle.chat.ChatFormat format = service.chatFormat();
+        boolean inReasoning = format.promptOpensReasoning(prompt);
+        int thinkEnd = inReasoning ? format.reasoningEndId(service.tokenizer()) : -1;
         if (grammar != null) {
             Recognizer start = grammar;
             gen = gen.withParams(gen.params().withConstraint(() -> new GrammarConstraint(start, service.tokenTexts(), service.eosIds(), thinkEnd)));
