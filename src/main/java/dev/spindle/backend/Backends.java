@@ -141,7 +141,7 @@ public final class Backends {
             CudaForwardPass gpu = CudaForwardPass.open(c, host == null ? null : host.weights(), options, listener);
             String desc = String.format("the CUDA backend (%s) on %s: %.1f GB of weights %s in %.1f s (%.1f GB/s); KV pool %d blocks of %d tokens"
                             + " (%,d tokens, %.1f GiB); CUDA graphs %s",
-                    why, dev.spindle.backend.cuda.CudaDriver.get().orElseThrow().deviceName(), gpu.weights().bytes() / 1e9, host == null ? "generated" : "uploaded", gpu.weights().seconds(),
+                    why, gpu.driver().deviceName(), gpu.weights().bytes() / 1e9, host == null ? "generated" : "uploaded", gpu.weights().seconds(),
                     gpu.weights().bytes() / 1e9 / Math.max(1e-9, gpu.weights().seconds()), gpu.kvCapacity().blocks(), s.blockSize(),
                     (long) gpu.kvCapacity().blocks() * s.blockSize(), gpu.kvPoolBytes() / (double) (1L << 30), s.cudaGraphs() ? "on" : "off");
             if (host != null) {

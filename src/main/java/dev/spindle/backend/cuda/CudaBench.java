@@ -33,7 +33,7 @@ public final class CudaBench {
     public CudaBench(CudaForwardPass gpu) {
         this.gpu = gpu;
         this.c = gpu.config();
-        this.cuda = CudaDriver.get().orElseThrow();
+        this.cuda = gpu.driver();
         this.pool = gpu.kvCapacity().newPool();
     }
 

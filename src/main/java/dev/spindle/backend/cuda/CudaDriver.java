@@ -17,16 +17,22 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 /**
  * The CUDA driver API through FFM: the calls Spindle makes, each status checked and
- * turned into a {@link CudaException} naming the call. Opened once; {@link #get()} is
- * empty where there is no driver (no GPU), so callers can skip cleanly.
+ * turned into a {@link CudaException} naming the call. One object per device ({@link #device}),
+ * opened once; {@link #get()} (device 0) is empty where there is no driver (no GPU), so callers can
+ * skip cleanly.
  * <p>
  * All work goes to one stream ({@link #stream()}), in order; kernels launch
  * asynchronously and {@link #sync()} waits. Launches reuse one parameter buffer, so they
  * come from one thread at a time (the engine thread).
  */
 public final class CudaDriver {
-    private static final Optional<CudaDriver> INSTANCE = load();
     private static final int MAX_ARGS = 24;
+    /** The driver library, opened once per process; empty where there is none. */
+    private static final Optional<NativeLibrary> LIBRARY = NativeLibrary.open(List.of("libcuda.so.1", "libcuda.so", "nvcuda.dll"));
+    /** One object per device ordinal (its primary context and stream), made on first use. */
+    private static final java.util.Map<Integer, Optional<CudaDriver>> DEVICES = new java.util.concurrent.ConcurrentHashMap<>();
+    /** The context current on each thread, as far as Spindle set it (cuCtxSetCurrent is per thread). */
+    private static final ThreadLocal<MemorySegment> CURRENT = new ThreadLocal<>();
 
     private final NativeLibrary lib;
     private final java.util.Map<String, MethodHandle> handles = new java.util.concurrent.ConcurrentHashMap<>();
@@ -38,10 +44,11 @@ public final class CudaDriver {
     private final MemorySegment launchConfig = Arena.global().allocate(56 + 72, 8);
     private boolean dependentLaunches;
     private final MemorySegment stream;
+    private final MemorySegment context;
     private final MemorySegment params = Arena.global().allocate(ADDRESS, MAX_ARGS);
     private final MemorySegment values = Arena.global().allocate(8L * MAX_ARGS, 8);
 
-    private CudaDriver(NativeLibrary lib) {
+    private CudaDriver(NativeLibrary lib, int ordinal) {
         this.lib = lib;
         cuLaunchKernel = lib.function("cuLaunchKernel", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT, JAVA_INT,
                 JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
@@ -58,11 +65,12 @@ public final class CudaDriver {
             call("cuInit", FunctionDescriptor.of(JAVA_INT, JAVA_INT), 0);
             MemorySegment count = a.allocate(JAVA_INT);
             call("cuDeviceGetCount", FunctionDescriptor.of(JAVA_INT, ADDRESS), count);
-            if (count.get(JAVA_INT, 0) == 0) {
-                throw new CudaException("no CUDA device");
+            if (count.get(JAVA_INT, 0) <= ordinal) {
+                throw new CudaException(count.get(JAVA_INT, 0) == 0 ? "no CUDA device" : "no CUDA device " + ordinal + " (this machine has "
+                        + count.get(JAVA_INT, 0) + ")");
             }
             MemorySegment dev = a.allocate(JAVA_INT);
-            call("cuDeviceGet", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT), dev, 0);
+            call("cuDeviceGet", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT), dev, ordinal);
             device = dev.get(JAVA_INT, 0);
             MemorySegment name = a.allocate(256);
             call("cuDeviceGetName", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT), name, 256, device);
@@ -76,29 +84,55 @@ public final class CudaDriver {
             sharedOptIn = major.get(JAVA_INT, 0);
             MemorySegment ctx = a.allocate(ADDRESS);
             call("cuDevicePrimaryCtxRetain", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT), ctx, device);
-            call("cuCtxSetCurrent", FunctionDescriptor.of(JAVA_INT, ADDRESS), ctx.get(ADDRESS, 0));
+            context = ctx.get(ADDRESS, 0);
+            makeCurrent();
             MemorySegment s = a.allocate(ADDRESS);
             call("cuStreamCreate", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT), s, 1 /* CU_STREAM_NON_BLOCKING */);
             stream = s.get(ADDRESS, 0);
         }
     }
 
-    private static Optional<CudaDriver> load() {
-        Optional<NativeLibrary> lib = NativeLibrary.open(List.of("libcuda.so.1", "libcuda.so", "nvcuda.dll"));
-        if (lib.isEmpty()) {
+    private static Optional<CudaDriver> load(int ordinal) {
+        if (LIBRARY.isEmpty()) {
             return Optional.empty();
         }
         try {
-            return Optional.of(new CudaDriver(lib.get()));
+            return Optional.of(new CudaDriver(LIBRARY.get(), ordinal));
         } catch (CudaException | UnsatisfiedLinkError e) {
-            System.err.println("spindle: CUDA driver present but unusable: " + e.getMessage());
+            System.err.println("spindle: CUDA device " + ordinal + " unusable: " + e.getMessage());
             return Optional.empty();
         }
     }
 
-    /** The driver with a current context on device 0, or empty where there is none. */
+    /** Device 0, or empty where there is no driver or GPU. */
     public static Optional<CudaDriver> get() {
-        return INSTANCE;
+        return device(0);
+    }
+
+    /**
+     * The device with this ordinal (its own primary context, stream and launch buffers), or empty where
+     * there is no such device. Each device is one object for the process; two may be used side by side,
+     * each from its own thread (tensor parallelism), or one after the other from one thread.
+     */
+    public static Optional<CudaDriver> device(int ordinal) {
+        return DEVICES.computeIfAbsent(ordinal, CudaDriver::load);
+    }
+
+    /** The device's ordinal. */
+    public int ordinal() {
+        return device;
+    }
+
+    /**
+     * Makes this device's context current on the calling thread (contexts are current per thread):
+     * every entry point that issues work on a thread other than the one that opened the device calls
+     * it first; a cheap check when it is current already.
+     */
+    public void makeCurrent() {
+        if (CURRENT.get() != context) {
+            call("cuCtxSetCurrent", FunctionDescriptor.of(JAVA_INT, ADDRESS), context);
+            CURRENT.set(context);
+        }
     }
 
     public String deviceName() {

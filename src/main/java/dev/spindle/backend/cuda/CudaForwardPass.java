@@ -243,6 +243,11 @@ public final class CudaForwardPass implements ForwardPass {
         return capacity;
     }
 
+    /** The device this pass runs on. */
+    public CudaDriver driver() {
+        return cuda;
+    }
+
     public CudaWeights weights() {
         return w;
     }
@@ -258,6 +263,7 @@ public final class CudaForwardPass implements ForwardPass {
 
     @Override
     public StepOutput execute(ModelStep step) {
+        cuda.makeCurrent(); // the engine thread, not the thread that opened the pass
         List<Window> windows = step.windows();
         StepPlan plan = run(step, false);
         // per logit row (in the plan's order): its window's draw and uniform, or null when the row's logits go to the host
@@ -330,6 +336,7 @@ public final class CudaForwardPass implements ForwardPass {
      * row, its argmax (in the step's row order). Only the token ids come back.
      */
     public int[] greedy(ModelStep step) {
+        cuda.makeCurrent();
         StepPlan plan = run(step, true);
         int[] ids = new int[plan.logitRows];
         int done = 0;
@@ -562,6 +569,7 @@ public final class CudaForwardPass implements ForwardPass {
      * operation kind, summed over layers, plus "head"): where a step's time goes.
      */
     public java.util.Map<String, Double> profileStep(ModelStep step) {
+        cuda.makeCurrent();
         profile = new java.util.LinkedHashMap<>();
         try {
             StepPlan p = prepare(step, 0);
@@ -575,6 +583,7 @@ public final class CudaForwardPass implements ForwardPass {
 
     @Override
     public void close() {
+        cuda.makeCurrent();
         dropGraphs();
         for (long b : buffers) {
             cuda.free(b);
@@ -601,7 +610,15 @@ public final class CudaForwardPass implements ForwardPass {
      */
     public static CudaForwardPass open(ModelConfig config, dev.spindle.model.ModelWeights hostWeights, Options options,
                                        dev.spindle.model.LoadListener listener) {
-        CudaKernels kernels = CudaKernels.load().orElseThrow(() -> new CudaException("the CUDA backend is unavailable: " + CudaKernels.unavailableReason()));
+        return open(config, hostWeights, options, listener, 0);
+    }
+
+    /** As {@link #open(ModelConfig, dev.spindle.model.ModelWeights, Options, dev.spindle.model.LoadListener)}, on device {@code ordinal}. */
+    public static CudaForwardPass open(ModelConfig config, dev.spindle.model.ModelWeights hostWeights, Options options,
+                                       dev.spindle.model.LoadListener listener, int ordinal) {
+        CudaKernels kernels = CudaKernels.load(ordinal).orElseThrow(() -> new CudaException("the CUDA backend is unavailable on device " + ordinal
+                + ": " + (ordinal == 0 ? CudaKernels.unavailableReason() : "no such device, or no kernels in this build")));
+        kernels.driver().makeCurrent();
         CublasLt lt = CublasLt.open(kernels).orElseThrow(() -> new CudaException("the CUDA backend needs cuBLASLt (libcublasLt.so.13) on the library path"));
         CudaWeights w = hostWeights == null ? CudaWeights.dummy(kernels.driver(), kernels, config, 0x5EED, listener)
                 : CudaWeights.upload(kernels.driver(), config, hostWeights, listener);

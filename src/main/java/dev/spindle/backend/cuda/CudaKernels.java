@@ -115,19 +115,21 @@ public final class CudaKernels {
         fillDummy = cuda.function(module, "fill_dummy");
     }
 
-    /** The kernels, if this build has them (nvcc was present) and a GPU is here. */
-    public static synchronized Optional<CudaKernels> load() {
-        if (loaded == null) {
-            loaded = read();
-        }
-        return loaded;
+    /** The kernels on device 0, if this build has them (nvcc was present) and a GPU is here. */
+    public static Optional<CudaKernels> load() {
+        return load(0);
     }
 
-    /** The module is loaded once into the primary context; every pass shares it. */
-    private static Optional<CudaKernels> loaded;
+    /** The kernels on device {@code ordinal} (the module loaded into its primary context), if this build has them and the device is here. */
+    public static synchronized Optional<CudaKernels> load(int ordinal) {
+        return loaded.computeIfAbsent(ordinal, CudaKernels::read);
+    }
 
-    private static Optional<CudaKernels> read() {
-        Optional<CudaDriver> cuda = CudaDriver.get();
+    /** The module is loaded once per device into its primary context; every pass on that device shares it. */
+    private static final java.util.Map<Integer, Optional<CudaKernels>> loaded = new java.util.HashMap<>();
+
+    private static Optional<CudaKernels> read(int ordinal) {
+        Optional<CudaDriver> cuda = CudaDriver.device(ordinal);
         if (cuda.isEmpty()) {
             return Optional.empty();
         }

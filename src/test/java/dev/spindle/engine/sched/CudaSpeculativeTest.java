@@ -73,6 +73,48 @@ class CudaSpeculativeTest {
         }
     }
 
+    /**
+     * The server's path: the pass is opened on this thread and driven by the engine's own thread (the
+     * device's context is made current there), drafting with a drafter whose pass was opened here too.
+     */
+    @Test
+    void theEngineThreadDrivesTheGpuAndDrafts() throws Exception {
+        try (CudaForwardPass gpu = cuda(SpeculativeEngineTest.target)) {
+            List<int[]> ps = SpeculativeEngineTest.prompts.subList(0, 7);
+            Function<Integer, SamplingParams> greedy = i -> SamplingParams.greedy(40);
+            List<String> plain = SpeculativeEngineTest.run(gpu, Speculation.NONE, ps, greedy).signatures();
+            Speculation spec = draftModel(4);
+            dev.spindle.engine.Engine engine = new dev.spindle.engine.Engine(gpu, 512, 64, Set.of(SpeculativeEngineTest.imEnd), 64, spec);
+            try {
+                List<java.util.concurrent.CompletableFuture<String>> replies = new java.util.ArrayList<>();
+                for (int[] p : ps) {
+                    java.util.concurrent.CompletableFuture<String> done = new java.util.concurrent.CompletableFuture<>();
+                    EngineCoreTest.Collect c = new EngineCoreTest.Collect() {
+                        @Override
+                        public void onToken(dev.spindle.engine.TokenEvent e) {
+                            super.onToken(e);
+                            if (e.finishReason() != null) {
+                                done.complete(signature());
+                            }
+                        }
+
+                        @Override
+                        public void onError(Throwable t) {
+                            done.completeExceptionally(t);
+                        }
+                    };
+                    engine.submit(p, greedy.apply(0), c);
+                    replies.add(done);
+                }
+                for (int i = 0; i < ps.size(); i++) {
+                    assertEquals(plain.get(i), replies.get(i).get(120, java.util.concurrent.TimeUnit.SECONDS), "request " + i);
+                }
+            } finally {
+                engine.close(); // joins the engine thread, then closes the proposer (and the drafter's pass)
+            }
+        }
+    }
+
     @Test
     void seededSampledDraftingReproducesOnTheGpu() {
         Function<Integer, SamplingParams> sampled = i -> new SamplingParams(0.6, 20, 0.95, 0, 77L + i, 0, 0, 1, Map.of(), 40, Set.of(), false, -1,
