@@ -207,4 +207,111 @@ class SpeculativeEngineTest {
             }
         }
     }
+
+    /** A pool too small for every sequence at once: preemptions happen with drafting as without, and the replies are the same. */
+    @Test
+    void draftingSurvivesPreemptionAndPrefixCacheHits() {
+        // 16 requests sharing their system prompt (prefix-cache hits), in a pool of 20 blocks (320 tokens): preempted and recomputed
+        try (CpuForwardPass pass = new CpuForwardPass(target.config(), target.weights(), 20, 16, 2, KvSlots.PER_EXECUTED_LAYER)) {
+            List<int[]> ps = new ArrayList<>(prompts.subList(0, 8));
+            ps.addAll(prompts.subList(0, 8)); // the same prompts again: whole-prefix hits
+            Result plain = runCounting(pass, Speculation.NONE, ps);
+            Speculation spec = draftModel(4);
+            try (Proposer p = spec.proposer()) {
+                Result drafted = runCounting(pass, spec, ps);
+                assertEquals(plain.signatures(), drafted.signatures());
+                assertTrue(drafted.spec().acceptedTokens() > 0);
+            }
+        }
+    }
+
+    static long lastPreemptions, lastPrefixHits;
+
+    static Result runCounting(ForwardPass pass, Speculation spec, List<int[]> ps) {
+        EngineCore core = new EngineCore(pass, 96, 16, Set.of(imEnd), spec);
+        List<EngineCoreTest.Collect> out = new ArrayList<>();
+        for (int i = 0; i < ps.size(); i++) {
+            EngineCoreTest.Collect c = new EngineCoreTest.Collect();
+            out.add(c);
+            core.add(i + 1, ps.get(i), greedy(i), c);
+        }
+        while (!core.idle()) {
+            core.step();
+        }
+        assertTrue(core.stats().preemptions() > 0, "the pool is too small for all at once: some were preempted");
+        assertTrue(core.stats().prefixHitTokens() > 0, "the repeated prompts hit the prefix cache");
+        assertEquals(core.pool().numBlocks(), core.pool().freeBlocks());
+        List<String> sigs = new ArrayList<>();
+        for (EngineCoreTest.Collect c : out) {
+            assertTrue(c.error == null, () -> "failed: " + c.error);
+            sigs.add(c.signature());
+        }
+        return new Result(sigs, core.stats().speculative(), core.stats().steps());
+    }
+
+    /**
+     * Structured output with drafting: the grammar masks every verified row in its state after the rows before it, so a
+     * draft the grammar forbids is rejected; greedy constrained replies equal plain ones, and sampled ones (at 0.6 and 1.0)
+     * still parse as the schema's JSON.
+     */
+    @Test
+    void draftsAreVerifiedUnderTheGrammar() throws Exception {
+        var json = new com.fasterxml.jackson.databind.ObjectMapper();
+        var schema = dev.spindle.engine.grammar.Schema.compile(json.readTree(
+                "{\"type\":\"object\",\"properties\":{\"answer\":{\"type\":\"integer\"},\"unit\":{\"type\":\"string\",\"enum\":[\"km\",\"m\"]}},"
+                        + "\"required\":[\"answer\",\"unit\"]}"));
+        var texts = dev.spindle.engine.grammar.TokenTexts.load(TARGET.resolve("tokenizer.json"), target.config().vocabSize());
+        java.util.function.Supplier<dev.spindle.engine.grammar.GrammarConstraint> grammar =
+                () -> new dev.spindle.engine.grammar.GrammarConstraint(schema, texts, Set.of(imEnd), -1);
+        List<int[]> ps = prompts.subList(0, 6);
+        try (CpuForwardPass pass = targetPass()) {
+            Function<Integer, SamplingParams> greedyJson = i -> SamplingParams.greedy(40).withConstraint(grammar);
+            Result plain = run(pass, Speculation.NONE, ps, greedyJson);
+            for (Speculation spec : List.of(draftModel(4), ngram(4))) {
+                try (Proposer p = spec.proposer()) {
+                    assertEquals(plain.signatures(), run(pass, spec, ps, greedyJson).signatures(), spec.proposer().describe());
+                }
+            }
+            for (double t : new double[]{0.6, 1.0}) {
+                Function<Integer, SamplingParams> sampledJson = i -> new SamplingParams(t, 20, 0.95, 0, 500L + i, 0, 0, 1, Map.of(), 60, Set.of(),
+                        false, -1, grammar, -1);
+                Speculation spec = draftModel(4);
+                try (Proposer p = spec.proposer()) {
+                    EngineCore core = new EngineCore(pass, 512, 16, Set.of(imEnd), spec);
+                    List<StringBuilder> texts2 = new ArrayList<>();
+                    List<String[]> finish = new ArrayList<>();
+                    for (int i = 0; i < ps.size(); i++) {
+                        StringBuilder text = new StringBuilder();
+                        String[] end = {null};
+                        texts2.add(text);
+                        finish.add(end);
+                        core.add(i + 1, ps.get(i), sampledJson.apply(i), new dev.spindle.engine.TokenSink() {
+                            @Override
+                            public void onToken(dev.spindle.engine.TokenEvent e) {
+                                if (e.token() != imEnd) {
+                                    text.append(texts.text(e.token()));
+                                }
+                                end[0] = e.finishReason();
+                            }
+
+                            @Override
+                            public void onError(Throwable error) {
+                                throw new AssertionError(error);
+                            }
+                        });
+                    }
+                    while (!core.idle()) {
+                        core.step();
+                    }
+                    for (int i = 0; i < ps.size(); i++) {
+                        if ("stop".equals(finish.get(i)[0])) {
+                            var node = json.readTree(texts2.get(i).toString());
+                            assertTrue(node.path("answer").isIntegralNumber() && List.of("km", "m").contains(node.path("unit").asText()),
+                                    "T " + t + ": " + texts2.get(i));
+                        }
+                    }
+                }
+            }
+        }
+    }
 }
