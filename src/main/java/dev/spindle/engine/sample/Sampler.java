@@ -68,6 +68,20 @@ public final class Sampler {
      * when the draft is plain greedy's token, and otherwise returns that token.
      */
     public static Verdict verify(float[] raw, SamplingParams p, int[] counts, int[] outputCounts, RandomGenerator rng, int draft) {
+        return verify(raw, p, counts, outputCounts, rng, draft, null);
+    }
+
+    /**
+     * Speculative sampling of one position against the proposer's distribution {@code q} (over the
+     * vocabulary, or a prefix of it; null: one-hot at {@code draft}, as above): the draft, drawn from q,
+     * is accepted with probability min(1, p(draft) / q(draft)); otherwise the token is drawn from
+     * norm(max(0, p - q)) (p itself where that is all zero, i.e. p = q). The emitted token is
+     * distributed as p. Greedy ignores q: it accepts exactly plain greedy's token.
+     */
+    public static Verdict verify(float[] raw, SamplingParams p, int[] counts, int[] outputCounts, RandomGenerator rng, int draft, float[] q) {
+        if (q != null && p.temperature() > 0) {
+            return verifyAgainst(raw, p, counts, outputCounts, rng, draft, q);
+        }
         float[] logits = adjusted(raw, p, counts, outputCounts);
         if (p.temperature() == 0) {
             int token = argmax(logits);
@@ -191,6 +205,40 @@ public final class Sampler {
             order[i] = (int) heap[i];
         }
         return order;
+    }
+
+    private static Verdict verifyAgainst(float[] raw, SamplingParams p, int[] counts, int[] outputCounts, RandomGenerator rng, int draft, float[] q) {
+        Distribution d = distribution(adjusted(raw, p, counts, outputCounts), p);
+        double[] pd = new double[raw.length];
+        for (int i = 0; i < d.keep; i++) {
+            pd[d.order[i]] = d.probs[i] / d.total;
+        }
+        double qd = draft < q.length ? q[draft] : 0;
+        if (qd > 0 && rng.nextDouble() < Math.min(1, pd[draft] / qd)) {
+            return new Verdict(withLogprobs(raw, draft, p.logprobs()), true);
+        }
+        double rest = 0;
+        double[] r = new double[raw.length];
+        for (int x = 0; x < raw.length; x++) {
+            r[x] = Math.max(0, pd[x] - (x < q.length ? q[x] : 0));
+            rest += r[x];
+        }
+        if (rest <= 0) { // p = q: the residual is empty, draw from p
+            r = pd;
+            rest = 1;
+        }
+        double u = rng.nextDouble() * rest;
+        int token = -1;
+        for (int x = 0; x < r.length; x++) {
+            if (r[x] > 0) {
+                token = x;
+                u -= r[x];
+                if (u < 0) {
+                    break;
+                }
+            }
+        }
+        return new Verdict(withLogprobs(raw, token, p.logprobs()), false);
     }
 
     /**

@@ -282,7 +282,9 @@ public final class EngineCore {
         }
         Map<Sequence, int[]> out = new HashMap<>();
         for (int i = 0; i < asked.size(); i++) {
-            int[] d = proposals.get(i).tokens();
+            Proposal pr = proposals.get(i);
+            int[] d = pr.tokens();
+            asked.get(i).draftQ = pr.q();
             if (d.length > 0) {
                 out.put(asked.get(i), d.length > requests.get(i).maxTokens() ? java.util.Arrays.copyOf(d, requests.get(i).maxTokens()) : d);
             }
@@ -317,7 +319,7 @@ public final class EngineCore {
                     c = Sampler.sample(row, s.params, s.counts, s.outputCounts, s.rng);
                     ok = false;
                 } else {
-                    Sampler.Verdict v = Sampler.verify(row, s.params, s.counts, s.outputCounts, s.rng, draft);
+                    Sampler.Verdict v = Sampler.verify(row, s.params, s.counts, s.outputCounts, s.rng, draft, s.draftQ == null ? null : s.draftQ[j]);
                     c = v.choice();
                     ok = v.accepted();
                 }

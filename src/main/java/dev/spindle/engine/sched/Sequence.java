@@ -30,6 +30,7 @@ public final class Sequence {
     final int[] counts;        // id -> occurrences in the sequence (for penalties; null when unused)
     final int[] outputCounts;  // id -> occurrences in the output
     dev.spindle.engine.spec.DraftPacer pacer; // how much it drafts (null: it does not)
+    float[][] draftQ;          // the proposer's distribution per draft of this step, or null (one-hot)
     boolean finished;          // finished, cancelled or failed: no longer in the scheduler
 
     Sequence(long id, int[] prompt, SamplingParams params, TokenSink sink, RandomGenerator rng, BlockTable table, int vocab) {

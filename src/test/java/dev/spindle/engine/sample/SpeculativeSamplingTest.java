@@ -141,4 +141,49 @@ class SpeculativeSamplingTest {
             assertEquals(draft == 0, v.accepted());
         }
     }
+
+    /** A proposer that samples its drafts from its own q: accept with min(1, p/q), else draw from norm(max(0, p - q)). */
+    @Test
+    void draftsDrawnFromTheProposersQAreVerifiedToP() {
+        float[] q = {0.05f, 0.1f, 0.3f, 0.2f, 0.05f, 0.1f, 0.1f, 0.1f};
+        Verifier withQ = (l, p, rng, ignored) -> Sampler.verify(l, p, null, null, rng, drawFrom(q, rng), q).choice().token();
+        // min(1, p/q) acceptance but, on rejection, a fresh draw from p instead of the residual: biased towards the drafts
+        Verifier resamples = (l, p, rng, ignored) -> {
+            int d = drawFrom(q, rng);
+            Sampler.Verdict v = Sampler.verify(l, p, null, null, rng, d, q);
+            return v.accepted() ? d : Sampler.sample(l, p, null, null, rng).token();
+        };
+        StringBuilder report = new StringBuilder();
+        long seed = 1000;
+        for (SamplingParams p : new SamplingParams[]{params(0.6, 20, 0.95, 0), params(1.0, 0, 1, 0), params(1.0, 5, 0.9, 0.05)}) {
+            int df = support(p) - 1;
+            double chi = chiSquare(withQ, p, -1, seed++);
+            report.append(String.format("T %.1f top-k %d top-p %.2f: chi2 %.1f (df %d); ", p.temperature(), p.topK(), p.topP(), chi, df));
+            assertTrue(chi < CRITICAL[df], "verified against q, the tokens are not distributed as p: " + report);
+        }
+        double broken = chiSquare(resamples, params(1.0, 0, 1, 0), -1, 77);
+        assertTrue(broken > CRITICAL[LOGITS.length - 1], "resampling from p after a rejection should fail the test, chi2 " + broken);
+        // knowing q accepts more of its drafts than treating each as one-hot (which is also exact, but wastes drafts)
+        SamplingParams p = params(1.0, 0, 1, 0);
+        int withQAccepted = 0, oneHotAccepted = 0;
+        for (int i = 0; i < DRAWS; i++) {
+            SplittableRandom r1 = new SplittableRandom(i), r2 = new SplittableRandom(i);
+            withQAccepted += Sampler.verify(LOGITS, p, null, null, r1, drawFrom(q, r1), q).accepted() ? 1 : 0;
+            oneHotAccepted += Sampler.verify(LOGITS, p, null, null, r2, drawFrom(q, r2)).accepted() ? 1 : 0;
+        }
+        assertTrue(withQAccepted > oneHotAccepted, withQAccepted + " vs " + oneHotAccepted);
+        System.out.printf("[speculative sampling, q] %sresampling from p: chi2 %.0f; accepted with q %d, as one-hot %d of %d%n", report, broken,
+                withQAccepted, oneHotAccepted, DRAWS);
+    }
+
+    static int drawFrom(float[] q, RandomGenerator rng) {
+        double u = rng.nextDouble();
+        for (int i = 0; i < q.length; i++) {
+            u -= q[i];
+            if (u < 0) {
+                return i;
+            }
+        }
+        return q.length - 1;
+    }
 }
