@@ -34,4 +34,25 @@ public final class TestSteps {
         }
         return out.logits();
     }
+
+    /** Each prompt row's residual after the tap layers, from one window or from one-row steps. */
+    public static float[][] taps(dev.spindle.backend.ForwardPass pass, int[] prompt, int[] layers, boolean rowByRow) {
+        dev.spindle.engine.kv.BlockTable t = new dev.spindle.engine.kv.BlockTable(pool(pass));
+        try {
+            float[][] out = new float[prompt.length][];
+            int step = rowByRow ? 1 : prompt.length;
+            for (int at = 0; at < prompt.length; at += step) {
+                int[] part = java.util.Arrays.copyOfRange(prompt, at, at + step);
+                t.reserve(at + step);
+                var w = new dev.spindle.backend.ModelStep.Window(part, at, t, dev.spindle.backend.ModelStep.lastRow(step), null, true);
+                float[][] rows = pass.execute(new dev.spindle.backend.ModelStep(List.of(w), layers)).taps().getFirst();
+                t.advance(at + step);
+                System.arraycopy(rows, 0, out, at, step);
+            }
+            return out;
+        } finally {
+            t.release();
+        }
+    }
+
 }

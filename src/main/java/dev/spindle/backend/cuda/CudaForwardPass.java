@@ -83,6 +83,9 @@ public final class CudaForwardPass implements ForwardPass {
     static final int MAX_GRAPHS = 512;
     private long cos, sin, partO, partML, scores;
     private final DeviceDraws drawer;
+    /** The residual rows after each tap layer of the current step (taps x rows x hidden, bf16), grown on demand. */
+    private long tapBuf, tapCapacity;
+    private int[] stepTaps = new int[0];
     private int ropeFilled, partialCapacity;
 
     public CudaForwardPass(ModelConfig config, CudaKernels kernels, CublasLt lt, CudaWeights weights, Options options) {
@@ -215,6 +218,18 @@ public final class CudaForwardPass implements ForwardPass {
         return true;
     }
 
+    private void ensureTaps(long bytes) {
+        if (bytes <= tapCapacity) {
+            return;
+        }
+        if (tapCapacity > 0) {
+            cuda.sync();
+            cuda.free(tapBuf);
+        }
+        tapBuf = cuda.alloc(bytes);
+        tapCapacity = bytes;
+    }
+
     private boolean ensurePartials(int slotsNeeded) {
         if (slotsNeeded <= partialCapacity) {
             return false;
@@ -258,6 +273,11 @@ public final class CudaForwardPass implements ForwardPass {
 
     @Override
     public boolean drawsOnDevice() {
+        return true;
+    }
+
+    @Override
+    public boolean supportsTaps() {
         return true;
     }
 
@@ -311,10 +331,9 @@ public final class CudaForwardPass implements ForwardPass {
         }
         List<float[][]> out = new ArrayList<>();
         List<int[]> drawn = new ArrayList<>();
-        List<float[][]> taps = new ArrayList<>();
+        List<float[][]> taps = readTaps(step, plan);
         for (int wi = 0, j = 0; wi < windows.size(); wi++) {
             int rows = plan.logitCounts[wi];
-            taps.add(null);
             if (windows.get(wi).draw() != null) {
                 drawn.add(java.util.Arrays.copyOfRange(rowTokens, j, j + rows));
                 out.add(new float[0][]);
@@ -329,6 +348,41 @@ public final class CudaForwardPass implements ForwardPass {
             drawn.add(null);
         }
         return new StepOutput(out, drawn, taps);
+    }
+
+    /** Per window, its rows' residual stream after each tap layer ([row][tap x hidden + i]) when it asked, else null. */
+    private List<float[][]> readTaps(ModelStep step, StepPlan plan) {
+        List<float[][]> out = new ArrayList<>();
+        int[] taps = step.tapLayers();
+        int h = c.hiddenSize(), n = plan.rows;
+        short[] bits = null;
+        if (taps.length > 0) {
+            bits = new short[taps.length * n * h];
+            try (java.lang.foreign.Arena a = java.lang.foreign.Arena.ofConfined()) {
+                MemorySegment host = a.allocate((long) bits.length * 2);
+                cuda.copyToHost(host, tapBuf);
+                MemorySegment.copy(host, BF16, 0, bits, 0, bits.length);
+            }
+        }
+        for (int wi = 0, row = 0; wi < step.windows().size(); wi++) {
+            Window w = step.windows().get(wi);
+            if (!w.tap() || taps.length == 0) {
+                out.add(null);
+            } else {
+                float[][] rows = new float[w.tokens().length][taps.length * h];
+                for (int r = 0; r < rows.length; r++) {
+                    for (int t = 0; t < taps.length; t++) {
+                        int base = (t * n + row + r) * h;
+                        for (int i = 0; i < h; i++) {
+                            rows[r][t * h + i] = Bf16.toFloat(bits[base + i]);
+                        }
+                    }
+                }
+                out.add(rows);
+            }
+            row += w.tokens().length;
+        }
+        return out;
     }
 
     /**
@@ -369,8 +423,10 @@ public final class CudaForwardPass implements ForwardPass {
      */
     private StepPlan run(ModelStep step, boolean greedy) {
         List<Window> windows = step.windows();
-        int splits = graphSplits(windows);
+        stepTaps = step.tapLayers();
+        int splits = stepTaps.length > 0 ? 0 : graphSplits(windows); // a tapped step launches kernel by kernel
         StepPlan p = prepare(step, splits);
+        ensureTaps((long) stepTaps.length * p.rows * c.hiddenSize() * 2);
         if (splits == 0) {
             layers(p);
             return p;
@@ -509,6 +565,15 @@ public final class CudaForwardPass implements ForwardPass {
                 op("swiglu", () -> k.swiglu(gateUp, act, n, in));
                 op("gemm down", () -> linear.apply(act, n, in, lw.down(), h, proj));
                 pending = true;
+                int executed = l + loop * c.numLayers();
+                for (int t = 0; t < stepTaps.length; t++) {
+                    if (stepTaps[t] == executed) {
+                        // the residual stream after this layer is x + proj (the add is fused into the next norm): written out here
+                        long dst = tapBuf + (long) t * n * h * 2;
+                        cuda.copyDeviceToDevice(dst, x, (long) n * h * 2);
+                        k.residualAdd(dst, proj, (long) n * h);
+                    }
+                }
             }
             if (!c.skipLoopFinalNorm() || loop == c.numLoops() - 1) {
                 op("norms", () -> {
@@ -571,6 +636,7 @@ public final class CudaForwardPass implements ForwardPass {
     public java.util.Map<String, Double> profileStep(ModelStep step) {
         cuda.makeCurrent();
         profile = new java.util.LinkedHashMap<>();
+        stepTaps = new int[0];
         try {
             StepPlan p = prepare(step, 0);
             layers(p);
@@ -596,6 +662,9 @@ public final class CudaForwardPass implements ForwardPass {
         }
         drawer.close();
         linear.close();
+        if (tapCapacity > 0) {
+            cuda.free(tapBuf);
+        }
         cuda.free(meta);
         cuda.freeHost(metaHost);
         cuda.freeHost(logitsHost);

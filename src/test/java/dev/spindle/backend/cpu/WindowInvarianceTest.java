@@ -68,6 +68,20 @@ class WindowInvarianceTest {
         }
     }
 
+    /** Hidden-state taps (a draft head's input) are a row's bits whether it runs in a window or alone, after any layer. */
+    @ParameterizedTest
+    @MethodSource("fixtures")
+    void tapsAreTheSameInAWindowAndInOneRowSteps(String name) {
+        try (Fixture f = new Fixture(name); CpuForwardPass cpu = f.cpu()) {
+            int[] prompt = f.prompts.get(1);
+            int[] layers = {0, f.model.config().executedLayers() - 1};
+            float[][] window = dev.spindle.backend.TestSteps.taps(cpu, prompt, layers, false), rows = dev.spindle.backend.TestSteps.taps(cpu, prompt, layers, true);
+            for (int r = 0; r < prompt.length; r++) {
+                assertBitEqual(window[r], rows[r], name + " taps, row " + r);
+            }
+        }
+    }
+
     /** Several sequences in one batched step give each one's logits exactly as it gets alone. */
     @ParameterizedTest
     @MethodSource("fixtures")

@@ -187,6 +187,33 @@ class CudaForwardPassTest {
         }
     }
 
+    /**
+     * Hidden-state taps (what a draft head reads): the residual stream after chosen layers equals the CPU reference's
+     * within bf16 rounding, and a row's taps are the same bits in a window as in one-row steps.
+     */
+    @Test
+    void tapsReadTheResidualStreamAfterTheChosenLayers() {
+        try (Fixture f = new Fixture("llama-gqa"); CudaForwardPass gpu = open(f);
+             dev.spindle.backend.cpu.CpuForwardPass cpu = f.cpu()) {
+            int[] prompt = f.prompts.get(1);
+            int last = f.model.config().executedLayers() - 1;
+            int[] layers = {0, last / 2, last};
+            float[][] windowTaps = dev.spindle.backend.TestSteps.taps(gpu, prompt, layers, false), rowTaps = dev.spindle.backend.TestSteps.taps(gpu, prompt, layers, true),
+                    cpuTaps = dev.spindle.backend.TestSteps.taps(cpu, prompt, layers, false);
+            double worst = 0, scale = 0;
+            for (int r = 0; r < prompt.length; r++) {
+                assertArrayEquals(windowTaps[r], rowTaps[r], "row " + r + ": window taps = one-row-step taps, bit for bit");
+                for (int i = 0; i < cpuTaps[r].length; i++) {
+                    worst = Math.max(worst, Math.abs(windowTaps[r][i] - cpuTaps[r][i]));
+                    scale = Math.max(scale, Math.abs(cpuTaps[r][i]));
+                }
+            }
+            System.out.printf("[cuda taps] %d rows x %d layers: window = rows bit for bit; max |cuda - cpu| %.4g of max |x| %.4g%n", prompt.length,
+                    layers.length, worst, scale);
+            assertTrue(worst <= 0.02 * scale, "CUDA taps far from the CPU's: " + worst + " of " + scale);
+        }
+    }
+
     @Test
     void invariantsOnTheLargeModelsHeadLayout(@TempDir Path dir) throws IOException {
         invariants(config(dir, "LlamaForCausalLM", "llama", ""), "llama 14/2 heads of 128");
