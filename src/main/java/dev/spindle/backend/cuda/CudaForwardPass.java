@@ -81,6 +81,8 @@ public final class CudaForwardPass implements ForwardPass {
     private final java.util.Map<java.util.List<Integer>, MemorySegment> graphs = new java.util.HashMap<>();
     /** Captured graphs kept at most (one per step shape); a step of a new shape beyond it launches kernel by kernel. */
     static final int MAX_GRAPHS = 512;
+    /** Split slots a captured step may give its rows at most (each about 40 KB on the 33B shape: 2.6 GB). */
+    static final long GRAPH_MAX_PARTIALS = 65536;
     private long cos, sin, partO, partML, scores;
     private final DeviceDraws drawer;
     /** The residual rows after each tap layer of the current step (taps x rows x hidden, bf16), grown on demand. */
@@ -240,6 +242,7 @@ public final class CudaForwardPass implements ForwardPass {
             cuda.free(partO);
             cuda.free(partML);
             cuda.free(scores);
+            partialCapacity = 0; // nothing held if an allocation below fails
         }
         partO = cuda.alloc((long) cap * c.numHeads() * c.headDim() * 4);
         partML = cuda.alloc((long) cap * c.numHeads() * 2 * 4);
@@ -476,10 +479,13 @@ public final class CudaForwardPass implements ForwardPass {
             // every row of a graph-eligible window is a decode row (StepPlan.rowwise): the bucket covers the last one's splits
             max = Math.max(max, (w.start() + len - 1) / CudaKernels.ATTENTION_SPLIT + 1);
         }
-        if (logitRows > logitRowsMax) {
+        int bucket = Integer.bitCount(max) == 1 ? max : Integer.highestOneBit(max) << 1;
+        int rows = windows.stream().mapToInt(w -> w.tokens().length).sum();
+        // a graph gives every row the bucket's split slots: many short rows beside one long context would take gigabytes
+        if (logitRows > logitRowsMax || (long) rows * bucket > GRAPH_MAX_PARTIALS) {
             return 0;
         }
-        return Integer.bitCount(max) == 1 ? max : Integer.highestOneBit(max) << 1;
+        return bucket;
     }
 
     /**

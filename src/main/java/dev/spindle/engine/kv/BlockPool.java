@@ -50,6 +50,11 @@ public final class BlockPool {
         return free.size() + evictable.size();
     }
 
+    /** Blocks an allocation can take without evicting a cached prefix. */
+    public int unheldBlocks() {
+        return free.size();
+    }
+
     /** Blocks holding cached prefixes (referenced or not). */
     public int cachedBlocks() {
         return byHash.size();

@@ -232,9 +232,10 @@ public final class EngineCore {
             int[] tokens = new int[e.count()];
             tokens[0] = s.tokens[e.from()];
             System.arraycopy(e.drafts(), 0, tokens, 1, e.drafts().length);
-            // greedy verification needs only each row's argmax: drawn on the device where the plain rule allows it
-            ModelStep.Draw draw = model.drawsOnDevice() && s.params.temperature() == 0 && deviceDrawable(s, e.from()) ? ModelStep.Draw.greedy(e.count())
-                    : null;
+            // greedy verification needs only each row's argmax: drawn on the device where the plain rule allows it. Never under a
+            // grammar, even one that masks nothing now: it may switch on inside the window (at </think>, or at <tool_call> under auto)
+            ModelStep.Draw draw = model.drawsOnDevice() && s.params.temperature() == 0 && s.constraint == null && deviceDrawable(s, e.from())
+                    ? ModelStep.Draw.greedy(e.count()) : null;
             return new ModelStep.Window(tokens, e.from(), s.table, ModelStep.allRows(e.count()), draw);
         }
         boolean scoring = s.promptLogprobs != null && e.from() < s.promptLength;
@@ -249,8 +250,12 @@ public final class EngineCore {
      * token). None when speculation is off, or when more sequences decode than the drafting batch.
      */
     private Map<Sequence, int[]> propose() {
+        List<Sequence> preempted = scheduler.takePreempted();
         if (!spec.enabled()) {
             return Map.of();
+        }
+        for (Sequence p : preempted) {
+            spec.proposer().release(p.id); // its proposer state is rebuilt when it decodes again (frees a draft model's blocks meanwhile)
         }
         List<Sequence> decoding = scheduler.decoding();
         if (decoding.isEmpty() || decoding.size() > spec.maxBatch()) {
@@ -325,10 +330,13 @@ public final class EngineCore {
                 }
             }
             emit(s, c);
-            if (!ok || s.finished) {
+            if (!ok) {
                 break;
             }
             accepted++;
+            if (s.finished) {
+                break;
+            }
         }
         drafts++;
         draftTokens += d.length;

@@ -88,22 +88,28 @@ public final class Scheduler {
                 continue; // preempted for an older sequence in this loop
             }
             int n = Math.min(s.length - s.computed(), budget);
-            int[] d = s.length - s.computed() == 1 ? drafts.getOrDefault(s, StepPlan.NO_DRAFTS) : StepPlan.NO_DRAFTS;
-            if (d.length > 0) {
-                int withDrafts = Math.min(1 + d.length, budget);
-                if (blocksNeeded(s, s.computed() + withDrafts) <= pool.freeBlocks()) {
-                    n = withDrafts;
-                    d = java.util.Arrays.copyOf(d, withDrafts - 1);
-                } else {
-                    d = StepPlan.NO_DRAFTS;
-                }
-            }
             if (!makeRoom(s, s.computed() + n)) {
                 continue; // s itself was preempted
             }
             s.table.reserve(s.computed() + n);
-            entries.add(new StepPlan.Entry(s, s.computed(), n, s.computed() + n >= s.length, d));
+            entries.add(new StepPlan.Entry(s, s.computed(), n, s.computed() + n == s.length, StepPlan.NO_DRAFTS));
             budget -= n;
+        }
+        // drafts widen decode windows only once every running sequence has its own tokens, within what is left of the budget and
+        // from blocks nobody holds (never a cached prefix's, never by preempting): speculation must not cost anyone else
+        for (int i = 0; i < entries.size() && budget > 0 && !drafts.isEmpty(); i++) {
+            StepPlan.Entry e = entries.get(i);
+            Sequence s = e.sequence();
+            int[] d = e.count() == 1 && e.samples() ? drafts.getOrDefault(s, StepPlan.NO_DRAFTS) : StepPlan.NO_DRAFTS;
+            int extra = Math.min(d.length, budget);
+            while (extra > 0 && blocksNeeded(s, e.from() + 1 + extra) > pool.unheldBlocks()) {
+                extra--;
+            }
+            if (extra > 0) {
+                s.table.reserve(e.from() + 1 + extra);
+                entries.set(i, new StepPlan.Entry(s, e.from(), 1 + extra, true, java.util.Arrays.copyOf(d, extra)));
+                budget -= extra;
+            }
         }
         while (budget > 0 && !waiting.isEmpty() && running.size() < maxSequences) {
             Sequence s = waiting.peek();
@@ -143,7 +149,17 @@ public final class Scheduler {
         return Math.max(0, (length + pool.blockSize() - 1) / pool.blockSize() - s.table.numBlocks());
     }
 
+    private final List<Sequence> preempted = new ArrayList<>();
+
+    /** The sequences preempted since the last call (their proposer state can go). */
+    List<Sequence> takePreempted() {
+        List<Sequence> out = new ArrayList<>(preempted);
+        preempted.clear();
+        return out;
+    }
+
     private void preempt(Sequence s) {
+        preempted.add(s);
         running.remove(s);
         s.table.release();
         s.registeredBlocks = 0;

@@ -34,7 +34,8 @@ public final class DraftModelProposer implements Proposer {
         final BlockTable table;
         int[] fed = new int[64];
         int committed; // positions known to hold committed tokens (a lower bound of the common prefix)
-        boolean disabled;
+        boolean disabled; // the sequence holds a token the drafter cannot read
+        int waitCalls;    // calls to sit out after the drafter's pool was full
 
         State(BlockPool pool) {
             table = new BlockTable(pool);
@@ -87,11 +88,17 @@ public final class DraftModelProposer implements Proposer {
             if (s.disabled) {
                 continue;
             }
+            if (s.waitCalls > 0) {
+                s.waitCalls--;
+                continue;
+            }
             // cut what the target did not commit: the common prefix of what was fed and the committed tokens
             int common = Math.min(s.committed, s.table.tokens());
             while (common < s.table.tokens() && common < r.length() && s.fed[common] == r.tokens()[common]) {
                 common++;
             }
+            // the drafter needs the last committed token's logits: recompute it if it was fed already (a draft the target took)
+            common = Math.min(common, r.length() - 1);
             s.table.truncate(common);
             s.committed = common;
             int from = common, to = r.length();
@@ -112,7 +119,10 @@ public final class DraftModelProposer implements Proposer {
             try {
                 s.table.reserve(end + (complete ? r.maxTokens() - 1 : 0));
             } catch (KvCapacityException full) {
-                disable(s); // the drafter's pool is full: this sequence goes on without drafts
+                // the drafter's pool is full: this sequence gives its blocks back and drafts nothing for a while, then tries again
+                s.table.release();
+                s.committed = 0;
+                s.waitCalls = 64;
                 continue;
             }
             budget -= end - from;

@@ -314,4 +314,30 @@ class SpeculativeEngineTest {
             }
         }
     }
+
+    /**
+     * A grammar that switches on inside a drafted window (after the model's reasoning ends with {@code </think>}) on a backend
+     * that draws tokens on the device: the window's rows after the switch are masked on the host, as plain decoding masks them.
+     */
+    @Test
+    void aGrammarThatSwitchesOnInsideADraftedWindowStillMasksIt() throws Exception {
+        var json = new com.fasterxml.jackson.databind.ObjectMapper();
+        var schema = dev.spindle.engine.grammar.Schema.compile(json.readTree("{\"type\":\"object\",\"properties\":{\"answer\":{\"type\":\"integer\"}},"
+                + "\"required\":[\"answer\"]}"));
+        var texts = dev.spindle.engine.grammar.TokenTexts.load(TARGET.resolve("tokenizer.json"), target.config().vocabSize());
+        int thinkEnd = 4004; // </think> in the bundled tokenizer; the prompts end inside <think>
+        java.util.function.Supplier<dev.spindle.engine.grammar.GrammarConstraint> grammar =
+                () -> new dev.spindle.engine.grammar.GrammarConstraint(schema, texts, Set.of(imEnd), thinkEnd);
+        Function<Integer, SamplingParams> greedyJson = i -> SamplingParams.greedy(80).withConstraint(grammar);
+        try (CpuForwardPass pass = targetPass()) {
+            DeviceDrawWiringTest.HostRuleDrawing device = new DeviceDrawWiringTest.HostRuleDrawing(pass);
+            List<int[]> ps = prompts.subList(0, 7);
+            Result plain = run(device, Speculation.NONE, ps, greedyJson);
+            for (Speculation spec : List.of(draftModel(4), ngram(4))) {
+                try (Proposer p = spec.proposer()) {
+                    assertEquals(plain.signatures(), run(device, spec, ps, greedyJson).signatures(), spec.proposer().describe());
+                }
+            }
+        }
+    }
 }
