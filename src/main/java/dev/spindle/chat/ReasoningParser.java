@@ -25,11 +25,6 @@ public final class ReasoningParser {
         this.state = startsInReasoning ? State.REASONING : State.BEFORE_CONTENT;
     }
 
-    /** Whether a rendered prompt ends inside an open think block (its last {@code <think>} is not closed). */
-    public static boolean promptOpensReasoning(String prompt) {
-        return ChatFormat.NANBEIGE.promptOpensReasoning(prompt);
-    }
-
     /** Consumes a delta; returns [reasoning, content] text it releases. */
     public String[] next(String delta) {
         pending.append(delta);

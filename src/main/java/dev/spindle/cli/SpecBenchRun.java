@@ -7,7 +7,6 @@ import dev.spindle.backend.Proposers;
 import dev.spindle.backend.cuda.CudaBench;
 import dev.spindle.backend.cuda.CudaForwardPass;
 import dev.spindle.chat.ChatTemplate;
-import dev.spindle.engine.ChatRunner;
 import dev.spindle.engine.SamplingParams;
 import dev.spindle.engine.SpecStats;
 import dev.spindle.engine.TokenEvent;
@@ -85,7 +84,7 @@ public final class SpecBenchRun implements Callable<Integer> {
                     for (String q : questions(maxBatch)) {
                         prompts.add(tok.encode(template.render(List.of(Map.of("role", "user", "content", q)), null, Map.of("add_generation_prompt", true))));
                     }
-                    eos = ChatRunner.endOfTurnIds(target.config(), tok);
+                    eos = dev.spindle.chat.ChatFormat.of(target.config()).endOfTurnIds(target.config(), tok);
                 }
             } else {
                 // ids every model here can read: a drafter's vocabulary may stop short of the target's padded one, and real text

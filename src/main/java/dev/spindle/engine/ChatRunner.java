@@ -48,12 +48,7 @@ public final class ChatRunner {
         this.model = model;
         this.tokenizer = tokenizer;
         this.template = template;
-        stopIds.addAll(endOfTurnIds(model.config(), tokenizer));
-    }
-
-    /** The ids that end a reply (the model's dialect: {@link dev.spindle.chat.ChatFormat#endOfTurnIds}). */
-    public static Set<Integer> endOfTurnIds(dev.spindle.model.ModelConfig config, Tokenizer tokenizer) {
-        return dev.spindle.chat.ChatFormat.of(config).endOfTurnIds(config, tokenizer);
+        stopIds.addAll(dev.spindle.chat.ChatFormat.of(model.config()).endOfTurnIds(model.config(), tokenizer));
     }
 
     /** The prompt as the model sees it. */

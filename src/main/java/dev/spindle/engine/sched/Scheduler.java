@@ -58,10 +58,6 @@ public final class Scheduler {
         return running.isEmpty() && waiting.isEmpty();
     }
 
-    public StepPlan schedule() {
-        return schedule(java.util.Map.of());
-    }
-
     /** Running sequences that decode this step (one uncomputed token each): the ones that may draft. */
     List<Sequence> decoding() {
         List<Sequence> out = new ArrayList<>();

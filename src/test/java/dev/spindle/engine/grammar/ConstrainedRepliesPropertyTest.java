@@ -13,7 +13,6 @@ import dev.spindle.chat.JsonValues;
 import dev.spindle.chat.ParsedDelta;
 import dev.spindle.chat.ReplyParser;
 import dev.spindle.chat.ToolSchemas;
-import dev.spindle.engine.ChatRunner;
 import dev.spindle.engine.SamplingParams;
 import dev.spindle.engine.TokenEvent;
 import dev.spindle.engine.TokenSink;
@@ -69,7 +68,7 @@ class ConstrainedRepliesPropertyTest {
         cpu = new CpuForwardPass(model.config(), model.weights(), 4096, 16);
         template = ChatTemplate.fromModelDir(MODEL);
         texts = TokenTexts.load(MODEL.resolve("tokenizer.json"), model.config().vocabSize());
-        eos = ChatRunner.endOfTurnIds(model.config(), tok);
+        eos = dev.spindle.chat.ChatFormat.of(model.config()).endOfTurnIds(model.config(), tok);
     }
 
     @AfterContainer
