@@ -31,16 +31,14 @@ public final class ReplyParser {
 
     private ParsedDelta combine(String reasoningText, String content, boolean end) {
         if (toolCalls == null) {
-            return new ParsedDelta(reasoningText, content, List.of());
+            return ParsedDelta.text(reasoningText, content);
         }
         ParsedDelta d = toolCalls.next(content);
         if (!end) {
-            return new ParsedDelta(reasoningText, d.content(), d.toolCalls());
+            return new ParsedDelta(reasoningText, d.content(), d.toolCalls(), d.callDeltas());
         }
-        ParsedDelta f = toolCalls.finish();
-        List<ToolCall> calls = new ArrayList<>(d.toolCalls());
-        calls.addAll(f.toolCalls());
-        return new ParsedDelta(reasoningText, d.content() + f.content(), calls);
+        ParsedDelta f = merge(List.of(d, toolCalls.finish()));
+        return new ParsedDelta(reasoningText, f.content(), f.toolCalls(), f.callDeltas());
     }
 
     /** Parses a whole reply at once. */
@@ -53,11 +51,13 @@ public final class ReplyParser {
     public static ParsedDelta merge(List<ParsedDelta> steps) {
         StringBuilder r = new StringBuilder(), c = new StringBuilder();
         List<ToolCall> calls = new ArrayList<>();
+        List<ToolCallDelta> pieces = new ArrayList<>();
         for (ParsedDelta d : steps) {
             r.append(d.reasoning());
             c.append(d.content());
             calls.addAll(d.toolCalls());
+            pieces.addAll(d.callDeltas());
         }
-        return new ParsedDelta(r.toString(), c.toString(), calls);
+        return new ParsedDelta(r.toString(), c.toString(), calls, pieces);
     }
 }

@@ -11,6 +11,7 @@ public final class StopMatcher {
     private final List<String> stops;
     private final StringBuilder held = new StringBuilder();
     private boolean stopped;
+    private String matched;
 
     public StopMatcher(List<String> stops) {
         this.stops = stops.stream().filter(s -> !s.isEmpty()).toList();
@@ -18,6 +19,14 @@ public final class StopMatcher {
 
     /** Releasable text after adding {@code delta}; check {@link #stopped()} afterwards. */
     public String feed(String delta) {
+        return feed(delta, true);
+    }
+
+    /**
+     * As {@link #feed(String)}; with {@code active} false (vLLM's {@code min_tokens} not yet reached)
+     * nothing is matched and everything held so far is released.
+     */
+    public String feed(String delta, boolean active) {
         if (stopped) {
             return "";
         }
@@ -25,15 +34,23 @@ public final class StopMatcher {
             return delta;
         }
         held.append(delta);
+        if (!active) {
+            String out = held.toString();
+            held.setLength(0);
+            return out;
+        }
         int first = -1;
+        String which = null;
         for (String s : stops) {
             int i = held.indexOf(s);
             if (i >= 0 && (first < 0 || i < first)) {
                 first = i;
+                which = s;
             }
         }
         if (first >= 0) {
             stopped = true;
+            matched = which;
             String out = held.substring(0, first);
             held.setLength(0);
             return out;
@@ -56,5 +73,10 @@ public final class StopMatcher {
 
     public boolean stopped() {
         return stopped;
+    }
+
+    /** The stop string found, or null. */
+    public String matched() {
+        return matched;
     }
 }

@@ -19,14 +19,26 @@ import java.util.Set;
  * @param logprobs          -1 = none; otherwise the sampled token's logprob plus this many top alternatives
  * @param constraint        null, or makes each sequence's grammar constraint (structured output)
  * @param promptLogprobs    -1 = none; otherwise each prompt token's logprob plus this many top alternatives (scoring)
+ * @param rules             min_tokens, allowed_token_ids and bad_words ({@link TokenRules#NONE}: none)
  */
 public record SamplingParams(double temperature, int topK, double topP, double minP, Long seed,
                              double presencePenalty, double frequencyPenalty, double repetitionPenalty,
                              Map<Integer, Double> logitBias, int maxTokens, Set<Integer> stopTokenIds, boolean ignoreEos,
                              int logprobs, java.util.function.Supplier<dev.spindle.engine.grammar.GrammarConstraint> constraint,
-                             int promptLogprobs) {
+                             int promptLogprobs, TokenRules rules) {
+    /** Without token rules. */
+    public SamplingParams(double temperature, int topK, double topP, double minP, Long seed,
+                          double presencePenalty, double frequencyPenalty, double repetitionPenalty,
+                          Map<Integer, Double> logitBias, int maxTokens, Set<Integer> stopTokenIds, boolean ignoreEos,
+                          int logprobs, java.util.function.Supplier<dev.spindle.engine.grammar.GrammarConstraint> constraint,
+                          int promptLogprobs) {
+        this(temperature, topK, topP, minP, seed, presencePenalty, frequencyPenalty, repetitionPenalty, logitBias, maxTokens, stopTokenIds,
+                ignoreEos, logprobs, constraint, promptLogprobs, TokenRules.NONE);
+    }
+
     public SamplingParams {
         logitBias = Map.copyOf(logitBias);
+        rules = rules == null ? TokenRules.NONE : rules;
         stopTokenIds = Set.copyOf(stopTokenIds);
         if (temperature < 0 || !Double.isFinite(temperature)) {
             throw new IllegalArgumentException("temperature must be a finite number >= 0, got " + temperature);
@@ -46,24 +58,31 @@ public record SamplingParams(double temperature, int topK, double topP, double m
         if (maxTokens < 0 || (maxTokens == 0 && promptLogprobs < 0)) {
             throw new IllegalArgumentException("max_tokens must be >= 1 (0 only to score a prompt with echo and logprobs), got " + maxTokens);
         }
-        if (logprobs > 20) {
-            throw new IllegalArgumentException("top_logprobs must be at most 20, got " + logprobs);
-        }
     }
 
     public SamplingParams withMaxTokens(int max) {
         return new SamplingParams(temperature, topK, topP, minP, seed, presencePenalty, frequencyPenalty, repetitionPenalty, logitBias, max,
-                stopTokenIds, ignoreEos, logprobs, constraint, promptLogprobs);
+                stopTokenIds, ignoreEos, logprobs, constraint, promptLogprobs, rules);
     }
 
     public SamplingParams withIgnoreEos(boolean ignore) {
         return new SamplingParams(temperature, topK, topP, minP, seed, presencePenalty, frequencyPenalty, repetitionPenalty, logitBias, maxTokens,
-                stopTokenIds, ignore, logprobs, constraint, promptLogprobs);
+                stopTokenIds, ignore, logprobs, constraint, promptLogprobs, rules);
     }
 
     public SamplingParams withConstraint(java.util.function.Supplier<dev.spindle.engine.grammar.GrammarConstraint> c) {
         return new SamplingParams(temperature, topK, topP, minP, seed, presencePenalty, frequencyPenalty, repetitionPenalty, logitBias, maxTokens,
-                stopTokenIds, ignoreEos, logprobs, c, promptLogprobs);
+                stopTokenIds, ignoreEos, logprobs, c, promptLogprobs, rules);
+    }
+
+    public SamplingParams withRules(TokenRules r) {
+        return new SamplingParams(temperature, topK, topP, minP, seed, presencePenalty, frequencyPenalty, repetitionPenalty, logitBias, maxTokens,
+                stopTokenIds, ignoreEos, logprobs, constraint, promptLogprobs, r);
+    }
+
+    /** min_tokens (0: none). */
+    public int minTokens() {
+        return rules.minTokens();
     }
 
     public static SamplingParams greedy(int maxTokens) {

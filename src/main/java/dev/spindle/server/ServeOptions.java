@@ -40,6 +40,12 @@ final class ServeOptions {
     Integer blockSize;
     @Option(names = "--default-max-tokens", paramLabel = "N", description = "max_tokens when a request gives none (default 1024).")
     Integer defaultMaxTokens;
+    @Option(names = "--max-logprobs", paramLabel = "N", description = "Alternatives a request may ask for per token at most (top_logprobs, prompt_logprobs; default 20).")
+    Integer maxLogprobs;
+    @Option(names = "--responses-store-max", paramLabel = "N", description = "Responses API: responses kept for previous_response_id and GET /v1/responses/{id} (default 1000; 0: none).")
+    Integer responsesStoreMax;
+    @Option(names = "--responses-store-ttl", paramLabel = "DURATION", description = "Responses API: how long a stored response is kept (default 1h; e.g. 30m, 2h).")
+    String responsesStoreTtl;
     @Option(names = "--speculative-method", paramLabel = "none|draft|ngram", description = "Speculative decoding: draft (a draft model, --draft-model) or ngram (prompt lookup); default none.")
     String specMethod;
     @Option(names = "--draft-model", paramLabel = "DIR", description = "The draft model (same tokenizer as the served model) for --speculative-method draft.")
@@ -97,6 +103,9 @@ final class ServeOptions {
         set("spindle.gemm-cache", o.gemmCache);
         set("spindle.block-size", o.blockSize);
         set("spindle.default-max-tokens", o.defaultMaxTokens);
+        set("spindle.max-logprobs", o.maxLogprobs);
+        set("spindle.responses.store-max-entries", o.responsesStoreMax);
+        set("spindle.responses.store-ttl", o.responsesStoreTtl);
         set("spindle.max-waiting-requests", o.maxWaiting);
         set("spindle.speculative.method", o.specMethod);
         set("spindle.speculative.draft-model", o.draftModel);

@@ -83,6 +83,23 @@ public interface SpindleConfig {
     @WithDefault("1024")
     int defaultMaxTokens();
 
+    /** The most alternatives a request may ask for per token (top_logprobs, logprobs, prompt_logprobs). */
+    @WithDefault("20")
+    int maxLogprobs();
+
+    /** The Responses API's store of recent responses (for previous_response_id and GET /v1/responses/{id}). */
+    Responses responses();
+
+    interface Responses {
+        /** Responses kept at most; the oldest is dropped first. 0 turns the store off. */
+        @WithDefault("1000")
+        int storeMaxEntries();
+
+        /** How long a stored response is kept. */
+        @WithDefault("1h")
+        java.time.Duration storeTtl();
+    }
+
     /** Speculative decoding ({@code spindle.speculative.*}). */
     Speculative speculative();
 

@@ -317,6 +317,7 @@ public final class EngineCore {
                 ok = drawn[j] == draft;
             } else {
                 float[] row = rows[j];
+                restrict(s, row);
                 if (s.constraint != null && !s.constraint.unmasked()) {
                     s.constraint.mask(row);
                 }
@@ -392,6 +393,7 @@ public final class EngineCore {
         SamplingParams p = s.params;
         // a grammar that masks nothing this step (the model still reasons, or writes free text before a lazy trigger)
         return p.maxTokens() > 0 && (s.constraint == null || s.constraint.unmasked()) && p.logitBias().isEmpty() && p.logprobs() < 0
+                && !p.rules().active(s.generated())
                 && p.repetitionPenalty() == 1 && p.presencePenalty() == 0 && p.frequencyPenalty() == 0
                 && !(s.promptLogprobs != null && from < s.promptLength);
     }
@@ -435,7 +437,24 @@ public final class EngineCore {
             row = logits.clone();
             s.constraint.mask(row);
         }
+        if (s.params.rules().active(s.generated())) {
+            row = row == logits && !masked ? logits.clone() : row;
+            restrict(s, row);
+        }
         emit(s, Sampler.sample(row, s.params, s.counts, s.outputCounts, s.rng));
+    }
+
+    /** The request's token rules (min_tokens, allowed_token_ids, bad_words), masked into its next token's row. */
+    private void restrict(Sequence s, float[] row) {
+        var rules = s.params.rules();
+        if (!rules.active(s.generated())) {
+            return;
+        }
+        java.util.Set<Integer> ends = new java.util.HashSet<>(s.params.stopTokenIds());
+        if (!s.params.ignoreEos()) {
+            ends.addAll(eos);
+        }
+        rules.apply(row, s.tokens, s.promptLength, s.generated(), ends);
     }
 
     private void emit(Sequence s, Sampler.Choice c) {

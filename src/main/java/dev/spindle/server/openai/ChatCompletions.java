@@ -8,6 +8,7 @@ import dev.spindle.chat.ChatTemplateException;
 import dev.spindle.chat.ParsedDelta;
 import dev.spindle.chat.ReplyParser;
 import dev.spindle.chat.ToolCall;
+import dev.spindle.chat.ToolCallDelta;
 import dev.spindle.chat.ToolSchemas;
 import dev.spindle.engine.TokenEvent;
 import dev.spindle.engine.grammar.EitherRecognizer;
@@ -47,17 +48,37 @@ public class ChatCompletions {
     }
 
     /** A prepared request: prompt ids and how each choice's text is read. */
-    record Prepared(String id, long created, int[] prompt, GenerationRequest gen, boolean inReasoning, ToolSchemas tools) {
+    public record Prepared(String id, long created, int[] prompt, GenerationRequest gen, boolean inReasoning, ToolSchemas tools, int reasoningEnd) {
     }
 
-    Prepared prepare(JsonNode body) {
+    /** The context GenerationRequest.parse needs from the served model. */
+    GenerationRequest.Context generationContext() {
+        return new GenerationRequest.Context(service.generationDefaults(), service.config().defaultMaxTokens(), service.modelConfig().vocabSize(),
+                service.config().maxLogprobs(), service.tokenizer()::encode);
+    }
+
+    /**
+     * A chat-completions request body (what the Responses and Messages APIs translate theirs into)
+     * made ready for the engine: messages rendered by the template, the grammar its tools and
+     * response_format ask for, the sampling parameters.
+     */
+    public Prepared prepare(JsonNode body) {
         List<?> messages = ChatMessages.parse(body.get("messages"), "messages");
         List<?> tools = ChatMessages.tools(body.get("tools"), "tools");
-        Schema schema = responseSchema(body.get("response_format"));
+        Schema schema = responseSchema(body);
         String toolChoice = toolChoice(body.get("tool_choice"));
         boolean parallel = Fields.bool(body, "parallel_tool_calls", true);
+        if (Fields.bool(body, "echo", false)) {
+            throw ApiException.badRequest("echo is not supported on chat completions; use /v1/completions with echo", "echo");
+        }
         Map<String, Object> kwargs = ChatMessages.templateKwargs(body);
-        kwargs.putIfAbsent("add_generation_prompt", true);
+        boolean continueFinal = Fields.bool(body, "continue_final_message", false);
+        JsonNode agp = Fields.get(body, "add_generation_prompt");
+        boolean addPrompt = Fields.bool(body, "add_generation_prompt", !continueFinal);
+        if (continueFinal && addPrompt) {
+            throw ApiException.badRequest("continue_final_message and add_generation_prompt cannot both be true", agp != null ? "add_generation_prompt" : "continue_final_message");
+        }
+        kwargs.putIfAbsent("add_generation_prompt", addPrompt);
         boolean xmlCalls = !"json".equals(kwargs.get("tool_call_format"));
         boolean forced = toolChoice.equals("required") || toolChoice.startsWith("function:");
         if (forced && tools == null) {
@@ -90,15 +111,18 @@ public class ChatCompletions {
             Recognizer json = JsonRecognizer.start(schema);
             grammar = grammar == null ? json : EitherRecognizer.of(ToolCallRecognizer.forced(toolSchemas.functions(), parallel), json);
         }
-        GenerationRequest gen = GenerationRequest.parse(body, service.generationDefaults(), service.config().defaultMaxTokens(), true,
-                service.modelConfig().vocabSize());
+        GenerationRequest gen = GenerationRequest.parse(body, generationContext(), true);
         String prompt;
         try {
             prompt = service.template().render(messages, offered, kwargs);
         } catch (ChatTemplateException e) {
             throw ApiException.badRequest(e.getMessage(), "messages");
         }
-        int[] ids = service.tokenizer().encode(prompt);
+        if (continueFinal) {
+            prompt = continuation(prompt, messages);
+        }
+        int[] ids = Fields.bool(body, "add_special_tokens", false) ? service.tokenizer().encodeWithSpecialTokens(prompt) : service.tokenizer().encode(prompt);
+        ids = gen.truncate(ids, service.modelConfig().maxPositions());
         gen = gen.fitToContext(ids.length, service.modelConfig().maxPositions());
         try {
             service.engine().validate(ids, gen.params());
@@ -112,8 +136,32 @@ public class ChatCompletions {
             Recognizer start = grammar;
             gen = gen.withParams(gen.params().withConstraint(() -> new GrammarConstraint(start, service.tokenTexts(), service.eosIds(), thinkEnd)));
         }
-        return new Prepared("chatcmpl-" + UUID.randomUUID().toString().replace("-", ""), System.currentTimeMillis() / 1000, ids, gen,
-                inReasoning, toolSchemas);
+        String requestId = Fields.string(body, "request_id", UUID.randomUUID().toString().replace("-", ""));
+        return new Prepared("chatcmpl-" + requestId, System.currentTimeMillis() / 1000, ids, gen, inReasoning, toolSchemas, thinkEnd);
+    }
+
+    /**
+     * vLLM's continue_final_message: the prompt rendered without a generation prompt, cut right
+     * after the final assistant message's text, so that the model goes on writing it.
+     */
+    static String continuation(String prompt, List<?> messages) {
+        Object last = messages.get(messages.size() - 1);
+        Map<?, ?> m = last instanceof Map<?, ?> map ? map : Map.of();
+        String field = "messages[" + (messages.size() - 1) + "]";
+        if (!"assistant".equals(m.get("role"))) {
+            throw ApiException.badRequest("continue_final_message needs the last message to be the assistant's", field + ".role");
+        }
+        Object content = m.get("content");
+        String text = content instanceof String str ? str : ChatMessages.textOf(content);
+        if (text.isEmpty()) {
+            throw ApiException.badRequest("continue_final_message needs the final assistant message to have text to continue", field + ".content");
+        }
+        int at = prompt.lastIndexOf(text);
+        if (at < 0) {
+            throw ApiException.badRequest("the chat template does not render the final assistant message's text verbatim, so it cannot be continued",
+                    field + ".content");
+        }
+        return prompt.substring(0, at + text.length());
     }
 
     /** "auto", "none", "required", or "function:NAME" for a named function. */
@@ -166,7 +214,75 @@ public class ChatCompletions {
      * an unsupported keyword is a 400 naming it). The reply after the reasoning is then
      * constrained token by token.
      */
-    static Schema responseSchema(JsonNode rf) {
+    static Schema responseSchema(JsonNode body) {
+        JsonNode rf = Fields.get(body, "response_format");
+        JsonNode alias = structuredOutputs(body);
+        if (alias != null && rf != null) {
+            throw ApiException.badRequest("give response_format or structured_outputs/guided_json, not both", "response_format");
+        }
+        return responseFormat(alias != null ? alias : rf);
+    }
+
+    /**
+     * vLLM's structured_outputs ({@code json} or {@code json_object}) and guided_json (a schema), as the
+     * response_format they mean; their other kinds (regex, choice, grammar, structural tags) are refused.
+     */
+    private static JsonNode structuredOutputs(JsonNode body) {
+        JsonNode so = Fields.object(body, "structured_outputs");
+        JsonNode gj = Fields.get(body, "guided_json");
+        if (so != null && gj != null) {
+            throw ApiException.badRequest("give structured_outputs or guided_json, not both", "guided_json");
+        }
+        if (gj != null) {
+            JsonNode schema = gj;
+            if (gj.isTextual()) {
+                try {
+                    schema = JSON.readTree(gj.asText());
+                } catch (Exception e) {
+                    throw ApiException.badRequest("guided_json must be a JSON schema (an object or a string holding one): " + e.getMessage(), "guided_json");
+                }
+            }
+            if (schema == null || !schema.isObject()) {
+                throw ApiException.badRequest("guided_json must be a JSON schema object, got " + gj, "guided_json");
+            }
+            ObjectNode rf = JSON.createObjectNode().put("type", "json_schema");
+            rf.putObject("json_schema").put("name", "guided_json").set("schema", schema);
+            return rf;
+        }
+        if (so == null) {
+            return null;
+        }
+        for (var it = so.fieldNames(); it.hasNext(); ) {
+            String f = it.next();
+            if (!f.equals("json") && !f.equals("json_object") && !so.get(f).isNull() && !(so.get(f).isBoolean() && !so.get(f).asBoolean())) {
+                throw ApiException.badRequest("structured_outputs." + f + " is not supported by this server (json and json_object are)", "structured_outputs." + f);
+            }
+        }
+        JsonNode json = Fields.get(so, "json");
+        if (json != null) {
+            JsonNode schema = json;
+            if (json.isTextual()) {
+                try {
+                    schema = JSON.readTree(json.asText());
+                } catch (Exception e) {
+                    throw ApiException.badRequest("structured_outputs.json must be a JSON schema: " + e.getMessage(), "structured_outputs.json");
+                }
+            }
+            if (schema == null || !schema.isObject()) {
+                throw ApiException.badRequest("structured_outputs.json must be a JSON schema object, got " + json, "structured_outputs.json");
+            }
+            ObjectNode rf = JSON.createObjectNode().put("type", "json_schema");
+            rf.putObject("json_schema").put("name", "structured_outputs").set("schema", schema);
+            return rf;
+        }
+        if (Fields.bool(so, "json_object", false)) {
+            return JSON.createObjectNode().put("type", "json_object");
+        }
+        return null;
+    }
+
+    /** response_format as OpenAI gives it. */
+    static Schema responseFormat(JsonNode rf) {
         if (rf == null || rf.isNull()) {
             return null;
         }
@@ -195,8 +311,29 @@ public class ChatCompletions {
     private ChoiceText choiceText(Prepared p) {
         Set<Integer> ends = new HashSet<>(service.eosIds());
         ends.addAll(p.gen().params().stopTokenIds());
-        return new ChoiceText(service.tokenizer(), p.gen().skipSpecialTokens(), p.gen().stops(),
-                new ReplyParser(p.inReasoning(), p.tools(), () -> "call_" + UUID.randomUUID().toString().replace("-", "").substring(0, 24)), ends);
+        return new ChoiceText(service.tokenizer(), p.gen(),
+                new ReplyParser(p.inReasoning(), p.tools(), () -> "call_" + UUID.randomUUID().toString().replace("-", "").substring(0, 24)), ends,
+                p.inReasoning() ? p.reasoningEnd() : -1);
+    }
+
+    /**
+     * The reply of each choice, step by step: the one pipeline every chat API renders from. Requests
+     * are submitted now (a full queue refuses them before any response begins); a choice's stream
+     * ends at its last step (a stop string found cancels the rest upstream).
+     */
+    public List<Multi<ReplyStep>> run(Prepared p) {
+        List<Multi<TokenEvent>> generations = streams.generate(p.prompt(), p.gen().choices());
+        List<Multi<ReplyStep>> out = new ArrayList<>();
+        for (int i = 0; i < generations.size(); i++) {
+            int index = i;
+            ChoiceText text = choiceText(p);
+            out.add(generations.get(i).select().first(e -> !text.finished()).map(e -> {
+                ParsedDelta d = text.next(e);
+                return new ReplyStep(index, d, e, text.finishReason, text.stopReason, text.promptTokens, text.completionTokens, text.cachedTokens,
+                        text.reasoningTokens);
+            }));
+        }
+        return out;
     }
 
     /** The SSE stream: one chunk per step with text, a final chunk with finish_reason, usage if asked, then [DONE]. */
@@ -204,18 +341,14 @@ public class ChatCompletions {
         List<Multi<String>> choices = new ArrayList<>();
         int[] completion = new int[p.gen().n()];
         int[] cached = new int[1];
-        List<Multi<TokenEvent>> generations = streams.generate(p.prompt(), p.gen().choices());
-        for (int i = 0; i < p.gen().n(); i++) {
-            int index = i;
-            ChoiceText text = choiceText(p);
-            int[] toolIndex = {0};
+        boolean[] promptLogprobsSent = {false};
+        for (Multi<ReplyStep> steps : run(p)) {
             boolean[] first = {true};
-            // items after the choice ends (a stop string was found) cancel the request upstream
-            choices.add(generations.get(i).select().first(e -> !text.finished())
-                    .onItem().transformToMultiAndConcatenate(e -> {
-                ParsedDelta d = text.next(e);
-                completion[index] = text.completionTokens;
-                cached[0] = text.cachedTokens;
+            choices.add(steps.onItem().transformToMultiAndConcatenate(step -> {
+                ParsedDelta d = step.delta();
+                int index = step.choice();
+                completion[index] = step.completionTokens();
+                cached[0] = step.cachedTokens();
                 List<String> out = new ArrayList<>();
                 ObjectNode delta = JSON.createObjectNode();
                 if (first[0]) {
@@ -224,19 +357,31 @@ public class ChatCompletions {
                 }
                 if (!d.reasoning().isEmpty()) {
                     delta.put("reasoning_content", d.reasoning());
+                    delta.put("reasoning", d.reasoning());
                 }
                 if (!d.content().isEmpty()) {
                     delta.put("content", d.content());
                 }
-                if (!d.toolCalls().isEmpty()) {
+                if (!d.callDeltas().isEmpty()) {
                     ArrayNode calls = delta.putArray("tool_calls");
-                    for (ToolCall c : d.toolCalls()) {
-                        calls.add(toolCallJson(c).put("index", toolIndex[0]++));
+                    for (ToolCallDelta c : d.callDeltas()) {
+                        calls.add(toolCallDeltaJson(c));
                     }
                 }
-                ObjectNode logprobs = p.gen().logprobs() ? logprobsJson(List.of(e), p.gen().topLogprobs()) : null;
-                if (!delta.isEmpty() || text.finished() || logprobs != null) {
-                    out.add(sse(chunk(p, index, delta, text.finished() ? text.finishReason : null, logprobs)));
+                ObjectNode logprobs = p.gen().logprobs() ? logprobsJson(List.of(step.event()), p.gen().topLogprobs(), p.gen().tokenIdsAsKeys()) : null;
+                if (!delta.isEmpty() || step.last() || logprobs != null) {
+                    ObjectNode chunk = chunk(p, index, delta, step.finishReason(), logprobs);
+                    if (step.last()) {
+                        putStopReason((ObjectNode) chunk.get("choices").get(0), step.stopReason());
+                    }
+                    if (p.gen().promptLogprobs() >= 0 && !promptLogprobsSent[0] && step.event().promptLogprobs() != null) {
+                        promptLogprobsSent[0] = true;
+                        chunk.set("prompt_logprobs", promptLogprobsJson(p.prompt(), step.event().promptLogprobs(), p.gen().promptLogprobs()));
+                    }
+                    if (p.gen().continuousUsage()) {
+                        chunk.set("usage", usage(p.prompt().length, step.completionTokens(), step.cachedTokens()));
+                    }
+                    out.add(sse(chunk));
                 }
                 return Multi.createFrom().iterable(out);
             }));
@@ -255,52 +400,114 @@ public class ChatCompletions {
         });
     }
 
+    /** Every step of one choice, collected: what a non-streamed reply is made of. */
+    public record Collected(ParsedDelta all, List<TokenEvent> events, ReplyStep last) {
+    }
+
+    /** Each choice's steps collected (the non-streaming replies of every API). */
+    public Uni<List<Collected>> collect(Prepared p) {
+        List<Uni<Collected>> choices = new ArrayList<>();
+        for (Multi<ReplyStep> steps : run(p)) {
+            choices.add(steps.collect().asList().map(list -> {
+                List<ParsedDelta> parts = new ArrayList<>();
+                List<TokenEvent> events = new ArrayList<>();
+                for (ReplyStep s : list) {
+                    parts.add(s.delta());
+                    events.add(s.event());
+                }
+                return new Collected(ReplyParser.merge(parts), events, list.getLast());
+            }));
+        }
+        return Uni.join().all(choices).andFailFast();
+    }
+
     /** The whole reply as one chat.completion object. */
     public Uni<ObjectNode> complete(Prepared p) {
-        List<Uni<ObjectNode>> choices = new ArrayList<>();
-        int[] completion = new int[p.gen().n()];
-        int[] cached = new int[1];
-        List<Multi<TokenEvent>> generations = streams.generate(p.prompt(), p.gen().choices());
-        for (int i = 0; i < p.gen().n(); i++) {
-            int index = i;
-            ChoiceText text = choiceText(p);
-            List<ParsedDelta> parts = new ArrayList<>();
-            List<TokenEvent> events = new ArrayList<>();
-            choices.add(generations.get(i)
-                    .select().first(e -> !text.finished())
-                    .onItem().invoke(e -> {
-                        parts.add(text.next(e));
-                        events.add(e);
-                    })
-                    .collect().last()
-                    .map(last -> {
-                        ParsedDelta all = ReplyParser.merge(parts);
-                        completion[index] = text.completionTokens;
-                        cached[0] = text.cachedTokens;
-                        ObjectNode message = JSON.createObjectNode().put("role", "assistant");
-                        message.put("content", all.content().isEmpty() && !all.toolCalls().isEmpty() ? null : all.content());
-                        if (!all.reasoning().isEmpty()) {
-                            message.put("reasoning_content", all.reasoning());
-                        }
-                        if (!all.toolCalls().isEmpty()) {
-                            ArrayNode calls = message.putArray("tool_calls");
-                            all.toolCalls().forEach(c -> calls.add(toolCallJson(c)));
-                        }
-                        ObjectNode c = JSON.createObjectNode().put("index", index);
-                        c.set("message", message);
-                        c.set("logprobs", p.gen().logprobs() ? logprobsJson(events, p.gen().topLogprobs()) : null);
-                        c.put("finish_reason", text.finishReason == null ? "stop" : text.finishReason);
-                        return c;
-                    }));
-        }
-        return Uni.join().all(choices).andFailFast().map(list -> {
+        return collect(p).map(list -> {
             ObjectNode r = JSON.createObjectNode();
             r.put("id", p.id()).put("object", "chat.completion").put("created", p.created()).put("model", service.servedName());
             ArrayNode arr = r.putArray("choices");
-            list.forEach(arr::add);
-            r.set("usage", usage(p.prompt().length, sum(completion), cached[0]));
+            int completion = 0;
+            int cached = 0;
+            for (Collected c : list) {
+                ParsedDelta all = c.all();
+                ReplyStep last = c.last();
+                completion += last.completionTokens();
+                cached = last.cachedTokens();
+                ObjectNode message = JSON.createObjectNode().put("role", "assistant");
+                message.put("content", all.content().isEmpty() && !all.toolCalls().isEmpty() ? null : all.content());
+                if (!all.reasoning().isEmpty()) {
+                    message.put("reasoning_content", all.reasoning());
+                    message.put("reasoning", all.reasoning());
+                }
+                if (!all.toolCalls().isEmpty()) {
+                    ArrayNode calls = message.putArray("tool_calls");
+                    all.toolCalls().forEach(t -> calls.add(toolCallJson(t)));
+                }
+                ObjectNode choice = arr.addObject().put("index", last.choice());
+                choice.set("message", message);
+                choice.set("logprobs", p.gen().logprobs() ? logprobsJson(c.events(), p.gen().topLogprobs(), p.gen().tokenIdsAsKeys()) : null);
+                choice.put("finish_reason", last.finishReason() == null ? "stop" : last.finishReason());
+                putStopReason(choice, last.stopReason());
+                if (p.gen().promptLogprobs() >= 0 && !r.has("prompt_logprobs")) {
+                    TokenEvent.PromptLogprobs pl = c.events().isEmpty() ? null : c.events().getFirst().promptLogprobs();
+                    if (pl != null) {
+                        r.set("prompt_logprobs", promptLogprobsJson(p.prompt(), pl, p.gen().promptLogprobs()));
+                    }
+                }
+            }
+            r.set("usage", usage(p.prompt().length, completion, cached));
             return r;
         });
+    }
+
+    static void putStopReason(ObjectNode choice, Object stopReason) {
+        if (stopReason instanceof Integer id) {
+            choice.put("stop_reason", id);
+        } else if (stopReason instanceof String str) {
+            choice.put("stop_reason", str);
+        } else {
+            choice.putNull("stop_reason");
+        }
+    }
+
+    /**
+     * vLLM's prompt_logprobs: one entry per prompt token, null for the first; otherwise the token's own
+     * logprob and the top alternatives, keyed by token id, each with its rank (1 = most likely; the
+     * prompt token's rank is given when it is among the alternatives, else null) and decoded text.
+     */
+    ArrayNode promptLogprobsJson(int[] prompt, TokenEvent.PromptLogprobs pl, int top) {
+        ArrayNode out = JSON.createArrayNode();
+        for (int i = 0; i < prompt.length && i < pl.logprobs().length; i++) {
+            if (i == 0 || Double.isNaN(pl.logprobs()[i])) {
+                out.addNull();
+                continue;
+            }
+            ObjectNode pos = out.addObject();
+            int[] ids = pl.topIds()[i];
+            double[] lps = pl.topLogprobs()[i];
+            int rank = -1;
+            for (int k = 0; k < ids.length; k++) {
+                if (ids[k] == prompt[i]) {
+                    rank = k + 1;
+                }
+            }
+            ObjectNode own = pos.putObject(String.valueOf(prompt[i])).put("logprob", pl.logprobs()[i]);
+            if (rank > 0) {
+                own.put("rank", rank);
+            } else {
+                own.putNull("rank");
+            }
+            own.put("decoded_token", service.tokenizer().decode(new int[]{prompt[i]}, false));
+            for (int k = 0; k < Math.min(top, ids.length); k++) {
+                if (ids[k] == prompt[i]) {
+                    continue;
+                }
+                pos.putObject(String.valueOf(ids[k])).put("logprob", lps[k]).put("rank", k + 1)
+                        .put("decoded_token", service.tokenizer().decode(new int[]{ids[k]}, false));
+            }
+        }
+        return out;
     }
 
     private static int sum(int[] a) {
@@ -327,6 +534,18 @@ public class ChatCompletions {
         return c;
     }
 
+    /** A piece of a streamed call: the first carries id, type and name; later ones argument fragments. */
+    static ObjectNode toolCallDeltaJson(ToolCallDelta c) {
+        ObjectNode o = JSON.createObjectNode().put("index", c.index());
+        if (c.opens()) {
+            o.put("id", c.id()).put("type", "function");
+            o.putObject("function").put("name", c.name()).put("arguments", c.arguments());
+        } else {
+            o.putObject("function").put("arguments", c.arguments());
+        }
+        return o;
+    }
+
     static ObjectNode toolCallJson(ToolCall c) {
         ObjectNode o = JSON.createObjectNode();
         o.put("id", c.id()).put("type", "function");
@@ -334,20 +553,33 @@ public class ChatCompletions {
         return o;
     }
 
-    ObjectNode logprobsJson(List<TokenEvent> events, int top) {
+    /** A token as logprobs name it: its text, or {@code token_id:N} with vLLM's return_tokens_as_token_ids. */
+    String tokenKey(int id, boolean asIds) {
+        return asIds ? "token_id:" + id : service.tokenizer().decode(new int[]{id}, false);
+    }
+
+    ObjectNode logprobsJson(List<TokenEvent> events, int top, boolean asIds) {
         ObjectNode lp = JSON.createObjectNode();
         ArrayNode content = lp.putArray("content");
         for (TokenEvent e : events) {
+            if (e.token() < 0) {
+                continue;
+            }
             ObjectNode t = content.addObject();
             String text = service.tokenizer().decode(new int[]{e.token()}, false);
-            t.put("token", text).put("logprob", e.logprob());
+            t.put("token", asIds ? "token_id:" + e.token() : text).put("logprob", e.logprob());
             ArrayNode bytes = t.putArray("bytes");
             for (byte b : text.getBytes(java.nio.charset.StandardCharsets.UTF_8)) {
                 bytes.add(b & 0xff);
             }
             ArrayNode alts = t.putArray("top_logprobs");
             for (int k = 0; k < Math.min(top, e.topIds().length); k++) {
-                alts.addObject().put("token", service.tokenizer().decode(new int[]{e.topIds()[k]}, false)).put("logprob", e.topLogprobs()[k]);
+                String alt = service.tokenizer().decode(new int[]{e.topIds()[k]}, false);
+                ObjectNode a = alts.addObject().put("token", asIds ? "token_id:" + e.topIds()[k] : alt).put("logprob", e.topLogprobs()[k]);
+                ArrayNode ab = a.putArray("bytes");
+                for (byte b : alt.getBytes(java.nio.charset.StandardCharsets.UTF_8)) {
+                    ab.add(b & 0xff);
+                }
             }
         }
         return lp;

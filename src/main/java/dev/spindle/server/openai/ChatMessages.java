@@ -97,10 +97,32 @@ final class ChatMessages {
             if (!part.isObject() || !part.path("type").isTextual()) {
                 throw ApiException.badRequest(p + " must be a content part with a type, got " + part, p);
             }
-            if (part.get("type").asText().equals("text") && !part.path("text").isTextual()) {
+            String type = part.get("type").asText();
+            if (!type.equals("text")) {
+                throw ApiException.badRequest(p + " is a '" + type + "' part; this model is text-only, so only text parts are accepted", p + ".type");
+            }
+            if (!part.path("text").isTextual()) {
                 throw ApiException.badRequest(p + ".text must be a string", p + ".text");
             }
         }
+    }
+
+    /** The text of a message's content as the template sees it: a string, or its text parts joined. */
+    static String textOf(Object content) {
+        if (content instanceof String s) {
+            return s;
+        }
+        StringBuilder b = new StringBuilder();
+        if (content instanceof List<?> parts) {
+            for (Object part : parts) {
+                if (part instanceof String s) {
+                    b.append(s);
+                } else if (part instanceof java.util.Map<?, ?> m && m.get("text") instanceof String t) {
+                    b.append(t);
+                }
+            }
+        }
+        return b.toString();
     }
 
     private static ObjectNode toolCall(JsonNode call, String path) {

@@ -25,66 +25,129 @@ public class Completions {
     private final ModelService service;
     private final TokenStreams streams;
 
-    public Completions(ModelService service, TokenStreams streams) {
+    private final ChatCompletions chat;
+
+    public Completions(ModelService service, TokenStreams streams, ChatCompletions chat) {
         this.service = service;
         this.streams = streams;
+        this.chat = chat;
     }
 
-    record Prepared(String id, long created, int[] prompt, String promptText, GenerationRequest gen, boolean echo) {
+    /** One request: one or more prompts (each with its n choices; choice index = prompt * n + choice). */
+    record Prepared(String id, long created, List<int[]> prompts, List<String> promptTexts, GenerationRequest gen, boolean echo) {
     }
 
     Prepared prepare(JsonNode body) {
+        List<int[]> prompts = new ArrayList<>();
+        List<String> texts = new ArrayList<>();
         JsonNode p = body.get("prompt");
-        int[] ids;
-        String text;
+        int vocab = service.modelConfig().vocabSize();
         if (p != null && p.isTextual()) {
-            text = p.asText();
-            ids = service.tokenizer().encodeWithSpecialTokens(text);
+            texts.add(p.asText());
+            prompts.add(service.tokenizer().encodeWithSpecialTokens(p.asText()));
         } else if (p != null && p.isArray() && !p.isEmpty() && p.get(0).isIntegralNumber()) {
-            ids = new int[p.size()];
-            for (int i = 0; i < ids.length; i++) {
-                ids[i] = (int) Fields.integerValue(p.get(i), "prompt[" + i + "]", 0, 0, service.modelConfig().vocabSize() - 1);
+            prompts.add(ids(p, "prompt", vocab));
+            texts.add(service.tokenizer().decode(prompts.getFirst(), false));
+        } else if (p != null && p.isArray() && !p.isEmpty()) {
+            for (int i = 0; i < p.size(); i++) { // a list of prompts: strings or lists of token ids
+                JsonNode one = p.get(i);
+                if (one.isTextual()) {
+                    texts.add(one.asText());
+                    prompts.add(service.tokenizer().encodeWithSpecialTokens(one.asText()));
+                } else if (one.isArray() && !one.isEmpty()) {
+                    prompts.add(ids(one, "prompt[" + i + "]", vocab));
+                    texts.add(service.tokenizer().decode(prompts.getLast(), false));
+                } else {
+                    throw ApiException.badRequest("prompt[" + i + "] must be a string or a non-empty list of token ids, got " + one, "prompt[" + i + "]");
+                }
             }
-            text = service.tokenizer().decode(ids, false);
-        } else if (p != null && p.isArray() && p.size() == 1 && p.get(0).isTextual()) {
-            text = p.get(0).asText();
-            ids = service.tokenizer().encodeWithSpecialTokens(text);
         } else {
-            throw ApiException.badRequest("prompt must be a string or a list of token ids (one prompt per request)", "prompt");
+            throw ApiException.badRequest("prompt must be a string, a list of token ids, or a list of either", "prompt");
         }
-        GenerationRequest gen = GenerationRequest.parse(body, service.generationDefaults(), service.config().defaultMaxTokens(), false,
-                service.modelConfig().vocabSize());
+        GenerationRequest gen = GenerationRequest.parse(body, chatContext(), false);
+        if (prompts.size() * gen.n() > service.engine().maxWaiting()) {
+            throw ApiException.badRequest(prompts.size() + " prompts x n = " + gen.n() + " wait as " + prompts.size() * gen.n()
+                    + " requests, more than this server's max-waiting-requests (" + service.engine().maxWaiting() + ")", "prompt");
+        }
         boolean echo = Fields.bool(body, "echo", false);
-        gen = gen.fitToContext(ids.length, service.modelConfig().maxPositions());
-        try {
-            service.engine().validate(ids, gen.params());
-        } catch (IllegalArgumentException e) {
-            throw ApiException.badRequest(e.getMessage(), "max_tokens");
+        int context = service.modelConfig().maxPositions();
+        GenerationRequest fitted = null;
+        for (int i = 0; i < prompts.size(); i++) {
+            int[] ids = gen.truncate(prompts.get(i), context);
+            prompts.set(i, ids);
+            GenerationRequest g = gen.fitToContext(ids.length, context);
+            fitted = fitted == null || g.params().maxTokens() < fitted.params().maxTokens() ? g : fitted;
+            try {
+                service.engine().validate(ids, g.params());
+            } catch (IllegalArgumentException e) {
+                throw ApiException.badRequest(e.getMessage(), "max_tokens");
+            }
         }
-        return new Prepared("cmpl-" + UUID.randomUUID().toString().replace("-", ""), System.currentTimeMillis() / 1000, ids, text, gen, echo);
+        String requestId = Fields.string(body, "request_id", UUID.randomUUID().toString().replace("-", ""));
+        return new Prepared("cmpl-" + requestId, System.currentTimeMillis() / 1000, prompts, texts, fitted, echo);
+    }
+
+    private GenerationRequest.Context chatContext() {
+        return new GenerationRequest.Context(service.generationDefaults(), service.config().defaultMaxTokens(), service.modelConfig().vocabSize(),
+                service.config().maxLogprobs(), service.tokenizer()::encode);
+    }
+
+    private static int[] ids(JsonNode list, String path, int vocab) {
+        int[] ids = new int[list.size()];
+        for (int i = 0; i < ids.length; i++) {
+            ids[i] = (int) Fields.integerValue(list.get(i), path + "[" + i + "]", 0, 0, vocab - 1);
+        }
+        return ids;
     }
 
     private ChoiceText choiceText(Prepared p) {
         Set<Integer> ends = new HashSet<>(service.modelConfig().eosTokenIds());
         ends.addAll(p.gen().params().stopTokenIds());
-        return new ChoiceText(service.tokenizer(), p.gen().skipSpecialTokens(), p.gen().stops(), null, ends);
+        return new ChoiceText(service.tokenizer(), p.gen(), null, ends, -1);
+    }
+
+    /** Every prompt's choices, in choice-index order (prompt-major), submitted all or none. */
+    private List<Multi<TokenEvent>> generate(Prepared p) {
+        List<Multi<TokenEvent>> all = new ArrayList<>();
+        try {
+            for (int[] prompt : p.prompts()) {
+                all.addAll(streams.generate(prompt, p.gen().choices()));
+            }
+        } catch (RuntimeException e) {
+            all.forEach(m -> m.subscribe().with(x -> { }, err -> { }).cancel()); // cancels what was submitted
+            throw e;
+        }
+        return all;
     }
 
     public Multi<String> stream(Prepared p) {
         List<Multi<String>> choices = new ArrayList<>();
-        int[] completion = new int[p.gen().n()];
-        List<Multi<TokenEvent>> generations = streams.generate(p.prompt(), p.gen().choices());
-        for (int i = 0; i < p.gen().n(); i++) {
+        int total = p.prompts().size() * p.gen().n();
+        int[] completion = new int[total];
+        List<Multi<TokenEvent>> generations = generate(p);
+        for (int i = 0; i < total; i++) {
             int index = i;
+            int promptIndex = i / p.gen().n();
             ChoiceText text = choiceText(p);
             boolean[] first = {true};
             choices.add(generations.get(i).select().first(e -> !text.finished()).map(e -> {
                 ParsedDelta d = text.next(e);
                 completion[index] = text.completionTokens;
-                String t = (first[0] && p.echo() ? p.promptText() : "") + d.content();
+                String t = (first[0] && p.echo() ? p.promptTexts().get(promptIndex) : "") + d.content();
+                ObjectNode chunk = choiceJson(p, index, t, text.finished() ? text.finishReason : null,
+                        p.gen().logprobs() ? logprobs(p, promptIndex, List.of(e), p.gen().topLogprobs(), first[0]) : null).put("object", "text_completion");
+                if (text.finished()) {
+                    ChatCompletions.putStopReason((ObjectNode) chunk.get("choices").get(0), text.stopReason);
+                }
+                if (first[0] && p.gen().promptLogprobs() >= 0 && e.promptLogprobs() != null) {
+                    ((ObjectNode) chunk.get("choices").get(0)).set("prompt_logprobs",
+                            chat.promptLogprobsJson(p.prompts().get(promptIndex), e.promptLogprobs(), p.gen().promptLogprobs()));
+                }
+                if (p.gen().continuousUsage()) {
+                    chunk.set("usage", ChatCompletions.usage(p.prompts().get(promptIndex).length, text.completionTokens, text.cachedTokens));
+                }
                 first[0] = false;
-                return ChatCompletions.sse(choiceJson(p, index, t, text.finished() ? text.finishReason : null,
-                        p.gen().logprobs() ? logprobs(p, List.of(e), p.gen().topLogprobs()) : null).put("object", "text_completion"));
+                return ChatCompletions.sse(chunk);
             }));
         }
         return Multi.createBy().merging().streams(choices).onCompletion().switchTo(() -> {
@@ -92,7 +155,7 @@ public class Completions {
             if (p.gen().includeUsage()) {
                 ObjectNode u = base(p);
                 u.putArray("choices");
-                u.set("usage", ChatCompletions.usage(p.prompt().length, java.util.Arrays.stream(completion).sum(), 0));
+                u.set("usage", ChatCompletions.usage(promptTokens(p), java.util.Arrays.stream(completion).sum(), 0));
                 tail.add(ChatCompletions.sse(u));
             }
             tail.add("data: [DONE]\n\n");
@@ -100,14 +163,20 @@ public class Completions {
         });
     }
 
+    private int promptTokens(Prepared p) {
+        return p.prompts().stream().mapToInt(x -> x.length).sum() * p.gen().n();
+    }
+
     public Uni<ObjectNode> complete(Prepared p) {
         List<Uni<ObjectNode>> choices = new ArrayList<>();
-        int[] completion = new int[p.gen().n()];
-        List<Multi<TokenEvent>> generations = streams.generate(p.prompt(), p.gen().choices());
-        for (int i = 0; i < p.gen().n(); i++) {
+        int total = p.prompts().size() * p.gen().n();
+        int[] completion = new int[total];
+        List<Multi<TokenEvent>> generations = generate(p);
+        for (int i = 0; i < total; i++) {
             int index = i;
+            int promptIndex = i / p.gen().n();
             ChoiceText text = choiceText(p);
-            StringBuilder out = new StringBuilder(p.echo() ? p.promptText() : "");
+            StringBuilder out = new StringBuilder(p.echo() ? p.promptTexts().get(promptIndex) : "");
             List<TokenEvent> events = new ArrayList<>();
             choices.add(generations.get(i).select().first(e -> !text.finished())
                     .onItem().invoke(e -> {
@@ -116,8 +185,13 @@ public class Completions {
                     }).collect().last().map(x -> {
                         completion[index] = text.completionTokens;
                         ObjectNode c = JSON.createObjectNode().put("index", index).put("text", out.toString());
-                        c.set("logprobs", p.gen().logprobs() ? logprobs(p, events, p.gen().topLogprobs()) : null);
+                        c.set("logprobs", p.gen().logprobs() ? logprobs(p, promptIndex, events, p.gen().topLogprobs(), true) : null);
                         c.put("finish_reason", text.finishReason == null ? "stop" : text.finishReason);
+                        ChatCompletions.putStopReason(c, text.stopReason);
+                        TokenEvent.PromptLogprobs pl = events.isEmpty() ? null : events.getFirst().promptLogprobs();
+                        if (p.gen().promptLogprobs() >= 0 && pl != null) {
+                            c.set("prompt_logprobs", chat.promptLogprobsJson(p.prompts().get(promptIndex), pl, p.gen().promptLogprobs()));
+                        }
                         return c;
                     }));
         }
@@ -125,7 +199,7 @@ public class Completions {
             ObjectNode r = base(p);
             ArrayNode arr = r.putArray("choices");
             list.forEach(arr::add);
-            r.set("usage", ChatCompletions.usage(p.prompt().length, java.util.Arrays.stream(completion).sum(), 0));
+            r.set("usage", ChatCompletions.usage(promptTokens(p), java.util.Arrays.stream(completion).sum(), 0));
             return r;
         });
     }
@@ -147,18 +221,22 @@ public class Completions {
 
     /**
      * The legacy completions logprobs object: tokens, token_logprobs, top_logprobs; with
-     * echo, the prompt's own tokens come first (the first has no logprob: null).
+     * echo, the prompt's own tokens come first (the first has no logprob: null). With vLLM's
+     * return_tokens_as_token_ids every token is {@code token_id:N} (two ids can decode to the
+     * same text, which would collide as keys of top_logprobs).
      */
-    private ObjectNode logprobs(Prepared p, List<TokenEvent> events, int top) {
+    private ObjectNode logprobs(Prepared p, int promptIndex, List<TokenEvent> events, int top, boolean withPrompt) {
+        boolean asIds = p.gen().tokenIdsAsKeys();
+        int[] prompt = p.prompts().get(promptIndex);
         ObjectNode lp = JSON.createObjectNode();
         ArrayNode tokens = lp.putArray("tokens"), lps = lp.putArray("token_logprobs"), tops = lp.putArray("top_logprobs");
         for (TokenEvent e : events) {
             TokenEvent.PromptLogprobs pl = e.promptLogprobs();
-            if (pl == null || !p.echo()) {
+            if (pl == null || !p.echo() || !withPrompt) {
                 continue;
             }
-            for (int i = 0; i < p.prompt().length; i++) {
-                tokens.add(service.tokenizer().decode(new int[]{p.prompt()[i]}, false));
+            for (int i = 0; i < prompt.length; i++) {
+                tokens.add(chat.tokenKey(prompt[i], asIds));
                 if (i == 0) {
                     lps.addNull();
                     tops.addNull();
@@ -167,7 +245,7 @@ public class Completions {
                 lps.add(pl.logprobs()[i]);
                 ObjectNode alt = tops.addObject();
                 for (int k = 0; k < Math.min(top, pl.topIds()[i].length); k++) {
-                    alt.put(service.tokenizer().decode(new int[]{pl.topIds()[i][k]}, false), pl.topLogprobs()[i][k]);
+                    alt.put(chat.tokenKey(pl.topIds()[i][k], asIds), pl.topLogprobs()[i][k]);
                 }
             }
         }
@@ -175,11 +253,11 @@ public class Completions {
             if (e.token() < 0) {
                 continue;
             }
-            tokens.add(service.tokenizer().decode(new int[]{e.token()}, false));
+            tokens.add(chat.tokenKey(e.token(), asIds));
             lps.add(e.logprob());
             ObjectNode alt = tops.addObject();
             for (int k = 0; k < Math.min(top, e.topIds().length); k++) {
-                alt.put(service.tokenizer().decode(new int[]{e.topIds()[k]}, false), e.topLogprobs()[k]);
+                alt.put(chat.tokenKey(e.topIds()[k], asIds), e.topLogprobs()[k]);
             }
         }
         return lp;
