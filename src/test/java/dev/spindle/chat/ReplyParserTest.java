@@ -55,7 +55,37 @@ class ReplyParserTest {
         text.codePoints().forEach(cp -> steps.add(p.next(new String(Character.toChars(cp)))));
         steps.add(p.finish());
         assertEquals(whole, ReplyParser.merge(steps), "one character at a time: " + JSON.valueToTree(text));
+        piecesMakeTheCalls(whole);
         return whole;
+    }
+
+    /** A streamed call opens with its id and name, and its argument fragments concatenate to its final arguments. */
+    static void piecesMakeTheCalls(ParsedDelta d) {
+        for (ToolCall c : d.toolCalls()) {
+            List<ToolCallDelta> pieces = d.callDeltas().stream().filter(x -> x.index() == c.index()).toList();
+            assertTrue(!pieces.isEmpty() && pieces.getFirst().opens(), "call " + c.index() + " opens with its name: " + pieces);
+            assertEquals(c.id(), pieces.getFirst().id());
+            assertEquals(c.name(), pieces.getFirst().name());
+            assertTrue(pieces.stream().skip(1).noneMatch(ToolCallDelta::opens), "one opening piece per call: " + pieces);
+            assertEquals(c.arguments(), String.join("", pieces.stream().map(ToolCallDelta::arguments).toList()), "fragments of call " + c.index());
+        }
+        assertEquals(d.toolCalls().size(), (int) d.callDeltas().stream().filter(ToolCallDelta::opens).count(), "every announced call is released");
+    }
+
+    @Test
+    void xmlCallArgumentsStreamParameterByParameter() {
+        ReplyParser p = new ReplyParser(false, ToolSchemas.of(WEATHER), ids());
+        List<String> fragments = new ArrayList<>();
+        String[] steps = {"<tool_call>\n<function=get_weather>\n", "<parameter=city>\nOslo\n</parameter>\n", "<parameter=days>\n3\n</parameter>\n",
+                "</function>\n</tool_call>"};
+        ParsedDelta first = p.next(steps[0]);
+        assertEquals(List.of(new ToolCallDelta(0, "call_0", "get_weather", "")), first.callDeltas(), "the call is announced once it is named");
+        for (int i = 1; i < steps.length; i++) {
+            ParsedDelta d = p.next(steps[i]);
+            assertEquals(1, d.callDeltas().size(), "one fragment per step: " + d);
+            fragments.add(d.callDeltas().getFirst().arguments());
+        }
+        assertEquals(List.of("{\"city\":\"Oslo\"", ",\"days\":3", "}"), fragments);
     }
 
     @Test
@@ -131,9 +161,18 @@ class ReplyParserTest {
         String unknown = "<tool_call>\n<function=launch_rockets>\n<parameter=n>\n3\n</parameter>\n</function>\n</tool_call>";
         assertEquals(unknown, parse(unknown, false, WEATHER).content());
         assertTrue(parse(unknown, false, WEATHER).toolCalls().isEmpty());
-        String unclosed = "Sure.\n<tool_call>\n<function=get_weather>\n<parameter=city>\nPar";
+        // a call once named stands (its pieces may already be streamed): cut off, it keeps the parameters it completed
+        String unclosed = "Sure.\n<tool_call>\n<function=get_weather>\n<parameter=days>\n2\n</parameter>\n<parameter=city>\nPar";
         ParsedDelta d = parse(unclosed, false, WEATHER);
-        assertEquals("Sure.<tool_call>\n<function=get_weather>\n<parameter=city>\nPar", d.content());
+        assertEquals("Sure.\n<parameter=city>\nPar", d.content());
+        assertEquals(1, d.toolCalls().size());
+        assertEquals(json("{\"days\": 2}"), json(d.toolCalls().getFirst().arguments()));
+        String unnamed = "Sure.\n<tool_call>\n<funct";
+        assertEquals("Sure.<tool_call>\n<funct", parse(unnamed, false, WEATHER).content());
+        String stray = "<tool_call>\n<function=get_time>\n<parameter=city>\nLima\n</parameter>\noops\n</function>\n</tool_call> after";
+        ParsedDelta s = parse(stray, false, WEATHER);
+        assertEquals(json("{\"city\": \"Lima\"}"), json(s.toolCalls().getFirst().arguments()));
+        assertEquals("oops\n</function>\n after", s.content());
         String garbage = "<tool_call>\nnot a call at all\n</tool_call> after";
         assertEquals(garbage, parse(garbage, false, WEATHER).content());
         String badJson = "<tool_call>\n{\"name\": \"get_time\", \"arguments\": [1]}\n</tool_call>";

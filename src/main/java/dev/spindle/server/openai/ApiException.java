@@ -2,8 +2,8 @@ package dev.spindle.server.openai;
 
 /** A request the API refuses, with the HTTP status and the OpenAI error fields. */
 public final class ApiException extends RuntimeException {
-    final int status;
-    final String param;
+    public final int status;
+    public final String param;
 
     public ApiException(int status, String message, String param) {
         super(message);
@@ -11,7 +11,7 @@ public final class ApiException extends RuntimeException {
         this.param = param;
     }
 
-    static ApiException badRequest(String message, String param) {
+    public static ApiException badRequest(String message, String param) {
         return new ApiException(400, message, param);
     }
 }

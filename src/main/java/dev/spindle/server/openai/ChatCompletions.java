@@ -38,7 +38,7 @@ import java.util.UUID;
  */
 @ApplicationScoped
 public class ChatCompletions {
-    static final ObjectMapper JSON = new ObjectMapper();
+    public static final ObjectMapper JSON = new ObjectMapper();
     private final ModelService service;
     private final TokenStreams streams;
 
@@ -592,7 +592,7 @@ public class ChatCompletions {
         return u;
     }
 
-    static String sse(JsonNode data) {
+    public static String sse(JsonNode data) {
         return "data: " + data.toString() + "\n\n";
     }
 }

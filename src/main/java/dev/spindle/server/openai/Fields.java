@@ -7,16 +7,16 @@ import com.fasterxml.jackson.databind.JsonNode;
  * names it (with its path, e.g. {@code messages[2].content}); an absent or null field gives
  * the default.
  */
-final class Fields {
+public final class Fields {
     private Fields() {
     }
 
-    static JsonNode get(JsonNode body, String field) {
+    public static JsonNode get(JsonNode body, String field) {
         JsonNode v = body.get(field);
         return v == null || v.isNull() ? null : v;
     }
 
-    static double number(JsonNode body, String field, double dflt, double min, double max) {
+    public static double number(JsonNode body, String field, double dflt, double min, double max) {
         JsonNode v = get(body, field);
         if (v == null) {
             return dflt;
@@ -31,12 +31,12 @@ final class Fields {
         return d;
     }
 
-    static long integer(JsonNode body, String field, long dflt, long min, long max) {
+    public static long integer(JsonNode body, String field, long dflt, long min, long max) {
         return integerValue(body.get(field), field, dflt, min, max);
     }
 
     /** A value that must be an integer in [min, max]; {@code path} names it in the error. */
-    static long integerValue(JsonNode v, String path, long dflt, long min, long max) {
+    public static long integerValue(JsonNode v, String path, long dflt, long min, long max) {
         if (v == null || v.isNull()) {
             return dflt;
         }
@@ -50,7 +50,7 @@ final class Fields {
         return x;
     }
 
-    static boolean bool(JsonNode body, String field, boolean dflt) {
+    public static boolean bool(JsonNode body, String field, boolean dflt) {
         JsonNode v = get(body, field);
         if (v == null) {
             return dflt;
@@ -61,7 +61,7 @@ final class Fields {
         return v.asBoolean();
     }
 
-    static String string(JsonNode body, String field, String dflt) {
+    public static String string(JsonNode body, String field, String dflt) {
         JsonNode v = get(body, field);
         if (v == null) {
             return dflt;
@@ -73,7 +73,7 @@ final class Fields {
     }
 
     /** An object field, or null when absent. */
-    static JsonNode object(JsonNode body, String field) {
+    public static JsonNode object(JsonNode body, String field) {
         JsonNode v = get(body, field);
         if (v != null && !v.isObject()) {
             throw ApiException.badRequest(field + " must be an object, got " + v, field);
@@ -82,7 +82,7 @@ final class Fields {
     }
 
     /** A list field, or null when absent. */
-    static JsonNode array(JsonNode body, String field) {
+    public static JsonNode array(JsonNode body, String field) {
         JsonNode v = get(body, field);
         if (v != null && !v.isArray()) {
             throw ApiException.badRequest(field + " must be a list, got " + v, field);

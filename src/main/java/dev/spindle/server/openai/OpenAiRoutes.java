@@ -33,41 +33,130 @@ import static dev.spindle.server.openai.ChatCompletions.JSON;
  */
 @ApplicationScoped
 public class OpenAiRoutes {
+    /** The error shape of each API: OpenAI's {@code {"error": {...}}} or Anthropic's {@code {"type": "error", "error": {...}}}. */
+    public enum Dialect {
+        OPENAI, ANTHROPIC;
+
+        public ObjectNode error(int status, String message, String param) {
+            ObjectNode r = JSON.createObjectNode();
+            if (this == ANTHROPIC) {
+                r.put("type", "error");
+                r.putObject("error").put("type", anthropicType(status)).put("message", message);
+                return r;
+            }
+            ObjectNode e = r.putObject("error");
+            e.put("message", message).put("type", status >= 500 ? "server_error" : status == 404 ? "not_found_error" : "invalid_request_error")
+                    .put("param", param).put("code", status);
+            return r;
+        }
+
+        private static String anthropicType(int status) {
+            return switch (status) {
+                case 400, 405, 415 -> "invalid_request_error";
+                case 401 -> "authentication_error";
+                case 403 -> "permission_error";
+                case 404 -> "not_found_error";
+                case 413 -> "request_too_large";
+                case 429 -> "rate_limit_error";
+                case 503, 529 -> "overloaded_error";
+                default -> "api_error";
+            };
+        }
+
+        /** The dialect of a request path: Anthropic's under /v1/messages, OpenAI's elsewhere. */
+        static Dialect of(String path) {
+            return path != null && (path.equals("/v1/messages") || path.startsWith("/v1/messages/")) ? ANTHROPIC : OPENAI;
+        }
+    }
+
+    /** The largest request body accepted (a larger one is a 413 in the API's shape). */
+    static final long BODY_LIMIT = 32L << 20;
     private final ModelService service;
     private final ChatCompletions chat;
     private final Completions completions;
+    private final Responses responses;
+    private final dev.spindle.server.anthropic.Messages messages;
+    private final long startedAt = System.currentTimeMillis() / 1000;
 
-    public OpenAiRoutes(ModelService service, ChatCompletions chat, Completions completions) {
+    public OpenAiRoutes(ModelService service, ChatCompletions chat, Completions completions, Responses responses,
+                        dev.spindle.server.anthropic.Messages messages) {
         this.service = service;
         this.chat = chat;
         this.completions = completions;
+        this.responses = responses;
+        this.messages = messages;
     }
 
     void routes(@Observes Router router) {
-        BodyHandler body = BodyHandler.create().setBodyLimit(32L << 20);
-        router.route("/v1/*").order(-2).handler(this::requireLoaded);
-        router.route("/tokenize").order(-2).handler(this::requireLoaded);
-        router.route("/detokenize").order(-2).handler(this::requireLoaded);
-        router.route("/v1/*").order(-1).handler(this::authorize);
-        router.route("/tokenize").order(-1).handler(this::authorize);
-        router.route("/detokenize").order(-1).handler(this::authorize);
-        router.post("/v1/chat/completions").handler(body).handler(ctx -> json(ctx, b -> {
+        BodyHandler body = BodyHandler.create().setBodyLimit(BODY_LIMIT);
+        for (String path : List.of("/v1/*", "/tokenize", "/detokenize")) {
+            router.route(path).order(-2).handler(this::requireLoaded);
+            router.route(path).order(-1).handler(this::authorize);
+        }
+        router.post("/v1/chat/completions").handler(body).handler(ctx -> json(ctx, Dialect.OPENAI, b -> {
             ChatCompletions.Prepared p = chat.prepare(b);
             return p.gen().stream() ? chat.stream(p) : chat.complete(p);
         }));
-        router.post("/v1/completions").handler(body).handler(ctx -> json(ctx, b -> {
+        router.post("/v1/completions").handler(body).handler(ctx -> json(ctx, Dialect.OPENAI, b -> {
             Completions.Prepared p = completions.prepare(b);
             return p.gen().stream() ? completions.stream(p) : completions.complete(p);
         }));
+        router.post("/v1/responses").handler(body).handler(ctx -> json(ctx, Dialect.OPENAI, b -> {
+            Responses.Prepared p = responses.prepare(b);
+            return p.stream() ? responses.stream(p) : responses.complete(p);
+        }));
+        router.get("/v1/responses/:id").handler(ctx -> answer(ctx, Dialect.OPENAI, () -> responses.get(ctx.pathParam("id"))));
+        router.delete("/v1/responses/:id").handler(ctx -> answer(ctx, Dialect.OPENAI, () -> responses.delete(ctx.pathParam("id"))));
+        router.post("/v1/messages").handler(body).handler(ctx -> json(ctx, Dialect.ANTHROPIC, b -> {
+            var p = messages.prepare(b);
+            return p.stream() ? messages.stream(p) : messages.complete(p);
+        }));
+        router.post("/v1/messages/count_tokens").handler(body).handler(ctx -> json(ctx, Dialect.ANTHROPIC, messages::countTokens));
         router.get("/v1/models").handler(ctx -> {
             ObjectNode r = JSON.createObjectNode().put("object", "list");
-            ObjectNode m = r.putArray("data").addObject();
-            m.put("id", service.servedName()).put("object", "model").put("created", 0).put("owned_by", "spindle")
-                    .put("max_model_len", service.modelConfig().maxPositions());
+            r.putArray("data").add(modelJson());
             send(ctx.response(), 200, r);
         });
-        router.post("/tokenize").handler(body).handler(ctx -> json(ctx, this::tokenize));
-        router.post("/detokenize").handler(body).handler(ctx -> json(ctx, this::detokenize));
+        router.get("/v1/models/:id").handler(ctx -> answer(ctx, Dialect.OPENAI, () -> {
+            if (!ctx.pathParam("id").equals(service.servedName())) {
+                throw new ApiException(404, "the model '" + ctx.pathParam("id") + "' does not exist; this server serves '" + service.servedName() + "'", "model");
+            }
+            return modelJson();
+        }));
+        router.post("/tokenize").handler(body).handler(ctx -> json(ctx, Dialect.OPENAI, this::tokenize));
+        router.post("/detokenize").handler(body).handler(ctx -> json(ctx, Dialect.OPENAI, this::detokenize));
+        // what no route answers, in the API's own shape (Vert.x would answer with an HTML page)
+        for (int status : new int[]{404, 405, 413}) {
+            router.errorHandler(status, ctx -> {
+                String path = ctx.request().path();
+                if (path.startsWith("/q/")) {
+                    ctx.next(); // Quarkus's own endpoints keep their answers
+                    return;
+                }
+                String message = switch (status) {
+                    case 404 -> "no route " + ctx.request().method() + " " + path + " on this server";
+                    case 405 -> "the method " + ctx.request().method() + " is not allowed on " + path;
+                    default -> "the request body is larger than " + (BODY_LIMIT >> 20) + " MiB";
+                };
+                send(ctx.response(), status, Dialect.of(path).error(status, message, null));
+            });
+        }
+    }
+
+    private ObjectNode modelJson() {
+        ObjectNode m = JSON.createObjectNode();
+        m.put("id", service.servedName()).put("object", "model").put("created", startedAt).put("owned_by", "spindle")
+                .put("max_model_len", service.modelConfig().maxPositions());
+        // Anthropic's model object fields, for clients of /v1/models that speak Messages
+        m.put("type", "model").put("display_name", service.servedName());
+        return m;
+    }
+
+    /** Answers a GET/DELETE from a worker: the handler's JSON, or its error in the API's shape. */
+    private void answer(RoutingContext ctx, Dialect dialect, java.util.function.Supplier<JsonNode> handler) {
+        HttpServerResponse response = ctx.response();
+        Uni.createFrom().item(handler::get).runSubscriptionOn(Infrastructure.getDefaultWorkerPool())
+                .subscribe().with(r -> send(response, 200, r), err -> fail(response, err, dialect));
     }
 
     private Object tokenize(JsonNode b) {
@@ -120,10 +209,13 @@ public class OpenAiRoutes {
             return;
         }
         ctx.response().putHeader("Retry-After", "5");
-        send(ctx.response(), 503, errorJson(503, "the model " + service.servedName() + " is still loading; retry shortly", null));
+        send(ctx.response(), 503, Dialect.of(ctx.request().path()).error(503, "the model " + service.servedName() + " is still loading; retry shortly", null));
     }
 
-    /** With spindle.api-key set: a bearer token that matches it (compared in constant time), else 401. */
+    /**
+     * With spindle.api-key set: a bearer token, or an {@code x-api-key} header (Anthropic's clients),
+     * that matches it (compared in constant time), else 401.
+     */
     private void authorize(RoutingContext ctx) {
         var key = service.config().apiKey();
         if (key.isEmpty()) {
@@ -136,17 +228,20 @@ public class OpenAiRoutes {
         }
         String header = ctx.request().getHeader("Authorization");
         String given = header != null && header.regionMatches(true, 0, "Bearer ", 0, 7) ? header.substring(7).trim() : "";
+        if (given.isEmpty() && ctx.request().getHeader("x-api-key") != null) {
+            given = ctx.request().getHeader("x-api-key").trim();
+        }
         if (java.security.MessageDigest.isEqual(given.getBytes(java.nio.charset.StandardCharsets.UTF_8),
                 key.get().strip().getBytes(java.nio.charset.StandardCharsets.UTF_8))) {
             ctx.next();
         } else {
             ctx.response().putHeader("WWW-Authenticate", "Bearer");
-            send(ctx.response(), 401, errorJson(401, "missing or wrong API key", null));
+            send(ctx.response(), 401, Dialect.of(ctx.request().path()).error(401, "missing or wrong API key", null));
         }
     }
 
     /** Parses the body on a worker, then answers with JSON (Uni or plain object) or an SSE stream (Multi). */
-    private void json(RoutingContext ctx, Function<JsonNode, Object> handler) {
+    private void json(RoutingContext ctx, Dialect dialect, Function<JsonNode, Object> handler) {
         HttpServerResponse response = ctx.response();
         Uni.createFrom().item(() -> {
                     JsonNode b;
@@ -167,17 +262,17 @@ public class OpenAiRoutes {
                 .runSubscriptionOn(Infrastructure.getDefaultWorkerPool())
                 .subscribe().with(result -> {
                     if (result instanceof Multi<?> multi) {
-                        stream(response, multi);
+                        stream(response, multi, dialect);
                     } else if (result instanceof Uni<?> uni) {
-                        Cancellable c = uni.subscribe().with(r -> send(response, 200, (JsonNode) r), err -> fail(response, err));
+                        Cancellable c = uni.subscribe().with(r -> send(response, 200, (JsonNode) r), err -> fail(response, err, dialect));
                         response.closeHandler(v -> c.cancel());
                     } else {
                         send(response, 200, (JsonNode) result);
                     }
-                }, err -> fail(response, err));
+                }, err -> fail(response, err, dialect));
     }
 
-    private static void stream(HttpServerResponse response, Multi<?> sse) {
+    private static void stream(HttpServerResponse response, Multi<?> sse, Dialect dialect) {
         response.setStatusCode(200).setChunked(true).putHeader("Content-Type", "text/event-stream").putHeader("Cache-Control", "no-cache");
         Cancellable c = sse.subscribe().with(
                 item -> {
@@ -187,8 +282,8 @@ public class OpenAiRoutes {
                 },
                 err -> {
                     if (!response.closed()) {
-                        ObjectNode e = errorJson(500, err.getMessage(), null);
-                        response.write("data: " + e + "\n\n");
+                        ObjectNode e = dialect.error(500, String.valueOf(err.getMessage()), null);
+                        response.write((dialect == Dialect.ANTHROPIC ? "event: error\n" : "") + "data: " + e + "\n\n");
                         response.end();
                     }
                 },
@@ -206,26 +301,24 @@ public class OpenAiRoutes {
         }
     }
 
-    static void fail(HttpServerResponse response, Throwable err) {
+    static void fail(HttpServerResponse response, Throwable err, Dialect dialect) {
         if (err instanceof EngineBusyException busy) { // the waiting bound, checked where requests enter the engine
             response.putHeader("Retry-After", "1");
-            ObjectNode r = JSON.createObjectNode();
-            r.putObject("error").put("message", busy.getMessage()).put("type", "requests").putNull("param").put("code", "rate_limit_exceeded");
+            ObjectNode r;
+            if (dialect == Dialect.OPENAI) {
+                r = JSON.createObjectNode();
+                r.putObject("error").put("message", busy.getMessage()).put("type", "requests").putNull("param").put("code", "rate_limit_exceeded");
+            } else {
+                r = dialect.error(429, busy.getMessage(), null);
+            }
             send(response, 429, r);
         } else if (err instanceof ApiException api) {
-            send(response, api.status, errorJson(api.status, api.getMessage(), api.param));
+            send(response, api.status, dialect.error(api.status, api.getMessage(), api.param));
         } else if (err instanceof IllegalArgumentException bad) {
-            send(response, 400, errorJson(400, bad.getMessage(), null));
+            send(response, 400, dialect.error(400, bad.getMessage(), null));
         } else {
             Log.error("request failed", err);
-            send(response, 500, errorJson(500, String.valueOf(err.getMessage()), null));
+            send(response, 500, dialect.error(500, String.valueOf(err.getMessage()), null));
         }
-    }
-
-    static ObjectNode errorJson(int status, String message, String param) {
-        ObjectNode r = JSON.createObjectNode();
-        ObjectNode e = r.putObject("error");
-        e.put("message", message).put("type", status >= 500 ? "server_error" : "invalid_request_error").put("param", param).put("code", status);
-        return r;
     }
 }

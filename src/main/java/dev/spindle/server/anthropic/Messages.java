@@ -1,0 +1,127 @@
+package dev.spindle.server.anthropic;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.spindle.server.ModelService;
+import dev.spindle.server.openai.ChatCompletions;
+import dev.spindle.server.openai.Fields;
+import dev.spindle.server.openai.ReplyStep;
+import io.smallrye.mutiny.Multi;
+import io.smallrye.mutiny.Uni;
+import jakarta.enterprise.context.ApplicationScoped;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.UUID;
+
+import static dev.spindle.server.openai.ChatCompletions.JSON;
+
+/**
+ * Anthropic's Messages API: {@code POST /v1/messages} (whole or streamed) and
+ * {@code POST /v1/messages/count_tokens}, translated into the chat pipeline ({@link MessagesRequest})
+ * and rendered from its steps ({@link MessageWriter}). Stop reasons: {@code end_turn},
+ * {@code max_tokens}, {@code stop_sequence}, {@code tool_use}.
+ */
+@ApplicationScoped
+public class Messages {
+    private final ModelService service;
+    private final ChatCompletions chat;
+
+    public Messages(ModelService service, ChatCompletions chat) {
+        this.service = service;
+        this.chat = chat;
+    }
+
+    /** A request made ready. */
+    public record Prepared(String id, ChatCompletions.Prepared chat, boolean stream) {
+    }
+
+    public Prepared prepare(JsonNode body) {
+        ObjectNode chatBody = MessagesRequest.parse(body, false);
+        return new Prepared("msg_" + UUID.randomUUID().toString().replace("-", ""), chat.prepare(chatBody), Fields.bool(body, "stream", false));
+    }
+
+    /** POST /v1/messages/count_tokens: the prompt's tokens as /v1/messages would render it. */
+    public ObjectNode countTokens(JsonNode body) {
+        ObjectNode chatBody = MessagesRequest.parse(body, true);
+        chatBody.put("max_tokens", 1);
+        return JSON.createObjectNode().put("input_tokens", chat.prepare(chatBody).prompt().length);
+    }
+
+    private static String stopReason(ReplyStep last) {
+        return switch (last.finishReason() == null ? "stop" : last.finishReason()) {
+            case "length" -> "max_tokens";
+            case "tool_calls" -> "tool_use";
+            default -> last.stopReason() instanceof String ? "stop_sequence" : "end_turn";
+        };
+    }
+
+    private ObjectNode usage(Prepared p, ReplyStep last) {
+        ObjectNode u = JSON.createObjectNode();
+        int cached = last == null ? 0 : last.cachedTokens();
+        u.put("input_tokens", p.chat().prompt().length - cached);
+        u.put("cache_creation_input_tokens", 0).put("cache_read_input_tokens", cached);
+        u.put("output_tokens", last == null ? 0 : last.completionTokens());
+        return u;
+    }
+
+    private ObjectNode message(Prepared p, MessageWriter w, ReplyStep last) {
+        ObjectNode m = JSON.createObjectNode();
+        m.put("id", p.id()).put("type", "message").put("role", "assistant").put("model", service.servedName());
+        m.set("content", w.content().deepCopy());
+        if (last == null) {
+            m.putNull("stop_reason");
+            m.putNull("stop_sequence");
+        } else {
+            m.put("stop_reason", stopReason(last));
+            if (last.stopReason() instanceof String s) {
+                m.put("stop_sequence", s);
+            } else {
+                m.putNull("stop_sequence");
+            }
+        }
+        m.set("usage", usage(p, last));
+        return m;
+    }
+
+    public Uni<ObjectNode> complete(Prepared p) {
+        return chat.collect(p.chat()).map(list -> {
+            ChatCompletions.Collected c = list.getFirst();
+            MessageWriter w = new MessageWriter();
+            w.step(c.all());
+            w.close();
+            return message(p, w, c.last());
+        });
+    }
+
+    public Multi<String> stream(Prepared p) {
+        MessageWriter w = new MessageWriter();
+        List<String> head = new ArrayList<>();
+        ObjectNode start = JSON.createObjectNode();
+        start.set("message", message(p, w, null));
+        head.add(MessageWriter.frame("message_start", start));
+        head.add(MessageWriter.frame("ping", JSON.createObjectNode()));
+        Multi<String> body = chat.run(p.chat()).getFirst().onItem().transformToMultiAndConcatenate(step -> {
+            w.step(step.delta());
+            if (step.last()) {
+                w.close();
+                ObjectNode delta = JSON.createObjectNode();
+                ObjectNode d = delta.putObject("delta").put("stop_reason", stopReason(step));
+                if (step.stopReason() instanceof String s) {
+                    d.put("stop_sequence", s);
+                } else {
+                    d.putNull("stop_sequence");
+                }
+                delta.set("usage", usage(p, step));
+                w.event("message_delta", delta);
+                w.event("message_stop", JSON.createObjectNode());
+            }
+            return Multi.createFrom().iterable(w.drain());
+        }).onFailure().recoverWithMulti(err -> {
+            ObjectNode e = JSON.createObjectNode();
+            e.putObject("error").put("type", "api_error").put("message", String.valueOf(err.getMessage()));
+            return Multi.createFrom().item(MessageWriter.frame("error", e));
+        });
+        return Multi.createBy().concatenating().streams(Multi.createFrom().iterable(head), body);
+    }
+}

@@ -1,0 +1,201 @@
+package dev.spindle.server.openai;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.spindle.server.ModelService;
+import io.smallrye.mutiny.Multi;
+import io.smallrye.mutiny.Uni;
+import jakarta.enterprise.context.ApplicationScoped;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.UUID;
+
+import static dev.spindle.server.openai.ChatCompletions.JSON;
+
+/**
+ * OpenAI's Responses API: {@code POST /v1/responses} (stateless, or continuing a stored
+ * response through {@code previous_response_id}), {@code GET} and {@code DELETE /v1/responses/{id}}.
+ * The request is translated ({@link ResponsesRequest}) into the chat pipeline's form and the
+ * reply rendered from its steps ({@link ResponseWriter}); stored responses live in the
+ * {@link ResponseStore}.
+ */
+@ApplicationScoped
+public class Responses {
+    private final ModelService service;
+    private final ChatCompletions chat;
+    private final ResponseStore store;
+
+    public Responses(ModelService service, ChatCompletions chat, ResponseStore store) {
+        this.service = service;
+        this.chat = chat;
+        this.store = store;
+    }
+
+    /** A request made ready: the chat pipeline's preparation and what the response echoes. */
+    record Prepared(String id, long created, ResponsesRequest request, ChatCompletions.Prepared chat, JsonNode body, boolean stream) {
+    }
+
+    Prepared prepare(JsonNode body) {
+        ArrayNode previous = null;
+        String prevId = Fields.string(body, "previous_response_id", null);
+        if (prevId != null) {
+            ResponseStore.Entry e = store.get(prevId);
+            if (e == null) {
+                throw new ApiException(404, "no stored response '" + prevId + "' (unknown, expired, or stored with store=false); this server keeps "
+                        + "responses in memory for spindle.responses.store-ttl", "previous_response_id");
+            }
+            previous = e.messages().deepCopy();
+            previous.addAll(messagesOf(e.response().path("output")));
+        }
+        ResponsesRequest request = ResponsesRequest.parse(body, previous);
+        ChatCompletions.Prepared p = chat.prepare(request.chatBody());
+        return new Prepared("resp_" + UUID.randomUUID().toString().replace("-", ""), System.currentTimeMillis() / 1000, request, p, body,
+                Fields.bool(body, "stream", false));
+    }
+
+    /** A response's output items as the chat messages a follow-up renders (an assistant turn with its calls). */
+    static ArrayNode messagesOf(JsonNode output) {
+        ArrayNode out = JSON.createArrayNode();
+        ObjectNode turn = JSON.createObjectNode().put("role", "assistant").put("content", "");
+        StringBuilder text = new StringBuilder();
+        for (JsonNode item : output) {
+            switch (item.path("type").asText()) {
+                case "reasoning" -> turn.put("reasoning_content", ResponsesRequest.contentText(item.get("content"), "output"));
+                case "message" -> text.append(ResponsesRequest.contentText(item.get("content"), "output"));
+                case "function_call" -> {
+                    ArrayNode calls = turn.has("tool_calls") ? (ArrayNode) turn.get("tool_calls") : turn.putArray("tool_calls");
+                    ObjectNode call = calls.addObject().put("id", item.path("call_id").asText()).put("type", "function");
+                    call.putObject("function").put("name", item.path("name").asText()).put("arguments", item.path("arguments").asText("{}"));
+                }
+                default -> {
+                }
+            }
+        }
+        turn.put("content", text.toString());
+        out.add(turn);
+        return out;
+    }
+
+    /** The response object, in progress (no output yet) or final. */
+    private ObjectNode response(Prepared p, String status, ArrayNode output, ReplyStep last) {
+        JsonNode b = p.body();
+        ObjectNode r = JSON.createObjectNode();
+        r.put("id", p.id()).put("object", "response").put("created_at", p.created()).put("status", status);
+        r.putNull("error");
+        if ("incomplete".equals(status)) {
+            r.putObject("incomplete_details").put("reason", "max_output_tokens");
+        } else {
+            r.putNull("incomplete_details");
+        }
+        r.set("instructions", b.hasNonNull("instructions") ? b.get("instructions") : JSON.nullNode());
+        r.put("model", service.servedName());
+        r.set("output", output);
+        r.put("parallel_tool_calls", b.path("parallel_tool_calls").asBoolean(true));
+        r.set("previous_response_id", b.hasNonNull("previous_response_id") ? b.get("previous_response_id") : JSON.nullNode());
+        r.set("tool_choice", b.hasNonNull("tool_choice") ? b.get("tool_choice") : JSON.getNodeFactory().textNode("auto"));
+        r.set("tools", b.hasNonNull("tools") ? b.get("tools") : JSON.createArrayNode());
+        r.put("temperature", p.chat().gen().params().temperature());
+        r.put("top_p", p.chat().gen().params().topP());
+        r.set("max_output_tokens", b.hasNonNull("max_output_tokens") ? b.get("max_output_tokens") : JSON.nullNode());
+        ObjectNode reasoning = r.putObject("reasoning");
+        reasoning.set("effort", b.path("reasoning").hasNonNull("effort") ? b.path("reasoning").get("effort") : JSON.nullNode());
+        reasoning.putNull("summary");
+        ObjectNode text = r.putObject("text");
+        text.set("format", b.path("text").hasNonNull("format") ? b.path("text").get("format") : JSON.createObjectNode().put("type", "text"));
+        r.put("truncation", "disabled");
+        r.put("store", p.request().store() && store.enabled());
+        r.set("metadata", b.hasNonNull("metadata") ? b.get("metadata") : JSON.createObjectNode());
+        if (!p.request().warnings().isEmpty()) {
+            ArrayNode w = r.putArray("warnings");
+            p.request().warnings().forEach(w::add);
+        }
+        if (last != null) {
+            ObjectNode u = r.putObject("usage");
+            u.put("input_tokens", p.chat().prompt().length);
+            u.putObject("input_tokens_details").put("cached_tokens", last.cachedTokens());
+            u.put("output_tokens", last.completionTokens());
+            u.putObject("output_tokens_details").put("reasoning_tokens", last.reasoningTokens());
+            u.put("total_tokens", p.chat().prompt().length + last.completionTokens());
+        } else {
+            r.putNull("usage");
+        }
+        return r;
+    }
+
+    private static String status(ReplyStep last) {
+        return "length".equals(last.finishReason()) ? "incomplete" : "completed";
+    }
+
+    private void remember(Prepared p, ObjectNode response) {
+        if (p.request().store()) {
+            store.put(p.id(), response, p.request().messages());
+        }
+    }
+
+    /** The whole response at once. */
+    Uni<ObjectNode> complete(Prepared p) {
+        return chat.collect(p.chat()).map(list -> {
+            ChatCompletions.Collected c = list.getFirst();
+            ResponseWriter w = new ResponseWriter(p.request().encryptedReasoning());
+            w.step(c.all());
+            w.close();
+            ObjectNode r = response(p, status(c.last()), w.output(), c.last());
+            remember(p, r);
+            return r;
+        });
+    }
+
+    /** The typed event stream. */
+    Multi<String> stream(Prepared p) {
+        ResponseWriter w = new ResponseWriter(p.request().encryptedReasoning());
+        ObjectNode initial = response(p, "in_progress", JSON.createArrayNode(), null);
+        List<String> head = new ArrayList<>();
+        head.add(w.event("response.created", wrap(initial)));
+        head.add(w.event("response.in_progress", wrap(initial)));
+        w.drain();
+        Multi<ReplyStep> steps = chat.run(p.chat()).getFirst();
+        ReplyStep[] last = {null};
+        Multi<String> body = steps.onItem().transformToMultiAndConcatenate(step -> {
+            last[0] = step;
+            w.step(step.delta());
+            if (step.last()) {
+                w.close();
+                ObjectNode r = response(p, status(step), w.output().deepCopy(), step);
+                remember(p, r);
+                w.event("incomplete".equals(r.get("status").asText()) ? "response.incomplete" : "response.completed", wrap(r));
+            }
+            return Multi.createFrom().iterable(w.drain());
+        }).onFailure().recoverWithMulti(err -> {
+            ObjectNode r = response(p, "failed", w.output().deepCopy(), last[0]);
+            r.putObject("error").put("code", "server_error").put("message", String.valueOf(err.getMessage()));
+            w.event("response.failed", wrap(r));
+            return Multi.createFrom().iterable(w.drain());
+        });
+        return Multi.createBy().concatenating().streams(Multi.createFrom().iterable(head), body);
+    }
+
+    private static ObjectNode wrap(ObjectNode response) {
+        ObjectNode o = JSON.createObjectNode();
+        o.set("response", response);
+        return o;
+    }
+
+    /** GET /v1/responses/{id}. */
+    ObjectNode get(String id) {
+        ResponseStore.Entry e = store.get(id);
+        if (e == null) {
+            throw new ApiException(404, "no stored response '" + id + "'", "response_id");
+        }
+        return e.response();
+    }
+
+    /** DELETE /v1/responses/{id}. */
+    ObjectNode delete(String id) {
+        if (!store.remove(id)) {
+            throw new ApiException(404, "no stored response '" + id + "'", "response_id");
+        }
+        return JSON.createObjectNode().put("id", id).put("object", "response.deleted").put("deleted", true);
+    }
+}

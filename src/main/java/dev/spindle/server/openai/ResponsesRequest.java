@@ -1,0 +1,333 @@
+package dev.spindle.server.openai;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Base64;
+import java.util.List;
+import java.util.Set;
+
+import static dev.spindle.server.openai.ChatCompletions.JSON;
+
+/**
+ * A Responses API request ({@code POST /v1/responses}) translated into the chat-completions body
+ * the one pipeline reads: {@code instructions} and {@code input} items become chat messages
+ * (function calls an assistant turn's {@code tool_calls}, their outputs tool messages, reasoning
+ * items the next assistant turn's {@code reasoning_content}), function tools become chat tools,
+ * {@code text.format} becomes {@code response_format}, {@code reasoning.effort} none/minimal turns
+ * the template's thinking off, {@code max_output_tokens} becomes {@code max_tokens}. Fields are
+ * checked here under their own names. Tools that need OpenAI's own servers (web search, file
+ * search, image generation, computer use, code interpreter, MCP, shell) are left out of the prompt
+ * and listed in {@link #warnings}.
+ *
+ * @param chatBody    the chat-completions body to prepare
+ * @param messages    the conversation as chat messages, without the instructions (what a follow-up continues)
+ * @param warnings    what was left out, for the response's {@code warnings}
+ * @param encryptedReasoning whether reasoning items carry {@code encrypted_content} (include: reasoning.encrypted_content)
+ */
+record ResponsesRequest(ObjectNode chatBody, ArrayNode messages, List<String> warnings, boolean encryptedReasoning, boolean store) {
+    /** Tool types served by OpenAI's own infrastructure: left out with a warning, not an error. */
+    private static final Set<String> HOSTED_TOOLS = Set.of("web_search", "web_search_preview", "web_search_preview_2025_03_11", "web_search_2025_08_26",
+            "file_search", "image_generation", "computer_use_preview", "computer_use", "code_interpreter", "mcp", "local_shell", "shell",
+            "apply_patch", "custom");
+    /** Fields of the Responses API Spindle does not implement: refused when set. */
+    private static final List<String> REFUSED = List.of("background", "conversation", "prompt", "max_tool_calls", "top_logprobs");
+    /** The prefix of Spindle's own encrypted_content (the reasoning text, base64: Spindle keeps no secrets, only the text). */
+    static final String REASONING_BLOB = "spindle-reasoning:";
+
+    /**
+     * @param previous the stored conversation {@code previous_response_id} names (null: none)
+     */
+    static ResponsesRequest parse(JsonNode body, ArrayNode previous) {
+        for (String f : REFUSED) {
+            JsonNode v = body.get(f);
+            if (v != null && !v.isNull() && !(v.isBoolean() && !v.asBoolean()) && !(f.equals("top_logprobs") && v.isNumber() && v.asInt() == 0)) {
+                throw ApiException.badRequest(f + " is not supported by this server; leave it out", f);
+            }
+        }
+        String truncation = Fields.string(body, "truncation", "disabled");
+        if (!truncation.equals("disabled")) {
+            throw ApiException.badRequest("truncation must be 'disabled' (the server does not drop input items to fit); got '" + truncation + "'", "truncation");
+        }
+        boolean encrypted = false;
+        JsonNode include = Fields.array(body, "include");
+        if (include != null) {
+            for (int i = 0; i < include.size(); i++) {
+                String inc = include.get(i).asText("");
+                if (inc.equals("reasoning.encrypted_content")) {
+                    encrypted = true;
+                } else if (inc.equals("message.output_text.logprobs") || inc.equals("message.input_image.image_url")) {
+                    throw ApiException.badRequest("include '" + inc + "' is not supported by this server", "include[" + i + "]");
+                }
+                // the other include values name outputs of hosted tools, which this server never produces
+            }
+        }
+        ArrayNode messages = previous == null ? JSON.createArrayNode() : previous.deepCopy();
+        JsonNode input = body.get("input");
+        if (input == null || input.isNull()) {
+            if (previous == null) {
+                throw ApiException.badRequest("input is required: a string or a list of input items", "input");
+            }
+        } else if (input.isTextual()) {
+            messages.addObject().put("role", "user").put("content", input.asText());
+        } else if (input.isArray()) {
+            items(input, messages);
+        } else {
+            throw ApiException.badRequest("input must be a string or a list of input items, got " + input.getNodeType(), "input");
+        }
+        if (messages.isEmpty()) {
+            throw ApiException.badRequest("input must hold at least one item", "input");
+        }
+        ObjectNode chat = JSON.createObjectNode();
+        ArrayNode all = chat.putArray("messages");
+        String instructions = Fields.string(body, "instructions", null);
+        if (instructions != null && !instructions.isEmpty()) {
+            all.addObject().put("role", "system").put("content", instructions);
+        }
+        all.addAll(messages);
+        List<String> warnings = new ArrayList<>();
+        ArrayNode tools = tools(body.get("tools"), warnings);
+        if (!tools.isEmpty()) {
+            chat.set("tools", tools);
+        }
+        JsonNode choice = toolChoice(body.get("tool_choice"));
+        if (choice != null) {
+            chat.set("tool_choice", choice);
+        }
+        copy(body, chat, "parallel_tool_calls");
+        copy(body, chat, "temperature");
+        copy(body, chat, "top_p");
+        JsonNode max = Fields.get(body, "max_output_tokens");
+        if (max != null) {
+            chat.put("max_tokens", Fields.integer(body, "max_output_tokens", 0, 1, Integer.MAX_VALUE));
+        }
+        JsonNode text = Fields.object(body, "text");
+        if (text != null) {
+            JsonNode format = Fields.object(text, "format");
+            if (format != null) {
+                chat.set("response_format", responseFormat(format));
+            }
+        }
+        JsonNode reasoning = Fields.object(body, "reasoning");
+        if (reasoning != null) {
+            String effort = Fields.string(reasoning, "effort", "medium");
+            if (!Set.of("none", "minimal", "low", "medium", "high", "xhigh").contains(effort)) {
+                throw ApiException.badRequest("reasoning.effort must be none, minimal, low, medium, high or xhigh; got '" + effort + "'", "reasoning.effort");
+            }
+            if (effort.equals("none") || effort.equals("minimal")) {
+                chat.putObject("chat_template_kwargs").put("enable_thinking", false);
+            }
+        }
+        Fields.object(body, "metadata");
+        boolean store = Fields.bool(body, "store", true);
+        Fields.bool(body, "stream", false);
+        return new ResponsesRequest(chat, messages, warnings, encrypted, store);
+    }
+
+    private static void copy(JsonNode from, ObjectNode to, String field) {
+        JsonNode v = Fields.get(from, field);
+        if (v != null) {
+            to.set(field, v);
+        }
+    }
+
+    /** Input items, appended to {@code out} as chat messages. */
+    private static void items(JsonNode input, ArrayNode out) {
+        String reasoning = null; // a reasoning item waits for the assistant turn it belongs to
+        for (int i = 0; i < input.size(); i++) {
+            JsonNode item = input.get(i);
+            String path = "input[" + i + "]";
+            if (!item.isObject()) {
+                throw ApiException.badRequest(path + " must be an input item object, got " + item, path);
+            }
+            String type = item.hasNonNull("type") ? item.path("type").asText("") : item.has("role") ? "message" : "";
+            switch (type) {
+                case "message" -> {
+                    String role = item.path("role").asText("");
+                    if (!Set.of("user", "assistant", "system", "developer").contains(role)) {
+                        throw ApiException.badRequest(path + ".role must be user, assistant, system or developer; got " + item.get("role"), path + ".role");
+                    }
+                    ObjectNode m = out.addObject().put("role", role).put("content", contentText(item.get("content"), path + ".content"));
+                    if (role.equals("assistant") && reasoning != null) {
+                        m.put("reasoning_content", reasoning);
+                        reasoning = null;
+                    }
+                }
+                case "function_call" -> {
+                    String callId = required(item, "call_id", path);
+                    String name = required(item, "name", path);
+                    JsonNode args = item.get("arguments");
+                    if (args != null && !args.isNull() && !args.isTextual()) {
+                        throw ApiException.badRequest(path + ".arguments must be a JSON string, got " + args, path + ".arguments");
+                    }
+                    ObjectNode turn = assistantTurnFor(out);
+                    if (reasoning != null) {
+                        turn.put("reasoning_content", reasoning);
+                        reasoning = null;
+                    }
+                    ArrayNode calls = turn.has("tool_calls") ? (ArrayNode) turn.get("tool_calls") : turn.putArray("tool_calls");
+                    ObjectNode call = calls.addObject().put("id", callId).put("type", "function");
+                    call.putObject("function").put("name", name).put("arguments", args == null || args.isNull() ? "{}" : args.asText());
+                }
+                case "function_call_output" -> {
+                    String callId = required(item, "call_id", path);
+                    JsonNode output = item.get("output");
+                    if (output == null || output.isNull()) {
+                        throw ApiException.badRequest(path + ".output is required (a string or a list of input_text parts)", path + ".output");
+                    }
+                    out.addObject().put("role", "tool").put("tool_call_id", callId).put("content", contentText(output, path + ".output"));
+                }
+                case "reasoning" -> reasoning = reasoningText(item, path);
+                case "item_reference" -> throw ApiException.badRequest(path + " is an item_reference; this server does not look up items by id "
+                        + "(send the item itself, or continue with previous_response_id)", path + ".type");
+                default -> throw ApiException.badRequest(path + ".type '" + type + "' is not an input item this server reads "
+                        + "(message, function_call, function_call_output, reasoning)", path + ".type");
+            }
+        }
+    }
+
+    /** The assistant turn function calls join: the last message when it is the assistant's, else a new one. */
+    private static ObjectNode assistantTurnFor(ArrayNode out) {
+        if (!out.isEmpty() && "assistant".equals(out.get(out.size() - 1).path("role").asText())) {
+            return (ObjectNode) out.get(out.size() - 1);
+        }
+        return out.addObject().put("role", "assistant").put("content", "");
+    }
+
+    private static String required(JsonNode item, String field, String path) {
+        JsonNode v = item.get(field);
+        if (v == null || !v.isTextual() || v.asText().isEmpty()) {
+            throw ApiException.badRequest(path + "." + field + " is required and must be a non-empty string", path + "." + field);
+        }
+        return v.asText();
+    }
+
+    /** A message's content (a string, or text parts) as one string; images, files and audio are refused. */
+    static String contentText(JsonNode content, String path) {
+        if (content == null || content.isNull()) {
+            return "";
+        }
+        if (content.isTextual()) {
+            return content.asText();
+        }
+        if (!content.isArray()) {
+            throw ApiException.badRequest(path + " must be a string or a list of content parts, got " + content.getNodeType(), path);
+        }
+        StringBuilder b = new StringBuilder();
+        for (int k = 0; k < content.size(); k++) {
+            JsonNode part = content.get(k);
+            String p = path + "[" + k + "]";
+            String type = part.path("type").asText("");
+            switch (type) {
+                case "input_text", "output_text", "text", "summary_text", "reasoning_text" -> {
+                    if (!part.path("text").isTextual()) {
+                        throw ApiException.badRequest(p + ".text must be a string", p + ".text");
+                    }
+                    b.append(part.get("text").asText());
+                }
+                case "refusal" -> b.append(part.path("refusal").asText(""));
+                case "input_image", "input_file", "input_audio", "image_url", "input_video" ->
+                        throw ApiException.badRequest(p + " is an '" + type + "' part; this model is text-only, so only text parts are accepted", p + ".type");
+                default -> throw ApiException.badRequest(p + ".type '" + type + "' is not a content part this server reads (input_text, output_text)", p + ".type");
+            }
+        }
+        return b.toString();
+    }
+
+    /** A reasoning item's text: its reasoning_text content, else its summary, else Spindle's own encrypted_content. */
+    private static String reasoningText(JsonNode item, String path) {
+        String content = item.has("content") && !item.get("content").isNull() ? contentText(item.get("content"), path + ".content") : "";
+        if (!content.isEmpty()) {
+            return content;
+        }
+        String summary = item.has("summary") && !item.get("summary").isNull() ? contentText(item.get("summary"), path + ".summary") : "";
+        if (!summary.isEmpty()) {
+            return summary;
+        }
+        String blob = item.path("encrypted_content").asText("");
+        if (blob.startsWith(REASONING_BLOB)) {
+            try {
+                return new String(Base64.getDecoder().decode(blob.substring(REASONING_BLOB.length())), StandardCharsets.UTF_8);
+            } catch (IllegalArgumentException e) {
+                throw ApiException.badRequest(path + ".encrypted_content is not one this server wrote", path + ".encrypted_content");
+            }
+        }
+        return null; // another server's encrypted reasoning: nothing this model can read
+    }
+
+    /** Function tools in the chat form; hosted tools left out with a warning. */
+    private static ArrayNode tools(JsonNode tools, List<String> warnings) {
+        ArrayNode out = JSON.createArrayNode();
+        if (tools == null || tools.isNull()) {
+            return out;
+        }
+        if (!tools.isArray()) {
+            throw ApiException.badRequest("tools must be a list of tools, got " + tools.getNodeType(), "tools");
+        }
+        for (int i = 0; i < tools.size(); i++) {
+            JsonNode t = tools.get(i);
+            String p = "tools[" + i + "]";
+            String type = t.path("type").asText("");
+            if (HOSTED_TOOLS.contains(type)) {
+                warnings.add(p + ": the '" + type + "' tool needs OpenAI's own servers; it was left out of the prompt");
+                continue;
+            }
+            if (!type.equals("function")) {
+                throw ApiException.badRequest(p + ".type must be 'function' (or a hosted tool, which is left out); got " + t.get("type"), p + ".type");
+            }
+            if (!t.path("name").isTextual() || t.get("name").asText().isEmpty()) {
+                throw ApiException.badRequest(p + ".name must be a non-empty string", p + ".name");
+            }
+            ObjectNode fn = out.addObject().put("type", "function").putObject("function").put("name", t.get("name").asText());
+            if (t.path("description").isTextual()) {
+                fn.put("description", t.get("description").asText());
+            }
+            JsonNode params = t.get("parameters");
+            if (params != null && !params.isNull()) {
+                if (!params.isObject()) {
+                    throw ApiException.badRequest(p + ".parameters must be a JSON schema object, got " + params, p + ".parameters");
+                }
+                fn.set("parameters", params);
+            }
+        }
+        return out;
+    }
+
+    private static JsonNode toolChoice(JsonNode c) {
+        if (c == null || c.isNull()) {
+            return null;
+        }
+        if (c.isTextual()) {
+            return c;
+        }
+        if (c.isObject() && "function".equals(c.path("type").asText()) && c.path("name").isTextual()) {
+            ObjectNode o = JSON.createObjectNode().put("type", "function");
+            o.putObject("function").put("name", c.get("name").asText());
+            return o;
+        }
+        if (c.isObject() && HOSTED_TOOLS.contains(c.path("type").asText())) {
+            throw ApiException.badRequest("tool_choice names the hosted tool '" + c.path("type").asText() + "', which this server does not have", "tool_choice");
+        }
+        throw ApiException.badRequest("tool_choice must be auto, none, required or {\"type\": \"function\", \"name\": ...}; got " + c, "tool_choice");
+    }
+
+    private static ObjectNode responseFormat(JsonNode f) {
+        String type = f.path("type").asText("");
+        return switch (type) {
+            case "text" -> JSON.createObjectNode().put("type", "text");
+            case "json_object" -> JSON.createObjectNode().put("type", "json_object");
+            case "json_schema" -> {
+                if (!f.path("schema").isObject()) {
+                    throw ApiException.badRequest("text.format.schema is required and must be a JSON schema object", "text.format.schema");
+                }
+                ObjectNode rf = JSON.createObjectNode().put("type", "json_schema");
+                rf.putObject("json_schema").put("name", f.path("name").asText("response")).set("schema", f.get("schema"));
+                yield rf;
+            }
+            default -> throw ApiException.badRequest("text.format.type must be text, json_object or json_schema; got " + f.get("type"), "text.format.type");
+        };
+    }
+}
