@@ -38,10 +38,16 @@ class NodeClientTest {
 
     /** Runs a script of src/test/node; its last output line is JSON. */
     JsonNode node(String module, String script, String question) throws Exception {
+        return run(module, script, v1.toString(), question);
+    }
+
+    JsonNode run(String module, String script, String... args) throws Exception {
         assumeTrue(Files.isDirectory(DIR.resolve("node_modules/" + module)), "npm package " + module + " not installed: run `npm ci --prefix src/test/node` (.ci/run does)");
         Process p;
         try {
-            p = new ProcessBuilder("node", script, v1.toString(), question).directory(DIR.toFile()).redirectErrorStream(true).start();
+            java.util.List<String> command = new java.util.ArrayList<>(java.util.List.of("node", script));
+            command.addAll(java.util.List.of(args));
+            p = new ProcessBuilder(command).directory(DIR.toFile()).redirectErrorStream(true).start();
         } catch (java.io.IOException e) {
             assumeTrue(false, "node is not on the PATH: " + e.getMessage());
             return null;
@@ -53,7 +59,8 @@ class NodeClientTest {
     }
 
     @org.junit.jupiter.params.ParameterizedTest
-    @org.junit.jupiter.params.provider.CsvSource({"openai, agent-openai.mjs", "ai, agent-vercel.mjs", "@langchain/openai, agent-langchain.mjs"})
+    @org.junit.jupiter.params.provider.CsvSource({"openai, agent-openai.mjs", "ai, agent-vercel.mjs", "@langchain/openai, agent-langchain.mjs",
+            "@openai/agents, agents-sdk.mjs"})
     void agentHelperCompletesAToolTurn(String module, String script) throws Exception {
         JsonNode r = node(module, script, "What's the weather in Madrid?");
         System.out.println("[agent " + script + "] " + r);
@@ -73,5 +80,74 @@ class NodeClientTest {
         assertEquals("stop", r.get("finish").asText());
         assertTrue(r.get("chunks").asInt() > 5);
         assertTrue(r.path("usage").path("completion_tokens").asInt() > 5);
+    }
+
+    /**
+     * npm openai's Responses API (responses.mjs): plain and streamed replies (typed events numbered from 0,
+     * item ids that match the final object), a function-tool round trip streamed (argument deltas that add up
+     * to the call's arguments) and sent back with function_call_output, the same through previous_response_id
+     * and retrieve, text.format json_schema sampled at T 0.6, and a hosted tool left out with a warning.
+     */
+    @Test
+    void npmClientSpeaksTheResponsesApi() throws Exception {
+        JsonNode r = run("openai", "responses.mjs", v1.toString());
+        System.out.println("[npm openai responses] " + r);
+        JsonNode plain = r.get("plain");
+        assertTrue(plain.get("text").asText().contains("85"), r.toString());
+        assertEquals("[\"reasoning\",\"message\"]", plain.get("types").toString());
+        assertTrue(plain.get("reasoning").asText().contains("carry"), r.toString());
+        assertEquals("completed", plain.get("status").asText());
+        assertTrue(plain.path("usage").path("output_tokens_details").path("reasoning_tokens").asInt() > 5, r.toString());
+        JsonNode stream = r.get("stream");
+        assertEquals("response.created", stream.get("first").asText());
+        assertEquals("response.completed", stream.get("last").asText());
+        assertTrue(stream.get("sequential").asBoolean() && stream.get("idsMatch").asBoolean(), r.toString());
+        assertEquals(stream.get("text").asText(), stream.get("deltas").asText());
+        for (String t : java.util.List.of("response.output_item.added", "response.content_part.added", "response.output_text.delta", "response.output_text.done",
+                "response.reasoning_text.delta", "response.output_item.done")) {
+            assertTrue(stream.get("types").toString().contains("\"" + t + "\""), t + " in " + stream.get("types"));
+        }
+        JsonNode tools = r.get("tools");
+        assertEquals("get_weather", tools.path("call").path("name").asText(), r.toString());
+        assertEquals("Madrid", tools.path("call").path("arguments").path("city").asText(), r.toString());
+        assertEquals(tools.get("arguments").asText(), tools.get("argDeltas").asText(), "the argument deltas add up to the arguments");
+        assertTrue(tools.get("answer").asText().contains("21"), r.toString());
+        assertTrue(r.path("previous").path("answer").asText().contains("21") && r.path("previous").path("fetched").asBoolean(), r.toString());
+        r.get("json").forEach(ok -> assertTrue(ok.asBoolean(), "every sampled json_schema reply parses and fits: " + r.get("json")));
+        assertEquals("completed", r.path("hosted").path("status").asText());
+        assertTrue(r.path("hosted").path("warnings").toString().contains("web_search"), r.toString());
+    }
+
+    /**
+     * The Anthropic TypeScript SDK (anthropic.mjs) on /v1/messages: thinking on (the template's default) and off,
+     * a streamed reply, a tool_use / tool_result round trip whose input streams as input_json_delta, count_tokens
+     * equal to the prompt a reply reports, and an error in Anthropic's shape.
+     */
+    @Test
+    void anthropicSdkSpeaksTheMessagesApi() throws Exception {
+        JsonNode r = run("@anthropic-ai/sdk", "anthropic.mjs", v1.toString().replaceAll("/v1/?$", ""));
+        System.out.println("[anthropic sdk] " + r);
+        assertTrue(r.path("plain").path("text").asText().contains("85"), r.toString());
+        assertEquals("[\"thinking\",\"text\"]", r.path("plain").path("types").toString());
+        assertTrue(r.path("plain").path("thinking").asText().contains("carry"), r.toString());
+        assertEquals("end_turn", r.path("plain").path("stop").asText());
+        assertEquals("[\"text\"]", r.path("off").path("types").toString(), "thinking disabled: no thinking block");
+        JsonNode stream = r.get("stream");
+        assertEquals("message_start", stream.get("first").asText());
+        assertEquals("message_stop", stream.get("last").asText());
+        assertEquals(stream.get("final").asText(), stream.get("text").asText());
+        for (String t : java.util.List.of("content_block_start", "content_block_delta", "content_block_stop", "message_delta")) {
+            assertTrue(stream.get("events").toString().contains(t), t + " in " + stream.get("events"));
+        }
+        JsonNode tools = r.get("tools");
+        assertEquals("tool_use", tools.path("stop").asText(), r.toString());
+        assertEquals("get_weather", tools.path("name").asText(), r.toString());
+        assertEquals("Madrid", tools.path("input").path("city").asText(), r.toString());
+        assertEquals(tools.get("input"), new ObjectMapper().readTree(tools.get("partial").asText()), "input_json_delta adds up to the input");
+        assertTrue(tools.path("answer").asText().contains("21"), r.toString());
+        assertEquals("end_turn", tools.path("answerStop").asText());
+        assertEquals(r.path("count").path("usage").asInt(), r.path("count").path("tokens").asInt(), r.toString());
+        assertEquals(400, r.path("error").path("status").asInt(), r.toString());
+        assertEquals("invalid_request_error", r.path("error").path("errorType").asText(), r.toString());
     }
 }

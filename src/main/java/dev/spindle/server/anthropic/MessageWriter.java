@@ -22,6 +22,7 @@ final class MessageWriter {
     private final List<String> events = new ArrayList<>();
     private final ArrayNode content = JSON.createArrayNode();
     private ObjectNode open;
+    private int openCall = -1; // the index of the call being written, or -1
     private final StringBuilder text = new StringBuilder();
 
     static String frame(String type, ObjectNode body) {
@@ -44,32 +45,51 @@ final class MessageWriter {
         return content;
     }
 
+    /** Feeds one step: the pieces and end of the call being written first (see the Responses writer), then text, then new calls. */
     void step(ParsedDelta d) {
+        List<ToolCallDelta> later = new ArrayList<>();
+        for (ToolCallDelta c : d.callDeltas()) {
+            if (!c.opens() && c.index() == openCall) {
+                piece(c);
+            } else {
+                later.add(c);
+            }
+        }
+        for (ToolCall c : d.toolCalls()) {
+            if (c.index() == openCall) {
+                close();
+            }
+        }
         if (!d.reasoning().isEmpty()) {
             delta("thinking", d.reasoning());
         }
         if (!d.content().isEmpty()) {
             delta("text", d.content());
         }
-        for (ToolCallDelta c : d.callDeltas()) {
-            if (c.opens()) {
-                close();
-                open = content.addObject().put("type", "tool_use").put("id", c.id()).put("name", c.name());
-                open.putObject("input");
-                text.setLength(0);
-                start();
-            }
-            if (!c.arguments().isEmpty() && open != null && open.path("type").asText().equals("tool_use")) {
-                text.append(c.arguments());
-                ObjectNode body = JSON.createObjectNode().put("index", content.size() - 1);
-                body.putObject("delta").put("type", "input_json_delta").put("partial_json", c.arguments());
-                event("content_block_delta", body);
-            }
+        for (ToolCallDelta c : later) {
+            piece(c);
         }
         for (ToolCall c : d.toolCalls()) {
-            if (open != null && open.path("type").asText().equals("tool_use") && open.path("id").asText().equals(c.id())) {
+            if (c.index() == openCall) {
                 close();
             }
+        }
+    }
+
+    private void piece(ToolCallDelta c) {
+        if (c.opens()) {
+            close();
+            open = content.addObject().put("type", "tool_use").put("id", c.id()).put("name", c.name());
+            open.putObject("input");
+            openCall = c.index();
+            text.setLength(0);
+            start();
+        }
+        if (!c.arguments().isEmpty() && c.index() == openCall) {
+            text.append(c.arguments());
+            ObjectNode body = JSON.createObjectNode().put("index", content.size() - 1);
+            body.putObject("delta").put("type", "input_json_delta").put("partial_json", c.arguments());
+            event("content_block_delta", body);
         }
     }
 
@@ -127,6 +147,7 @@ final class MessageWriter {
         }
         event("content_block_stop", JSON.createObjectNode().put("index", index));
         open = null;
+        openCall = -1;
         text.setLength(0);
     }
 }

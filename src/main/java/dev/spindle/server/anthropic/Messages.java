@@ -88,7 +88,7 @@ public class Messages {
         return chat.collect(p.chat()).map(list -> {
             ChatCompletions.Collected c = list.getFirst();
             MessageWriter w = new MessageWriter();
-            w.step(c.all());
+            c.steps().forEach(step -> w.step(step.delta())); // step by step, as a stream would: the same items in the same order
             w.close();
             return message(p, w, c.last());
         });

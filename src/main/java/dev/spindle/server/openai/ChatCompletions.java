@@ -401,7 +401,7 @@ public class ChatCompletions {
     }
 
     /** Every step of one choice, collected: what a non-streamed reply is made of. */
-    public record Collected(ParsedDelta all, List<TokenEvent> events, ReplyStep last) {
+    public record Collected(ParsedDelta all, List<TokenEvent> events, List<ReplyStep> steps, ReplyStep last) {
     }
 
     /** Each choice's steps collected (the non-streaming replies of every API). */
@@ -415,7 +415,7 @@ public class ChatCompletions {
                     parts.add(s.delta());
                     events.add(s.event());
                 }
-                return new Collected(ReplyParser.merge(parts), events, list.getLast());
+                return new Collected(ReplyParser.merge(parts), events, list, list.getLast());
             }));
         }
         return Uni.join().all(choices).andFailFast();

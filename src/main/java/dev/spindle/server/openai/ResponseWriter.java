@@ -29,6 +29,7 @@ final class ResponseWriter {
     private final boolean encryptedReasoning;
     private int sequence;
     private ObjectNode open;          // the item being written, or null
+    private int openCall = -1;        // the index of the call being written, or -1
     private final StringBuilder text = new StringBuilder();
     private final StringBuilder summary = new StringBuilder();
 
@@ -57,15 +58,31 @@ final class ResponseWriter {
         return output;
     }
 
-    /** Feeds one step of the reply. */
+    /**
+     * Feeds one step of the reply. The pieces and the end of the call being written come first: in a
+     * step, text only follows a call that it ends (a broken or cut-off call), and comes before new calls.
+     */
     void step(ParsedDelta d) {
+        List<ToolCallDelta> later = new ArrayList<>();
+        for (ToolCallDelta c : d.callDeltas()) {
+            if (!c.opens() && c.index() == openCall) {
+                call(c);
+            } else {
+                later.add(c);
+            }
+        }
+        for (ToolCall c : d.toolCalls()) {
+            if (c.index() == openCall) {
+                callDone(c);
+            }
+        }
         if (!d.reasoning().isEmpty()) {
             reasoning(d.reasoning());
         }
         if (!d.content().isEmpty()) {
             text(d.content());
         }
-        for (ToolCallDelta c : d.callDeltas()) {
+        for (ToolCallDelta c : later) {
             call(c);
         }
         for (ToolCall c : d.toolCalls()) {
@@ -130,6 +147,7 @@ final class ResponseWriter {
             close();
             open = output.addObject().put("id", "fc_" + uid()).put("type", "function_call").put("status", "in_progress")
                     .put("call_id", c.id()).put("name", c.name()).put("arguments", "");
+            openCall = c.index();
             text.setLength(0);
             ObjectNode added = JSON.createObjectNode().put("output_index", index());
             added.set("item", open.deepCopy());
@@ -197,6 +215,7 @@ final class ResponseWriter {
         done.set("item", open.deepCopy());
         event("response.output_item.done", done);
         open = null;
+        openCall = -1;
         text.setLength(0);
     }
 

@@ -139,7 +139,7 @@ public class Responses {
         return chat.collect(p.chat()).map(list -> {
             ChatCompletions.Collected c = list.getFirst();
             ResponseWriter w = new ResponseWriter(p.request().encryptedReasoning());
-            w.step(c.all());
+            c.steps().forEach(step -> w.step(step.delta())); // step by step, as a stream would: the same items in the same order
             w.close();
             ObjectNode r = response(p, status(c.last()), w.output(), c.last());
             remember(p, r);
