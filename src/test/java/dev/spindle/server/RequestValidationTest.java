@@ -165,7 +165,17 @@ class RequestValidationTest {
                         + " \"tool_choice\": \"auto\", \"response_format\": {\"type\": \"json_schema\", \"json_schema\": {\"name\": \"x\", \"schema\": {\"type\": \"object\"}}}}",
                 "/v1/completions", "{\"prompt\": \"Hello\", \"max_tokens\": 2, \"logprobs\": 2, \"echo\": false, \"stop\": [\"\\n\"], \"seed\": 3}",
                 "/tokenize", "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"tools\": [], \"add_generation_prompt\": true}",
-                "/detokenize", "{\"tokens\": [1, 2, 3]}");
+                "/detokenize", "{\"tokens\": [1, 2, 3]}",
+                "/v1/responses", "{\"instructions\": \"be brief\", \"input\": [{\"role\": \"user\", \"content\": [{\"type\": \"input_text\", \"text\": \"hi\"}]},"
+                        + " {\"type\": \"function_call\", \"call_id\": \"c1\", \"name\": \"get_time\", \"arguments\": \"{\\\"city\\\": \\\"Oslo\\\"}\"},"
+                        + " {\"type\": \"function_call_output\", \"call_id\": \"c1\", \"output\": \"{}\"}], \"max_output_tokens\": 2, \"temperature\": 0.6,"
+                        + " \"tools\": [{\"type\": \"function\", \"name\": \"get_time\", \"parameters\": {\"type\": \"object\", \"properties\": {\"city\": {\"type\": \"string\"}}}}],"
+                        + " \"text\": {\"format\": {\"type\": \"json_schema\", \"name\": \"x\", \"schema\": {\"type\": \"object\"}}}, \"stream\": false}",
+                "/v1/messages", "{\"system\": \"be brief\", \"max_tokens\": 2, \"messages\": [{\"role\": \"user\", \"content\": \"hi\"},"
+                        + " {\"role\": \"assistant\", \"content\": [{\"type\": \"tool_use\", \"id\": \"t1\", \"name\": \"get_time\", \"input\": {\"city\": \"Oslo\"}}]},"
+                        + " {\"role\": \"user\", \"content\": [{\"type\": \"tool_result\", \"tool_use_id\": \"t1\", \"content\": \"{}\"}]}],"
+                        + " \"tools\": [{\"name\": \"get_time\", \"input_schema\": {\"type\": \"object\", \"properties\": {\"city\": {\"type\": \"string\"}}}}],"
+                        + " \"tool_choice\": {\"type\": \"auto\"}, \"temperature\": 0.6, \"stop_sequences\": [\"\\n\\n\"]}");
         List<String> paths = List.copyOf(new TreeMap<>(bases).keySet());
         HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
         Random r = new Random(20261201);
@@ -181,7 +191,7 @@ class RequestValidationTest {
                     mutate(body, r);
                 }
                 if (body instanceof ObjectNode o) {
-                    for (String k : List.of("max_tokens", "max_completion_tokens")) { // keep generations short: a few tokens or a refusal
+                    for (String k : List.of("max_tokens", "max_completion_tokens", "max_output_tokens")) { // keep generations short: a few tokens or a refusal
                         if (o.path(k).isNumber() && o.get(k).asDouble() > 4 && o.get(k).asDouble() < 1e6) {
                             o.put(k, 3);
                         }

@@ -90,8 +90,18 @@ public class OpenAiRoutes {
     void routes(@Observes Router router) {
         BodyHandler body = BodyHandler.create().setBodyLimit(BODY_LIMIT);
         for (String path : List.of("/v1/*", "/tokenize", "/detokenize")) {
+            router.route(path).order(-3).handler(OpenAiRoutes::limitBody);
             router.route(path).order(-2).handler(this::requireLoaded);
             router.route(path).order(-1).handler(this::authorize);
+            // a body that grows past the limit while it is read (no Content-Length): BodyHandler fails the request with 413
+            router.route(path).failureHandler(ctx -> {
+                int status = ctx.statusCode() > 0 ? ctx.statusCode() : 500;
+                if (status == 413) {
+                    send(ctx.response(), 413, Dialect.of(ctx.request().path()).error(413, tooLarge(), null));
+                } else {
+                    ctx.next();
+                }
+            });
         }
         router.post("/v1/chat/completions").handler(body).handler(ctx -> json(ctx, Dialect.OPENAI, b -> {
             ChatCompletions.Prepared p = chat.prepare(b);
@@ -136,11 +146,32 @@ public class OpenAiRoutes {
                 String message = switch (status) {
                     case 404 -> "no route " + ctx.request().method() + " " + path + " on this server";
                     case 405 -> "the method " + ctx.request().method() + " is not allowed on " + path;
-                    default -> "the request body is larger than " + (BODY_LIMIT >> 20) + " MiB";
+                    default -> tooLarge();
                 };
                 send(ctx.response(), status, Dialect.of(path).error(status, message, null));
             });
         }
+    }
+
+    private static String tooLarge() {
+        return "the request body is larger than " + (BODY_LIMIT >> 20) + " MiB";
+    }
+
+    /** A declared Content-Length over the limit is refused before the body is read (at once, with Expect: 100-continue). */
+    private static void limitBody(RoutingContext ctx) {
+        String length = ctx.request().getHeader("Content-Length");
+        long declared;
+        try {
+            declared = length == null ? -1 : Long.parseLong(length.trim());
+        } catch (NumberFormatException e) {
+            declared = -1;
+        }
+        if (declared > BODY_LIMIT) {
+            ctx.response().putHeader("Connection", "close");
+            send(ctx.response(), 413, Dialect.of(ctx.request().path()).error(413, tooLarge(), null));
+            return;
+        }
+        ctx.next();
     }
 
     private ObjectNode modelJson() {
