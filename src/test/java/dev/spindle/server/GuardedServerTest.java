@@ -66,6 +66,23 @@ class GuardedServerTest {
         assertEquals(200, RestAssured.given().baseUri(root.toString()).get("/q/health/ready").statusCode(), "health needs no key");
     }
 
+    /** Anthropic's clients send the key as x-api-key (with anthropic-version); a refusal comes in Anthropic's shape. */
+    @Test
+    void anthropicClientsAuthenticateWithXApiKey() {
+        String body = "{\"max_tokens\": 3, \"messages\": [{\"role\": \"user\", \"content\": \"hi\"}]}";
+        var denied = RestAssured.given().baseUri(root.toString()).contentType("application/json").header("x-api-key", "wrong")
+                .header("anthropic-version", "2023-06-01").body(body).post("/v1/messages");
+        assertEquals(401, denied.statusCode());
+        assertEquals("authentication_error", denied.jsonPath().getString("error.type"), denied.asString());
+        assertEquals("error", denied.jsonPath().getString("type"));
+        var ok = RestAssured.given().baseUri(root.toString()).contentType("application/json").header("x-api-key", "s3cret")
+                .header("anthropic-version", "2023-06-01").body(body).post("/v1/messages");
+        assertEquals(200, ok.statusCode(), ok.asString());
+        assertEquals("message", ok.jsonPath().getString("type"));
+        assertEquals(200, RestAssured.given().baseUri(root.toString()).contentType("application/json").header("x-api-key", "s3cret")
+                .body(BODY).post("/v1/chat/completions").statusCode(), "x-api-key works on every route");
+    }
+
     @Test
     void aBurstIsCutAtTheWaitingBound() throws Exception {
         HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();

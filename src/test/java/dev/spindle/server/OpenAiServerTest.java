@@ -324,5 +324,8 @@ class OpenAiServerTest {
         assertEquals(200, base.get("/q/health/ready").statusCode());
         String openapi = base.get("/q/openapi").asString();
         assertTrue(openapi.contains("/v1/chat/completions") && openapi.contains("ChatCompletionRequest"), "OpenAPI document served");
+        for (String path : List.of("/v1/responses", "/v1/responses/{id}", "/v1/messages", "/v1/messages/count_tokens", "/v1/models/{id}")) {
+            assertTrue(openapi.contains(path + ":"), "the OpenAPI document describes " + path);
+        }
     }
 }
