@@ -1,7 +1,9 @@
 // A whole tool-using turn with the official npm openai client's tool-running helper
 // (client.chat.completions.runTools): the model calls a tool, the helper runs it and sends the result back,
 // the model answers.
-// Usage: node agent-openai.mjs BASE_URL QUESTION
+// With --stream the helper streams every request (the tool calls' arguments arrive in pieces, which the
+// helper accumulates).
+// Usage: node agent-openai.mjs BASE_URL QUESTION [--stream]
 //   -> {"client": "openai", "calls": [{"name", "arguments"}...], "answer": ..., "steps": n}
 import OpenAI from "openai";
 import { MAX_TOKENS, MODEL, TOOL_SPECS, fail, loggingFetch, parseArgs, runTool, succeed } from "./agent-common.mjs";
@@ -26,6 +28,7 @@ try {
       tools,
       temperature: 0,
       max_tokens: MAX_TOKENS,
+      ...(process.argv.includes("--stream") ? { stream: true } : {}),
     },
     { maxChatCompletions: 5 },
   );

@@ -61,13 +61,17 @@ class AgentApisTest {
         return OpenAIOkHttpClient.builder().apiKey("unused").baseUrl(v1.toString()).build();
     }
 
+    /** The weather tool as the bundled model was trained on it (its schema's keys in the trained order: Map.of would shuffle them). */
     static FunctionTool weatherTool() {
-        return FunctionTool.builder().name("get_weather").description("Current weather for a city.").strict(false)
-                .parameters(FunctionTool.Parameters.builder().putAdditionalProperty("type", JsonValue.from("object"))
-                        .putAdditionalProperty("properties", JsonValue.from(Map.of("city", Map.of("type", "string", "description", "City name"),
-                                "unit", Map.of("type", "string", "enum", List.of("celsius", "fahrenheit")))))
-                        .putAdditionalProperty("required", JsonValue.from(List.of("city"))).build())
-                .build();
+        try {
+            JsonNode params = JSON.readTree("{\"type\": \"object\", \"properties\": {\"city\": {\"type\": \"string\", \"description\": \"City name\"},"
+                    + " \"unit\": {\"type\": \"string\", \"enum\": [\"celsius\", \"fahrenheit\"]}}, \"required\": [\"city\"]}");
+            FunctionTool.Parameters.Builder b = FunctionTool.Parameters.builder();
+            params.properties().forEach(e -> b.putAdditionalProperty(e.getKey(), JsonValue.fromJsonNode(e.getValue())));
+            return FunctionTool.builder().name("get_weather").description("Current weather for a city.").strict(false).parameters(b.build()).build();
+        } catch (Exception e) {
+            throw new AssertionError(e);
+        }
     }
 
     @Test
@@ -219,6 +223,29 @@ class AgentApisTest {
         pieces.forEach(p -> args.append(p.path("function").path("arguments").asText()));
         assertEquals("Madrid", JSON.readTree(args.toString()).path("city").asText(), args.toString());
         assertTrue(sse.contains("\"finish_reason\":\"tool_calls\""), sse);
+    }
+
+    /** openai-java's stream accumulator rebuilds a streamed call from its pieces. */
+    @Test
+    void openAiJavaAccumulatesAStreamedToolCall() throws Exception {
+        var params = com.openai.models.chat.completions.ChatCompletionCreateParams.builder().model("spindle-chat-target")
+                .addUserMessage("What's the weather in Madrid?").temperature(0.0).maxCompletionTokens(300)
+                .putAdditionalBodyProperty("tools", JsonValue.from(JSON.readValue(OpenAiServerTest.TOOLS, List.class))).build();
+        var accumulator = com.openai.helpers.ChatCompletionAccumulator.create();
+        int[] chunks = {0};
+        try (var stream = client().chat().completions().createStreaming(params)) {
+            stream.stream().forEach(chunk -> {
+                accumulator.accumulate(chunk);
+                if (chunk.choices().stream().anyMatch(c -> c.delta().toolCalls().isPresent())) {
+                    chunks[0]++;
+                }
+            });
+        }
+        var message = accumulator.chatCompletion().choices().getFirst().message();
+        var call = message.toolCalls().orElseThrow().getFirst().asFunction();
+        assertEquals("get_weather", call.function().name());
+        assertEquals("Madrid", JSON.readTree(call.function().arguments()).path("city").asText(), call.function().arguments());
+        assertTrue(chunks[0] >= 3, "the call came in pieces: " + chunks[0]);
     }
 
     @Test

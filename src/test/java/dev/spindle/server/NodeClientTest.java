@@ -38,7 +38,10 @@ class NodeClientTest {
 
     /** Runs a script of src/test/node; its last output line is JSON. */
     JsonNode node(String module, String script, String question) throws Exception {
-        return run(module, script, v1.toString(), question);
+        String[] words = script.split(" "); // a script and its flags
+        java.util.List<String> args = new java.util.ArrayList<>(java.util.List.of(v1.toString(), question));
+        args.addAll(java.util.Arrays.asList(words).subList(1, words.length));
+        return run(module, words[0], args.toArray(String[]::new));
     }
 
     JsonNode run(String module, String script, String... args) throws Exception {
@@ -60,7 +63,7 @@ class NodeClientTest {
 
     @org.junit.jupiter.params.ParameterizedTest
     @org.junit.jupiter.params.provider.CsvSource({"openai, agent-openai.mjs", "ai, agent-vercel.mjs", "@langchain/openai, agent-langchain.mjs",
-            "@openai/agents, agents-sdk.mjs"})
+            "@openai/agents, agents-sdk.mjs", "openai, agent-openai.mjs --stream"})
     void agentHelperCompletesAToolTurn(String module, String script) throws Exception {
         JsonNode r = node(module, script, "What's the weather in Madrid?");
         System.out.println("[agent " + script + "] " + r);
