@@ -143,6 +143,48 @@ class SpeculativeEngineTest {
         }
     }
 
+    /**
+     * vLLM's token rules (min_tokens, bad_words, allowed_token_ids) apply to drafted rows exactly as to plain ones, on a
+     * device-drawing pass too (where a sequence with an active rule is sampled on the host): drafted = plain, and
+     * the rules hold in the output.
+     */
+    @Test
+    void tokenRulesHoldInDraftedWindows() {
+        int[] banned = {prompts.get(0)[prompts.get(0).length - 1]};
+        Function<Integer, SamplingParams> ruled = i -> {
+            SamplingParams base = SamplingParams.greedy(40);
+            dev.spindle.engine.TokenRules rules = switch (i % 3) {
+                case 0 -> new dev.spindle.engine.TokenRules(30, null, List.of());
+                case 1 -> new dev.spindle.engine.TokenRules(0, null, List.of(banned, new int[]{260, 260}));
+                default -> new dev.spindle.engine.TokenRules(0, java.util.stream.IntStream.range(0, 600).toArray(), List.of());
+            };
+            return base.withRules(rules);
+        };
+        try (CpuForwardPass pass = targetPass()) {
+            DeviceDrawWiringTest.HostRuleDrawing device = new DeviceDrawWiringTest.HostRuleDrawing(pass);
+            List<int[]> ps = prompts.subList(0, 9);
+            Result plain = run(pass, Speculation.NONE, ps, ruled);
+            for (ForwardPass p : List.of(pass, device)) {
+                for (Speculation spec : List.of(draftModel(4), ngram(4))) {
+                    try (Proposer pr = spec.proposer()) {
+                        assertEquals(plain.signatures(), run(p, spec, ps, ruled).signatures(), spec.proposer().describe());
+                    }
+                }
+            }
+            for (int i = 0; i < ps.size(); i++) {
+                int[] tokens = java.util.Arrays.stream(plain.signatures().get(i).split(",")).filter(x -> !x.isEmpty())
+                        .mapToInt(x -> Integer.parseInt(x.substring(0, x.indexOf('/')))).toArray();
+                switch (i % 3) {
+                    case 0 -> assertTrue(tokens.length >= 30, "min_tokens 30: " + tokens.length);
+                    case 1 -> assertTrue(java.util.Arrays.stream(tokens).noneMatch(t -> t == banned[0]), "a banned token");
+                    default -> assertTrue(java.util.Arrays.stream(tokens).allMatch(t -> t < 600), "only allowed ids");
+                }
+            }
+            Result free = run(pass, Speculation.NONE, ps, i -> SamplingParams.greedy(40));
+            assertTrue(!free.signatures().equals(plain.signatures()), "the rules changed some replies");
+        }
+    }
+
     /** Greedy rows drawn by a device (here the host rule behind a device-drawing pass): verified from the drawn ids alone. */
     @Test
     void draftedGreedyDrawnOnTheDeviceEqualsPlain() {

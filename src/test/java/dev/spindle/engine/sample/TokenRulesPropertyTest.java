@@ -1,0 +1,81 @@
+package dev.spindle.engine.sample;
+
+import dev.spindle.engine.TokenRules;
+import net.jqwik.api.Arbitraries;
+import net.jqwik.api.Arbitrary;
+import net.jqwik.api.ForAll;
+import net.jqwik.api.Property;
+import net.jqwik.api.Provide;
+import net.jqwik.api.constraints.IntRange;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Set;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * vLLM's token rules as a mask, against a direct reading of their definitions: a token is masked
+ * exactly when it is outside allowed_token_ids, or would complete a bad word given the output so
+ * far, or is an end token before min_tokens (unless masking the ends would leave nothing).
+ */
+class TokenRulesPropertyTest {
+    static final int VOCAB = 12;
+    static final Set<Integer> ENDS = Set.of(0, 1);
+
+    @Provide
+    Arbitrary<int[]> output() {
+        return Arbitraries.integers().between(0, VOCAB - 1).array(int[].class).ofMaxSize(8);
+    }
+
+    @Provide
+    Arbitrary<List<int[]>> words() {
+        return Arbitraries.integers().between(0, VOCAB - 1).array(int[].class).ofMinSize(1).ofMaxSize(3).list().ofMaxSize(4);
+    }
+
+    @Provide
+    Arbitrary<int[]> allowed() {
+        return Arbitraries.integers().between(0, VOCAB - 1).array(int[].class).ofMinSize(1).ofMaxSize(6).injectNull(0.5);
+    }
+
+    @Property(tries = 2000)
+    void masksExactlyWhatTheRulesForbid(@ForAll("output") int[] out, @ForAll("words") List<int[]> words, @ForAll("allowed") int[] allowed,
+                                        @ForAll @IntRange(max = 10) int minTokens, @ForAll @IntRange(max = 3) int promptLength) {
+        int[] tokens = new int[promptLength + out.length];
+        Arrays.fill(tokens, 0, promptLength, 7); // the prompt never counts as output
+        System.arraycopy(out, 0, tokens, promptLength, out.length);
+        TokenRules rules = new TokenRules(minTokens, allowed, words);
+        float[] row = new float[VOCAB];
+        Arrays.fill(row, 1f);
+        rules.apply(row, tokens, promptLength, out.length, ENDS);
+        List<Integer> expectedMasked = new ArrayList<>();
+        boolean[] other = new boolean[VOCAB];
+        for (int id = 0; id < VOCAB; id++) {
+            int token = id;
+            boolean masked = allowed != null && Arrays.stream(allowed).noneMatch(a -> a == token);
+            for (int[] w : words) {
+                int prefix = w.length - 1;
+                if (w[prefix] == id && prefix <= out.length
+                        && Arrays.equals(Arrays.copyOfRange(out, out.length - prefix, out.length), Arrays.copyOf(w, prefix))) {
+                    masked = true;
+                }
+            }
+            other[id] = masked;
+        }
+        boolean anyLeft = false;
+        for (int id = 0; id < VOCAB; id++) {
+            anyLeft |= !other[id] && !(out.length < minTokens && ENDS.contains(id));
+        }
+        for (int id = 0; id < VOCAB; id++) {
+            boolean masked = other[id] || (out.length < minTokens && anyLeft && ENDS.contains(id));
+            if (masked) {
+                expectedMasked.add(id);
+            }
+            assertEquals(masked, row[id] == Float.NEGATIVE_INFINITY, "token " + id + " with output " + Arrays.toString(out) + ", words "
+                    + words.stream().map(Arrays::toString).toList() + ", allowed " + Arrays.toString(allowed) + ", min " + minTokens);
+        }
+        assertTrue(rules.active(out.length) || expectedMasked.isEmpty(), "an inactive rule masks nothing");
+    }
+}
