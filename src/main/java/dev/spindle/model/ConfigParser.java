@@ -111,7 +111,7 @@ public final class ConfigParser {
         return a.get(0).asText();
     }
 
-    private static double ropeTheta(JsonNode c) {
+    static double ropeTheta(JsonNode c) {
         JsonNode scaling = c.get("rope_scaling");
         JsonNode params = c.get("rope_parameters");
         for (String field : new String[]{"rope_scaling", "rope_parameters"}) {

@@ -24,6 +24,20 @@ public final class WeightBinder {
 
     public static ModelWeights bind(ModelConfig config, Checkpoint ckpt, Arena arena, LoadListener listener) {
         Map<String, long[]> expected = WeightLayout.expected(config);
+        Map<String, Tensor> bound = bindAll(config.architecture(), expected,
+                n -> WeightLayout.ignorable(n) || (config.tiedEmbeddings() && n.equals(WeightLayout.LM_HEAD)), ckpt, arena, listener);
+        return WeightLayout.assemble(config, bound);
+    }
+
+    /**
+     * Checks a checkpoint against the tensors a model needs (every one present with its shape, nothing
+     * else but what {@code ignorable} allows) and binds them as bf16 (BF16 in place, F16/F32 converted).
+     *
+     * @param what     the model, for messages
+     * @param expected checkpoint name -> shape, in binding order
+     */
+    public static Map<String, Tensor> bindAll(String what, Map<String, long[]> expected, java.util.function.Predicate<String> ignorable,
+                                              Checkpoint ckpt, Arena arena, LoadListener listener) {
         List<String> missing = new ArrayList<>();
         for (Map.Entry<String, long[]> e : expected.entrySet()) {
             TensorInfo info = ckpt.tensors().get(e.getKey());
@@ -39,12 +53,11 @@ public final class WeightBinder {
                     + String.join(", ", missing.subList(0, Math.min(8, missing.size()))) + (missing.size() > 8 ? ", ..." : ""));
         }
         List<String> unexpected = ckpt.tensors().keySet().stream()
-                .filter(n -> !expected.containsKey(n) && !WeightLayout.ignorable(n))
-                .filter(n -> !(config.tiedEmbeddings() && n.equals(WeightLayout.LM_HEAD)))
+                .filter(n -> !expected.containsKey(n) && !ignorable.test(n))
                 .toList();
         if (!unexpected.isEmpty()) {
             TensorInfo first = ckpt.tensors().get(unexpected.getFirst());
-            throw new ModelLoadException(first.file() + ": " + unexpected.size() + " unexpected tensor(s) for " + config.architecture()
+            throw new ModelLoadException(first.file() + ": " + unexpected.size() + " unexpected tensor(s) for " + what
                     + " (" + String.join(", ", unexpected.subList(0, Math.min(8, unexpected.size()))) + (unexpected.size() > 8 ? ", ..." : "")
                     + "); they would change the math, and Spindle does not implement them");
         }
@@ -66,7 +79,7 @@ public final class WeightBinder {
             done += bf16.byteSize();
             listener.loaded(name, done, total);
         }
-        return WeightLayout.assemble(config, bound);
+        return bound;
     }
 
     private static MemorySegment convert(MemorySegment raw, TensorInfo info, Arena arena, boolean half) {

@@ -30,6 +30,7 @@ class EngineFaultTest {
         final CpuForwardPass inner;
         final AtomicInteger calls = new AtomicInteger();
         volatile java.util.function.IntPredicate fail = n -> false;
+        volatile java.util.function.Predicate<ModelStep> failStep = s -> false;
         volatile boolean closed;
 
         Faulty(CpuForwardPass inner) {
@@ -51,7 +52,7 @@ class EngineFaultTest {
             if (closed) {
                 throw new AssertionError("a step ran after the backend was closed");
             }
-            if (fail.test(calls.incrementAndGet())) {
+            if (fail.test(calls.incrementAndGet()) || failStep.test(step)) {
                 throw new IllegalStateException("device lost (injected)");
             }
             return inner.execute(step);
@@ -86,7 +87,9 @@ class EngineFaultTest {
     void aFailingStepFailsItsRequestsAndTheEngineGoesOn() throws Exception {
         try (Fixture f = new Fixture("llama-gqa")) {
             Faulty pass = new Faulty(new CpuForwardPass(f.model.config(), f.model.weights(), 64, 16, 2, KvSlots.PER_EXECUTED_LAYER));
-            pass.fail = n -> n == 3;
+            // the first step that runs both requests fails (whenever the second arrives: no race with the engine thread)
+            java.util.concurrent.atomic.AtomicBoolean once = new java.util.concurrent.atomic.AtomicBoolean();
+            pass.failStep = step -> step.windows().size() == 2 && once.compareAndSet(false, true);
             Engine engine = new Engine(pass, 512, 8, Set.of());
             try {
                 List<CompletableFuture<String>> first = List.of(request(engine, f.prompts.get(0), 8), request(engine, f.prompts.get(1), 8));

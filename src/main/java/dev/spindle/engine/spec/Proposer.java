@@ -9,11 +9,26 @@ import java.util.List;
  * sequence ends; it never assumes its drafts were accepted: each call passes the committed tokens,
  * and anything it computed past the first token that differs from them is stale.
  */
-public sealed interface Proposer extends AutoCloseable permits NgramProposer, DraftModelProposer {
+public sealed interface Proposer extends AutoCloseable permits NgramProposer, DraftModelProposer, DFlashProposer {
     /**
      * @return one proposal per request, in order (an empty proposal drafts nothing this step)
      */
     List<Proposal> propose(List<DraftRequest> requests);
+
+    /**
+     * The executed target layers whose residual rows this proposer reads (a DFlash head's taps); empty for
+     * none. When not empty, the engine taps every window and hands each step's committed rows to {@link #observe}.
+     */
+    default int[] tapLayers() {
+        return new int[0];
+    }
+
+    /**
+     * A step's committed rows of a sequence: positions {@code [from, from + count)}, {@code taps[r]} the residual
+     * after each tap layer of row r (concatenated). Called after verification, only for proposers with taps.
+     */
+    default void observe(long id, int from, float[][] taps, int count) {
+    }
 
     /** The sequence has finished or was cancelled: drop its state. */
     void release(long id);

@@ -1,0 +1,78 @@
+package dev.spindle.engine.spec;
+
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * Speculative decoding with a DFlash or DFlash2 head: the target's tapped residual rows of every
+ * committed position are injected into the head's context ({@link #observe}, after each step), and
+ * a block of drafts comes from one head forward over the anchor and mask tokens. Deterministic
+ * drafts (q one-hot): the verifier keeps the target's distribution at every temperature.
+ *
+ * <p>Context the head never saw (a prompt prefix served from the prefix cache, whose rows the target
+ * did not compute) is left out: the head drafts from the context it has, which costs acceptance,
+ * never correctness. A sequence whose context does not reach its anchor (a gap) drafts nothing until
+ * it does.
+ */
+public final class DFlashProposer implements Proposer {
+    private final DraftHead head;
+
+    public DFlashProposer(DraftHead head) {
+        this.head = head;
+    }
+
+    public DraftHead head() {
+        return head;
+    }
+
+    @Override
+    public List<Proposal> propose(List<DraftRequest> requests) {
+        List<Proposal> out = new ArrayList<>(requests.size());
+        for (DraftRequest r : requests) {
+            int anchorPosition = r.length() - 1;
+            if (head.contextEnd(r.id()) != anchorPosition || anchorPosition <= head.contextStart(r.id())) {
+                out.add(Proposal.none()); // its context does not reach the anchor (yet)
+                continue;
+            }
+            int n = Math.min(r.maxTokens(), head.blockSize() - 1);
+            out.add(Proposal.of(head.draft(r.id(), r.tokens()[anchorPosition], n)));
+        }
+        return out;
+    }
+
+    @Override
+    public int[] tapLayers() {
+        return head.tapLayers();
+    }
+
+    /**
+     * Committed rows of a step: positions {@code [from, from + count)} of the sequence with their taps. A row
+     * before the head's context end replaces it (a sequence recomputed after preemption): the context is cut
+     * back first. Rows after a gap restart the context there.
+     */
+    @Override
+    public void observe(long id, int from, float[][] taps, int count) {
+        int end = head.contextEnd(id);
+        if (from < end) {
+            head.truncate(id, from);
+        } else if (from > end) {
+            head.release(id); // a gap (cached prefix): the context restarts here
+        }
+        head.inject(id, from, taps, count);
+    }
+
+    @Override
+    public void release(long id) {
+        head.release(id);
+    }
+
+    @Override
+    public String describe() {
+        return head.describe();
+    }
+
+    @Override
+    public void close() {
+        head.close();
+    }
+}
