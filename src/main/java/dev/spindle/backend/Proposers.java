@@ -1,7 +1,17 @@
 package dev.spindle.backend;
 
 import dev.spindle.backend.cuda.CudaForwardPass;
+import dev.spindle.backend.cpu.CpuDraftHead;
+import dev.spindle.backend.cpu.CpuForwardPass;
+import dev.spindle.engine.spec.DFlashProposer;
+import dev.spindle.engine.spec.DraftHead;
 import dev.spindle.engine.spec.DraftModelProposer;
+import dev.spindle.model.DraftHeadConfig;
+import dev.spindle.model.DraftHeadLoader;
+import dev.spindle.model.Tensor;
+
+import java.lang.foreign.Arena;
+import java.util.Map;
 import dev.spindle.engine.spec.NgramProposer;
 import dev.spindle.engine.spec.SpeculativeConfig;
 import dev.spindle.engine.spec.Speculation;
@@ -46,7 +56,39 @@ public final class Proposers {
             case NONE -> Speculation.NONE;
             case NGRAM -> new Speculation(new NgramProposer(cfg.ngramMin(), cfg.ngramMax(), 0), cfg.numTokens(), cfg.maxBatch());
             case DRAFT -> new Speculation(draftModel(cfg, targetDir, target, format, settings, listener), cfg.numTokens(), cfg.maxBatch());
+            case DFLASH -> new Speculation(new DFlashProposer(draftHead(cfg, target, settings, listener)), cfg.numTokens(), cfg.maxBatch());
         };
+    }
+
+    /**
+     * A DFlash / DFlash2 head beside the target, sharing its embedding and output head. The head's reference
+     * runs on the CPU; a CUDA target has no head kernels yet, and is refused rather than drafted for on the host.
+     */
+    static DraftHead draftHead(SpeculativeConfig cfg, Backends.Opened target, Backends.Settings settings, LoadListener listener) {
+        Path dir = cfg.draftModel();
+        if (!DraftHeadConfig.isDraftHead(dir)) {
+            throw new IllegalArgumentException(dir.resolve("config.json") + ": --speculative-method dflash needs a DFlash head (architectures "
+                    + "DFlashDraftModel or DFlash2DraftModel); for a draft model use --speculative-method draft");
+        }
+        if (!(target.pass() instanceof CpuForwardPass cpu)) {
+            throw new IllegalArgumentException("DFlash heads run on the CPU backend only so far (the CUDA head kernels are not written yet); "
+                    + "serve with --backend cpu, or use --speculative-method draft or ngram on CUDA");
+        }
+        DraftHeadConfig hc = DraftHeadConfig.read(dir);
+        if (cfg.blockSize() > 0) {
+            hc = hc.withBlockSize(cfg.blockSize());
+        }
+        hc.checkTarget(target.config(), cfg.tapOffset());
+        DraftHeadConfig head = hc;
+        Arena arena = Arena.ofShared();
+        try {
+            Map<String, Tensor> weights = DraftHeadLoader.load(dir, head, arena, listener);
+            return new CpuDraftHead(head, weights, cpu.weights().embedding().data(), cpu.weights().lmHead().data(), target.config().vocabSize(),
+                    head.tapLayers(cfg.tapOffset()), settings.threads(), arena);
+        } catch (RuntimeException e) {
+            arena.close();
+            throw e;
+        }
     }
 
     private static DraftModelProposer draftModel(SpeculativeConfig cfg, Path targetDir, Backends.Opened target, LoadFormat format,

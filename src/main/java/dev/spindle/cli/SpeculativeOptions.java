@@ -7,12 +7,14 @@ import java.nio.file.Path;
 
 /** Speculative decoding flags, shared by {@code chat}, {@code generate} (and, by name, {@code serve}). */
 final class SpeculativeOptions {
-    @Option(names = "--speculative-method", defaultValue = "none", paramLabel = "none|draft|ngram",
-            description = "Speculative decoding: draft (a draft model, --draft-model) or ngram (prompt lookup); none (default) decodes plainly. "
+    @Option(names = "--speculative-method", defaultValue = "none", paramLabel = "none|draft|ngram|dflash",
+            description = "Speculative decoding: draft (a draft model, --draft-model), ngram (prompt lookup) or dflash (a DFlash / DFlash2 head, "
+                    + "--draft-model DIR); none (default) decodes plainly. "
                     + "Greedy replies are the same token for token; sampled ones have the same distribution.")
     String method;
 
-    @Option(names = "--draft-model", paramLabel = "DIR", description = "The draft model (same tokenizer as the target) for --speculative-method draft.")
+    @Option(names = "--draft-model", paramLabel = "DIR", description = "The draft model (same tokenizer as the target) for --speculative-method draft, "
+            + "or the DFlash head's directory for dflash.")
     Path draftModel;
 
     @Option(names = "--num-speculative-tokens", defaultValue = "4", paramLabel = "K", description = "Tokens drafted per step at most (default 4).")
@@ -28,7 +30,14 @@ final class SpeculativeOptions {
             description = "Draft only while at most this many sequences decode in one step (default 16).")
     int maxBatch;
 
+    @Option(names = "--dflash-tap-offset", defaultValue = "1", paramLabel = "1|2",
+            description = "dflash: 1 reads the output of each target_layer_id (HF hidden_states[id + 1], the paper's; default), 2 one layer deeper.")
+    int tapOffset;
+
+    @Option(names = "--dflash-block-size", defaultValue = "0", paramLabel = "B", description = "dflash: rows of a draft block (default 0: the head's block_size).")
+    int blockSize;
+
     SpeculativeConfig config() {
-        return new SpeculativeConfig(SpeculativeConfig.Method.parse(method), draftModel, numTokens, ngramMin, ngramMax, maxBatch);
+        return new SpeculativeConfig(SpeculativeConfig.Method.parse(method), draftModel, numTokens, ngramMin, ngramMax, maxBatch, tapOffset, blockSize);
     }
 }

@@ -166,6 +166,13 @@ public record DraftHeadConfig(Kind kind, int hidden, int layers, int heads, int 
                 convKernel, convGroup, rank, topK, c.hasNonNull("vocab_size") ? requiredInt(c, "vocab_size") : -1);
     }
 
+    /** The same head drafting blocks of another size (the head is trained at one, any size runs). */
+    public DraftHeadConfig withBlockSize(int size) {
+        return new DraftHeadConfig(kind, hidden, layers, heads, kvHeads, headDim, intermediate, rmsNormEps, ropeTheta, size, maskTokenId,
+                targetLayerIds, numTargetLayers, sliding, slidingWindow, causal, inputEmbeddingScale, outputMultiplier, softcap, convKernel,
+                convGroup, selectorRank, selectorTopK, vocabSize);
+    }
+
     /** The checks against the target the head drafts for: hidden size, vocabulary, and the tap layers it has. */
     public void checkTarget(ModelConfig target, int tapOffset) {
         if (target.hiddenSize() != hidden) {

@@ -46,9 +46,9 @@ final class ServeOptions {
     Integer responsesStoreMax;
     @Option(names = "--responses-store-ttl", paramLabel = "DURATION", description = "Responses API: how long a stored response is kept (default 1h; e.g. 30m, 2h).")
     String responsesStoreTtl;
-    @Option(names = "--speculative-method", paramLabel = "none|draft|ngram", description = "Speculative decoding: draft (a draft model, --draft-model) or ngram (prompt lookup); default none.")
+    @Option(names = "--speculative-method", paramLabel = "none|draft|ngram|dflash", description = "Speculative decoding: draft (a draft model, --draft-model), ngram (prompt lookup) or dflash (a DFlash head, --draft-model DIR); default none.")
     String specMethod;
-    @Option(names = "--draft-model", paramLabel = "DIR", description = "The draft model (same tokenizer as the served model) for --speculative-method draft.")
+    @Option(names = "--draft-model", paramLabel = "DIR", description = "The draft model (same tokenizer as the served model) for --speculative-method draft; the DFlash head for dflash.")
     String draftModel;
     @Option(names = "--num-speculative-tokens", paramLabel = "K", description = "Tokens drafted per step at most (default 4).")
     Integer specTokens;
@@ -58,6 +58,10 @@ final class ServeOptions {
     Integer ngramMax;
     @Option(names = "--speculative-max-batch", paramLabel = "N", description = "Draft only while at most this many sequences decode in a step (default 16).")
     Integer specMaxBatch;
+    @Option(names = "--dflash-tap-offset", paramLabel = "1|2", description = "dflash: 1 reads the output of each target_layer_id (the paper's; default), 2 one layer deeper.")
+    Integer dflashTapOffset;
+    @Option(names = "--dflash-block-size", paramLabel = "B", description = "dflash: rows of a draft block (default: the head's block_size).")
+    Integer dflashBlockSize;
     @Option(names = "--max-waiting-requests", paramLabel = "N", description = "Requests waiting to start at most; beyond, 429 with Retry-After (default 256).")
     Integer maxWaiting;
     @Option(names = "--api-key", paramLabel = "KEY", description = "Require Authorization: Bearer KEY on /v1, /tokenize and /detokenize.")
@@ -113,6 +117,8 @@ final class ServeOptions {
         set("spindle.speculative.prompt-lookup-min", o.ngramMin);
         set("spindle.speculative.prompt-lookup-max", o.ngramMax);
         set("spindle.speculative.max-batch", o.specMaxBatch);
+        set("spindle.speculative.dflash-tap-offset", o.dflashTapOffset);
+        set("spindle.speculative.dflash-block-size", o.dflashBlockSize);
         if (o.apiKey != null && o.apiKey.isBlank()) {
             fail(cl, "--api-key is empty: give a key, or leave the flag out to serve without one");
         }

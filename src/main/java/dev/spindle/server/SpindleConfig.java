@@ -104,12 +104,20 @@ public interface SpindleConfig {
     Speculative speculative();
 
     interface Speculative {
-        /** none, draft (a draft model) or ngram (prompt lookup). The choice is logged at start. */
+        /** none, draft (a draft model), ngram (prompt lookup) or dflash (a DFlash / DFlash2 head). The choice is logged at start. */
         @WithDefault("none")
         String method();
 
-        /** The draft model's directory (same tokenizer as the served model), for method draft. */
+        /** The draft model's directory (same tokenizer as the served model), for method draft; the head's, for dflash. */
         Optional<String> draftModel();
+
+        /** dflash: 1 reads the output of each target_layer_id (the paper's), 2 one layer deeper. */
+        @WithDefault("1")
+        int dflashTapOffset();
+
+        /** dflash: rows of a draft block; 0 takes the head's block_size. */
+        @WithDefault("0")
+        int dflashBlockSize();
 
         /** Tokens drafted per step at most. */
         @WithDefault("4")

@@ -41,6 +41,7 @@ public final class CpuDraftHead implements DraftHead {
     private final RotaryTable rotary;
     private final Map<Long, Context> contexts = new HashMap<>();
     private float[][] lastLogits;
+    private final AutoCloseable resources;
 
     /** One sequence's context: per layer the K (roped, normed) and V rows, from position {@code start}. */
     private final class Context {
@@ -75,9 +76,11 @@ public final class CpuDraftHead implements DraftHead {
      * @param lmHead     the target's output head (vocab, hidden), bf16
      * @param tapLayers  the executed target layers read, in the fc input's order
      * @param threads    CPU threads for the head's matmuls
+     * @param resources  closed with the head (the arena its weights live in), or null
      */
     public CpuDraftHead(DraftHeadConfig config, Map<String, Tensor> weights, MemorySegment embedding, MemorySegment lmHead, int vocab,
-                        int[] tapLayers, int threads) {
+                        int[] tapLayers, int threads, AutoCloseable resources) {
+        this.resources = resources;
         this.c = config;
         this.w = Map.copyOf(weights);
         this.embedding = embedding;
@@ -478,6 +481,13 @@ public final class CpuDraftHead implements DraftHead {
         contexts.clear();
         if (ownsParallel) {
             parallel.close();
+        }
+        if (resources != null) {
+            try {
+                resources.close();
+            } catch (Exception e) {
+                throw new IllegalStateException("closing the draft head's weights: " + e.getMessage(), e);
+            }
         }
     }
 }

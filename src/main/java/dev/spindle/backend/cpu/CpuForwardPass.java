@@ -50,6 +50,11 @@ public final class CpuForwardPass implements ForwardPass {
         this(config, weights, kvBlocks, blockSize, Runtime.getRuntime().availableProcessors(), KvSlots.PER_EXECUTED_LAYER);
     }
 
+    /** The model's weights (a draft head shares its embedding and output head). */
+    public dev.spindle.model.ModelWeights weights() {
+        return w;
+    }
+
     @Override
     public ModelConfig config() {
         return c;

@@ -129,8 +129,10 @@ public final class EngineCore {
             return plan;
         }
         List<ModelStep.Window> windows = new ArrayList<>();
+        int[] taps = tapLayers();
         for (StepPlan.Entry e : plan.entries()) {
-            windows.add(window(e));
+            ModelStep.Window w = window(e);
+            windows.add(taps.length == 0 ? w : new ModelStep.Window(w.tokens(), w.start(), w.table(), w.logitRows(), w.draw(), true));
         }
         // grammar masks depend only on each sequence's text so far: compute them while the forward pass runs
         List<ForkJoinTask<?>> masks = new ArrayList<>();
@@ -151,7 +153,7 @@ public final class EngineCore {
         boolean anyDrafts = plan.entries().stream().anyMatch(StepPlan.Entry::drafted);
         long t0 = System.nanoTime(), generatedBefore = generatedTokens;
         try {
-            out = model.execute(new ModelStep(windows));
+            out = model.execute(new ModelStep(windows, taps));
             consecutiveFailures = 0;
         } catch (RuntimeException err) {
             masks.forEach(ForkJoinTask::join);
@@ -175,12 +177,14 @@ public final class EngineCore {
             int[] drawn = out.tokens().get(i);
             if (e.drafted()) {
                 try {
-                    verify(s, e, rows, drawn);
+                    int accepted = verify(s, e, rows, drawn);
+                    observe(s, e.from(), out, i, 1 + accepted); // the anchor and the accepted drafts are committed
                 } catch (RuntimeException | StackOverflowError err) { // a grammar or sampler failure ends this sequence only
                     fail(s, err);
                 }
                 continue;
             }
+            observe(s, e.from(), out, i, e.count());
             scheduler.registerFullBlocks(s);
             if (s.promptLogprobs != null && rows.length == e.count()) {
                 recordPromptLogprobs(s, e.from(), rows);
@@ -211,6 +215,28 @@ public final class EngineCore {
             draftedStepTokens += generatedTokens - generatedBefore;
         }
         return plan;
+    }
+
+    /** The target layers the proposer reads (a DFlash head's taps), when the backend can tap them; else none. */
+    private int[] tapLayers() {
+        if (!spec.enabled() || !model.supportsTaps()) {
+            return new int[0];
+        }
+        return spec.proposer().tapLayers();
+    }
+
+    /** Hands a window's committed rows and their taps to the proposer (one that reads the target's hidden states). */
+    private void observe(Sequence s, int from, StepOutput out, int window, int count) {
+        if (s.finished || out.taps() == null || out.taps().get(window) == null) {
+            return;
+        }
+        float[][] rows = out.taps().get(window);
+        try {
+            spec.proposer().observe(s.id, from, rows, Math.min(count, rows.length));
+        } catch (RuntimeException err) { // a failing proposer costs its drafts, never the request
+            spec.proposer().release(s.id);
+            System.err.println("spindle-engine: the proposer could not take a step's hidden states: " + err);
+        }
     }
 
     /** Fails every running and waiting request with {@code err} (a fault the engine cannot pin on one request). */
@@ -305,7 +331,7 @@ public final class EngineCore {
      * the window; if every draft is accepted the last row gives one more token. Rejected positions are
      * cut from the table, so their K/V are never read or published to the prefix cache.
      */
-    private void verify(Sequence s, StepPlan.Entry e, float[][] rows, int[] drawn) {
+    private int verify(Sequence s, StepPlan.Entry e, float[][] rows, int[] drawn) {
         int[] d = e.drafts();
         int accepted = 0;
         for (int j = 0; j <= d.length; j++) {
@@ -351,6 +377,7 @@ public final class EngineCore {
             s.table.truncate(e.from() + 1 + accepted);
             scheduler.registerFullBlocks(s);
         }
+        return accepted;
     }
 
     /** Ends a sequence (finished, cancelled or failed): out of the scheduler, its blocks and proposer state freed. */
