@@ -20,7 +20,8 @@ Usage (on the GPU machine, where torch and transformers are):
   python3 scripts/dflash_reference.py make-heads TARGET_DIR OUT_DIR    random small heads of both kinds, published layout
   python3 scripts/dflash_reference.py fixtures TARGET_DIR HEAD_DIR PROMPTS_JSON OUT_PREFIX
       -> OUT_PREFIX.json (cases: tokens, anchor position, argmax, margins, DFlash2's walk) and
-         OUT_PREFIX.safetensors (logits_<case>: (drafts, vocab) f32 of the bf16 draft logits)
+         OUT_PREFIX.safetensors (logits_<case>: (drafts, vocab) f32 of the bf16 draft logits;
+         logits_f32_<case>: the same head and target computed in fp32, the truth both are measured against)
 """
 import json, math, os, sys
 import torch
@@ -38,11 +39,11 @@ def rms(x, w, eps):
     return w * y
 
 
-def rope_tables(positions, dim, theta):
+def rope_tables(positions, dim, theta, dtype=BF):
     inv = 1.0 / (theta ** (torch.arange(0, dim, 2, dtype=torch.int64, device=DEV).float() / dim))
     ang = positions[:, None].float() * inv[None, :]
     emb = torch.cat([ang, ang], dim=-1)
-    return emb.cos().to(BF), emb.sin().to(BF)
+    return emb.cos().to(dtype), emb.sin().to(dtype)
 
 
 def rotate(x, cos, sin):
@@ -53,8 +54,9 @@ def rotate(x, cos, sin):
 
 
 class Head:
-    def __init__(self, cfg, tensors):
+    def __init__(self, cfg, tensors, dtype=BF):
         self.cfg = cfg
+        self.dtype = dtype
         d = cfg.get("dflash_config", {})
         pick = lambda k, dflt=None: d.get(k, cfg.get(k, dflt))
         self.kind = cfg["architectures"][0]
@@ -77,7 +79,7 @@ class Head:
         self.group = int(pick("conv_group_size", 1))
         self.rank = int(pick("selector_rank", 0))
         self.topk = int(pick("selector_top_k", 0))
-        self.t = {k[len("model."):] if k.startswith("model.") else k: v.to(DEV) for k, v in tensors.items()}
+        self.t = {k[len("model."):] if k.startswith("model.") else k: v.to(DEV).to(dtype) for k, v in tensors.items()}
         for name in ("predecessor_codebook", "successor_codebook"):
             key = "candidate_selector." + name
             if key + ".weight" in self.t:
@@ -101,7 +103,7 @@ class Head:
 
     def inject(self, feats, positions):
         ctx = rms(F.linear(feats, self.t["fc.weight"]), self.t["hidden_norm.weight"], self.eps)
-        cos, sin = rope_tables(positions, self.dim, self.theta)
+        cos, sin = rope_tables(positions, self.dim, self.theta, self.dtype)
         for l in range(self.layers):
             p = f"layers.{l}.self_attn."
             k = F.linear(ctx, self.t[p + "k_proj.weight"]).view(-1, self.kvh, self.dim)
@@ -128,7 +130,7 @@ class Head:
             far = (pos[:, None] - kpos[None, :]).abs() >= self.window[l]
             scores = scores.masked_fill(far[None], float("-inf"))
         probs = torch.softmax(scores, dim=-1)
-        out = torch.einsum("hqk,khd->qhd", probs, vf).to(BF).reshape(n, self.heads * self.dim)
+        out = torch.einsum("hqk,khd->qhd", probs, vf).to(self.dtype).reshape(n, self.heads * self.dim)
         return F.linear(out, self.t[p + "o_proj.weight"])
 
     def forward(self, embed, anchor, position, drafts):
@@ -139,7 +141,7 @@ class Head:
         if self.scale_in != 1.0:
             x = x * self.scale_in
         pos = torch.arange(position, position + n, device=DEV)
-        cos, sin = rope_tables(pos, self.dim, self.theta)
+        cos, sin = rope_tables(pos, self.dim, self.theta, self.dtype)
         two = self.kind == "DFlash2DraftModel"
         groups = self.hidden // max(1, self.group)
         for l in range(self.layers):
@@ -251,6 +253,7 @@ def make_heads(target_dir, out_dir):
 def fixtures(target_dir, head_dir, prompts_json, out_prefix):
     from safetensors.torch import load_file, save_file
     target = load_target(target_dir)
+    target32 = load_target(target_dir).float()
     cfg = json.load(open(os.path.join(head_dir, "config.json")))
     head_tensors = load_file(os.path.join(head_dir, "model.safetensors"))
     embed = target.get_input_embeddings().weight
@@ -270,8 +273,16 @@ def fixtures(target_dir, head_dir, prompts_json, out_prefix):
             drafts = head.block - 1
             rows = head.forward(embed, int(tokens[cut]), cut, drafts)
             logits = head.logits(rows, lm_head)
+            # the truth: the same weights in fp32, the target's taps in fp32 too
+            exact = Head(cfg, head_tensors, torch.float32)
+            out32 = target32(tokens[None, :cut], output_hidden_states=True)
+            feats32 = torch.cat([out32.hidden_states[t + 1][0] for t in exact.taps], dim=-1)
+            exact.inject(feats32, torch.arange(0, cut, device=DEV))
+            logits32 = exact.logits(exact.forward(target32.get_input_embeddings().weight, int(tokens[cut]), cut, drafts),
+                                    target32.get_output_embeddings().weight)
             case = {"tokens": tokens.tolist(), "anchor_position": cut, "drafts": drafts}
             arrays[f"logits_{len(cases)}"] = logits.float().cpu().contiguous()
+            arrays[f"logits_f32_{len(cases)}"] = logits32.float().cpu().contiguous()
             top2 = logits.float().topk(2, dim=-1).values
             case["argmax"] = logits.float().argmax(-1).tolist()
             case["margins"] = (top2[:, 0] - top2[:, 1]).tolist()

