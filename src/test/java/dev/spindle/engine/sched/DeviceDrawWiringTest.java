@@ -54,6 +54,11 @@ public class DeviceDrawWiringTest {
         }
 
         @Override
+        public boolean supportsTaps() {
+            return inner.supportsTaps();
+        }
+
+        @Override
         public boolean drawsOnDevice() {
             return true;
         }
@@ -62,9 +67,9 @@ public class DeviceDrawWiringTest {
         public StepOutput execute(ModelStep step) {
             List<ModelStep.Window> plain = new java.util.ArrayList<>();
             for (ModelStep.Window w : step.windows()) {
-                plain.add(new ModelStep.Window(w.tokens(), w.start(), w.table(), w.logitRows(), null));
+                plain.add(new ModelStep.Window(w.tokens(), w.start(), w.table(), w.logitRows(), null, w.tap()));
             }
-            StepOutput inside = inner.execute(new ModelStep(plain));
+            StepOutput inside = inner.execute(new ModelStep(plain, step.tapLayers()));
             List<float[][]> logits = new java.util.ArrayList<>(inside.logits());
             List<int[]> tokens = new java.util.ArrayList<>(inside.tokens());
             int vocab = config().vocabSize();

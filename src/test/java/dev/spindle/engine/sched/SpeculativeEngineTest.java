@@ -84,6 +84,189 @@ class SpeculativeEngineTest {
         return new Speculation(new DraftModelProposer(d, target.config().vocabSize(), 512, d), k, 64);
     }
 
+    /** A DFlash or DFlash2 head (the parity test's random heads) beside the CPU target: it drafts, rarely well. */
+    static Speculation dflash(String head, int k, java.lang.foreign.Arena arena) {
+        Path dir = Path.of("src/test/resources/fixtures/dflash", head);
+        dev.spindle.model.DraftHeadConfig hc = dev.spindle.model.DraftHeadConfig.read(dir);
+        var weights = dev.spindle.model.DraftHeadLoader.load(dir, hc, arena, LoadListener.NONE);
+        var cpuHead = new dev.spindle.backend.cpu.CpuDraftHead(hc, weights, target.weights().embedding().data(), target.weights().lmHead().data(),
+                target.config().vocabSize(), hc.tapLayers(1), 2, null);
+        return new Speculation(new dev.spindle.engine.spec.DFlashProposer(cpuHead), k, 64);
+    }
+
+    /**
+     * DFlash heads in the engine: the target's taps of every committed row reach the head after each step (prefill
+     * chunks, plain decode rows, and a drafted window's anchor and accepted rows), and drafted greedy equals plain
+     * greedy in batches of 1 and 7, on a device-drawing pass too, and after preemption with prefix-cache hits (context
+     * the head never saw is left out).
+     */
+    @Test
+    void dflashDraftedGreedyEqualsPlainGreedy() {
+        try (CpuForwardPass pass = targetPass(); java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofShared()) {
+            DeviceDrawWiringTest.HostRuleDrawing device = new DeviceDrawWiringTest.HostRuleDrawing(pass);
+            for (String head : List.of("dflash-random", "dflash2-random")) {
+                for (int batch : new int[]{1, 7}) {
+                    List<int[]> ps = prompts.subList(0, batch);
+                    Result plain = run(pass, Speculation.NONE, ps, SpeculativeEngineTest::greedy);
+                    for (ForwardPass p : List.of(pass, device)) {
+                        Speculation spec = dflash(head, 7, arena);
+                        try (Proposer pr = spec.proposer()) {
+                            Result drafted = run(p, spec, ps, p == pass ? SpeculativeEngineTest::greedy : i -> SamplingParams.greedy(48));
+                            Result expected = p == pass ? plain : run(p, Speculation.NONE, ps, i -> SamplingParams.greedy(48));
+                            assertEquals(expected.signatures(), drafted.signatures(), head + " batch " + batch);
+                            assertTrue(drafted.spec().draftTokens() > 0, head + " drafted");
+                            System.out.printf("[speculative] CPU %s batch %d: %d drafted, acceptance %.3f%n", head, batch, drafted.spec().draftTokens(),
+                                    drafted.spec().acceptanceRate());
+                        }
+                    }
+                }
+            }
+        }
+        // preemption and prefix-cache hits, as for the draft model: 16 requests in a pool of 20 blocks
+        try (CpuForwardPass small = new CpuForwardPass(target.config(), target.weights(), 20, 16, 2, KvSlots.PER_EXECUTED_LAYER);
+             java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofShared()) {
+            List<int[]> ps = new ArrayList<>(prompts.subList(0, 8));
+            ps.addAll(prompts.subList(0, 8));
+            Result plain = runCounting(small, Speculation.NONE, ps);
+            Speculation spec = dflash("dflash2-random", 7, arena);
+            try (Proposer pr = spec.proposer()) {
+                Result drafted = runCounting(small, spec, ps);
+                assertEquals(plain.signatures(), drafted.signatures(), "under preemption and prefix-cache hits");
+                assertTrue(drafted.spec().draftTokens() > 0);
+            }
+        }
+    }
+
+    /**
+     * A head that drafts the plain greedy reply (an oracle: most drafts are accepted) and records the context the
+     * engine gives it. After a drafted run, every sequence's context is the target's taps of each committed row,
+     * in order and bit for bit, as one prefill over the whole sequence computes them: the anchor and accepted rows
+     * of drafted windows, plain decode rows and prompt chunks all arrive, rejected rows never do.
+     */
+    static final class OracleHead implements dev.spindle.engine.spec.DraftHead {
+        final Map<Long, List<float[]>> context = new java.util.HashMap<>();
+        final Map<Long, Integer> starts = new java.util.HashMap<>();
+        final Map<Long, List<float[]>> finished = new java.util.HashMap<>();
+        final Map<Long, int[]> replies;
+        final int[] taps;
+
+        OracleHead(Map<Long, int[]> replies, int[] taps) {
+            this.replies = replies;
+            this.taps = taps;
+        }
+
+        @Override
+        public int blockSize() {
+            return 6;
+        }
+
+        @Override
+        public int[] tapLayers() {
+            return taps.clone();
+        }
+
+        @Override
+        public void inject(long id, int from, float[][] rows, int count) {
+            List<float[]> c = context.computeIfAbsent(id, k -> new ArrayList<>());
+            if (c.isEmpty()) {
+                starts.put(id, from);
+            }
+            assertEquals(starts.get(id) + c.size(), from, "context rows follow each other");
+            for (int r = 0; r < count; r++) {
+                c.add(rows[r].clone());
+            }
+        }
+
+        @Override
+        public int contextEnd(long id) {
+            return starts.getOrDefault(id, 0) + context.getOrDefault(id, List.of()).size();
+        }
+
+        @Override
+        public int contextStart(long id) {
+            return starts.getOrDefault(id, 0);
+        }
+
+        @Override
+        public void truncate(long id, int position) {
+            List<float[]> c = context.get(id);
+            if (c != null) {
+                while (starts.get(id) + c.size() > position) {
+                    c.removeLast();
+                }
+            }
+        }
+
+        @Override
+        public int[] draft(long id, int anchor, int drafts) {
+            int[] reply = replies.get(id);
+            int at = contextEnd(id) + 1; // the position after the anchor, in the whole sequence
+            int[] out = new int[drafts];
+            for (int i = 0; i < drafts; i++) {
+                out[i] = at + i < reply.length ? reply[at + i] : 0;
+            }
+            if (drafts > 2) {
+                out[drafts - 1] = (out[drafts - 1] + 1) % 4000; // a wrong last draft: some rows are rejected
+            }
+            return out;
+        }
+
+        @Override
+        public float[][] lastLogits() {
+            return null;
+        }
+
+        @Override
+        public void release(long id) {
+            List<float[]> c = context.remove(id);
+            if (c != null) {
+                finished.put(id, c);
+            }
+            starts.remove(id);
+        }
+
+        @Override
+        public String describe() {
+            return "oracle head";
+        }
+
+        @Override
+        public void close() {
+        }
+    }
+
+    @Test
+    void aHeadsContextIsTheTapsOfEveryCommittedRow() {
+        int[] taps = {1, 5, 8};
+        try (CpuForwardPass pass = targetPass()) {
+            List<int[]> ps = prompts.subList(0, 5);
+            Result plain = run(pass, Speculation.NONE, ps, SpeculativeEngineTest::greedy);
+            Map<Long, int[]> whole = new java.util.HashMap<>();
+            for (int i = 0; i < ps.size(); i++) {
+                int[] reply = java.util.Arrays.stream(plain.signatures().get(i).split(",")).filter(x -> !x.isEmpty())
+                        .mapToInt(x -> Integer.parseInt(x.substring(0, x.indexOf('/')))).toArray();
+                int[] all = java.util.Arrays.copyOf(ps.get(i), ps.get(i).length + reply.length);
+                System.arraycopy(reply, 0, all, ps.get(i).length, reply.length);
+                whole.put((long) i + 1, all);
+            }
+            OracleHead head = new OracleHead(whole, taps);
+            Speculation spec = new Speculation(new dev.spindle.engine.spec.DFlashProposer(head), 5, 64);
+            Result drafted = run(pass, spec, ps, SpeculativeEngineTest::greedy);
+            assertEquals(plain.signatures(), drafted.signatures());
+            assertTrue(drafted.spec().acceptedTokens() > drafted.spec().draftTokens() / 2, "the oracle's drafts are mostly accepted");
+            for (long id = 1; id <= ps.size(); id++) {
+                int[] all = whole.get(id);
+                List<float[]> got = head.finished.get(id);
+                // the context covers every committed row up to the last step's window (a finished sequence's last rows are not handed over)
+                float[][] want = dev.spindle.backend.TestSteps.taps(pass, java.util.Arrays.copyOf(all, got.size()), taps, false);
+                assertTrue(got.size() >= all.length - 1 - head.blockSize(), "context of " + got.size() + " rows for a sequence of " + all.length);
+                for (int r = 0; r < got.size(); r++) {
+                    org.junit.jupiter.api.Assertions.assertArrayEquals(want[r], got.get(r), "sequence " + id + " row " + r);
+                }
+            }
+        }
+    }
+
     static Speculation ngram(int k) {
         return new Speculation(new NgramProposer(1, 4, 0), k, 64);
     }
