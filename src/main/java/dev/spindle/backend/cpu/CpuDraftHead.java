@@ -182,7 +182,7 @@ public final class CpuDraftHead implements DraftHead {
     }
 
     @Override
-    public int[] draft(long id, int anchor, int drafts) {
+    public dev.spindle.engine.spec.Proposal draft(long id, int anchor, int drafts, Sampling sampling) {
         if (drafts < 1 || drafts > c.blockSize() - 1) {
             throw new IllegalArgumentException("a block drafts 1.." + (c.blockSize() - 1) + " tokens, asked for " + drafts);
         }
@@ -212,14 +212,21 @@ public final class CpuDraftHead implements DraftHead {
             out[r] = Arrays.copyOfRange(logits, r * vocab, (r + 1) * vocab);
         }
         lastLogits = out;
+        boolean sampled = sampling != null && sampling.params().temperature() > 0;
         if (c.kind() == DraftHeadConfig.Kind.DFLASH2) {
-            return selectorWalk(rows, out, anchor);
+            return selectorWalk(rows, out, anchor, sampled ? sampling : null);
         }
         int[] tokens = new int[drafts];
+        float[][] q = sampled ? new float[drafts][] : null;
         for (int r = 0; r < drafts; r++) {
-            tokens[r] = dev.spindle.engine.sample.Sampler.argmax(out[r]);
+            if (sampled) {
+                q[r] = dev.spindle.engine.sample.Sampler.probabilities(out[r], sampling.params());
+                tokens[r] = dev.spindle.engine.sample.Sampler.drawFrom(q[r], sampling.rng());
+            } else {
+                tokens[r] = dev.spindle.engine.sample.Sampler.argmax(out[r]);
+            }
         }
-        return tokens;
+        return new dev.spindle.engine.spec.Proposal(tokens, q);
     }
 
     @Override
@@ -416,19 +423,23 @@ public final class CpuDraftHead implements DraftHead {
     }
 
     /**
-     * DFlash2's candidate selector, greedy: for each row the target head's top-K tokens, scored by their
-     * logit plus a low-rank pair term {@code <predecessor_codebook[prev] * hidden_projection(row), successor_codebook[cand]>}
-     * (each product and the sum in bf16); the best becomes the row's draft and the next row's predecessor.
+     * DFlash2's candidate selector: for each row the target head's top-K tokens, scored by their logit plus a
+     * low-rank pair term {@code <predecessor_codebook[prev] * hidden_projection(row), successor_codebook[cand]>}
+     * (each product and the sum in bf16). Greedy: the best becomes the row's draft and the next row's
+     * predecessor. Sampled: the draft is drawn from the softmax of the scores at the request's temperature
+     * (the reference's walk: no top-k or top-p on the K candidates), and that distribution is the row's q.
      */
-    private int[] selectorWalk(float[] rows, float[][] logits, int anchor) {
+    private dev.spindle.engine.spec.Proposal selectorWalk(float[] rows, float[][] logits, int anchor, Sampling sampling) {
         int drafts = logits.length, rank = c.selectorRank(), k = c.selectorTopK(), h = c.hidden();
         float[] proj = new float[drafts * rank];
         matMul.apply(rows, drafts, h, t("candidate_selector.hidden_projection.weight"), rank, proj);
         MemorySegment pred = t("candidate_selector.predecessor_codebook"), succ = t("candidate_selector.successor_codebook");
         int[] tokens = new int[drafts];
+        float[][] q = sampling == null ? null : new float[drafts][];
         int prev = anchor;
         for (int r = 0; r < drafts; r++) {
             int[] cand = topK(logits[r], k);
+            float[] scores = new float[cand.length];
             float[] mixed = new float[rank];
             for (int i = 0; i < rank; i++) {
                 mixed[i] = Bf16.round(Bf16.toFloat(pred.get(BF16, 2 * ((long) prev * rank + i))) * proj[r * rank + i]);
@@ -441,15 +452,31 @@ public final class CpuDraftHead implements DraftHead {
                     dot = Math.fma(mixed[i], Bf16.toFloat(succ.get(BF16, 2 * ((long) cand[j] * rank + i))), dot);
                 }
                 float score = Bf16.round(logits[r][cand[j]] + Bf16.round(dot));
+                scores[j] = score;
                 if (best < 0 || score > bestScore) {
                     best = j;
                     bestScore = score;
                 }
             }
-            prev = cand[best];
+            if (sampling != null) {
+                double t = sampling.params().temperature();
+                double sum = 0;
+                double[] e = new double[cand.length];
+                for (int j = 0; j < cand.length; j++) {
+                    e[j] = Math.exp((scores[j] - bestScore) / t);
+                    sum += e[j];
+                }
+                q[r] = new float[logits[r].length];
+                for (int j = 0; j < cand.length; j++) {
+                    q[r][cand[j]] = (float) (e[j] / sum);
+                }
+                prev = dev.spindle.engine.sample.Sampler.drawFrom(q[r], sampling.rng());
+            } else {
+                prev = cand[best];
+            }
             tokens[r] = prev;
         }
-        return tokens;
+        return new dev.spindle.engine.spec.Proposal(tokens, q);
     }
 
     /** The k best ids of a row, best first (ties: lower id first). */

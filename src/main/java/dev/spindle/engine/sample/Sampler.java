@@ -248,6 +248,36 @@ public final class Sampler {
     private record Distribution(int[] order, double[] probs, int keep, double total) {
     }
 
+    /**
+     * The distribution plain sampling draws from with these settings (temperature, top-k, top-p, min-p; no bias or
+     * penalties), over the whole vocabulary: what a proposer that samples its drafts with the request's settings
+     * hands the verifier as q.
+     */
+    public static float[] probabilities(float[] logits, SamplingParams p) {
+        Distribution d = distribution(logits, p);
+        float[] q = new float[logits.length];
+        for (int i = 0; i < d.keep; i++) {
+            q[d.order[i]] = (float) (d.probs[i] / d.total);
+        }
+        return q;
+    }
+
+    /** A token drawn from q (inverse CDF over ids; the last id with mass when rounding leaves some over). */
+    public static int drawFrom(float[] q, RandomGenerator rng) {
+        double u = rng.nextDouble();
+        int last = -1;
+        for (int i = 0; i < q.length; i++) {
+            if (q[i] > 0) {
+                last = i;
+                u -= q[i];
+                if (u < 0) {
+                    return i;
+                }
+            }
+        }
+        return last;
+    }
+
     private static Distribution distribution(float[] logits, SamplingParams p) {
         int n = logits.length;
         int keep = p.topK() > 0 ? Math.min(p.topK(), n) : n;

@@ -295,7 +295,7 @@ public final class EngineCore {
             int k = Math.min(want, room);
             if (k > 0) {
                 asked.add(s);
-                requests.add(new DraftRequest(s.id, s.tokens, s.length, k));
+                requests.add(new DraftRequest(s.id, s.tokens, s.length, k, s.params));
             }
         }
         if (requests.isEmpty()) {

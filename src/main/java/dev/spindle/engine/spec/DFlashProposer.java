@@ -6,8 +6,9 @@ import java.util.List;
 /**
  * Speculative decoding with a DFlash or DFlash2 head: the target's tapped residual rows of every
  * committed position are injected into the head's context ({@link #observe}, after each step), and
- * a block of drafts comes from one head forward over the anchor and mask tokens. Deterministic
- * drafts (q one-hot): the verifier keeps the target's distribution at every temperature.
+ * a block of drafts comes from one head forward over the anchor and mask tokens. Greedy requests get
+ * deterministic drafts (q one-hot); sampled ones get drafts drawn from the head's own distribution, with
+ * that q handed to the verifier, which keeps the target's distribution either way.
  *
  * <p>Context the head never saw (a prompt prefix served from the prefix cache, whose rows the target
  * did not compute) is left out: the head drafts from the context it has, which costs acceptance,
@@ -16,6 +17,7 @@ import java.util.List;
  */
 public final class DFlashProposer implements Proposer {
     private final DraftHead head;
+    private final java.util.Map<Long, java.util.random.RandomGenerator> rngs = new java.util.HashMap<>();
 
     public DFlashProposer(DraftHead head) {
         this.head = head;
@@ -35,7 +37,15 @@ public final class DFlashProposer implements Proposer {
                 continue;
             }
             int n = Math.min(r.maxTokens(), head.blockSize() - 1);
-            out.add(Proposal.of(head.draft(r.id(), r.tokens()[anchorPosition], n)));
+            DraftHead.Sampling sampling = null;
+            if (r.sampling() != null && r.sampling().temperature() > 0) {
+                // the drafts' own generator, per sequence: seeded requests draft the same alone or batched
+                Long seed = r.sampling().seed();
+                java.util.random.RandomGenerator rng = rngs.computeIfAbsent(r.id(),
+                        k -> seed == null ? new java.util.SplittableRandom() : new java.util.SplittableRandom(seed ^ 0x5DEECE66DL));
+                sampling = new DraftHead.Sampling(r.sampling(), rng);
+            }
+            out.add(head.draft(r.id(), r.tokens()[anchorPosition], n, sampling));
         }
         return out;
     }
@@ -56,7 +66,7 @@ public final class DFlashProposer implements Proposer {
         if (from < end) {
             head.truncate(id, from);
         } else if (from > end) {
-            head.release(id); // a gap (cached prefix): the context restarts here
+            head.release(id); // a gap (cached prefix): the context restarts here (the drafts' generator goes on)
         }
         head.inject(id, from, taps, count);
     }
@@ -64,6 +74,7 @@ public final class DFlashProposer implements Proposer {
     @Override
     public void release(long id) {
         head.release(id);
+        rngs.remove(id);
     }
 
     @Override

@@ -29,10 +29,16 @@ public interface DraftHead extends AutoCloseable {
 
     /**
      * One draft forward: the anchor at position {@link #contextEnd} and mask tokens after it, {@code drafts}
-     * of them (at most block − 1); returns the drafted tokens (greedy: DFlash's argmax, DFlash2's
-     * selector walk).
+     * of them (at most block − 1). Greedy ({@code sampling} null or at temperature 0): DFlash's argmax per row,
+     * DFlash2's greedy selector walk, q one-hot. Sampled: DFlash draws each row from its logits with the
+     * request's temperature, top-k, top-p and min-p; DFlash2 walks its candidates drawing from their scores'
+     * softmax at the temperature; either way q (over the vocabulary) is what each draft was drawn from.
      */
-    int[] draft(long id, int anchor, int drafts);
+    dev.spindle.engine.spec.Proposal draft(long id, int anchor, int drafts, Sampling sampling);
+
+    /** How a sampled draft is drawn: the request's settings and the sequence's own generator for drafts. */
+    record Sampling(dev.spindle.engine.SamplingParams params, java.util.random.RandomGenerator rng) {
+    }
 
     /** The draft logits of the last {@link #draft} call's rows (for tests and the parity gate), or null. */
     float[][] lastLogits();

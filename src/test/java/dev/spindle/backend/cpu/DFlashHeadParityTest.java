@@ -77,7 +77,7 @@ class DFlashHeadParityTest {
                     head.inject(7, 0, Arrays.copyOfRange(taps, 0, half), half);
                     head.inject(7, half, Arrays.copyOfRange(taps, half, p), p - half);
                     assertEquals(p, head.contextEnd(7));
-                    int[] drafted = head.draft(7, tokens[p], drafts);
+                    int[] drafted = head.draft(7, tokens[p], drafts, null).tokens();
                     float[][] ours = head.lastLogits();
                     float[][] theirs = rowsOf(logitsFile, "logits_" + c, drafts, vocab);
                     float[][] truth = rowsOf(logitsFile, "logits_f32_" + c, drafts, vocab);

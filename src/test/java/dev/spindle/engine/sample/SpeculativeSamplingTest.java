@@ -172,6 +172,15 @@ class SpeculativeSamplingTest {
             oneHotAccepted += Sampler.verify(LOGITS, p, null, null, r2, drawFrom(q, r2)).accepted() ? 1 : 0;
         }
         assertTrue(withQAccepted > oneHotAccepted, withQAccepted + " vs " + oneHotAccepted);
+        // a q on a few candidates only (DFlash2's sampled walk draws among the target head's top-K): zero elsewhere in p's support
+        float[] walk = {0f, 0.5f, 0.3f, 0f, 0.2f, 0f, 0f, 0f};
+        Verifier fromWalk = (l, pp, rng, ignored) -> Sampler.verify(l, pp, null, null, rng, Sampler.drawFrom(walk, rng), walk).choice().token();
+        for (SamplingParams pp : new SamplingParams[]{params(0.6, 20, 0.95, 0), params(1.0, 0, 1, 0)}) {
+            int df = support(pp) - 1;
+            double chi = chiSquare(fromWalk, pp, -1, seed++);
+            report.append(String.format("walk-like q, T %.1f: chi2 %.1f (df %d); ", pp.temperature(), chi, df));
+            assertTrue(chi < CRITICAL[df], "verified against a q on few candidates, the tokens are not distributed as p: " + report);
+        }
         System.out.printf("[speculative sampling, q] %sresampling from p: chi2 %.0f; accepted with q %d, as one-hot %d of %d%n", report, broken,
                 withQAccepted, oneHotAccepted, DRAWS);
     }

@@ -86,7 +86,10 @@ class SpeculativeEngineTest {
 
     /** A DFlash or DFlash2 head (the parity test's random heads) beside the CPU target: it drafts, rarely well. */
     static Speculation dflash(String head, int k, java.lang.foreign.Arena arena) {
-        Path dir = Path.of("src/test/resources/fixtures/dflash", head);
+        return dflash(Path.of("src/test/resources/fixtures/dflash", head), k, arena);
+    }
+
+    static Speculation dflash(Path dir, int k, java.lang.foreign.Arena arena) {
         dev.spindle.model.DraftHeadConfig hc = dev.spindle.model.DraftHeadConfig.read(dir);
         var weights = dev.spindle.model.DraftHeadLoader.load(dir, hc, arena, LoadListener.NONE);
         var cpuHead = new dev.spindle.backend.cpu.CpuDraftHead(hc, weights, target.weights().embedding().data(), target.weights().lmHead().data(),
@@ -133,6 +136,55 @@ class SpeculativeEngineTest {
                 Result drafted = runCounting(small, spec, ps);
                 assertEquals(plain.signatures(), drafted.signatures(), "under preemption and prefix-cache hits");
                 assertTrue(drafted.spec().draftTokens() > 0);
+            }
+        }
+    }
+
+    /**
+     * The trained head (models/spindle-chat-dflash) in the engine: greedy drafted = plain with most drafts accepted,
+     * and seeded sampled drafting (drafts drawn from the head's own distribution, q handed to the verifier) at the
+     * model's temperatures reproduces, and is the same alone and batched.
+     */
+    @Test
+    void theTrainedDFlashHeadDraftsWellGreedyAndSampled() {
+        Path head = Path.of("models/spindle-chat-dflash");
+        List<int[]> ps = prompts.subList(0, 7);
+        try (CpuForwardPass pass = targetPass(); java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofShared()) {
+            Result plain = run(pass, Speculation.NONE, ps, SpeculativeEngineTest::greedy);
+            Speculation spec = dflash(head, 7, arena);
+            try (Proposer p = spec.proposer()) {
+                Result drafted = run(pass, spec, ps, SpeculativeEngineTest::greedy);
+                assertEquals(plain.signatures(), drafted.signatures());
+                System.out.printf("[speculative] CPU trained DFlash head, batch 7: %d drafted, acceptance %.3f, %.2f tokens a window; steps %d vs %d%n",
+                        drafted.spec().draftTokens(), drafted.spec().acceptanceRate(), drafted.spec().meanAcceptedLength(), drafted.steps(), plain.steps());
+                assertTrue(drafted.spec().acceptanceRate() > 0.5, "the trained head's drafts are mostly accepted: " + drafted.spec().acceptanceRate());
+            }
+            for (double t : new double[]{0.6, 1.0}) {
+                Function<Integer, SamplingParams> sampled = i -> new SamplingParams(t, 20, 0.95, 0, 2000L + i, 0, 0, 1, Map.of(), 40, Set.of(), false,
+                        1, null, -1);
+                List<String> batched, again, alone = new ArrayList<>();
+                double acceptance;
+                Speculation s1 = dflash(head, 7, arena);
+                try (Proposer p = s1.proposer()) {
+                    Result r = run(pass, s1, ps, sampled);
+                    batched = r.signatures();
+                    acceptance = r.spec().acceptanceRate();
+                }
+                Speculation s2 = dflash(head, 7, arena);
+                try (Proposer p = s2.proposer()) {
+                    again = run(pass, s2, ps, sampled).signatures();
+                }
+                for (int i = 0; i < ps.size(); i++) {
+                    int index = i;
+                    Speculation s3 = dflash(head, 7, arena);
+                    try (Proposer p = s3.proposer()) {
+                        alone.add(run(pass, s3, List.of(ps.get(i)), j -> sampled.apply(index)).signatures().getFirst());
+                    }
+                }
+                assertEquals(batched, again, "seeded sampled DFlash drafting reproduces at temperature " + t);
+                assertEquals(batched, alone, "a seeded request drafted by DFlash is the same alone and batched at temperature " + t);
+                System.out.printf("[speculative] CPU trained DFlash head, sampled at T %.1f: acceptance %.3f%n", t, acceptance);
+                assertTrue(acceptance > 0.3, "sampled drafts from the head's q are often accepted: " + acceptance);
             }
         }
     }
@@ -198,7 +250,7 @@ class SpeculativeEngineTest {
         }
 
         @Override
-        public int[] draft(long id, int anchor, int drafts) {
+        public dev.spindle.engine.spec.Proposal draft(long id, int anchor, int drafts, Sampling sampling) {
             int[] reply = replies.get(id);
             int at = contextEnd(id) + 1; // the position after the anchor, in the whole sequence
             int[] out = new int[drafts];
@@ -208,7 +260,7 @@ class SpeculativeEngineTest {
             if (drafts > 2) {
                 out[drafts - 1] = (out[drafts - 1] + 1) % 4000; // a wrong last draft: some rows are rejected
             }
-            return out;
+            return dev.spindle.engine.spec.Proposal.of(out);
         }
 
         @Override
