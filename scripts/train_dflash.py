@@ -11,7 +11,14 @@ Writes the head in the published DFlash layout (config.json with architectures D
 dflash_config, bf16 model.safetensors) and a training report with acceptance on held-out chats, measured
 with scripts/dflash_reference.py's bf16 head against the target's greedy replies.
 
-Usage (on the GPU machine): python3 scripts/train_dflash.py TARGET_DIR OUT_DIR [--seconds S] [--chats N]
+With --dflash2 the head is a DFlash2 head in its published layout: the same backbone with a grouped
+dynamic depthwise convolution around each attention and MLP (kernel 2, groups of 16 channels), and the
+candidate selector (rank 32, top-8). Public sources pin DFlash2's format and inference, not how its
+selector is trained; here it is trained with the backbone, by cross-entropy over each row's top-K
+candidates (the target's next token, when it is among them), the previous token given as the true one
+(teacher forcing), the rows weighted as the backbone's.
+
+Usage (on the GPU machine): python3 scripts/train_dflash.py TARGET_DIR OUT_DIR [--seconds S] [--chats N] [--dflash2]
 """
 import json, math, os, random, sys, time
 import torch
@@ -30,6 +37,7 @@ TAPS = [1, 5, 8]
 MASK = 4095  # a row of the target's vocabulary no token uses
 GAMMA = 5.0
 LAYERS = 2
+CONV_K, CONV_GROUP, RANK, TOPK = 2, 16, 32, 8
 
 
 def arg(name, default):
@@ -69,9 +77,9 @@ def sample_replies(target, prompts, eos, temperature, max_new=160, batch=256):
 class TrainHead(torch.nn.Module):
     """The head's parameters, named as published, and a batched training forward (fp32 master weights, bf16 autocast)."""
 
-    def __init__(self, hidden, heads, kvh, dim, inter):
+    def __init__(self, hidden, heads, kvh, dim, inter, two=False, vocab=0):
         super().__init__()
-        self.hidden, self.heads, self.kvh, self.dim = hidden, heads, kvh, dim
+        self.hidden, self.heads, self.kvh, self.dim, self.two = hidden, heads, kvh, dim, two
         lin = lambda o, i: torch.nn.Parameter(torch.randn(o, i) / math.sqrt(i))
         self.p = {}  # published name -> parameter (registered below under names without dots)
         self.p["fc.weight"] = lin(hidden, len(TAPS) * hidden)
@@ -90,12 +98,46 @@ class TrainHead(torch.nn.Module):
             self.p[q + "mlp.gate_proj.weight"] = lin(inter, hidden)
             self.p[q + "mlp.up_proj.weight"] = lin(inter, hidden)
             self.p[q + "mlp.down_proj.weight"] = torch.nn.Parameter(torch.randn(hidden, inter) * 0.3 / math.sqrt(inter))
+            if two:
+                for conv in ("attention_conv", "mlp_conv"):
+                    base = torch.zeros(2, CONV_K, hidden)
+                    base[:, 0] = 1.0  # starts as the identity
+                    self.p[q + conv + ".base_kernel"] = torch.nn.Parameter(base)
+                    self.p[q + conv + ".kernel_projection.weight"] = torch.nn.Parameter(torch.zeros(2 * CONV_K * (hidden // CONV_GROUP), hidden))
+        if two:
+            self.p["candidate_selector.hidden_projection.weight"] = lin(RANK, hidden)
+            self.p["candidate_selector.predecessor_codebook"] = torch.nn.Parameter(torch.randn(vocab, RANK) * 0.1)
+            self.p["candidate_selector.successor_codebook"] = torch.nn.Parameter(torch.randn(vocab, RANK) * 0.1)
         for name, prm in self.p.items():
             self.register_parameter(name.replace(".", "__"), prm)
 
     @staticmethod
     def norm(x, w, eps=1e-5):
         return w * (x * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + eps)).to(x.dtype)
+
+    def conv(self, x, dynamic, base):
+        """x (b, A, B, H) per block; dynamic (b, A, B, K, groups); base (K, H): causal within each block."""
+        b, A, B, H = x.shape
+        g = H // CONV_GROUP
+        blocks = x.view(b, A, B, g, CONV_GROUP)
+        out = torch.zeros_like(blocks)
+        for o in range(CONV_K):
+            shifted = blocks if o == 0 else torch.cat([torch.zeros_like(blocks[:, :, :o]), blocks[:, :, :-o]], dim=2)
+            out = out + base[o].view(g, CONV_GROUP).to(x.dtype) * shifted
+            out = out + dynamic[:, :, :, o, :, None] * shifted
+        return out.view(b, A, B, H)
+
+    def sublayer(self, name, h, fn, per):
+        """fn(h) wrapped in DFlash2's convolutions (prepare before, finish after) when the head has them."""
+        if not self.two:
+            return fn(h)
+        b, Q, H = h.shape
+        g = H // CONV_GROUP
+        dyn = F.linear(h, self.p[name + ".kernel_projection.weight"]).view(b, Q // per, per, 2, CONV_K, g)
+        base = self.p[name + ".base_kernel"]
+        shape = (b, Q // per, per, H)
+        pre = self.conv(h.view(shape), dyn[:, :, :, 0], base[0]).view(b, Q, H)
+        return self.conv(fn(pre).view(shape), dyn[:, :, :, 1], base[1]).view(b, Q, H)
 
     def forward(self, feats, noise, ctx_pos, blk_pos, mask):
         """feats (b, T, kH); noise (b, Q, H) block rows' embeddings; mask (b, Q, T + Q) True = visible."""
@@ -110,23 +152,25 @@ class TrainHead(torch.nn.Module):
         x = noise
         for l in range(LAYERS):
             q_ = f"layers.{l}."
-            h = self.norm(x, p[q_ + "input_layernorm.weight"])
             a = q_ + "self_attn."
-            q = self.norm(F.linear(h, p[a + "q_proj.weight"]).view(b, Q, self.heads, d), p[a + "q_norm.weight"])
-            kb = self.norm(F.linear(h, p[a + "k_proj.weight"]).view(b, Q, self.kvh, d), p[a + "k_norm.weight"])
-            kc = self.norm(F.linear(ctx, p[a + "k_proj.weight"]).view(b, T, self.kvh, d), p[a + "k_norm.weight"])
-            vb = F.linear(h, p[a + "v_proj.weight"]).view(b, Q, self.kvh, d)
+
+            def attend(h):
+                q = self.norm(F.linear(h, p[a + "q_proj.weight"]).view(b, Q, self.heads, d), p[a + "q_norm.weight"])
+                kb = self.norm(F.linear(h, p[a + "k_proj.weight"]).view(b, Q, self.kvh, d), p[a + "k_norm.weight"])
+                vb = F.linear(h, p[a + "v_proj.weight"]).view(b, Q, self.kvh, d)
+                q, kb = rot(q, cos_b, sin_b), rot(kb, cos_b, sin_b)
+                k = torch.cat([kc, kb], dim=1).repeat_interleave(self.heads // self.kvh, dim=2)
+                v = torch.cat([vc, vb], dim=1).repeat_interleave(self.heads // self.kvh, dim=2)
+                o = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), attn_mask=mask[:, None])
+                return F.linear(o.transpose(1, 2).reshape(b, Q, self.heads * d), p[a + "o_proj.weight"])
+
+            kc = rot(self.norm(F.linear(ctx, p[a + "k_proj.weight"]).view(b, T, self.kvh, d), p[a + "k_norm.weight"]),
+                     cos_c[None].expand(b, -1, -1), sin_c[None].expand(b, -1, -1))
             vc = F.linear(ctx, p[a + "v_proj.weight"]).view(b, T, self.kvh, d)
-            q = rot(q, cos_b, sin_b)
-            kb = rot(kb, cos_b, sin_b)
-            kc = rot(kc, cos_c[None].expand(b, -1, -1), sin_c[None].expand(b, -1, -1))
-            k = torch.cat([kc, kb], dim=1).repeat_interleave(self.heads // self.kvh, dim=2)
-            v = torch.cat([vc, vb], dim=1).repeat_interleave(self.heads // self.kvh, dim=2)
-            o = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), attn_mask=mask[:, None])
-            x = x + F.linear(o.transpose(1, 2).reshape(b, Q, self.heads * d), p[a + "o_proj.weight"])
-            h = self.norm(x, p[q_ + "post_attention_layernorm.weight"])
+            x = x + self.sublayer(q_ + "attention_conv", self.norm(x, p[q_ + "input_layernorm.weight"]), attend, BLOCK)
             m = q_ + "mlp."
-            x = x + F.linear(F.silu(F.linear(h, p[m + "gate_proj.weight"])) * F.linear(h, p[m + "up_proj.weight"]), p[m + "down_proj.weight"])
+            mlp = lambda h: F.linear(F.silu(F.linear(h, p[m + "gate_proj.weight"])) * F.linear(h, p[m + "up_proj.weight"]), p[m + "down_proj.weight"])
+            x = x + self.sublayer(q_ + "mlp_conv", self.norm(x, p[q_ + "post_attention_layernorm.weight"]), mlp, BLOCK)
         return self.norm(x, p["norm.weight"])
 
 
@@ -134,6 +178,7 @@ def main():
     target_dir, out = sys.argv[1], sys.argv[2]
     seconds = arg("--seconds", 240.0)
     n_chats = arg("--chats", 6000)
+    two = "--dflash2" in sys.argv
     torch.manual_seed(SEED)
     from transformers import AutoModelForCausalLM
     target = AutoModelForCausalLM.from_pretrained(target_dir, dtype=torch.bfloat16, attn_implementation="sdpa").to(DEV).eval()
@@ -152,7 +197,7 @@ def main():
     starts = [len(p) for p in prompts[:n_chats]]
     embed = target.get_input_embeddings().weight
     lm_head = target.get_output_embeddings().weight
-    head = TrainHead(tc.hidden_size, tc.num_attention_heads, tc.num_key_value_heads, tc.head_dim, 512).to(DEV)
+    head = TrainHead(tc.hidden_size, tc.num_attention_heads, tc.num_key_value_heads, tc.head_dim, 512, two, tc.vocab_size).to(DEV)
     opt = torch.optim.AdamW(head.parameters(), lr=2e-3, betas=(0.9, 0.95), weight_decay=0.01)
     weights = torch.tensor([math.exp(-(k - 1) / GAMMA) for k in range(1, BLOCK)], device=DEV)
     step, losses, t0 = 0, [], time.time()
@@ -199,6 +244,21 @@ def main():
         ce = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), reduction="none", ignore_index=-100).view(batch, per_seq, BLOCK - 1)
         valid = (labels >= 0).float()
         loss = (ce * weights * valid).sum() / (weights * valid).sum()
+        if two:
+            # the selector: cross-entropy over each row's top-K candidates, the previous token the true one
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                proj = F.linear(rows, head.p["candidate_selector.hidden_projection.weight"]).float()
+            cands = logits.detach().topk(TOPK, dim=-1).indices  # (b, A, B-1, K)
+            unary = logits.gather(-1, cands)
+            prev = torch.cat([blk_ids[:, :, :1], labels[:, :, :-1].clamp_min(0)], dim=-1)
+            pred = head.p["candidate_selector.predecessor_codebook"][prev]
+            succ = head.p["candidate_selector.successor_codebook"][cands]
+            scores = unary + ((pred * proj)[..., None, :] * succ).sum(-1)
+            hit = cands == labels[..., None]
+            chosen = torch.where(hit.any(-1), hit.float().argmax(-1), torch.full_like(labels, -100))
+            sel = F.cross_entropy(scores.reshape(-1, TOPK), chosen.reshape(-1), reduction="none", ignore_index=-100).view_as(chosen)
+            ok = (chosen >= 0).float()
+            loss = loss + (sel * weights * ok).sum() / (weights * ok).sum().clamp_min(1)
         progress = (time.time() - t0) / seconds
         for g in opt.param_groups:
             g["lr"] = 2e-3 * min(1.0, (step + 1) / 100) * max(0.02, 0.5 * (1 + math.cos(math.pi * progress)))
@@ -216,12 +276,15 @@ def main():
     from safetensors.torch import save_file
     tensors = {k: v.detach().to(torch.bfloat16).contiguous().cpu() for k, v in head.p.items()}
     save_file(tensors, os.path.join(out, "model.safetensors"))
-    cfg = {"architectures": ["DFlashDraftModel"], "model_type": "qwen3", "hidden_size": tc.hidden_size, "intermediate_size": 512,
+    cfg = {"architectures": ["DFlash2DraftModel" if two else "DFlashDraftModel"], "model_type": "qwen3", "hidden_size": tc.hidden_size, "intermediate_size": 512,
            "num_hidden_layers": LAYERS, "num_attention_heads": tc.num_attention_heads, "num_key_value_heads": tc.num_key_value_heads,
            "head_dim": tc.head_dim, "rms_norm_eps": 1e-5, "hidden_act": "silu", "attention_bias": False,
            "rope_parameters": {"rope_theta": 10000.0, "rope_type": "default"}, "num_target_layers": tc.num_hidden_layers,
            "vocab_size": tc.vocab_size, "dtype": "bfloat16",
            "dflash_config": {"block_size": BLOCK, "mask_token_id": MASK, "target_layer_ids": TAPS}}
+    if two:
+        cfg["is_causal"] = False
+        cfg["dflash_config"].update({"conv_kernel_size": CONV_K, "conv_group_size": CONV_GROUP, "selector_rank": RANK, "selector_top_k": TOPK})
     json.dump(cfg, open(os.path.join(out, "config.json"), "w"), indent=2)
     # acceptance on held-out chats: greedy target replies, drafted block by block with the bf16 reference head
     report = evaluate(target, cfg, tensors, prompts[n_chats:], eos)
@@ -250,7 +313,8 @@ def evaluate(target, cfg, tensors, prompts, eos, max_new=120):
         while pos < len(full) - 1:
             n = min(BLOCK - 1, len(full) - 1 - pos)
             rows = head.forward(embed, full[pos], pos, n)
-            drafts = head.logits(rows, lm_head).float().argmax(-1).tolist()
+            logits = head.logits(rows, lm_head)
+            drafts = head.walk(rows, logits, full[pos])[0] if head.kind == "DFlash2DraftModel" else logits.float().argmax(-1).tolist()
             m = 0
             while m < n and drafts[m] == full[pos + 1 + m]:
                 per_position[m] += 1

@@ -141,13 +141,14 @@ class SpeculativeEngineTest {
     }
 
     /**
-     * The trained head (models/spindle-chat-dflash) in the engine: greedy drafted = plain with most drafts accepted,
+     * The trained heads (models/spindle-chat-dflash and -dflash2) in the engine: greedy drafted = plain with most drafts accepted,
      * and seeded sampled drafting (drafts drawn from the head's own distribution, q handed to the verifier) at the
      * model's temperatures reproduces, and is the same alone and batched.
      */
-    @Test
-    void theTrainedDFlashHeadDraftsWellGreedyAndSampled() {
-        Path head = Path.of("models/spindle-chat-dflash");
+    @org.junit.jupiter.params.ParameterizedTest
+    @org.junit.jupiter.params.provider.ValueSource(strings = {"models/spindle-chat-dflash", "models/spindle-chat-dflash2"})
+    void theTrainedDFlashHeadsDraftWellGreedyAndSampled(String dir) {
+        Path head = Path.of(dir);
         List<int[]> ps = prompts.subList(0, 7);
         try (CpuForwardPass pass = targetPass(); java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofShared()) {
             Result plain = run(pass, Speculation.NONE, ps, SpeculativeEngineTest::greedy);
@@ -155,8 +156,8 @@ class SpeculativeEngineTest {
             try (Proposer p = spec.proposer()) {
                 Result drafted = run(pass, spec, ps, SpeculativeEngineTest::greedy);
                 assertEquals(plain.signatures(), drafted.signatures());
-                System.out.printf("[speculative] CPU trained DFlash head, batch 7: %d drafted, acceptance %.3f, %.2f tokens a window; steps %d vs %d%n",
-                        drafted.spec().draftTokens(), drafted.spec().acceptanceRate(), drafted.spec().meanAcceptedLength(), drafted.steps(), plain.steps());
+                System.out.printf("[speculative] CPU %s, batch 7: %d drafted, acceptance %.3f, %.2f tokens a window; steps %d vs %d%n",
+                        head.getFileName(), drafted.spec().draftTokens(), drafted.spec().acceptanceRate(), drafted.spec().meanAcceptedLength(), drafted.steps(), plain.steps());
                 assertTrue(drafted.spec().acceptanceRate() > 0.5, "the trained head's drafts are mostly accepted: " + drafted.spec().acceptanceRate());
             }
             for (double t : new double[]{0.6, 1.0}) {
@@ -183,7 +184,7 @@ class SpeculativeEngineTest {
                 }
                 assertEquals(batched, again, "seeded sampled DFlash drafting reproduces at temperature " + t);
                 assertEquals(batched, alone, "a seeded request drafted by DFlash is the same alone and batched at temperature " + t);
-                System.out.printf("[speculative] CPU trained DFlash head, sampled at T %.1f: acceptance %.3f%n", t, acceptance);
+                System.out.printf("[speculative] CPU %s, sampled at T %.1f: acceptance %.3f%n", head.getFileName(), t, acceptance);
                 assertTrue(acceptance > 0.3, "sampled drafts from the head's q are often accepted: " + acceptance);
             }
         }
