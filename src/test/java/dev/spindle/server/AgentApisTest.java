@@ -179,6 +179,8 @@ class AgentApisTest {
         http().body("{not json").post("/v1/messages").then().statusCode(400).body("type", equalTo("error"));
         http().get("/v1/messages/nothing").then().statusCode(404).body("type", equalTo("error")).body("error.type", equalTo("not_found_error"));
         http().get("/v1/nothing").then().statusCode(404).body("error.type", equalTo("not_found_error"));
+        http().get("/v1/chat/completions").then().statusCode(405).header("Allow", "POST").body("error.message", containsString("POST"));
+        http().put("/v1/messages").then().statusCode(405).body("type", equalTo("error")).body("error.type", equalTo("invalid_request_error"));
         http().get("/v1/models/other").then().statusCode(404).body("error.param", equalTo("model"));
         http().get("/v1/models/spindle-chat-target").then().statusCode(200).body("id", equalTo("spindle-chat-target")).body("created", not(equalTo(0)));
         // oversized bodies (sent with Expect: 100-continue, so the refusal arrives before the body is sent)

@@ -135,6 +135,27 @@ public class OpenAiRoutes {
         }));
         router.post("/tokenize").handler(body).handler(ctx -> json(ctx, Dialect.OPENAI, this::tokenize));
         router.post("/detokenize").handler(body).handler(ctx -> json(ctx, Dialect.OPENAI, this::detokenize));
+        // a known path asked with another method: 405 with the methods it takes
+        Map<String, String> allowed = new java.util.LinkedHashMap<>();
+        allowed.put("/v1/chat/completions", "POST");
+        allowed.put("/v1/completions", "POST");
+        allowed.put("/v1/responses", "POST");
+        allowed.put("/v1/responses/:id", "GET, DELETE");
+        allowed.put("/v1/messages", "POST");
+        allowed.put("/v1/messages/count_tokens", "POST");
+        allowed.put("/v1/models", "GET");
+        allowed.put("/v1/models/:id", "GET");
+        allowed.put("/tokenize", "POST");
+        allowed.put("/detokenize", "POST");
+        allowed.forEach((path, methods) -> router.route(path).handler(ctx -> {
+            if (ctx.request().method() == io.vertx.core.http.HttpMethod.OPTIONS) {
+                ctx.next(); // a CORS preflight is Quarkus' filter's to answer
+                return;
+            }
+            ctx.response().putHeader("Allow", methods);
+            send(ctx.response(), 405, Dialect.of(ctx.request().path()).error(405, "the method " + ctx.request().method() + " is not allowed on "
+                    + ctx.request().path() + "; it takes " + methods, null));
+        }));
         // what no route answers, in the API's own shape (Vert.x would answer with an HTML page)
         for (int status : new int[]{404, 405, 413}) {
             router.errorHandler(status, ctx -> {
