@@ -21,10 +21,11 @@ import java.util.regex.Pattern;
  * <p>An XML call is streamed as it is written: once its function is named (and is one of the
  * tools) the call is announced ({@link ToolCallDelta} with id and name), each parameter adds an
  * argument fragment when its {@code </parameter>} arrives, and {@code </tool_call>} closes the
- * object and releases the whole {@link ToolCall}. From the announcement on the call stands: a
- * call cut off by the end of the stream, or broken by stray text, keeps the parameters it
- * completed, and the rest of its text comes back as content. A JSON-format call is released
- * whole at its closing tag. Parameter values are typed by the tool's schema: strings stay
+ * object and releases the whole {@link ToolCall}. A call broken by stray text before its closing
+ * tag keeps the parameters it completed, and the stray text comes back as content. A call the end
+ * of the stream cuts off (max_tokens) is never released as a call: its pieces are closed (the
+ * streamed arguments still parse) and its whole text comes back as content, as an unclosed call
+ * always did. A JSON-format call is released whole at its closing tag. Parameter values are typed by the tool's schema: strings stay
  * verbatim, anything else is parsed as JSON (kept as text if it does not parse). A call that
  * never names a known function (unknown function, bad structure, unclosed) is given back as
  * content, never dropped.
@@ -54,6 +55,7 @@ public final class ToolCallParser {
     private String callId;
     private String callName;
     private final StringBuilder callArgs = new StringBuilder();
+    private final StringBuilder callText = new StringBuilder(); // the call's text from <tool_call> on, for a call the stream cuts off
 
     /** @param ids makes call ids ({@code call_...}) */
     public ToolCallParser(ToolSchemas tools, Supplier<String> ids) {
@@ -75,10 +77,15 @@ public final class ToolCallParser {
         advance(out, true);
         switch (state) {
             case ARGS, BROKEN -> {
-                String rest = pending.toString();
+                // cut off: the pieces are closed, the call is not released, and its text is content
+                String text = OPEN + callText + pending;
                 pending.setLength(0);
-                closeCall(out);
-                emitContent(out.content, rest, false);
+                out.pieces.add(new ToolCallDelta(nextIndex, null, null, callArgs.isEmpty() ? "{}" : "}"));
+                nextIndex++;
+                callArgs.setLength(0);
+                callText.setLength(0);
+                state = State.TEXT;
+                emitContent(out.content, text, false);
             }
             case HEAD, WHOLE -> {
                 String rest = OPEN + pending;
@@ -204,6 +211,8 @@ public final class ToolCallParser {
         if (pending.charAt(consumed) == '\n') {
             consumed++;
         }
+        callText.setLength(0);
+        callText.append(pending, 0, consumed);
         pending.delete(0, consumed);
         callId = ids.get();
         callName = name;
@@ -248,6 +257,7 @@ public final class ToolCallParser {
             String fragment = (callArgs.isEmpty() ? "{" : ",") + JSON.getNodeFactory().textNode(key) + ":" + typed(callName, key, value);
             callArgs.append(fragment);
             out.pieces.add(new ToolCallDelta(nextIndex, null, null, fragment));
+            callText.append(pending, 0, at + close + PARAM_CLOSE.length());
             pending.delete(0, at + close + PARAM_CLOSE.length());
             return true;
         }
@@ -256,6 +266,7 @@ public final class ToolCallParser {
             int close = after.indexOf(CLOSE);
             if (close < 0) {
                 if (!after.isBlank() && TagScanner.partialSuffix(after.strip(), CLOSE) != after.strip().length()) {
+                    callText.append(pending, 0, at + FUNCTION_CLOSE.length());
                     pending.delete(0, at + FUNCTION_CLOSE.length());
                     state = State.BROKEN;
                     return true;
@@ -289,6 +300,7 @@ public final class ToolCallParser {
         out.pieces.add(new ToolCallDelta(nextIndex, null, null, fragment));
         out.calls.add(new ToolCall(nextIndex++, callId, callName, callArgs.toString()));
         callArgs.setLength(0);
+        callText.setLength(0);
         callId = null;
         callName = null;
         state = State.TEXT;

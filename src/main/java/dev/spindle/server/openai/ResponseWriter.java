@@ -30,6 +30,7 @@ final class ResponseWriter {
     private int sequence;
     private ObjectNode open;          // the item being written, or null
     private int openCall = -1;        // the index of the call being written, or -1
+    private boolean callReleased;     // whether the open call was completed (else it was cut off: its item is incomplete)
     private final StringBuilder text = new StringBuilder();
     private final StringBuilder summary = new StringBuilder();
 
@@ -162,6 +163,7 @@ final class ResponseWriter {
     private void callDone(ToolCall c) {
         if (open != null && open.path("type").asText().equals("function_call") && open.path("call_id").asText().equals(c.id())) {
             open.put("arguments", c.arguments());
+            callReleased = true;
             close();
         }
     }
@@ -205,7 +207,8 @@ final class ResponseWriter {
                 event("response.content_part.done", cd);
             }
             case "function_call" -> {
-                open.put("status", "completed");
+                open.put("status", callReleased ? "completed" : "incomplete");
+                callReleased = false;
                 open.put("arguments", open.path("arguments").asText().isEmpty() ? all : open.get("arguments").asText());
                 event("response.function_call_arguments.done", at().put("name", open.get("name").asText()).put("arguments", open.get("arguments").asText()));
             }
