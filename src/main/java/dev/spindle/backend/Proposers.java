@@ -61,18 +61,14 @@ public final class Proposers {
     }
 
     /**
-     * A DFlash / DFlash2 head beside the target, sharing its embedding and output head. The head's reference
-     * runs on the CPU; a CUDA target has no head kernels yet, and is refused rather than drafted for on the host.
+     * A DFlash / DFlash2 head beside the target, sharing its embedding and output head, on the target's backend:
+     * the CPU reference beside a CPU target, the CUDA head (its weights on the target's device) beside a CUDA one.
      */
     static DraftHead draftHead(SpeculativeConfig cfg, Backends.Opened target, Backends.Settings settings, LoadListener listener) {
         Path dir = cfg.draftModel();
         if (!DraftHeadConfig.isDraftHead(dir)) {
             throw new IllegalArgumentException(dir.resolve("config.json") + ": --speculative-method dflash needs a DFlash head (architectures "
                     + "DFlashDraftModel or DFlash2DraftModel); for a draft model use --speculative-method draft");
-        }
-        if (!(target.pass() instanceof CpuForwardPass cpu)) {
-            throw new IllegalArgumentException("DFlash heads run on the CPU backend only so far (the CUDA head kernels are not written yet); "
-                    + "serve with --backend cpu, or use --speculative-method draft or ngram on CUDA");
         }
         DraftHeadConfig hc = DraftHeadConfig.read(dir);
         if (cfg.blockSize() > 0) {
@@ -83,6 +79,11 @@ public final class Proposers {
         Arena arena = Arena.ofShared();
         try {
             Map<String, Tensor> weights = DraftHeadLoader.load(dir, head, arena, listener);
+            if (target.pass() instanceof CudaForwardPass gpu) {
+                DraftHead h = new dev.spindle.backend.cuda.CudaDraftHead(head, weights, gpu, head.tapLayers(cfg.tapOffset()));
+                return new ClosingHead(h, arena); // the host copies (the selector's codebooks) live as long as the head
+            }
+            CpuForwardPass cpu = (CpuForwardPass) target.pass();
             return new CpuDraftHead(head, weights, cpu.weights().embedding().data(), cpu.weights().lmHead().data(), target.config().vocabSize(),
                     head.tapLayers(cfg.tapOffset()), settings.threads(), arena);
         } catch (RuntimeException e) {
@@ -114,6 +115,65 @@ public final class Proposers {
         } catch (RuntimeException e) {
             drafter.close();
             throw e;
+        }
+    }
+
+    /** A head that also closes the arena of its host weights. */
+    private record ClosingHead(DraftHead head, Arena arena) implements DraftHead {
+        @Override
+        public int blockSize() {
+            return head.blockSize();
+        }
+
+        @Override
+        public int[] tapLayers() {
+            return head.tapLayers();
+        }
+
+        @Override
+        public void inject(long id, int from, float[][] taps, int count) {
+            head.inject(id, from, taps, count);
+        }
+
+        @Override
+        public int contextEnd(long id) {
+            return head.contextEnd(id);
+        }
+
+        @Override
+        public int contextStart(long id) {
+            return head.contextStart(id);
+        }
+
+        @Override
+        public void truncate(long id, int position) {
+            head.truncate(id, position);
+        }
+
+        @Override
+        public dev.spindle.engine.spec.Proposal draft(long id, int anchor, int drafts, Sampling sampling) {
+            return head.draft(id, anchor, drafts, sampling);
+        }
+
+        @Override
+        public float[][] lastLogits() {
+            return head.lastLogits();
+        }
+
+        @Override
+        public void release(long id) {
+            head.release(id);
+        }
+
+        @Override
+        public String describe() {
+            return head.describe();
+        }
+
+        @Override
+        public void close() {
+            head.close();
+            arena.close();
         }
     }
 }

@@ -430,10 +430,20 @@ public final class CpuDraftHead implements DraftHead {
      * (the reference's walk: no top-k or top-p on the K candidates), and that distribution is the row's q.
      */
     private dev.spindle.engine.spec.Proposal selectorWalk(float[] rows, float[][] logits, int anchor, Sampling sampling) {
-        int drafts = logits.length, rank = c.selectorRank(), k = c.selectorTopK(), h = c.hidden();
+        int drafts = logits.length, rank = c.selectorRank(), h = c.hidden();
         float[] proj = new float[drafts * rank];
         matMul.apply(rows, drafts, h, t("candidate_selector.hidden_projection.weight"), rank, proj);
-        MemorySegment pred = t("candidate_selector.predecessor_codebook"), succ = t("candidate_selector.successor_codebook");
+        return walk(logits, proj, rank, c.selectorTopK(), t("candidate_selector.predecessor_codebook"), t("candidate_selector.successor_codebook"),
+                anchor, sampling);
+    }
+
+    /**
+     * The selector's walk given each row's logits and its hidden projection ({@code proj}: drafts x rank, bf16 values),
+     * greedy or sampled (see {@link #selectorWalk}); shared by the CUDA head, which computes the logits and projections there.
+     */
+    public static dev.spindle.engine.spec.Proposal walk(float[][] logits, float[] proj, int rank, int k, MemorySegment pred, MemorySegment succ,
+                                                         int anchor, Sampling sampling) {
+        int drafts = logits.length;
         int[] tokens = new int[drafts];
         float[][] q = sampling == null ? null : new float[drafts][];
         int prev = anchor;

@@ -270,6 +270,16 @@ public final class CudaForwardPass implements ForwardPass {
         return w;
     }
 
+    /** The kernels (a draft head beside this pass runs on them). */
+    public CudaKernels kernels() {
+        return k;
+    }
+
+    /** The linear layer (its GEMM plans; a draft head prepares its own shapes on it). */
+    public Linear linear() {
+        return linear;
+    }
+
     public long kvPoolBytes() {
         return slotBytes * slots;
     }

@@ -113,6 +113,27 @@ public final class CudaKernels {
         argmax = cuda.function(module, "argmax");
         sample = cuda.function(module, "sample");
         fillDummy = cuda.function(module, "fill_dummy");
+        draftAttention = cuda.function(module, "draft_attention");
+        dynConv = cuda.function(module, "dyn_conv");
+        shapeLogits = cuda.function(module, "shape_logits");
+    }
+
+    private final MemorySegment draftAttention, dynConv, shapeLogits;
+
+    /** A draft head's block attention (draft_head.cu): rows x heads CTAs of 128 threads; headDim a multiple of 32, at most 256. */
+    public void draftAttention(long q, long ctxK, long ctxV, long blkK, long blkV, long out, int rows, int ctxRows, int ctxStart, int position,
+                               int heads, int kvHeads, int headDim, int window) {
+        cuda.launch(draftAttention, rows, heads, 128, q, ctxK, ctxV, blkK, blkV, out, rows, ctxRows, ctxStart, position, heads, kvHeads, headDim, window);
+    }
+
+    /** DFlash2's grouped dynamic convolution over a block's rows (draft_head.cu). */
+    public void dynConv(long x, long dyn, int dynStride, int dynOffset, long base, long out, int rows, int hidden, int groupSize, int taps) {
+        cuda.launch(dynConv, rows, (hidden + 255) / 256, 256, x, dyn, dynStride, dynOffset, base, out, rows, hidden, groupSize, taps);
+    }
+
+    /** A draft head's logits times its output multiplier, then soft-capped (draft_head.cu). */
+    public void shapeLogits(long z, long n, float multiplier, float softcap) {
+        cuda.launch(shapeLogits, grid(n), 1, 256, z, n, multiplier, softcap);
     }
 
     /** The kernels on device 0, if this build has them (nvcc was present) and a GPU is here. */

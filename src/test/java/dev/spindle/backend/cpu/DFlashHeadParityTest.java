@@ -38,7 +38,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * argmax, DFlash2's selector walk) equal the reference's wherever its margin is decisive (for the walk: the
  * chosen candidate's score margin, on rows where both have the same top-K candidates).
  */
-class DFlashHeadParityTest {
+public class DFlashHeadParityTest {
     static final Path TARGET = Path.of("models/spindle-chat-target");
     static final Path DIR = Path.of("src/test/resources/fixtures/dflash");
     static LoadedModel target;
@@ -56,12 +56,24 @@ class DFlashHeadParityTest {
     @ParameterizedTest
     @ValueSource(strings = {"dflash-random", "dflash2-random"})
     void matchesThePyTorchReference(String name) throws Exception {
+        try (CpuForwardPass pass = new CpuForwardPass(target.config(), target.weights(), 256, 16, 2, dev.spindle.backend.cpu.KvSlots.PER_EXECUTED_LAYER)) {
+            verify(name, "CPU", pass, (hc, weights) -> new CpuDraftHead(hc, weights, target.weights().embedding().data(),
+                    target.weights().lmHead().data(), target.config().vocabSize(), hc.tapLayers(1), 2, null));
+        }
+    }
+
+    /**
+     * The gate, for any backend's head: the target's taps from {@code pass}, each case's context injected in two
+     * pieces, one greedy draft, its logits against the fp32 truth and the bf16 reference.
+     */
+    public static void verify(String name, String backend, dev.spindle.backend.ForwardPass pass,
+                              java.util.function.BiFunction<DraftHeadConfig, java.util.Map<String, dev.spindle.model.Tensor>, dev.spindle.engine.spec.DraftHead> make)
+            throws Exception {
         JsonNode ref = new ObjectMapper().readTree(DIR.resolve(name + "-reference.json").toFile());
         DraftHeadConfig hc = DraftHeadConfig.read(DIR.resolve(name));
-        hc.checkTarget(target.config(), 1);
-        int vocab = target.config().vocabSize();
-        try (Arena arena = Arena.ofShared();
-             CpuForwardPass pass = new CpuForwardPass(target.config(), target.weights(), 256, 16, 2, dev.spindle.backend.cpu.KvSlots.PER_EXECUTED_LAYER)) {
+        hc.checkTarget(pass.config(), 1);
+        int vocab = pass.config().vocabSize();
+        try (Arena arena = Arena.ofShared()) {
             SafetensorsFile logitsFile = SafetensorsFile.open(DIR.resolve(name + "-reference.safetensors"), arena);
             var weights = DraftHeadLoader.load(DIR.resolve(name), hc, arena, LoadListener.NONE);
             double klSum = 0, klOurs = 0, klRef = 0;
@@ -71,8 +83,7 @@ class DFlashHeadParityTest {
                 int[] tokens = new ObjectMapper().convertValue(k.get("tokens"), int[].class);
                 int p = k.get("anchor_position").asInt(), drafts = k.get("drafts").asInt();
                 float[][] taps = TestSteps.taps(pass, Arrays.copyOf(tokens, p), hc.tapLayers(1), false);
-                try (CpuDraftHead head = new CpuDraftHead(hc, weights, target.weights().embedding().data(), target.weights().lmHead().data(), vocab,
-                        hc.tapLayers(1), 2, null)) {
+                try (dev.spindle.engine.spec.DraftHead head = make.apply(hc, weights)) {
                     int half = p / 2;
                     head.inject(7, 0, Arrays.copyOfRange(taps, 0, half), half);
                     head.inject(7, half, Arrays.copyOfRange(taps, half, p), p - half);
@@ -117,7 +128,7 @@ class DFlashHeadParityTest {
                 }
             }
             double meanKl = klSum / rows, ours = klOurs / rows, theirsKl = klRef / rows;
-            System.out.printf("[dflash parity] %s: %d rows; vs the bf16 reference: mean KL %.3g, top-1 %.4f; vs fp32: Spindle KL %.3g top-1 %.4f,"
+            System.out.printf("[dflash parity] " + backend + " %s: %d rows; vs the bf16 reference: mean KL %.3g, top-1 %.4f; vs fp32: Spindle KL %.3g top-1 %.4f,"
                             + " the bf16 reference KL %.3g top-1 %.4f; %d/%d decisive draft tokens equal%n", name, rows, meanKl, (double) top1 / rows,
                     ours, (double) oursTop / rows, theirsKl, (double) refTop / rows, tokensEqual, decisive);
             assertTrue(ours <= 1.1 * theirsKl + 1e-6, name + ": KL(fp32 || Spindle) " + ours + " > 1.1 x KL(fp32 || bf16 reference) " + theirsKl);

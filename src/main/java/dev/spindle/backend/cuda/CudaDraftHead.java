@@ -1,0 +1,464 @@
+package dev.spindle.backend.cuda;
+
+import dev.spindle.backend.cpu.CpuDraftHead;
+import dev.spindle.backend.cpu.RotaryTable;
+import dev.spindle.engine.spec.DraftHead;
+import dev.spindle.engine.spec.Proposal;
+import dev.spindle.model.Bf16;
+import dev.spindle.model.DraftHeadConfig;
+import dev.spindle.model.Tensor;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteOrder;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * A DFlash / DFlash2 draft head on the GPU, beside a CUDA target: its weights on the target's device,
+ * its forward on the target's kernels (embedding, RMSNorm, RoPE, SwiGLU, residual adds, the linear layer
+ * with its pinned GEMMs) and draft_head.cu's (the block's bidirectional attention over the head's
+ * context, DFlash2's dynamic convolutions, the logits' multiplier and soft-cap). Greedy DFlash drafts are
+ * argmaxed on the device (only ids come back); DFlash2's selector walk and sampled drafts read the rows'
+ * logits on the host (CpuDraftHead's walk and the sampler's distribution). Per sequence its context K/V
+ * live in device arrays that grow by doubling. Same rounding points as the CPU head except the attention's
+ * (an online softmax), so its parity is gated as the CPU head's: KL to the fp32 reference.
+ */
+public final class CudaDraftHead implements DraftHead {
+    private static final ValueLayout.OfShort BF16 = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+    private final DraftHeadConfig c;
+    private final CudaDriver cuda;
+    private final CudaKernels k;
+    private final Linear linear;
+    private final long embedding, lmHead;
+    private final int vocab;
+    private final int[] taps;
+    private final Map<String, Long> dw = new HashMap<>();
+    private final Map<String, Tensor> host;
+    private final List<Long> allocations = new ArrayList<>();
+    private final RotaryTable rotary;
+    private final Map<Long, Context> contexts = new HashMap<>();
+    private final int maxRows; // context rows injected in one call at most (more are injected in pieces)
+    // block buffers (block rows at most)
+    private final long ids, pos, cosT, sinT, x, xn, conv, q, kb, vb, att, o, gateUp, act, mlp, dyn, logits, argmaxOut, proj;
+    // injection buffers (maxRows rows)
+    private final long feat, ctx, ck, cv, ipos, icos, isin;
+    private final Arena arena = Arena.ofShared();
+    private final MemorySegment logitsHost, idsHost, projHost;
+    private float[][] lastLogits;
+    private int lastDrafts;
+
+    private final class Context {
+        int start, rows, capacity;
+        long[] k = new long[c.layers()], v = new long[c.layers()];
+
+        void ensure(int more) {
+            if (rows + more <= capacity) {
+                return;
+            }
+            int cap = Math.max(rows + more, Math.max(64, capacity * 2));
+            long bytes = (long) cap * kvWidth() * 2;
+            for (int l = 0; l < c.layers(); l++) {
+                long nk = cuda.alloc(bytes), nv = cuda.alloc(bytes);
+                if (rows > 0) {
+                    cuda.copyDeviceToDevice(nk, k[l], (long) rows * kvWidth() * 2);
+                    cuda.copyDeviceToDevice(nv, v[l], (long) rows * kvWidth() * 2);
+                }
+                if (capacity > 0) {
+                    cuda.free(k[l]);
+                    cuda.free(v[l]);
+                }
+                k[l] = nk;
+                v[l] = nv;
+            }
+            capacity = cap;
+        }
+
+        void free() {
+            if (capacity > 0) {
+                for (int l = 0; l < c.layers(); l++) {
+                    cuda.free(k[l]);
+                    cuda.free(v[l]);
+                }
+            }
+            capacity = 0;
+        }
+    }
+
+    public CudaDraftHead(DraftHeadConfig config, Map<String, Tensor> weights, CudaForwardPass target, int[] tapLayers) {
+        this.c = config;
+        this.cuda = target.driver();
+        cuda.makeCurrent();
+        this.k = target.kernels();
+        this.linear = target.linear();
+        this.embedding = target.weights().embedding();
+        this.lmHead = target.weights().lmHead();
+        this.vocab = target.config().vocabSize();
+        this.taps = tapLayers.clone();
+        this.host = Map.copyOf(weights);
+        this.rotary = new RotaryTable(config.headDim(), config.ropeTheta());
+        if (config.headDim() % 32 != 0 || config.headDim() > 256) {
+            throw new IllegalArgumentException("the CUDA draft head needs head_dim a multiple of 32 up to 256, got " + config.headDim());
+        }
+        int h = c.hidden(), kw = kvWidth(), qd = c.heads() * c.headDim(), in = c.intermediate(), b = c.blockSize();
+        for (Map.Entry<String, Tensor> e : weights.entrySet()) {
+            if (e.getKey().endsWith("mlp.up_proj.weight") || e.getKey().contains("codebook")) {
+                continue; // up is fused after gate below; the codebooks stay on the host (the walk runs there)
+            }
+            if (e.getKey().endsWith("mlp.gate_proj.weight")) {
+                String up = e.getKey().replace("gate_proj", "up_proj");
+                long p = alloc(2 * e.getValue().data().byteSize());
+                cuda.copyToDevice(p, e.getValue().data());
+                cuda.copyToDeviceAsync(p + e.getValue().data().byteSize(), weights.get(up).data(), weights.get(up).data().byteSize());
+                cuda.sync();
+                dw.put(e.getKey().replace("gate_proj", "gate_up"), p);
+                continue;
+            }
+            long p = alloc(e.getValue().data().byteSize());
+            cuda.copyToDevice(p, e.getValue().data());
+            dw.put(e.getKey(), p);
+        }
+        this.maxRows = 512;
+        int groups = c.kind() == DraftHeadConfig.Kind.DFLASH2 ? h / c.convGroup() : 1;
+        int dynW = c.kind() == DraftHeadConfig.Kind.DFLASH2 ? 2 * c.convKernel() * groups : 1;
+        ids = alloc(4L * b);
+        pos = alloc(4L * b);
+        cosT = alloc(4L * b * c.headDim() / 2);
+        sinT = alloc(4L * b * c.headDim() / 2);
+        x = alloc(2L * b * h);
+        xn = alloc(2L * b * h);
+        conv = alloc(2L * b * h);
+        q = alloc(2L * b * qd);
+        kb = alloc(2L * b * kw);
+        vb = alloc(2L * b * kw);
+        att = alloc(2L * b * qd);
+        o = alloc(2L * b * h);
+        gateUp = alloc(4L * b * in);
+        act = alloc(2L * b * in);
+        mlp = alloc(2L * b * h);
+        dyn = alloc(2L * b * dynW);
+        logits = alloc(2L * b * vocab);
+        argmaxOut = alloc(4L * b);
+        proj = alloc(2L * b * Math.max(1, c.selectorRank()));
+        feat = alloc(2L * maxRows * taps.length * h);
+        ctx = alloc(2L * maxRows * h);
+        ck = alloc(2L * maxRows * kw);
+        cv = alloc(2L * maxRows * kw);
+        ipos = alloc(4L * maxRows);
+        icos = alloc(4L * maxRows * c.headDim() / 2);
+        isin = alloc(4L * maxRows * c.headDim() / 2);
+        logitsHost = arena.allocate(2L * b * vocab, 64);
+        idsHost = arena.allocate(4L * b, 64);
+        projHost = arena.allocate(2L * b * Math.max(1, c.selectorRank()), 64);
+        // the GEMM plans of the head's shapes, and the tensor maps of its weights and inputs
+        prepare(taps.length * h, "fc.weight", h);
+        for (int l = 0; l < c.layers(); l++) {
+            String p = "layers." + l + ".";
+            prepare(h, p + "self_attn.q_proj.weight", qd);
+            prepare(h, p + "self_attn.k_proj.weight", kw);
+            prepare(h, p + "self_attn.v_proj.weight", kw);
+            prepare(qd, p + "self_attn.o_proj.weight", h);
+            prepare(h, p + "mlp.gate_up.weight", 2 * in);
+            prepare(in, p + "mlp.down_proj.weight", h);
+            if (c.kind() == DraftHeadConfig.Kind.DFLASH2) {
+                prepare(h, p + "attention_conv.kernel_projection.weight", dynW);
+                prepare(h, p + "mlp_conv.kernel_projection.weight", dynW);
+            }
+        }
+        if (c.kind() == DraftHeadConfig.Kind.DFLASH2) {
+            prepare(h, "candidate_selector.hidden_projection.weight", c.selectorRank());
+        }
+        linear.prepare(h, lmHead, vocab);
+        for (long[] in2 : new long[][]{{feat, maxRows, taps.length * h}, {ctx, maxRows, h}, {xn, b, h}, {conv, b, h}, {att, b, qd}, {act, b, in}}) {
+            linear.input(in2[0], (int) in2[1], (int) in2[2]);
+        }
+    }
+
+    private void prepare(int kIn, String weight, int nOut) {
+        long w = dw.get(weight);
+        linear.prepare(kIn, w, nOut);
+        linear.weight(w, kIn, nOut);
+    }
+
+    private long alloc(long bytes) {
+        long p = cuda.alloc(Math.max(bytes, 16));
+        allocations.add(p);
+        return p;
+    }
+
+    private long w(String name) {
+        Long p = dw.get(name);
+        if (p == null) {
+            throw new IllegalStateException("the draft head has no tensor " + name + " on the device");
+        }
+        return p;
+    }
+
+    private int kvWidth() {
+        return c.kvHeads() * c.headDim();
+    }
+
+    @Override
+    public int blockSize() {
+        return c.blockSize();
+    }
+
+    @Override
+    public int[] tapLayers() {
+        return taps.clone();
+    }
+
+    @Override
+    public int contextEnd(long id) {
+        Context x = contexts.get(id);
+        return x == null ? 0 : x.start + x.rows;
+    }
+
+    @Override
+    public int contextStart(long id) {
+        Context x = contexts.get(id);
+        return x == null ? 0 : x.start;
+    }
+
+    @Override
+    public void truncate(long id, int position) {
+        Context x = contexts.get(id);
+        if (x != null) {
+            x.rows = Math.max(0, Math.min(x.rows, position - x.start));
+        }
+    }
+
+    @Override
+    public void release(long id) {
+        Context x = contexts.remove(id);
+        if (x != null) {
+            cuda.makeCurrent();
+            x.free();
+        }
+    }
+
+    /** Uploads n rows of fp32 bf16-valued values as bf16. */
+    private void upload(long dst, float[][] rows, int from, int n, int width) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment m = a.allocate(2L * n * width, 64);
+            for (int r = 0; r < n; r++) {
+                float[] row = rows[from + r];
+                for (int i = 0; i < width; i++) {
+                    m.setAtIndex(BF16, (long) r * width + i, Bf16.fromFloat(row[i]));
+                }
+            }
+            cuda.copyToDevice(dst, m);
+        }
+    }
+
+    private void uploadInts(long dst, int[] values) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment m = a.allocate(4L * values.length, 16);
+            m.copyFrom(MemorySegment.ofArray(values));
+            cuda.copyToDevice(dst, m);
+        }
+    }
+
+    private void uploadRope(long cosDst, long sinDst, int start, int n) {
+        int half = c.headDim() / 2;
+        float[] cs = new float[n * half], sn = new float[n * half];
+        rotary.fill(start, n, cs, sn);
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment mc = a.allocate(4L * cs.length, 16), ms = a.allocate(4L * sn.length, 16);
+            mc.copyFrom(MemorySegment.ofArray(cs));
+            ms.copyFrom(MemorySegment.ofArray(sn));
+            cuda.copyToDevice(cosDst, mc);
+            cuda.copyToDevice(sinDst, ms);
+        }
+    }
+
+    @Override
+    public void inject(long id, int from, float[][] rows, int count) {
+        if (count == 0) {
+            return;
+        }
+        cuda.makeCurrent();
+        Context cx = contexts.computeIfAbsent(id, key -> new Context());
+        if (cx.rows == 0) {
+            cx.start = from;
+        }
+        if (from != cx.start + cx.rows) {
+            throw new IllegalArgumentException("context rows from " + from + " do not follow the head's context, which ends at " + (cx.start + cx.rows));
+        }
+        int h = c.hidden(), kw = kvWidth(), in = taps.length * h;
+        for (int at = 0; at < count; at += maxRows) {
+            int n = Math.min(maxRows, count - at);
+            cx.ensure(n);
+            upload(feat, rows, at, n, in);
+            linear.apply(feat, n, in, w("fc.weight"), h, ctx);
+            k.rmsNorm(ctx, w("hidden_norm.weight"), ctx, n, h, c.rmsNormEps());
+            int[] positions = new int[n];
+            for (int r = 0; r < n; r++) {
+                positions[r] = r;
+            }
+            uploadInts(ipos, positions);
+            uploadRope(icos, isin, from + at, n);
+            for (int l = 0; l < c.layers(); l++) {
+                String p = "layers." + l + ".self_attn.";
+                linear.apply(ctx, n, h, w(p + "k_proj.weight"), kw, ck);
+                linear.apply(ctx, n, h, w(p + "v_proj.weight"), kw, cv);
+                k.rmsNorm(ck, w(p + "k_norm.weight"), ck, n * c.kvHeads(), c.headDim(), c.rmsNormEps());
+                k.rope(ck, kw, icos, isin, ipos, n, c.kvHeads(), c.headDim());
+                cuda.copyDeviceToDevice(cx.k[l] + (long) cx.rows * kw * 2, ck, (long) n * kw * 2);
+                cuda.copyDeviceToDevice(cx.v[l] + (long) cx.rows * kw * 2, cv, (long) n * kw * 2);
+            }
+            cx.rows += n;
+        }
+        cuda.sync();
+    }
+
+    @Override
+    public Proposal draft(long id, int anchor, int drafts, Sampling sampling) {
+        if (drafts < 1 || drafts > c.blockSize() - 1) {
+            throw new IllegalArgumentException("a block drafts 1.." + (c.blockSize() - 1) + " tokens, asked for " + drafts);
+        }
+        cuda.makeCurrent();
+        Context cx = contexts.get(id);
+        int position = cx == null ? 0 : cx.start + cx.rows;
+        int ctxRows = cx == null ? 0 : cx.rows, ctxStart = cx == null ? 0 : cx.start;
+        int n = drafts + 1, h = c.hidden(), kw = kvWidth(), qd = c.heads() * c.headDim(), in = c.intermediate();
+        int[] blockIds = new int[n];
+        java.util.Arrays.fill(blockIds, c.maskTokenId());
+        blockIds[0] = anchor;
+        uploadInts(ids, blockIds);
+        int[] positions = new int[n];
+        for (int r = 0; r < n; r++) {
+            positions[r] = r;
+        }
+        uploadInts(pos, positions);
+        uploadRope(cosT, sinT, position, n);
+        k.embed(ids, embedding, x, n, h);
+        if (c.inputEmbeddingScale() != 1f) {
+            k.shapeLogits(x, (long) n * h, c.inputEmbeddingScale(), 0f);
+        }
+        boolean two = c.kind() == DraftHeadConfig.Kind.DFLASH2;
+        int groups = two ? h / c.convGroup() : 1, dynW = two ? 2 * c.convKernel() * groups : 1;
+        for (int l = 0; l < c.layers(); l++) {
+            String p = "layers." + l + ".";
+            k.rmsNorm(x, w(p + "input_layernorm.weight"), xn, n, h, c.rmsNormEps());
+            long attIn = xn;
+            if (two) {
+                linear.apply(xn, n, h, w(p + "attention_conv.kernel_projection.weight"), dynW, dyn);
+                k.dynConv(xn, dyn, dynW, 0, w(p + "attention_conv.base_kernel"), conv, n, h, c.convGroup(), c.convKernel());
+                attIn = conv;
+            }
+            String a = p + "self_attn.";
+            linear.apply(attIn, n, h, w(a + "q_proj.weight"), qd, q);
+            linear.apply(attIn, n, h, w(a + "k_proj.weight"), kw, kb);
+            linear.apply(attIn, n, h, w(a + "v_proj.weight"), kw, vb);
+            k.rmsNorm(q, w(a + "q_norm.weight"), q, n * c.heads(), c.headDim(), c.rmsNormEps());
+            k.rmsNorm(kb, w(a + "k_norm.weight"), kb, n * c.kvHeads(), c.headDim(), c.rmsNormEps());
+            k.rope(q, qd, cosT, sinT, pos, n, c.heads(), c.headDim());
+            k.rope(kb, kw, cosT, sinT, pos, n, c.kvHeads(), c.headDim());
+            k.draftAttention(q, cx == null ? kb : cx.k[l], cx == null ? vb : cx.v[l], kb, vb, att, n, ctxRows, ctxStart, position, c.heads(), c.kvHeads(),
+                    c.headDim(), c.sliding()[l] ? c.slidingWindow() : 0);
+            linear.apply(att, n, qd, w(a + "o_proj.weight"), h, o);
+            if (two) {
+                k.dynConv(o, dyn, dynW, c.convKernel() * groups, w(p + "attention_conv.base_kernel") + (long) c.convKernel() * h * 2, conv, n, h,
+                        c.convGroup(), c.convKernel());
+                k.residualAdd(x, conv, (long) n * h);
+            } else {
+                k.residualAdd(x, o, (long) n * h);
+            }
+            k.rmsNorm(x, w(p + "post_attention_layernorm.weight"), xn, n, h, c.rmsNormEps());
+            long mlpIn = xn;
+            if (two) {
+                linear.apply(xn, n, h, w(p + "mlp_conv.kernel_projection.weight"), dynW, dyn);
+                k.dynConv(xn, dyn, dynW, 0, w(p + "mlp_conv.base_kernel"), conv, n, h, c.convGroup(), c.convKernel());
+                mlpIn = conv;
+            }
+            linear.apply(mlpIn, n, h, w(p + "mlp.gate_up.weight"), 2 * in, gateUp);
+            k.swiglu(gateUp, act, n, in);
+            linear.apply(act, n, in, w(p + "mlp.down_proj.weight"), h, mlp);
+            if (two) {
+                k.dynConv(mlp, dyn, dynW, c.convKernel() * groups, w(p + "mlp_conv.base_kernel") + (long) c.convKernel() * h * 2, conv, n, h,
+                        c.convGroup(), c.convKernel());
+                k.residualAdd(x, conv, (long) n * h);
+            } else {
+                k.residualAdd(x, mlp, (long) n * h);
+            }
+        }
+        k.rmsNorm(x, w("norm.weight"), xn, n, h, c.rmsNormEps());
+        long rows = xn + 2L * h; // rows 1..n-1
+        linear.apply(rows, drafts, h, lmHead, vocab, logits);
+        if (c.outputMultiplier() != 1f || c.softcap() > 0) {
+            k.shapeLogits(logits, (long) drafts * vocab, c.outputMultiplier(), c.softcap());
+        }
+        boolean sampled = sampling != null && sampling.params().temperature() > 0;
+        lastDrafts = drafts;
+        if (!two && !sampled) {
+            k.argmax(logits, drafts, vocab, argmaxOut);
+            MemorySegment out = idsHost.asSlice(0, 4L * drafts);
+            cuda.copyToHost(out, argmaxOut);
+            lastLogits = null;
+            return Proposal.of(out.toArray(ValueLayout.JAVA_INT));
+        }
+        float[][] z = hostLogits(drafts);
+        lastLogits = z;
+        if (two) {
+            int rank = c.selectorRank();
+            linear.apply(rows, drafts, h, w("candidate_selector.hidden_projection.weight"), rank, proj);
+            MemorySegment ph = projHost.asSlice(0, 2L * drafts * rank);
+            cuda.copyToHost(ph, proj);
+            float[] pr = new float[drafts * rank];
+            for (int i = 0; i < pr.length; i++) {
+                pr[i] = Bf16.toFloat(ph.getAtIndex(BF16, i));
+            }
+            return CpuDraftHead.walk(z, pr, rank, c.selectorTopK(), host.get("candidate_selector.predecessor_codebook").data(),
+                    host.get("candidate_selector.successor_codebook").data(), anchor, sampled ? sampling : null);
+        }
+        int[] tokens = new int[drafts];
+        float[][] qs = new float[drafts][];
+        for (int r = 0; r < drafts; r++) {
+            qs[r] = dev.spindle.engine.sample.Sampler.probabilities(z[r], sampling.params());
+            tokens[r] = dev.spindle.engine.sample.Sampler.drawFrom(qs[r], sampling.rng());
+        }
+        return new Proposal(tokens, qs);
+    }
+
+    /** The rows' logits on the host (fp32 of the bf16 values). */
+    private float[][] hostLogits(int drafts) {
+        MemorySegment m = logitsHost.asSlice(0, 2L * drafts * vocab);
+        cuda.copyToHost(m, logits);
+        float[][] out = new float[drafts][vocab];
+        for (int r = 0; r < drafts; r++) {
+            for (int i = 0; i < vocab; i++) {
+                out[r][i] = Bf16.toFloat(m.getAtIndex(BF16, (long) r * vocab + i));
+            }
+        }
+        return out;
+    }
+
+    /** The draft logits of the last draft (read back to the host for a greedy DFlash draft too: for tests). */
+    @Override
+    public float[][] lastLogits() {
+        if (lastLogits == null && lastDrafts > 0) {
+            cuda.makeCurrent();
+            lastLogits = hostLogits(lastDrafts);
+        }
+        return lastLogits;
+    }
+
+    @Override
+    public String describe() {
+        return c.describe() + " on CUDA";
+    }
+
+    @Override
+    public void close() {
+        cuda.makeCurrent();
+        contexts.values().forEach(Context::free);
+        contexts.clear();
+        allocations.forEach(cuda::free);
+        allocations.clear();
+        arena.close();
+    }
+}
