@@ -93,6 +93,11 @@ final class BenchCommand implements Callable<Integer> {
             description = "With --speculative-method: prompts as token ids ({\"prompts\": [[ids], ...]}) instead of the chat questions tokenized here.")
     java.nio.file.Path specPrompts;
 
+    @Option(names = "--draft-head-cost", description = "With --backend cuda: the cost of DFlash and DFlash2 heads of the published shape beside "
+            + "this target (random weights made on the GPU): context injection, one draft forward and the verification, against a decode "
+            + "step, and the batch-1 speed those costs allow (a projection).")
+    boolean draftHeadCost;
+
     @Override
     public Integer call() throws Exception {
         var spec = speculative.config();
@@ -101,6 +106,9 @@ final class BenchCommand implements Callable<Integer> {
         }
         if (grammarTokenizer != null) {
             return new GrammarBenchRun(grammarTokenizer, grammarSequences, grammarSteps).call();
+        }
+        if (draftHeadCost) {
+            return new DraftHeadCostRun(model, stepRows, kvMemoryFraction).call();
         }
         if (backend.equals("cuda")) {
             return new CudaBenchRun(model, prefillLengths, decodeContexts, concurrency, decodeTokens, stepRows, cudaGraphs, kvMemoryFraction).call();

@@ -31,6 +31,7 @@ class EngineFaultTest {
         final AtomicInteger calls = new AtomicInteger();
         volatile java.util.function.IntPredicate fail = n -> false;
         volatile java.util.function.Predicate<ModelStep> failStep = s -> false;
+        volatile java.util.concurrent.CountDownLatch hold; // steps wait for it (a test submits all its requests first)
         volatile boolean closed;
 
         Faulty(CpuForwardPass inner) {
@@ -51,6 +52,14 @@ class EngineFaultTest {
         public StepOutput execute(ModelStep step) {
             if (closed) {
                 throw new AssertionError("a step ran after the backend was closed");
+            }
+            java.util.concurrent.CountDownLatch h = hold;
+            if (h != null) {
+                try {
+                    h.await();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
             }
             if (fail.test(calls.incrementAndGet()) || failStep.test(step)) {
                 throw new IllegalStateException("device lost (injected)");
@@ -87,12 +96,16 @@ class EngineFaultTest {
     void aFailingStepFailsItsRequestsAndTheEngineGoesOn() throws Exception {
         try (Fixture f = new Fixture("llama-gqa")) {
             Faulty pass = new Faulty(new CpuForwardPass(f.model.config(), f.model.weights(), 64, 16, 2, KvSlots.PER_EXECUTED_LAYER));
-            // the first step that runs both requests fails (whenever the second arrives: no race with the engine thread)
+            // the first step that runs both requests fails; steps wait until both are submitted, so the first cannot
+            // finish alone on a loaded machine (no race with the engine thread)
             java.util.concurrent.atomic.AtomicBoolean once = new java.util.concurrent.atomic.AtomicBoolean();
             pass.failStep = step -> step.windows().size() == 2 && once.compareAndSet(false, true);
+            java.util.concurrent.CountDownLatch bothIn = new java.util.concurrent.CountDownLatch(1);
+            pass.hold = bothIn;
             Engine engine = new Engine(pass, 512, 8, Set.of());
             try {
                 List<CompletableFuture<String>> first = List.of(request(engine, f.prompts.get(0), 8), request(engine, f.prompts.get(1), 8));
+                bothIn.countDown();
                 for (CompletableFuture<String> r : first) {
                     String out = r.get(60, TimeUnit.SECONDS);
                     assertTrue(out.startsWith("error: the forward pass failed: device lost (injected)"), out);

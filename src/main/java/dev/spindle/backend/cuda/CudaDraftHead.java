@@ -89,6 +89,28 @@ public final class CudaDraftHead implements DraftHead {
     }
 
     public CudaDraftHead(DraftHeadConfig config, Map<String, Tensor> weights, CudaForwardPass target, int[] tapLayers) {
+        this(config, weights, null, target, tapLayers, 0);
+    }
+
+    /**
+     * A head of {@code config}'s shape with random weights made on the device (seeded; norms near 1, projections
+     * scaled by 1 / sqrt(fan-in)) and zero codebooks on the host: what the cost benchmark drafts with.
+     */
+    public static CudaDraftHead dummy(DraftHeadConfig config, CudaForwardPass target, int[] tapLayers, long seed, Arena hostArena) {
+        Map<String, Tensor> host = new java.util.LinkedHashMap<>();
+        Map<String, long[]> device = new java.util.LinkedHashMap<>();
+        for (Map.Entry<String, long[]> e : config.expectedTensors().entrySet()) {
+            if (e.getKey().contains("codebook")) { // read on the host by the walk
+                host.put(e.getKey(), new Tensor(e.getKey(), e.getValue(), hostArena.allocate(2 * e.getValue()[0] * e.getValue()[1], 64)));
+            } else {
+                device.put(e.getKey(), e.getValue());
+            }
+        }
+        return new CudaDraftHead(config, host, device, target, tapLayers, seed == 0 ? 1 : seed);
+    }
+
+    private CudaDraftHead(DraftHeadConfig config, Map<String, Tensor> weights, Map<String, long[]> dummyShapes, CudaForwardPass target, int[] tapLayers,
+                          long dummySeed) {
         this.c = config;
         this.cuda = target.driver();
         cuda.makeCurrent();
@@ -104,7 +126,24 @@ public final class CudaDraftHead implements DraftHead {
             throw new IllegalArgumentException("the CUDA draft head needs head_dim a multiple of 32 up to 256, got " + config.headDim());
         }
         int h = c.hidden(), kw = kvWidth(), qd = c.heads() * c.headDim(), in = c.intermediate(), b = c.blockSize();
-        for (Map.Entry<String, Tensor> e : weights.entrySet()) {
+        if (dummyShapes != null) {
+            for (Map.Entry<String, long[]> e : dummyShapes.entrySet()) {
+                if (e.getKey().endsWith("mlp.up_proj.weight")) {
+                    continue;
+                }
+                long[] shape = e.getValue();
+                long n = 1;
+                for (long d : shape) {
+                    n *= d;
+                }
+                boolean gate = e.getKey().endsWith("mlp.gate_proj.weight");
+                long p = alloc(2 * n * (gate ? 2 : 1));
+                boolean norm = shape.length == 1;
+                k.fillDummy(p, n * (gate ? 2 : 1), dummySeed + dw.size(), norm ? 1f : 0f, norm ? 0.05f : (float) (1 / Math.sqrt(shape[shape.length - 1])));
+                dw.put(gate ? e.getKey().replace("gate_proj", "gate_up") : e.getKey(), p);
+            }
+        }
+        for (Map.Entry<String, Tensor> e : (dummyShapes != null ? Map.<String, Tensor>of() : weights).entrySet()) {
             if (e.getKey().endsWith("mlp.up_proj.weight") || e.getKey().contains("codebook")) {
                 continue; // up is fused after gate below; the codebooks stay on the host (the walk runs there)
             }
@@ -457,6 +496,7 @@ public final class CudaDraftHead implements DraftHead {
         cuda.makeCurrent();
         contexts.values().forEach(Context::free);
         contexts.clear();
+        allocations.forEach(linear::forget); // the GEMMs' cached tensor maps of these buffers go with them
         allocations.forEach(cuda::free);
         allocations.clear();
         arena.close();

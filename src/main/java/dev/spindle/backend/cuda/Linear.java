@@ -80,6 +80,24 @@ public final class Linear {
         }
     }
 
+    /**
+     * Forgets the tensor maps of a weight or input buffer about to be freed: a later allocation may reuse its address
+     * for another shape, which a cached map would then describe wrongly (a draft head's buffers, freed with it).
+     */
+    public void forget(long ptr) {
+        Long w = weightMaps.remove(ptr);
+        if (w != null) {
+            cuda.free(w);
+        }
+        inputMaps.entrySet().removeIf(e -> {
+            if (e.getKey().x() == ptr) {
+                cuda.free(e.getValue());
+                return true;
+            }
+            return false;
+        });
+    }
+
     /** An input buffer's tensor map: per buffer, k and row tiles (the box height). */
     private record InputKey(long x, int k, int tiles) {
     }

@@ -1,0 +1,129 @@
+package dev.spindle.cli;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import dev.spindle.backend.cuda.CudaBench;
+import dev.spindle.backend.cuda.CudaDraftHead;
+import dev.spindle.backend.cuda.CudaDriver;
+import dev.spindle.backend.cuda.CudaException;
+import dev.spindle.backend.cuda.CudaForwardPass;
+import dev.spindle.model.ConfigParser;
+import dev.spindle.model.DraftHeadConfig;
+import dev.spindle.model.ModelConfig;
+
+import java.lang.foreign.Arena;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Callable;
+
+/**
+ * {@code spindle bench --backend cuda --draft-head-cost}: DFlash and DFlash2 heads of the published shape (5 layers at the
+ * target's width, taps of 5 spread layers, sliding windows of 2,048 for DFlash2, its selector of rank 256 over the top 16)
+ * with random weights made on the GPU, beside the target (dummy weights of its shape): the cost of injecting a 1,024-token
+ * context, of a step's injection (the anchor and three accepted rows), of one draft forward of a block of 8 and of 16, and
+ * of verifying such a window at batch 1, against a plain decode step; and the batch-1 speed those costs allow at accepted
+ * lengths 3 to 6 (a projection, labelled as one).
+ */
+final class DraftHeadCostRun implements Callable<Integer> {
+    private final ModelOptions model;
+    private final int stepRows;
+    private final double kvMemoryFraction;
+
+    DraftHeadCostRun(ModelOptions model, int stepRows, double kvMemoryFraction) {
+        this.model = model;
+        this.stepRows = stepRows;
+        this.kvMemoryFraction = kvMemoryFraction;
+    }
+
+    static DraftHeadConfig publishedShape(ModelConfig t, DraftHeadConfig.Kind kind, int block) {
+        int layers = t.numLayers() * t.numLoops();
+        int[] taps = {1, layers / 4, layers / 2, 3 * layers / 4, layers - 3};
+        boolean two = kind == DraftHeadConfig.Kind.DFLASH2;
+        boolean[] sliding = new boolean[5];
+        Arrays.fill(sliding, two);
+        return new DraftHeadConfig(kind, t.hiddenSize(), 5, t.numHeads(), t.numKvHeads(), t.headDim(), t.intermediateSize(), t.rmsNormEps(), t.ropeTheta(),
+                block, t.vocabSize() - 1, taps, layers, sliding, two ? 2048 : 0, false, 1f, two ? 0.196f : 1f, two ? 20f : 0f, two ? 2 : 0,
+                two ? 16 : 0, two ? 256 : 0, two ? 16 : 0, t.vocabSize());
+    }
+
+    @Override
+    public Integer call() throws Exception {
+        CudaDriver.get().orElseThrow(() -> new CudaException("no CUDA driver or GPU on this machine"));
+        ModelConfig c = ConfigParser.read(model.dir().resolve("config.json"));
+        Map<String, Object> out = new LinkedHashMap<>();
+        out.put("model", model.dir().toString());
+        out.put("label", "DFlash heads of the published shape with random weights; the speeds are projections from the measured costs: "
+                + "drafted tok/s = L * 1000 / (verify_ms + inject_ms + draft_ms), plain = 1000 / decode_step_ms");
+        // a small KV pool: the heads' weights (about 6 GB each for the 33B shape) need the room
+        try (CudaForwardPass gpu = CudaForwardPass.open(c, null, new CudaForwardPass.Options(model.blockSize, stepRows, Math.min(kvMemoryFraction, 0.2), 0, true,
+                model.gemmCacheDir()), dev.spindle.model.LoadListener.NONE); Arena host = Arena.ofShared()) {
+            out.put("device", gpu.driver().deviceName());
+            CudaBench bench = new CudaBench(gpu);
+            bench.decode(1, 1024, 16, 1); // warm-up
+            double stepMs = ((Number) bench.decode(1, 1024, 64, 1).get("step_ms")).doubleValue();
+            out.put("decode_step_ms_batch_1_context_1024", stepMs);
+            List<Object> heads = new ArrayList<>();
+            for (DraftHeadConfig.Kind kind : DraftHeadConfig.Kind.values()) {
+                for (int block : new int[]{8, 16}) {
+                    DraftHeadConfig hc = publishedShape(c, kind, block);
+                    double verifyMs = ((Number) bench.verifyCost(1, block, 1024, 20).get("step_ms")).doubleValue();
+                    try (CudaDraftHead head = CudaDraftHead.dummy(hc, gpu, hc.tapLayers(1), 17, host)) {
+                        float[][] ctx = new float[1024][hc.targetLayerIds().length * hc.hidden()];
+                        for (float[] row : ctx) {
+                            Arrays.fill(row, 0.01f);
+                        }
+                        long t0 = System.nanoTime();
+                        head.inject(1, 0, ctx, 1023);
+                        double injectContextMs = (System.nanoTime() - t0) / 1e6;
+                        for (int i = 0; i < 3; i++) { // warm-up
+                            head.draft(1, 42, block - 1, null);
+                        }
+                        int n = 20;
+                        t0 = System.nanoTime();
+                        for (int i = 0; i < n; i++) {
+                            head.draft(1, 42, block - 1, null);
+                        }
+                        double draftMs = (System.nanoTime() - t0) / 1e6 / n;
+                        float[][] step = Arrays.copyOf(ctx, 4);
+                        head.inject(1, 1023, step, 4); // grows the context arrays once
+                        head.truncate(1, 1023);
+                        t0 = System.nanoTime();
+                        for (int i = 0; i < n; i++) {
+                            head.inject(1, 1023, step, 4); // a step's rows: the anchor and three accepted drafts
+                            head.truncate(1, 1023);
+                        }
+                        double injectStepMs = (System.nanoTime() - t0) / 1e6 / n;
+                        Map<String, Object> m = new LinkedHashMap<>();
+                        m.put("head", hc.describe());
+                        m.put("weight_bytes", hc.expectedTensors().values().stream().mapToLong(s -> Arrays.stream(s).reduce(2, (a, b) -> a * b)).sum());
+                        m.put("block", block);
+                        m.put("inject_1023_rows_ms", round(injectContextMs));
+                        m.put("inject_4_rows_ms", round(injectStepMs));
+                        m.put("draft_forward_ms", round(draftMs));
+                        m.put("verify_window_ms", round(verifyMs));
+                        double draftStep = injectStepMs + draftMs;
+                        m.put("draft_step_over_decode_step", round(draftStep / stepMs));
+                        Map<String, Object> projection = new LinkedHashMap<>();
+                        for (int accepted = 3; accepted <= 6; accepted++) {
+                            projection.put("tokens_per_window_" + accepted, round(accepted * 1000 / (verifyMs + draftStep)));
+                        }
+                        projection.put("plain", round(1000 / stepMs));
+                        m.put("projected_batch_1_tokens_per_second", projection);
+                        heads.add(m);
+                        System.err.println(m);
+                    }
+                }
+            }
+            out.put("heads", heads);
+        }
+        System.out.println(new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT).writeValueAsString(out));
+        return 0;
+    }
+
+    private static double round(double v) {
+        return Math.round(v * 1000) / 1000.0;
+    }
+}
