@@ -261,11 +261,6 @@ public record GenerationRequest(SamplingParams params, List<String> stops, int n
                 includeStopStr, truncatePromptTokens, tokenIdsAsKeys, promptLogprobs, continuousUsage);
     }
 
-    GenerationRequest withStream(boolean s) {
-        return new GenerationRequest(params, stops, n, s, includeUsage, logprobs, topLogprobs, skipSpecialTokens, maxTokensGiven,
-                includeStopStr, truncatePromptTokens, tokenIdsAsKeys, promptLogprobs, continuousUsage);
-    }
-
     /** Every choice's params, in order. */
     List<SamplingParams> choices() {
         List<SamplingParams> all = new ArrayList<>();

@@ -73,11 +73,6 @@ public class ResponseStore {
         return entries.remove(id) != null;
     }
 
-    public synchronized int size() {
-        expire();
-        return entries.size();
-    }
-
     private void expire() {
         long now = System.nanoTime();
         entries.values().removeIf(e -> now - e.storedAtNanos() > ttlNanos);
