@@ -64,7 +64,7 @@ public class Completions {
         } else {
             throw ApiException.badRequest("prompt must be a string, a list of token ids, or a list of either", "prompt");
         }
-        GenerationRequest gen = GenerationRequest.parse(body, chatContext(), false);
+        GenerationRequest gen = GenerationRequest.parse(body, chat.generationContext(), false);
         if (prompts.size() * gen.n() > service.engine().maxWaiting()) {
             throw ApiException.badRequest(prompts.size() + " prompts x n = " + gen.n() + " wait as " + prompts.size() * gen.n()
                     + " requests, more than this server's max-waiting-requests (" + service.engine().maxWaiting() + ")", "prompt");
@@ -85,11 +85,6 @@ public class Completions {
         }
         String requestId = Fields.string(body, "request_id", UUID.randomUUID().toString().replace("-", ""));
         return new Prepared("cmpl-" + requestId, System.currentTimeMillis() / 1000, prompts, texts, fitted, echo);
-    }
-
-    private GenerationRequest.Context chatContext() {
-        return new GenerationRequest.Context(service.generationDefaults(), service.config().defaultMaxTokens(), service.modelConfig().vocabSize(),
-                service.config().maxLogprobs(), service.tokenizer()::encode);
     }
 
     private static int[] ids(JsonNode list, String path, int vocab) {

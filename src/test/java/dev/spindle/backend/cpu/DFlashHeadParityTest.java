@@ -93,13 +93,13 @@ public class DFlashHeadParityTest {
                     float[][] theirs = rowsOf(logitsFile, "logits_" + c, drafts, vocab);
                     float[][] truth = rowsOf(logitsFile, "logits_f32_" + c, drafts, vocab);
                     for (int r = 0; r < drafts; r++) {
-                        klSum += kl(theirs[r], ours[r]);
-                        klOurs += kl(truth[r], ours[r]);
-                        klRef += kl(truth[r], theirs[r]);
+                        klSum += Stats.kl(theirs[r], ours[r]);
+                        klOurs += Stats.kl(truth[r], ours[r]);
+                        klRef += Stats.kl(truth[r], theirs[r]);
                         rows++;
-                        top1 += argmax(theirs[r]) == argmax(ours[r]) ? 1 : 0;
-                        oursTop += argmax(truth[r]) == argmax(ours[r]) ? 1 : 0;
-                        refTop += argmax(truth[r]) == argmax(theirs[r]) ? 1 : 0;
+                        top1 += Stats.argmax(theirs[r]) == Stats.argmax(ours[r]) ? 1 : 0;
+                        oursTop += Stats.argmax(truth[r]) == Stats.argmax(ours[r]) ? 1 : 0;
+                        refTop += Stats.argmax(truth[r]) == Stats.argmax(theirs[r]) ? 1 : 0;
                     }
                     // tokens: DFlash's argmax per row; DFlash2's walk, up to its first indecisive step (each step depends on the last)
                     boolean walk = hc.kind() == DraftHeadConfig.Kind.DFLASH2;
@@ -158,41 +158,5 @@ public class DFlashHeadParityTest {
             }
         }
         return out;
-    }
-
-    static double kl(float[] p, float[] q) {
-        double[] lp = logSoftmax(p), lq = logSoftmax(q);
-        double s = 0;
-        for (int i = 0; i < p.length; i++) {
-            s += Math.exp(lp[i]) * (lp[i] - lq[i]);
-        }
-        return s;
-    }
-
-    static double[] logSoftmax(float[] x) {
-        double max = Double.NEGATIVE_INFINITY;
-        for (float v : x) {
-            max = Math.max(max, v);
-        }
-        double sum = 0;
-        for (float v : x) {
-            sum += Math.exp(v - max);
-        }
-        double lse = max + Math.log(sum);
-        double[] out = new double[x.length];
-        for (int i = 0; i < x.length; i++) {
-            out[i] = x[i] - lse;
-        }
-        return out;
-    }
-
-    static int argmax(float[] x) {
-        int b = 0;
-        for (int i = 1; i < x.length; i++) {
-            if (x[i] > x[b]) {
-                b = i;
-            }
-        }
-        return b;
     }
 }
