@@ -22,11 +22,11 @@ Usage: python3 make_fixtures.py OUT_DIR [--bundled MODEL_DIR]
        python3 make_fixtures.py OUT_DIR --large   (only the ~0.94B-parameter llama-1b, built on the
        GPU machine for the CUDA backend's parity test; too large to commit)
 """
-import json, math, os, sys, shutil
+import copy, json, math, os, sys, shutil
 import torch
 import transformers
 from transformers import LlamaConfig, LlamaForCausalLM
-from safetensors.torch import save_file
+from safetensors.torch import save_file, load_file
 
 torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = False
 torch.backends.cuda.matmul.allow_tf32 = False
@@ -65,7 +65,7 @@ def llama_config(**kw):
                 eos_token_id=2, pad_token_id=0, attention_bias=False, mlp_bias=False, hidden_act="silu")
     base.update(kw)
     cfg = LlamaConfig(**base)
-    cfg._attn_implementation = "eager"
+    cfg._attn_implementation = "eager"  # build() makes an sdpa copy beside it
     # transformers 5 keeps theta under rope_parameters; keep our own copy of it
     cfg.spindle_theta = base["rope_theta"]
     print("rope config as HF holds it:", getattr(cfg, "rope_parameters", None), getattr(cfg, "rope_scaling", None))
@@ -94,7 +94,7 @@ def causal_mask(n, dtype):
     return m[None, None]
 
 
-def looped_forward(model, ids, loops, skip_final_norm):
+def looped_forward(model, ids, loops, skip_final_norm, masked=True):
     """Nanbeige 4.2: the L layers run `loops` times, the final norm after every
     loop (unless skip_loop_final_norm), each executed layer its own K/V (no cache
     here: every pass attends to its own keys)."""
@@ -103,7 +103,8 @@ def looped_forward(model, ids, loops, skip_final_norm):
     n = ids.shape[1]
     h = m.embed_tokens(ids)
     pe = rope(model.config, n, dtype)
-    mask = causal_mask(n, dtype)
+    # sdpa runs without a mask (is_causal), as HF's own forward does: the flash kernel on Hopper
+    mask = causal_mask(n, dtype) if masked else None
     pos = torch.arange(n, device=DEV)[None]
     for loop in range(loops):
         for layer in m.layers:
@@ -182,28 +183,61 @@ def greedy(fwd, prompt):
     return out, margins, tops
 
 
+def with_attention(cfg, impl):
+    c = copy.deepcopy(cfg)
+    c._attn_implementation = impl
+    return c
+
+
+def load_weights(d):
+    """A model directory's bf16 tensors by HF name (single file or sharded)."""
+    idx = os.path.join(d, "model.safetensors.index.json")
+    files = sorted(set(json.load(open(idx))["weight_map"].values())) if os.path.exists(idx) else ["model.safetensors"]
+    w = {}
+    for f in files:
+        w.update(load_file(os.path.join(d, f)))
+    return w
+
+
+def kl_top1(truth, other):
+    """Mean KL(truth || other) in nats and top-1 agreement over the rows."""
+    a = torch.log_softmax(truth.double(), -1)
+    b = torch.log_softmax(other.double(), -1)
+    kl = float((a.exp() * (a - b)).sum(-1).mean())
+    return kl, float((truth.argmax(-1) == other.argmax(-1)).double().mean())
+
+
 def build(name, cfg, out_root, seed, loops=None, shard_kb=None, prompt_lens=(7, 33, 64), residual=0.25):
-    torch.manual_seed(seed)
-    init = LlamaForCausalLM(cfg)
-    randomize(init, seed, residual)
-    weights = {k: v.detach().to(torch.bfloat16) for k, v in init.state_dict().items()}
     d = os.path.join(out_root, name)
-    if loops:
-        cfg_json = nanbeige_json(cfg, loops)
-        save_model_dir(init.to(torch.bfloat16), cfg_json, d, shard_kb)
-        model = LlamaForCausalLM(cfg).to(DEV, torch.bfloat16).eval()
-        model.load_state_dict(weights)  # its rotary buffer goes unused: looped_forward computes its own
-        fwd = lambda m: (lambda ids: looped_forward(m, ids, loops, False))
+    keep = "--keep-weights" in sys.argv and os.path.exists(os.path.join(d, "config.json"))
+    if keep:
+        weights = load_weights(d)
+        print(f"{name}: weights kept from {d}", flush=True)
     else:
-        cfg_json = llama_json(cfg)
-        save_model_dir(init.to(torch.bfloat16), cfg_json, d, shard_kb)
+        torch.manual_seed(seed)
+        init = LlamaForCausalLM(cfg)
+        randomize(init, seed, residual)
+        weights = {k: v.detach().to(torch.bfloat16) for k, v in init.state_dict().items()}
+        save_model_dir(init.to(torch.bfloat16), nanbeige_json(cfg, loops) if loops else llama_json(cfg), d, shard_kb)
+    models = {}
+    if loops:
+        for impl in ("eager", "sdpa"):
+            m = LlamaForCausalLM(with_attention(cfg, impl)).to(DEV, torch.bfloat16).eval()
+            m.load_state_dict(weights, strict=False)  # its rotary buffer goes unused: looped_forward computes its own
+            m.tie_weights()
+            models[impl] = m
+        fwd = lambda m: (lambda ids: looped_forward(m, ids, loops, False, m.config._attn_implementation == "eager"))
+    else:
         # as users run it: from_pretrained keeps the rotary frequencies in fp32
         # (a plain model.to(bfloat16) would round that buffer to bf16)
-        model = LlamaForCausalLM.from_pretrained(d, dtype=torch.bfloat16, attn_implementation="eager").to(DEV).eval()
-        print(f"{name}: HF inv_freq dtype {model.model.rotary_emb.inv_freq.dtype}", flush=True)
+        for impl in ("eager", "sdpa"):
+            models[impl] = LlamaForCausalLM.from_pretrained(d, dtype=torch.bfloat16, attn_implementation=impl).to(DEV).eval()
+        print(f"{name}: HF inv_freq dtype {models['eager'].model.rotary_emb.inv_freq.dtype}", flush=True)
         fwd = lambda m: (lambda ids: plain_forward(m, ids))
-    model32 = LlamaForCausalLM(cfg).to(DEV).eval()
-    model32.load_state_dict({k: v.float() for k, v in weights.items()})
+    model = models["eager"]
+    model32 = LlamaForCausalLM(with_attention(cfg, "eager")).to(DEV).eval()
+    model32.load_state_dict({k: v.float() for k, v in weights.items()}, strict=False)
+    model32.tie_weights()
     if not loops:
         # the explicit looped reference, run for one loop, must reproduce HF's own forward
         with torch.no_grad():
@@ -212,32 +246,92 @@ def build(name, cfg, out_root, seed, loops=None, shard_kb=None, prompt_lens=(7, 
             print(f"{name}: one-loop reference vs HF forward, max |diff| = {float(diff)}", flush=True)
     g = torch.Generator().manual_seed(seed + 1)
     prompts = [torch.randint(3, cfg.vocab_size, (n,), generator=g).tolist() for n in prompt_lens]
-    tensors, greedy_out, margins, tops = {}, [], [], []
+    if keep:
+        prompts = json.load(open(os.path.join(d, "reference.json")))["prompts"]
+    tensors, out = {}, {"greedy": [], "greedy_sdpa": []}
+    gm = {"eager": ([], []), "sdpa": ([], [])}
     with torch.no_grad():
         for i, p in enumerate(prompts):
             ids = torch.tensor([p], device=DEV)
-            tensors[f"logits_bf16_{i}"] = fwd(model)(ids).cpu().contiguous()
+            tensors[f"logits_bf16_{i}"] = fwd(models["eager"])(ids).cpu().contiguous()
+            tensors[f"logits_sdpa_{i}"] = fwd(models["sdpa"])(ids).cpu().contiguous()
             tensors[f"logits_f32_{i}"] = fwd(model32)(ids).cpu().contiguous()
-            o, m, t = greedy(fwd(model), p)
-            greedy_out.append(o); margins.append(m); tops.append(t)
-    tensors["greedy_margin"] = torch.tensor(margins, dtype=torch.float32)
-    tensors["greedy_top"] = torch.tensor(tops, dtype=torch.float32)
+            for impl, key in (("eager", "greedy"), ("sdpa", "greedy_sdpa")):
+                o, m, t = greedy(fwd(models[impl]), p)
+                out[key].append(o); gm[impl][0].append(m); gm[impl][1].append(t)
+    tensors["greedy_margin"] = torch.tensor(gm["eager"][0], dtype=torch.float32)
+    tensors["greedy_top"] = torch.tensor(gm["eager"][1], dtype=torch.float32)
+    tensors["greedy_sdpa_margin"] = torch.tensor(gm["sdpa"][0], dtype=torch.float32)
+    tensors["greedy_sdpa_top"] = torch.tensor(gm["sdpa"][1], dtype=torch.float32)
     save_file(tensors, os.path.join(d, "reference.safetensors"))
-    kl = []
-    for i in range(len(prompts)):
-        a = torch.log_softmax(tensors[f"logits_bf16_{i}"].double(), -1)
-        b = torch.log_softmax(tensors[f"logits_f32_{i}"].double(), -1)
-        kl.append(float((a.exp() * (a - b)).sum(-1).mean()))
+    truth = torch.cat([tensors[f"logits_f32_{i}"] for i in range(len(prompts))])
+    stats = {}
+    for key, label in (("bf16", "eager"), ("sdpa", "sdpa")):
+        kl, top1 = kl_top1(truth, torch.cat([tensors[f"logits_{key}_{i}"] for i in range(len(prompts))]))
+        stats[f"kl_f32_vs_{label}"], stats[f"top1_f32_vs_{label}"] = kl, top1
     with open(os.path.join(d, "reference.json"), "w") as f:
-        json.dump({"prompts": prompts, "greedy": greedy_out, "greedy_steps": GREEDY_STEPS,
-                   "attn_implementation": "eager", "torch": torch.__version__,
+        json.dump({"prompts": prompts, **out, "greedy_steps": GREEDY_STEPS,
+                   "attn_implementations": ["eager", "sdpa"], "torch": torch.__version__,
                    "transformers": transformers.__version__, "device": torch.cuda.get_device_name() if DEV == "cuda" else "cpu",
-                   "kl_hf_bf16_vs_f32": kl}, f, indent=2)
-    print(f"{name}: params={sum(p.numel() for p in model.parameters())} kl(bf16||f32)={kl}", flush=True)
-    return model, cfg_json
+                   **stats}, f, indent=2)
+    print(f"{name}: params={sum(p.numel() for p in model.parameters())} {stats}", flush=True)
+    return model, (nanbeige_json(cfg, loops) if loops else llama_json(cfg))
+
+
+@torch.no_grad()
+def chat_reference(model_dir, fixture_dir, teacher_forced=(1,)):
+    """The trained chat target: each case's greedy reply with sdpa (as many steps as its eager reply,
+    no stop), and teacher-forced logits (fp32 truth; eager and sdpa in bf16, their exact values) over
+    the prompt and eager reply of the cases in teacher_forced."""
+    ref_path = os.path.join(fixture_dir, "reference.json")
+    ref = json.load(open(ref_path))
+    models = {impl: LlamaForCausalLM.from_pretrained(model_dir, dtype=torch.bfloat16, attn_implementation=impl).to(DEV).eval()
+              for impl in ("eager", "sdpa")}
+    model32 = LlamaForCausalLM.from_pretrained(model_dir, dtype=torch.float32, attn_implementation="eager").to(DEV).eval()
+    fwd = lambda m: (lambda ids: plain_forward(m, ids))
+    for c in ref["cases"]:
+        o, m, t = [], [], []
+        seq = list(c["prompt_ids"])
+        for _ in range(len(c["greedy"])):
+            logits = plain_forward(models["sdpa"], torch.tensor([seq], device=DEV))[-1]
+            top2 = torch.topk(logits, 2)
+            tok = int(torch.argmax(logits))
+            o.append(tok); m.append(float(top2.values[0] - top2.values[1])); t.append(float(top2.values[0]))
+            seq.append(tok)
+        c["greedy_sdpa"], c["margins_sdpa"], c["tops_sdpa"] = o, m, t
+        print(f"chat {c['kind']}: sdpa greedy equals eager for {next((i for i, (a, b) in enumerate(zip(o, c['greedy'])) if a != b), len(o))} of {len(o)}", flush=True)
+    tensors, tf, all_stats = {}, [], {}
+    for ci in range(len(ref["cases"])):
+        c = ref["cases"][ci]
+        ids = torch.tensor([c["prompt_ids"] + c["greedy"]], device=DEV)
+        truth = fwd(model32)(ids).cpu()
+        eager = fwd(models["eager"])(ids).cpu()
+        sdpa = fwd(models["sdpa"])(ids).cpu()
+        s = {}
+        for label, x in (("eager", eager), ("sdpa", sdpa)):
+            s[f"kl_f32_vs_{label}"], s[f"top1_f32_vs_{label}"] = kl_top1(truth, x)
+        all_stats[c["kind"] + f" #{ci}"] = s
+        if ci in teacher_forced:
+            k = len(tf)
+            tensors[f"logits_f32_{k}"] = truth.contiguous()
+            tensors[f"logits_bf16_{k}"] = eager.to(torch.bfloat16).contiguous()
+            tensors[f"logits_sdpa_{k}"] = sdpa.to(torch.bfloat16).contiguous()
+            tf.append({"case": ci, "ids": ids[0].tolist(), **s})
+    print(json.dumps(all_stats, indent=1), flush=True)
+    save_file(tensors, os.path.join(fixture_dir, "reference.safetensors"))
+    ref["attn_implementations"] = ["eager", "sdpa"]
+    ref["teacher_forced"] = tf
+    ref["teacher_forced_all_cases"] = all_stats
+    ref["torch"], ref["transformers"] = torch.__version__, transformers.__version__
+    with open(ref_path, "w") as f:
+        json.dump(ref, f, ensure_ascii=False, indent=1)
 
 
 def main():
+    if "--chat" in sys.argv:
+        i = sys.argv.index("--chat")
+        chat_reference(sys.argv[i + 1], sys.argv[i + 2])
+        return
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
     if "--large" in sys.argv:

@@ -31,7 +31,9 @@ public final class Fixture implements AutoCloseable {
     public final String name;
     public final LoadedModel model;
     public final List<int[]> prompts = new ArrayList<>();
+    /** HF bf16 greedy continuations: eager attention, and sdpa (the one the parity gate compares with). */
     public final List<int[]> greedy = new ArrayList<>();
+    public final List<int[]> greedySdpa = new ArrayList<>();
     private final Arena arena = Arena.ofConfined();
     private final SafetensorsFile reference;
 
@@ -47,6 +49,9 @@ public final class Fixture implements AutoCloseable {
             JsonNode j = new ObjectMapper().readTree(dir.resolve("reference.json").toFile());
             j.get("prompts").forEach(p -> prompts.add(ints(p)));
             j.get("greedy").forEach(p -> greedy.add(ints(p)));
+            if (j.has("greedy_sdpa")) {
+                j.get("greedy_sdpa").forEach(p -> greedySdpa.add(ints(p)));
+            }
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
@@ -68,18 +73,46 @@ public final class Fixture implements AutoCloseable {
         return cpu(KvSlots.PER_EXECUTED_LAYER);
     }
 
-    /** A (rows, cols) f32 reference tensor. */
+    /** A (rows, cols) reference tensor, f32 or bf16 (stored so where its values are bf16 ones). */
     public float[][] matrix(String tensor) {
-        TensorInfo info = reference.tensors().get(tensor);
-        MemorySegment s = reference.bytes(info);
+        return matrix(reference, tensor);
+    }
+
+    /** A (rows, cols) f32 or bf16 tensor of {@code file}. */
+    public static float[][] matrix(SafetensorsFile file, String tensor) {
+        TensorInfo info = file.tensors().get(tensor);
+        if (info == null) {
+            throw new IllegalArgumentException("no tensor " + tensor + " in the reference");
+        }
+        MemorySegment s = file.bytes(info);
         int rows = (int) info.shape()[0], cols = (int) info.shape()[1];
+        boolean bf16 = info.dtype() == dev.spindle.model.DType.BF16;
         float[][] out = new float[rows][cols];
         for (int r = 0; r < rows; r++) {
             for (int c = 0; c < cols; c++) {
-                out[r][c] = s.getAtIndex(ValueLayout.JAVA_FLOAT_UNALIGNED, (long) r * cols + c);
+                long i = (long) r * cols + c;
+                out[r][c] = bf16 ? dev.spindle.model.Bf16.toFloat(s.getAtIndex(ValueLayout.JAVA_SHORT_UNALIGNED, i))
+                        : s.getAtIndex(ValueLayout.JAVA_FLOAT_UNALIGNED, i);
             }
         }
         return out;
+    }
+
+    /** A reference file on its own (a fixture without a model directory of its own). */
+    public record References(Arena arena, SafetensorsFile file) implements AutoCloseable {
+        public static References open(Path path) {
+            Arena a = Arena.ofConfined();
+            return new References(a, SafetensorsFile.open(path, a));
+        }
+
+        public float[][] matrix(String tensor) {
+            return Fixture.matrix(file, tensor);
+        }
+
+        @Override
+        public void close() {
+            arena.close();
+        }
     }
 
     @Override

@@ -5,17 +5,26 @@ import dev.spindle.model.Bf16;
 import jdk.incubator.vector.FloatVector;
 
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 
 import static dev.spindle.backend.cpu.Bf16Vectors.F;
 import static dev.spindle.backend.cpu.Bf16Vectors.L;
 
 /**
- * Causal GQA attention over the paged KV store, in HF's eager bf16 numerics:
- * scores {@code bf16(bf16(q.k) * bf16-scale)}, softmax in fp32 rounded to bf16,
- * {@code bf16(P.V)} with fp32 accumulation. Each (row, head) is computed alone, over
- * positions 0..p in order, so a decode row equals the same row in any window.
+ * Causal GQA attention over the paged KV store in Spindle's flash numerics, the rounding points of
+ * the CUDA kernels (docs/ARCHITECTURE.md, "Attention numerics"): scores {@code s = fp32(q.k) * scale}
+ * kept in fp32; keys cut into fixed splits of {@link #SPLIT} walked in tiles of {@link #TILE}; in a
+ * split an online softmax (running max m; per tile {@code p = exp(s - m)} in fp32, the split's sum
+ * {@code l} of those p, its unnormalised {@code o = sum of bf16(p) v} in fp32, both rescaled by
+ * {@code exp(m_old - m_new)} when the max grows); the splits folded in order
+ * ({@code M = max, L = L a + l b, O = O a + o b}, {@code a, b} the exps to the new max); out
+ * {@code bf16(O / L)}. Each (row, head) is computed alone, over positions 0..p in order, so a decode
+ * row equals the same row in any window.
  */
 final class PagedAttention {
+    /** Keys per split and per tile, fixed in absolute key positions (the CUDA kernels' SPLIT and KT). */
+    static final int SPLIT = 128, TILE = 64;
+
     private final Parallel parallel;
 
     PagedAttention(Parallel parallel) {
@@ -34,44 +43,74 @@ final class PagedAttention {
         MemorySegment seg = kv.data();
         parallel.forRange(n * heads, 1, (i0, i1) -> {
             float[] scratch = new float[L];
-            float[] scores = new float[start + n];
-            float[] acc = new float[hd];
+            float[] s = new float[TILE];
+            float[] o = new float[hd], acc = new float[hd];
             for (int i = i0; i < i1; i++) {
                 int r = i / heads;
                 int h = i % heads;
                 int p = start + r;
                 int kvh = h / group;
                 int qo = ((firstRow + r) * heads + h) * hd;
-                float max = Float.NEGATIVE_INFINITY;
-                for (int t = 0; t <= p; t++) {
-                    float s = MatMul.dot(q, qo, hd, seg, kv.offset(table, slot, 0, t, kvh), scratch);
-                    s = Bf16.round(Bf16.round(s) * scale);
-                    scores[t] = s;
-                    max = Math.max(max, s);
-                }
-                float sum = 0f;
-                for (int t = 0; t <= p; t++) {
-                    float e = (float) StrictMath.exp(scores[t] - max);
-                    scores[t] = e;
-                    sum += e;
-                }
+                float bigM = Float.NEGATIVE_INFINITY, bigL = 0f;
                 java.util.Arrays.fill(acc, 0f);
-                for (int t = 0; t <= p; t++) {
-                    float pt = Bf16.round(scores[t] / sum);
-                    long vo = kv.offset(table, slot, 1, t, kvh);
-                    FloatVector pv = FloatVector.broadcast(F, pt);
-                    int d = 0;
-                    for (; d + L <= hd; d += L) {
-                        Bf16Vectors.load(seg, vo + 2L * d).fma(pv, FloatVector.fromArray(F, acc, d)).intoArray(acc, d);
+                for (int s0 = 0; s0 <= p; s0 += SPLIT) {
+                    float m = Float.NEGATIVE_INFINITY, l = 0f;
+                    java.util.Arrays.fill(o, 0f);
+                    for (int t0 = s0; t0 < Math.min(s0 + SPLIT, p + 1); t0 += TILE) {
+                        int t1 = Math.min(t0 + TILE, p + 1);
+                        float mt = Float.NEGATIVE_INFINITY;
+                        for (int t = t0; t < t1; t++) {
+                            s[t - t0] = MatMul.dot(q, qo, hd, seg, kv.offset(table, slot, 0, t, kvh), scratch) * scale;
+                            mt = Math.max(mt, s[t - t0]);
+                        }
+                        float mn = Math.max(m, mt);
+                        float alpha = m == Float.NEGATIVE_INFINITY ? 0f : exp(m - mn);
+                        float sum = 0f;
+                        scaleInto(o, alpha);
+                        for (int t = t0; t < t1; t++) {
+                            float e = exp(s[t - t0] - mn);
+                            sum += e;
+                            addScaled(o, Bf16.round(e), seg, kv.offset(table, slot, 1, t, kvh));
+                        }
+                        l = l * alpha + sum;
+                        m = mn;
                     }
-                    for (; d < hd; d++) {
-                        acc[d] = Math.fma(pt, Bf16.toFloat(seg.get(java.lang.foreign.ValueLayout.JAVA_SHORT_UNALIGNED, vo + 2L * d)), acc[d]);
+                    // fold the split into the run, in split order
+                    float mn = Math.max(bigM, m);
+                    float a = bigM == Float.NEGATIVE_INFINITY ? 0f : exp(bigM - mn), b = exp(m - mn);
+                    bigL = bigL * a + l * b;
+                    for (int d = 0; d < hd; d++) {
+                        acc[d] = acc[d] * a + o[d] * b;
                     }
+                    bigM = mn;
                 }
                 for (int d = 0; d < hd; d++) {
-                    out[qo + d] = Bf16.round(acc[d]);
+                    out[qo + d] = Bf16.round(acc[d] / bigL);
                 }
             }
         });
+    }
+
+    private static float exp(float x) {
+        return (float) StrictMath.exp(x);
+    }
+
+    private static void scaleInto(float[] o, float alpha) {
+        for (int d = 0; d < o.length; d++) {
+            o[d] *= alpha;
+        }
+    }
+
+    /** o += p v, one fused multiply-add per dim. */
+    private static void addScaled(float[] o, float p, MemorySegment seg, long vo) {
+        int hd = o.length;
+        FloatVector pv = FloatVector.broadcast(F, p);
+        int d = 0;
+        for (; d + L <= hd; d += L) {
+            Bf16Vectors.load(seg, vo + 2L * d).fma(pv, FloatVector.fromArray(F, o, d)).intoArray(o, d);
+        }
+        for (; d < hd; d++) {
+            o[d] = Math.fma(p, Bf16.toFloat(seg.get(ValueLayout.JAVA_SHORT_UNALIGNED, vo + 2L * d)), o[d]);
+        }
     }
 }

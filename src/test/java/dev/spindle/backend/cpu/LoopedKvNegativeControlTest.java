@@ -20,10 +20,11 @@ class LoopedKvNegativeControlTest {
             HfParityTest.Parity good = HfParityTest.Parity.teacherForced(f, right, true);
             HfParityTest.Parity bad = HfParityTest.Parity.teacherForced(f, wrong, true);
             System.out.printf("[negative control] nanbeige-looped decoded row by row: per-executed-layer slots KL %.3e top-1 %.4f;"
-                    + " shared slots KL %.3e top-1 %.4f%n", good.klBf16(), good.top1(), bad.klBf16(), bad.top1());
-            assertTrue(good.klBf16() <= HfParityTest.MAX_KL && good.top1() >= HfParityTest.MIN_TOP1, "correct layout must pass");
-            assertTrue(bad.klBf16() > HfParityTest.MAX_KL * 10, "shared slots must fail the KL gate clearly, got " + bad.klBf16());
-            assertTrue(bad.top1() < HfParityTest.MIN_TOP1, "shared slots must fail the top-1 gate, got " + bad.top1());
+                    + " shared slots KL %.3e top-1 %.4f (gate KL <= %.3e, top-1 >= %.4f)%n", good.kl(), good.top1(), bad.kl(), bad.top1(),
+                    good.maxKl(), good.minTop1());
+            assertTrue(good.passes(), "correct layout must pass");
+            assertTrue(bad.kl() > good.maxKl() * 10, "shared slots must fail the KL gate clearly, got " + bad.kl());
+            assertTrue(bad.top1() < good.minTop1(), "shared slots must fail the top-1 gate, got " + bad.top1());
         }
     }
 }

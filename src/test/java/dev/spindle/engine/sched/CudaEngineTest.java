@@ -94,9 +94,9 @@ class CudaEngineTest {
         try (LoadedModel m = ModelLoader.load(model, LoadFormat.SAFETENSORS, LoadListener.NONE); CudaForwardPass gpu = cuda(m)) {
             int equal = 0, total = 0;
             for (JsonNode c : ref.get("cases")) {
-                int[] ids = ints(c.get("prompt_ids")), hf = ints(c.get("greedy"));
+                int[] ids = ints(c.get("prompt_ids")), hf = ints(c.get("greedy_sdpa"));
                 int[] ours = new GreedyGenerator(gpu, 512).generate(ids, hf.length, Set.of(), t -> { }).tokens();
-                dev.spindle.engine.ChatModelParityTest.checkGreedy(c, ours, "cuda chat parity");
+                dev.spindle.engine.ChatModelParityTest.checkGreedy(c, new dev.spindle.backend.cpu.HfParityTest.Greedy(ours, null, null), "cuda chat parity");
                 int agree = 0;
                 while (agree < hf.length && hf[agree] == ours[agree]) {
                     agree++;
@@ -104,7 +104,10 @@ class CudaEngineTest {
                 equal += agree;
                 total += hf.length;
             }
-            System.out.printf("[cuda chat parity] %d of %d greedy tokens equal HF's%n", equal, total);
+            System.out.printf("[cuda chat parity] %d of %d greedy tokens equal HF bf16 sdpa's%n", equal, total);
+            dev.spindle.backend.cpu.HfParityTest.Parity p = dev.spindle.engine.ChatModelParityTest.teacherForced(gpu);
+            p.print("spindle-chat-target (cuda)");
+            p.assertGate("spindle-chat-target (cuda)");
         }
     }
 
