@@ -260,8 +260,7 @@ public final class CudaBench {
      */
     public Map<String, Object> prefillAttentionKernels(int rows) {
         Map<String, Object> m = new LinkedHashMap<>();
-        Map<Integer, String> names = Map.of(CudaKernels.PREFILL, "whole_tiles", CudaKernels.PREFILL_HALF_TILES, "half_tiles",
-                CudaKernels.PREFILL_WARP_PAIRS, "warp_pairs");
+        Map<Integer, String> names = Map.of(CudaKernels.PREFILL, "one_warp_per_rows", CudaKernels.PREFILL_WARP_PAIRS, "warp_pairs");
         try {
             for (int kernel : CudaKernels.PREFILL_KERNELS) {
                 if (!gpu.hasPrefillAttentionKernel(kernel)) {
@@ -269,13 +268,23 @@ public final class CudaBench {
                     continue;
                 }
                 gpu.prefillAttentionKernel(kernel);
-                m.put(names.get(kernel) + "_ms", profile(rows, 0, 1).get("attention prefill_ms"));
+                Object ms = profile(rows, 0, 1).get("attention prefill_ms");
+                m.put(names.get(kernel) + "_ms", ms);
+                if (ms instanceof Number t) {
+                    m.put(names.get(kernel) + "_tflops_per_second", round(attentionFlops(rows) / (t.doubleValue() * 1e-3) / 1e12, 1));
+                }
             }
         } finally {
             gpu.prefillAttentionKernel(-1);
         }
-        m.put("picked", names.get(CudaForwardPass.PREFILL_KERNEL));
+        m.put("picked", names.get(gpu.prefillKernel()));
         return m;
+    }
+
+    /** Causal attention's matmul work for a prefill of {@code rows} tokens, all executed layers: q.k and p.v, 2 flops a multiply-add. */
+    double attentionFlops(int rows) {
+        double pairs = rows * (rows + 1.0) / 2;
+        return 4 * pairs * c.headDim() * c.numHeads() * (double) c.numLayers() * c.numLoops();
     }
 
     static double round(double v, int digits) {

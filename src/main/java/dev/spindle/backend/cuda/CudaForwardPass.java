@@ -19,7 +19,7 @@ import java.util.List;
  * The forward pass on an NVIDIA GPU, for stock and looped llama, in the CPU reference's
  * rounding points: bf16 weights and activations, fp32 accumulation, bf16 paged KV pool in
  * device memory. Per executed layer: rms_norm, one GEMM for q|k|v, rope_kv_write,
- * attention (decode rows: phase 1, attention_stats, phase 2, attention_sum), GEMM o, add_rms_norm (the residual
+ * attention (one pass; decode rows: split CTAs, then attention_merge), GEMM o, add_rms_norm (the residual
  * add fused with the next norm), GEMM gate|up, swiglu, GEMM down. GEMMs are cuBLASLt with
  * a pinned split-free algorithm per weight shape; everything else is Spindle's kernels.
  * Only token ids, positions and block tables go to the device per step; logits (or, for
@@ -72,7 +72,7 @@ public final class CudaForwardPass implements ForwardPass {
     private final long slotBytes;
     private final RotaryTable rotary;
     private final List<Long> buffers = new ArrayList<>();
-    private final long x, xn, qkv, att, proj, gateUp, act, logits, picked, stats;
+    private final long x, xn, qkv, att, proj, gateUp, act, logits, picked;
     private final MemorySegment logitsHost;
     private final int logitRowsMax;
     private long meta;
@@ -83,7 +83,7 @@ public final class CudaForwardPass implements ForwardPass {
     static final int MAX_GRAPHS = 512;
     /** Split slots a captured step may give its rows at most (each about 40 KB on the 33B shape: 2.6 GB). */
     static final long GRAPH_MAX_PARTIALS = 65536;
-    private long cos, sin, partO, partML, scores;
+    private long cos, sin, partO, partML;
     private final DeviceDraws drawer;
     /** The residual rows after each tap layer of the current step (taps x rows x hidden, bf16), grown on demand. */
     private long tapBuf, tapCapacity;
@@ -119,7 +119,6 @@ public final class CudaForwardPass implements ForwardPass {
         logitRowsMax = Math.min(n, Math.max(1, (int) ((1L << 30) / ((long) c.vocabSize() * 2))));
         logits = buffer((long) logitRowsMax * c.vocabSize() * 2);
         picked = buffer((long) logitRowsMax * h * 2);
-        stats = buffer((long) n * c.numHeads() * 2 * 4);
         ensureMeta(16 * n + 4096);
         logitsHost = cuda.allocHost((long) logitRowsMax * c.vocabSize() * 2);
         drawer = new DeviceDraws(k, c.vocabSize());
@@ -241,12 +240,10 @@ public final class CudaForwardPass implements ForwardPass {
             cuda.sync();
             cuda.free(partO);
             cuda.free(partML);
-            cuda.free(scores);
             partialCapacity = 0; // nothing held if an allocation below fails
         }
         partO = cuda.alloc((long) cap * c.numHeads() * c.headDim() * 4);
         partML = cuda.alloc((long) cap * c.numHeads() * 2 * 4);
-        scores = cuda.alloc((long) cap * c.numHeads() * CudaKernels.ATTENTION_SPLIT * 2);
         partialCapacity = cap;
         return true;
     }
@@ -563,17 +560,14 @@ public final class CudaForwardPass implements ForwardPass {
                 int heads = c.numHeads(), kvh = c.numKvHeads(), hd = c.headDim(), bs = opt.blockSize();
                 long tables = m + 4L * p.tables, desc = m + 4L * p.desc, cdesc = m + 4L * p.cdesc;
                 if (p.decodeRows > 0) {
-                    op("attention decode scores", () -> k.attention(1, p.decodeCtas, qkv, stride, att, kvSlot, tables, desc, partO, partML, stats,
-                            scores, heads, kvh, hd, bs, scale));
-                    op("attention decode stats", () -> k.attentionStats(p.decodeRows, partML, cdesc, stats, heads));
-                    op("attention decode values", () -> k.attention(2, p.decodeCtas, qkv, stride, att, kvSlot, tables, desc, partO, partML, stats,
-                            scores, heads, kvh, hd, bs, scale));
-                    op("attention decode sum", () -> k.attentionSum(p.decodeRows, partO, cdesc, att, heads, hd));
+                    op("attention decode splits", () -> k.attention(CudaKernels.DECODE, p.decodeCtas, qkv, stride, att, kvSlot, tables, desc, partO, partML,
+                            heads, kvh, hd, bs, scale));
+                    op("attention decode merge", () -> k.attentionMerge(p.decodeRows, partO, partML, cdesc, att, heads, hd));
                 }
                 if (p.ctas > p.decodeCtas) {
-                    int kernel = prefillKernelOverride >= 0 ? prefillKernelOverride : PREFILL_KERNEL;
+                    int kernel = prefillKernel();
                     op("attention prefill", () -> k.attention(kernel, p.ctas - p.decodeCtas, qkv, stride, att, kvSlot, tables, desc + 32L * p.decodeCtas,
-                            partO, partML, stats, scores, heads, kvh, hd, bs, scale));
+                            partO, partML, heads, kvh, hd, bs, scale));
                 }
                 op("gemm o", () -> linear.apply(att, n, qd, lw.o(), h, proj));
                 op("norms", () -> k.addRmsNorm(x, proj, lw.postAttnNorm(), xn, n, h, eps));
@@ -602,19 +596,21 @@ public final class CudaForwardPass implements ForwardPass {
     }
 
     /**
-     * The prefill attention kernel: half tiles, at every length. Once the kernels' KV copies were made cheap
-     * (a fixed per-thread column, 32-bit row numbers), half tiles were the fastest of the three at 512, 2K and
-     * 8K tokens on the 33B shape and at 2K and 8K on the 3B shape, and within 0.07 ms of whole tiles at 512 there
-     * (the H200 suite, prefill_attention_kernels in docs/bench/h200-*-shape.json; attention of all layers,
-     * whole / half tiles / warp pairs, ms): 33B shape 512: 5.39 / 5.01 / 5.77, 2K: 49.1 / 46.3 / 48.6,
-     * 8K: 658 / 579 / 643; 3B shape 512: 2.01 / 2.08 / 2.03, 2K: 11.8 / 10.9 / 11.2, 8K: 141 / 122 / 138.
-     * All three compute the same values. Half tiles also need the least shared memory, so they load on every
-     * GPU (whole tiles and warp pairs do not fit the 99 KiB a block of sm_86/sm_89).
+     * The prefill attention kernel: one warp per row group, which loads on every GPU (96 KiB of shared memory a
+     * block at head dim 128) and, in one pass, was faster than warp pairs at every length on the 33B shape (H200,
+     * attention of all layers, one warp / warp pairs, ms: 512 tokens 3.61 / 4.02, 2K 29.2 / 37.7, 8K 406 / 519;
+     * docs/bench/ab-one-pass-attention). The two compute the same values; the bench times both
+     * (prefill_attention_kernels in its JSON).
      */
-    static final int PREFILL_KERNEL = CudaKernels.PREFILL_HALF_TILES;
+    static final int PREFILL_KERNEL = CudaKernels.PREFILL;
 
     /** -1: {@link #PREFILL_KERNEL}; else every prefill step runs this kernel (the bench's comparison). */
     private int prefillKernelOverride = -1;
+
+    /** The prefill kernel steps run. */
+    int prefillKernel() {
+        return prefillKernelOverride >= 0 ? prefillKernelOverride : PREFILL_KERNEL;
+    }
 
     /** Whether prefill attention kernel {@code kernel} is loaded for this model's head dim on this GPU. */
     public boolean hasPrefillAttentionKernel(int kernel) {
@@ -674,7 +670,6 @@ public final class CudaForwardPass implements ForwardPass {
         if (partialCapacity > 0) {
             cuda.free(partO);
             cuda.free(partML);
-            cuda.free(scores);
         }
         drawer.close();
         linear.close();

@@ -17,24 +17,24 @@ public final class CudaKernels {
     /** Rows of one attention CTA's MMA tile (the window's rows times the heads sharing a KV head). */
     public static final int ATTENTION_TILE = 64;
     /**
-     * The attention kernels by phase: prefill windows in whole 64-key tiles, the decode phases, prefill
-     * in half tiles (smaller stages, three CTAs per SM instead of two), and prefill with two warps per 16
-     * MMA rows, each taking half of every tile's keys (256 threads: twice the warps per SM, half the chain
-     * per warp). The three prefill kernels compute the same values.
+     * The attention kernels (one pass over the keys each): prefill windows with one warp per 16 MMA rows,
+     * decode rows' split CTAs (their split states folded by {@link #attentionMerge}), and prefill with two
+     * warps per 16 MMA rows, each taking half of every tile's keys (256 threads: twice the warps per SM,
+     * half the chain per warp). The two prefill kernels compute the same values.
      */
-    public static final int PREFILL = 0, DECODE_SCORES = 1, DECODE_VALUES = 2, PREFILL_HALF_TILES = 3, PREFILL_WARP_PAIRS = 4;
+    public static final int PREFILL = 0, DECODE = 1, PREFILL_WARP_PAIRS = 2;
     /** The prefill kernels, for comparisons. */
-    public static final List<Integer> PREFILL_KERNELS = List.of(PREFILL, PREFILL_HALF_TILES, PREFILL_WARP_PAIRS);
-    /** attention.cu's kernel suffixes, by phase index (attention_hd{headDim}_{suffix}). */
-    static final List<String> ATTENTION_KERNELS = List.of("p0", "p1", "p2", "p0h", "p0w");
+    public static final List<Integer> PREFILL_KERNELS = List.of(PREFILL, PREFILL_WARP_PAIRS);
+    /** attention.cu's kernel suffixes, by kind index (attention_hd{headDim}_{suffix}). */
+    static final List<String> ATTENTION_KERNELS = List.of("p0", "p1", "p0w");
 
     /** Threads of an attention CTA: 128 (four warps), 256 for the warp-pair prefill. */
-    static int attentionThreads(int phase) {
-        return phase == PREFILL_WARP_PAIRS ? 256 : 128;
+    static int attentionThreads(int kind) {
+        return kind == PREFILL_WARP_PAIRS ? 256 : 128;
     }
 
     private final CudaDriver cuda;
-    private final MemorySegment embed, rmsNorm, addRmsNorm, rope, ropeKvWrite, swiglu, residualAdd, kvWrite, attentionStats, attentionSum, argmax, sample,
+    private final MemorySegment embed, rmsNorm, addRmsNorm, rope, ropeKvWrite, swiglu, residualAdd, kvWrite, attentionMerge, argmax, sample,
             fillDummy;
     private final java.util.Map<Integer, MemorySegment> attention = new java.util.HashMap<>();
     /**
@@ -89,9 +89,9 @@ public final class CudaKernels {
                     cuda.allowSharedMemory(f, attentionSharedBytes(hd, phase));
                 } catch (CudaException e) {
                     // the driver refuses more dynamic shared memory than the block may have beside the kernel's static
-                    // shared memory: whole tiles and warp pairs (100 KiB) exceed the 99 KiB a block of sm_86/sm_89 GPUs, whose
-                    // prefill then runs in half tiles (the same values); the other kernels must fit
-                    if (phase == PREFILL || phase == PREFILL_WARP_PAIRS) {
+                    // shared memory: warp pairs (96 KiB + 12.5 KiB static) exceed the 99 KiB a block of sm_86/sm_89/sm_120
+                    // GPUs, whose prefill then runs one warp per row group (the same values); the other kernels must fit
+                    if (phase == PREFILL_WARP_PAIRS) {
                         continue;
                     }
                     throw new CudaException(name + " needs " + attentionSharedBytes(hd, phase) + " bytes of dynamic shared memory and this GPU allows "
@@ -108,8 +108,7 @@ public final class CudaKernels {
                 linearRows.put(v, f);
             }
         }
-        attentionStats = cuda.function(module, "attention_stats");
-        attentionSum = cuda.function(module, "attention_sum");
+        attentionMerge = cuda.function(module, "attention_merge");
         argmax = cuda.function(module, "argmax");
         sample = cuda.function(module, "sample");
         fillDummy = cuda.function(module, "fill_dummy");
@@ -230,14 +229,12 @@ public final class CudaKernels {
     }
 
     /**
-     * Two stages, rows padded by 8 (the STAGE of attention.cu): prefill K and V of 64-key tiles (half tiles:
-     * 32 keys), phase 1 a 64-key K tile, phase 2 a 64-key V tile and 16 x 64 scores; prefill adds its
-     * threads' running sums (fp32: 16 words a thread per 16 dims, the same bytes for 128 or 256 threads). In bytes.
+     * Two stages of a 64-key tile's K and V, rows unpadded (the STAGE of attention.cu, swizzled); prefill adds its
+     * CTA's running O (fp32, 64 MMA rows x headDim: the same bytes for 128 or 256 threads). In bytes.
      */
-    static int attentionSharedBytes(int headDim, int phase) {
-        boolean prefill = PREFILL_KERNELS.contains(phase);
-        int stage = prefill ? 2 * (phase == PREFILL_HALF_TILES ? 32 : 64) * (headDim + 8) : 64 * (headDim + 8) + (phase == DECODE_VALUES ? 16 * 64 : 0);
-        return 2 * stage * 2 + (prefill ? headDim / 8 * 4 * 128 * 4 : 0);
+    static int attentionSharedBytes(int headDim, int kind) {
+        int stage = 2 * 64 * headDim * 2;
+        return 2 * stage + (PREFILL_KERNELS.contains(kind) ? 64 * headDim * 4 : 0);
     }
 
     /** Whether the attention kernel of {@code phase} for {@code headDim} is loaded (its shared memory fits this GPU). */
@@ -251,18 +248,19 @@ public final class CudaKernels {
     }
 
     /**
-     * Paged causal attention for {@code ctas} CTA descriptors (8 ints each, see attention.cu):
-     * one of {@link #PREFILL_KERNELS} for prefill tiles; phases 1 and 2 for decode rows' split CTAs.
+     * Paged causal attention for {@code ctas} CTA descriptors (8 ints each, see attention.cu): one of
+     * {@link #PREFILL_KERNELS} for prefill tiles (out written); {@link #DECODE} for decode rows' split CTAs
+     * (split states to partO and partML, folded into out by {@link #attentionMerge}).
      */
     public void attention(int phase, int ctas, long qkv, int stride, long out, long pool, long tables, long desc, long partO, long partML,
-                          long stats, long scores, int heads, int kvHeads, int headDim, int blockSize, float scale) {
+                          int heads, int kvHeads, int headDim, int blockSize, float scale) {
         MemorySegment f = attention.get(headDim * 8 + phase);
         if (f == null) {
             throw new IllegalStateException("attention_hd" + headDim + "_" + ATTENTION_KERNELS.get(phase) + " is not loaded on this GPU (shared memory)");
         }
         cuda.launchShared(f, ctas, kvHeads, attentionThreads(phase),
                 attentionSharedBytes(headDim, phase), qkv, stride, out,
-                pool, tables, desc, partO, partML, stats, scores, heads, kvHeads, blockSize, scale);
+                pool, tables, desc, partO, partML, heads, kvHeads, blockSize, scale);
     }
 
     /**
@@ -284,14 +282,9 @@ public final class CudaKernels {
         return List.copyOf(linearRows.keySet());
     }
 
-    /** Merges decode rows' split (max, sum) states in split order into stats (rows, heads, 2). */
-    public void attentionStats(int rows, long partML, long cdesc, long stats, int heads) {
-        cuda.launch(attentionStats, rows, heads, 32, partML, cdesc, stats, heads);
-    }
-
-    /** Adds decode rows' split sums of p v in split order into out. */
-    public void attentionSum(int rows, long partO, long cdesc, long out, int heads, int headDim) {
-        cuda.launch(attentionSum, rows, heads, headDim, partO, cdesc, out, heads, headDim);
+    /** Folds decode rows' split states (partO, partML; row descriptors cdesc) in split order into out. */
+    public void attentionMerge(int rows, long partO, long partML, long cdesc, long out, int heads, int headDim) {
+        cuda.launch(attentionMerge, rows, heads, Math.max(32, headDim), partO, partML, cdesc, out, heads, headDim);
     }
 
     /** out[r] = argmax of logits row r (first among equals). */

@@ -196,9 +196,9 @@ class KernelContractTest {
     }
 
     /**
-     * A decode row through the split path (phase 1, attention_stats, phase 2, attention_sum) equals the same
-     * row computed by phase 0, bit for bit, at contexts of 1 to 262 splits: the merges' chunking and
-     * staging (32 splits a chunk, 256 per stats group) must not change the split-order arithmetic. KV blocks
+     * A decode row through the split path (split CTAs, then attention_merge) equals the same row computed by
+     * the prefill kernel, bit for bit, at contexts of 1 to 262 splits: the merge's chunking and staging
+     * (28 splits a chunk) must not change the split-order arithmetic. KV blocks
      * of 16 keys (the default), 4 (a 64-key tile spans 16 blocks) and 128 (a split lies in one block); 4, 12
      * and 7 query heads a KV head (a decode CTA's upper 8 MMA rows empty, used, and empty with 7 used below).
      */
@@ -242,34 +242,23 @@ class KernelContractTest {
             cuda.copyToDevice(dcd, a.allocateFrom(ValueLayout.JAVA_INT, cdesc.stream().flatMapToInt(java.util.Arrays::stream).toArray()));
             long splitOut = cuda.alloc((long) decode.length * qd * 2), zeroOut = cuda.alloc((long) ctx * qd * 2);
             long partO = cuda.alloc((long) part * heads * hd * 4), partML = cuda.alloc((long) part * heads * 8);
-            long stats = cuda.alloc((long) decode.length * heads * 8), scores = cuda.alloc((long) part * heads * CudaKernels.ATTENTION_SPLIT * 2);
             float scale = (float) Math.pow(hd, -0.5);
-            k.attention(1, desc.size(), dq, stride, splitOut, dpool, dtab, ddesc, partO, partML, stats, scores, heads, kvHeads, hd, bs, scale);
-            k.attentionStats(decode.length, partML, dcd, stats, heads);
-            k.attention(2, desc.size(), dq, stride, splitOut, dpool, dtab, ddesc, partO, partML, stats, scores, heads, kvHeads, hd, bs, scale);
-            k.attentionSum(decode.length, partO, dcd, splitOut, heads, hd);
-            k.attention(CudaKernels.PREFILL_HALF_TILES, zero.size(), dq, stride, zeroOut, dpool, dtab, dzero, partO, partML, stats, scores, heads,
-                    kvHeads, hd, bs, scale);
-            float[] halves = download(a, zeroOut, ctx * qd);
-            // whole tiles and warp pairs are left out on GPUs with 99 KiB of shared memory a block: then the last kernel run is the reference
+            k.attention(CudaKernels.DECODE, desc.size(), dq, stride, splitOut, dpool, dtab, ddesc, partO, partML, heads, kvHeads, hd, bs, scale);
+            k.attentionMerge(decode.length, partO, partML, dcd, splitOut, heads, hd);
+            // warp pairs are left out on GPUs with 99 KiB of shared memory a block: then the last kernel run is the reference
             if (k.hasAttention(hd, CudaKernels.PREFILL_WARP_PAIRS)) {
-                k.attention(CudaKernels.PREFILL_WARP_PAIRS, zero.size(), dq, stride, zeroOut, dpool, dtab, dzero, partO, partML, stats, scores, heads,
-                        kvHeads, hd, bs, scale);
+                k.attention(CudaKernels.PREFILL_WARP_PAIRS, zero.size(), dq, stride, zeroOut, dpool, dtab, dzero, partO, partML, heads, kvHeads, hd, bs, scale);
             }
             float[] pairs = download(a, zeroOut, ctx * qd);
-            if (k.hasAttention(hd, CudaKernels.PREFILL)) {
-                k.attention(CudaKernels.PREFILL, zero.size(), dq, stride, zeroOut, dpool, dtab, dzero, partO, partML, stats, scores, heads, kvHeads, hd, bs,
-                        scale);
-            }
+            k.attention(CudaKernels.PREFILL, zero.size(), dq, stride, zeroOut, dpool, dtab, dzero, partO, partML, heads, kvHeads, hd, bs, scale);
             float[] split = download(a, splitOut, decode.length * qd), whole = download(a, zeroOut, ctx * qd);
-            assertEquals(0, compare(whole, halves)[1], "prefill in half tiles differs from whole tiles");
-            assertEquals(0, compare(whole, pairs)[1], "prefill with warp pairs differs from whole tiles");
+            assertEquals(0, compare(whole, pairs)[1], "prefill with warp pairs differs from one warp per row group");
             for (int i = 0; i < decode.length; i++) {
                 float[] want = java.util.Arrays.copyOfRange(whole, decode[i] * qd, (decode[i] + 1) * qd);
                 float[] got = java.util.Arrays.copyOfRange(split, i * qd, (i + 1) * qd);
-                assertEquals(0, compare(want, got)[1], "decode row at position " + decode[i] + " differs from phase 0");
+                assertEquals(0, compare(want, got)[1], "decode row at position " + decode[i] + " differs from the prefill kernel");
             }
-            System.out.println("[cuda] decode split path = phase 0 (whole tiles = half tiles = warp pairs), KV blocks of " + bs + ", "
+            System.out.println("[cuda] decode split path = prefill (one warp per row group = warp pairs), KV blocks of " + bs + ", "
                     + group + " query heads a KV head, at "
                     + java.util.Arrays.toString(decode) + " (up to "
                     + (decode[0] / CudaKernels.ATTENTION_SPLIT + 1) + " splits)");
@@ -549,14 +538,16 @@ class KernelContractTest {
 
     /**
      * Paged attention (kv_write, then the attention launches the forward pass makes) against a
-     * double-precision reference with HF's eager rounding points: s = bf16(bf16(q.k) * scale),
-     * p = bf16(softmax(s)), out = sum of p v. Bound per output: 2 bf16 ulps of the reference, plus one
-     * bf16 step of the largest |p v| term (a probability whose exp lands on the other side of a
-     * rounding boundary), plus 2^-14 of the sum of |p v| (fp32 accumulation order). Head dims 16, 32,
+     * double-precision reference with the kernels' rounding points (attention.cu's flash numerics): s = q.k
+     * * scale unrounded, per 128-key split an online softmax over 64-key tiles whose p = exp(s - running max)
+     * is rounded to bf16 before it multiplies v, the splits folded in order, out = O / L. Bound per output:
+     * 2 bf16 ulps of the reference, plus one bf16 step of the largest normalised |p v| term (a p whose exp
+     * lands on the other side of a rounding boundary), plus 2^-14 of the sum of |p v| (fp32 accumulation
+     * order and the fp32 scores). Head dims 16, 32,
      * 128 with 4, 3 and 7 query heads per KV head; a prefill window and decode rows over 2, 3 and 6 splits.
      */
     @Test
-    void attentionWithinBoundOfHfNumerics() {
+    void attentionWithinBoundOfFlashNumerics() {
         int[][] shapes = {{16, 4, 2}, {32, 3, 2}, {128, 7, 2}};
         StringBuilder failures = new StringBuilder();
         for (int[] sh : shapes) {
@@ -607,26 +598,17 @@ class KernelContractTest {
                 long dout = cuda.alloc((long) ctx * qd * 2), partO = cuda.alloc((long) part * heads * hd * 4), partML = cuda.alloc((long) part * heads * 8);
                 cuda.memsetZero(dout, (long) ctx * qd * 2);
                 float scale = (float) Math.pow(hd, -0.5);
-                long stats = cuda.alloc((long) decode.length * heads * 8), scores = cuda.alloc((long) part * heads * CudaKernels.ATTENTION_SPLIT * 2);
-                k.attention(1, decodeCtas, dq, stride, dout, dpool, dtab, ddesc, partO, partML, stats, scores, heads, kvHeads, hd, bs, scale);
-                k.attentionStats(decode.length, partML, dcd, stats, heads);
-                k.attention(2, decodeCtas, dq, stride, dout, dpool, dtab, ddesc, partO, partML, stats, scores, heads, kvHeads, hd, bs, scale);
-                k.attentionSum(decode.length, partO, dcd, dout, heads, hd);
-                k.attention(CudaKernels.PREFILL_HALF_TILES, desc.size() - decodeCtas, dq, stride, dout, dpool, dtab, ddesc + 32L * decodeCtas, partO,
-                        partML, stats, scores, heads, kvHeads, hd, bs, scale);
-                float[] halves = download(a, dout, ctx * qd);
+                k.attention(CudaKernels.DECODE, decodeCtas, dq, stride, dout, dpool, dtab, ddesc, partO, partML, heads, kvHeads, hd, bs, scale);
+                k.attentionMerge(decode.length, partO, partML, dcd, dout, heads, hd);
                 if (k.hasAttention(hd, CudaKernels.PREFILL_WARP_PAIRS)) {
                     k.attention(CudaKernels.PREFILL_WARP_PAIRS, desc.size() - decodeCtas, dq, stride, dout, dpool, dtab, ddesc + 32L * decodeCtas, partO,
-                            partML, stats, scores, heads, kvHeads, hd, bs, scale);
+                            partML, heads, kvHeads, hd, bs, scale);
                 }
                 float[] pairs = download(a, dout, ctx * qd);
-                if (k.hasAttention(hd, CudaKernels.PREFILL)) {
-                    k.attention(CudaKernels.PREFILL, desc.size() - decodeCtas, dq, stride, dout, dpool, dtab, ddesc + 32L * decodeCtas, partO, partML,
-                            stats, scores, heads, kvHeads, hd, bs, scale);
-                }
+                k.attention(CudaKernels.PREFILL, desc.size() - decodeCtas, dq, stride, dout, dpool, dtab, ddesc + 32L * decodeCtas, partO, partML,
+                        heads, kvHeads, hd, bs, scale);
                 float[] got = download(a, dout, ctx * qd);
-                assertEquals(0, compare(got, halves)[1], "prefill in half tiles differs from whole tiles (head dim " + hd + ")");
-                assertEquals(0, compare(got, pairs)[1], "prefill with warp pairs differs from whole tiles (head dim " + hd + ")");
+                assertEquals(0, compare(got, pairs)[1], "prefill with warp pairs differs from one warp per row group (head dim " + hd + ")");
                 double worst = 0;
                 String where = "";
                 int checked = 0;
@@ -639,25 +621,8 @@ class KernelContractTest {
                 }
                 for (int p : rowsToCheck) {
                     for (int h = 0; h < heads; h++) {
+                        double[] pr = flashWeights(rows, stride, qd, hd, h, h / group, p, scale);
                         int g = h / group;
-                        double[] pr = new double[p + 1];
-                        double max = Double.NEGATIVE_INFINITY;
-                        for (int t = 0; t <= p; t++) {
-                            double exact = 0;
-                            for (int d = 0; d < hd; d++) {
-                                exact += (double) rows[p * stride + h * hd + d] * rows[t * stride + qd + g * hd + d];
-                            }
-                            pr[t] = Bf16.round(Bf16.round((float) exact) * scale);
-                            max = Math.max(max, pr[t]);
-                        }
-                        double sum = 0;
-                        for (int t = 0; t <= p; t++) {
-                            pr[t] = Math.exp(pr[t] - max);
-                            sum += pr[t];
-                        }
-                        for (int t = 0; t <= p; t++) {
-                            pr[t] = Bf16.round((float) (pr[t] / sum));
-                        }
                         for (int d = 0; d < hd; d++) {
                             double o = 0, sumAbs = 0, maxTerm = 0;
                             for (int t = 0; t <= p; t++) {
@@ -686,6 +651,63 @@ class KernelContractTest {
             }
         }
         assertTrue(failures.isEmpty(), "attention exceeds its bound: " + failures);
+    }
+
+    /**
+     * The normalised weight of each key 0..p in row p's attention output (head h over KV head g) as the
+     * kernels compute it, in double: per 128-key split an online softmax over 64-key tiles, p rounded to bf16
+     * against the split's running max, the splits folded to the final max and divided by the final sum.
+     */
+    static double[] flashWeights(float[] rows, int stride, int qd, int hd, int h, int g, int p, float scale) {
+        double[] s = new double[p + 1], w = new double[p + 1], split = new double[p + 1];
+        for (int t = 0; t <= p; t++) {
+            double exact = 0;
+            for (int d = 0; d < hd; d++) {
+                exact += (double) rows[p * stride + h * hd + d] * rows[t * stride + qd + g * hd + d];
+            }
+            s[t] = exact * scale;
+        }
+        int splits = p / CudaKernels.ATTENTION_SPLIT + 1;
+        double[] ms = new double[splits], ls = new double[splits];
+        for (int sp = 0; sp < splits; sp++) {
+            int s0 = sp * CudaKernels.ATTENTION_SPLIT, s1 = Math.min(s0 + CudaKernels.ATTENTION_SPLIT, p + 1);
+            double m = Double.NEGATIVE_INFINITY, l = 0;
+            for (int t0 = s0; t0 < s1; t0 += 64) {
+                int t1 = Math.min(t0 + 64, s1);
+                double mn = m;
+                for (int t = t0; t < t1; t++) {
+                    mn = Math.max(mn, s[t]);
+                }
+                double alpha = m == Double.NEGATIVE_INFINITY ? 0 : Math.exp(m - mn);
+                l *= alpha;
+                for (int t = s0; t < t0; t++) {
+                    w[t] *= alpha;
+                }
+                for (int t = t0; t < t1; t++) {
+                    double e = Math.exp(s[t] - mn);
+                    l += e;
+                    w[t] = Bf16.round((float) e);
+                }
+                m = mn;
+            }
+            ms[sp] = m;
+            ls[sp] = l;
+            for (int t = s0; t < s1; t++) {
+                split[t] = sp;
+            }
+        }
+        double bigM = Double.NEGATIVE_INFINITY;
+        for (double m : ms) {
+            bigM = Math.max(bigM, m);
+        }
+        double bigL = 0;
+        for (int sp = 0; sp < splits; sp++) {
+            bigL += ls[sp] * Math.exp(ms[sp] - bigM);
+        }
+        for (int t = 0; t <= p; t++) {
+            w[t] *= Math.exp(ms[(int) split[t]] - bigM) / bigL;
+        }
+        return w;
     }
 
     /** The pinned cuBLASLt algorithms on the fixtures' small shapes: within the bound, and row-invariant. */
