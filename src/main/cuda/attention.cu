@@ -392,8 +392,8 @@ ATTENTION_KINDS(128)
 // attention_merge: folds each decode row's split states in split order (exactly the prefill CTA's
 // fold) and writes out = bf16(O / L). Grid: (decode rows, heads), block: max(headDim, 32) (one thread
 // per dim, and at least the one warp that computes the factors).
-// The splits' o stream through MERGE_STAGES shared-memory stages of MERGE_CHUNK splits with cp.async
-// (loads in flight without registers). The running max is a prefix max (exact
+// The splits' o and (m, l) stream through MERGE_STAGES shared-memory stages of MERGE_CHUNK splits with
+// cp.async (loads in flight without registers). The running max is a prefix max (exact
 // in any order), so warp 0 computes every split's two factors a = exp(M_before - M_after) and
 // b = exp(m_split - M_after) of a chunk in parallel, one split a lane; then each thread folds its dim
 // (and L) down the chunk in split order with them: only O = O a + o b runs split after split.
@@ -402,7 +402,8 @@ ATTENTION_KINDS(128)
 #define MERGE_STAGES 3
 extern "C" __global__ void attention_merge(const float *partO, const float *partML, const int *cdesc, bf16 *out, int heads, int HD) {
     __shared__ __align__(16) float buf[MERGE_STAGES][MERGE_CHUNK * 128];
-    __shared__ float fa[32], fb[32], lsum[32];
+    __shared__ __align__(16) float ml[MERGE_STAGES][MERGE_CHUNK * 2];
+    __shared__ float fa[32], fb[32];
     const int *d = cdesc + blockIdx.x * 3;
     const int first = d[0], n = d[1], row = d[2], qh = blockIdx.y, i = threadIdx.x, lane = i & 31;
     dependent_launch_entry();
@@ -416,6 +417,11 @@ extern "C" __global__ void attention_merge(const float *partO, const float *part
                 unsigned dst = (unsigned) __cvta_generic_to_shared(&buf[c % MERGE_STAGES][s * HD + 4 * part]);
                 asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"(dst), "l"(src));
             }
+            for (int s = i; s < cnt; s += blockDim.x) {
+                const float *src = partML + ((long) (first + c0 + s) * heads + qh) * 2;
+                unsigned dst = (unsigned) __cvta_generic_to_shared(&ml[c % MERGE_STAGES][2 * s]);
+                asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" :: "r"(dst), "l"(src));
+            }
         }
         asm volatile("cp.async.commit_group;\n" ::);
     };
@@ -425,14 +431,12 @@ extern "C" __global__ void attention_merge(const float *partO, const float *part
     for (int c = 0; c < chunks; c++) {
         load(c + MERGE_STAGES - 1);
         const int c0 = c * MERGE_CHUNK, cnt = min(MERGE_CHUNK, n - c0);
+        asm volatile("cp.async.wait_group %0;\n" :: "n"(MERGE_STAGES - 1));
+        __syncthreads();
+        const float *sm = ml[c % MERGE_STAGES];
         if (i < 32) {
-            // this chunk's factors: split c0 + lane's max and sum, the prefix max over the chunk, M before and after
-            float ms = -INFINITY, ls = 0.f;
-            if (lane < cnt) {
-                long ps = (long) (first + c0 + lane) * heads + qh;
-                ms = partML[ps * 2];
-                ls = partML[ps * 2 + 1];
-            }
+            // this chunk's factors: split c0 + lane's max, the prefix max over the chunk, M before and after
+            const float ms = lane < cnt ? sm[2 * lane] : -INFINITY;
             float pm = ms;
             #pragma unroll
             for (int off = 1; off < 32; off <<= 1) {
@@ -443,15 +447,13 @@ extern "C" __global__ void attention_merge(const float *partO, const float *part
             if (lane == 0) before = M;
             fa[lane] = before == -INFINITY ? 0.f : expf(__fsub_rn(before, after));
             fb[lane] = ms == -INFINITY ? 0.f : expf(__fsub_rn(ms, after));
-            lsum[lane] = ls;
             M = __shfl_sync(0xffffffffu, after, cnt - 1); // the run's max after the chunk (warp 0 alone needs it)
         }
-        asm volatile("cp.async.wait_group %0;\n" :: "n"(MERGE_STAGES - 1));
         __syncthreads();
         const float *b = buf[c % MERGE_STAGES];
         if (i < HD) {
             for (int s = 0; s < cnt; s++) {
-                L = __fadd_rn(__fmul_rn(L, fa[s]), __fmul_rn(lsum[s], fb[s]));
+                L = __fadd_rn(__fmul_rn(L, fa[s]), __fmul_rn(sm[2 * s + 1], fb[s]));
                 O = fold_value(O, fa[s], b[s * HD + i], fb[s]);
             }
         }
