@@ -284,8 +284,42 @@ public final class CudaDriver {
 
     /** Copies host to device in stream order (asynchronous when src is pinned). */
     public void copyToDeviceAsync(long dst, MemorySegment src, long bytes) {
+        copyToDeviceAsync(dst, src, bytes, stream);
+    }
+
+    /**
+     * A stream of its own (non-blocking), for work beside the main stream, such as the weight upload's
+     * copies from several threads; destroyed by {@link #destroyStream}.
+     */
+    public MemorySegment createStream() {
+        makeCurrent();
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment s = a.allocate(ADDRESS);
+            call("cuStreamCreate", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT), s, 1 /* CU_STREAM_NON_BLOCKING */);
+            return s.get(ADDRESS, 0);
+        }
+    }
+
+    public void destroyStream(MemorySegment s) {
+        makeCurrent();
+        call("cuStreamDestroy_v2", FunctionDescriptor.of(JAVA_INT, ADDRESS), s);
+    }
+
+    /** Waits for the work of {@code s}. */
+    public void sync(MemorySegment s) {
         try {
-            check("cuMemcpyHtoDAsync", (int) cuMemcpyHtoDAsync.invokeExact(dst, src, bytes, stream));
+            check("cuStreamSynchronize", (int) cuStreamSynchronize.invokeExact(s));
+        } catch (CudaException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new CudaException("cuStreamSynchronize: " + t);
+        }
+    }
+
+    /** Copies host to device in the order of stream {@code s} (asynchronous when src is pinned). */
+    public void copyToDeviceAsync(long dst, MemorySegment src, long bytes, MemorySegment s) {
+        try {
+            check("cuMemcpyHtoDAsync", (int) cuMemcpyHtoDAsync.invokeExact(dst, src, bytes, s));
         } catch (CudaException e) {
             throw e;
         } catch (Throwable t) {

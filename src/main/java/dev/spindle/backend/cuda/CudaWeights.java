@@ -13,11 +13,15 @@ import java.util.List;
 /**
  * A model's bf16 weights in device memory, as published (no conversion), with two fusions
  * of layout only: q|k|v stacked into one (Q + 2K, H) matrix and gate|up into one (2I, H),
- * so each is one GEMM. Uploaded through two pinned staging buffers (the copy of one chunk
- * overlaps the reading of the next), or generated on the device for --load-format dummy.
+ * so each is one GEMM. Uploaded by several threads, each through two pinned staging buffers
+ * (see {@link Uploader}), or generated on the device for --load-format dummy.
  */
 public final class CudaWeights implements AutoCloseable {
-    private static final long CHUNK = 64L << 20;
+    /**
+     * Threads that copy weights to the device at once (each with two 32 MiB pinned buffers): reading the
+     * host mapping (the page cache) is the slow side of the copy, so it runs in parallel.
+     */
+    static final int UPLOAD_THREADS = Math.max(1, Math.min(8, Runtime.getRuntime().availableProcessors()));
 
     /** Device addresses of one layer's weights. */
     public record Layer(long inputNorm, long qkv, long o, long postAttnNorm, long gateUp, long down) {
@@ -75,6 +79,7 @@ public final class CudaWeights implements AutoCloseable {
             }
             out.finalNorm = up.put(out.alloc(w.finalNorm().data().byteSize()), w.finalNorm());
             out.lmHead = w.lmHead() == w.embedding() ? out.embedding : up.put(out.alloc(w.lmHead().data().byteSize()), w.lmHead());
+            up.run(UPLOAD_THREADS);
             cuda.sync();
         } catch (RuntimeException e) {
             out.close();
@@ -181,43 +186,122 @@ public final class CudaWeights implements AutoCloseable {
         allocations.clear();
     }
 
-    /** Host to device through two pinned buffers: fill one while the other's copy runs. */
+    /**
+     * Host to device in chunks, by several threads at once: {@link #put} lists a tensor's chunks (a fused
+     * matrix's parts land at their offsets: the fusion is done by the copies), {@link #run} copies them.
+     * Each thread takes the next chunk, copies it from the host mapping into one of its two pinned
+     * buffers (reading the page cache, the slow part, in parallel) and sends it on that buffer's stream,
+     * so a thread fills one buffer while the other's copy runs and the copies of all threads share the
+     * host link.
+     */
     private static final class Uploader implements AutoCloseable {
+        private static final long PART = 32L << 20;
+
+        private record Part(long dst, MemorySegment src, String tensor, boolean last) {
+        }
+
         private final CudaDriver cuda;
         private final LoadListener listener;
         private final long total;
-        private final MemorySegment[] staging;
+        private final List<Part> parts = new ArrayList<>();
+        private final java.util.concurrent.atomic.AtomicInteger next = new java.util.concurrent.atomic.AtomicInteger();
         private long done;
-        private int next;
 
         Uploader(CudaDriver cuda, LoadListener listener, long total) {
             this.cuda = cuda;
             this.listener = listener;
             this.total = total;
-            this.staging = new MemorySegment[]{cuda.allocHost(CHUNK), cuda.allocHost(CHUNK)};
         }
 
         long put(long dst, Tensor t) {
             MemorySegment src = t.data();
-            for (long off = 0; off < src.byteSize(); off += CHUNK) {
-                long n = Math.min(CHUNK, src.byteSize() - off);
-                MemorySegment buf = staging[next];
-                next ^= 1;
-                MemorySegment.copy(src, off, buf, 0, n);
-                cuda.sync(); // the previous chunk's copy is done: both buffers are free again
-                cuda.copyToDeviceAsync(dst + off, buf, n);
-                done += n;
+            for (long off = 0; off < src.byteSize(); off += PART) {
+                long n = Math.min(PART, src.byteSize() - off);
+                parts.add(new Part(dst + off, src.asSlice(off, n), t.name(), off + n == src.byteSize()));
             }
-            listener.loaded(t.name(), done, total);
             return dst;
+        }
+
+        /** Copies every part listed, with up to {@code threads} threads; returns when all are on the device. */
+        void run(int threads) {
+            int n = Math.max(1, Math.min(threads, (parts.size() + 1) / 2));
+            java.util.concurrent.atomic.AtomicReference<Throwable> failure = new java.util.concurrent.atomic.AtomicReference<>();
+            // weights held by a thread-confined arena are copied by this thread alone
+            Thread probe = Thread.ofPlatform().unstarted(() -> { });
+            if (!parts.stream().allMatch(p -> p.src().isAccessibleBy(probe))) {
+                copyParts(failure);
+                return;
+            }
+            List<Thread> workers = new ArrayList<>();
+            for (int w = 0; w < n; w++) {
+                workers.add(Thread.ofPlatform().name("spindle-upload-" + w).start(() -> {
+                    try {
+                        copyParts(failure);
+                    } catch (Throwable e) {
+                        failure.compareAndSet(null, e);
+                    }
+                }));
+            }
+            for (Thread w : workers) {
+                try {
+                    w.join();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    failure.compareAndSet(null, e);
+                }
+            }
+            Throwable e = failure.get();
+            if (e instanceof RuntimeException r) {
+                throw r;
+            }
+            if (e != null) {
+                throw new CudaException("weight upload: " + e);
+            }
+        }
+
+        private void copyParts(java.util.concurrent.atomic.AtomicReference<Throwable> failure) {
+            cuda.makeCurrent();
+            MemorySegment[] buf = new MemorySegment[2], stream = new MemorySegment[2];
+            try {
+                for (int b = 0; b < 2; b++) {
+                    buf[b] = cuda.allocHost(PART);
+                    stream[b] = cuda.createStream();
+                }
+                int b = 0;
+                for (int i = next.getAndIncrement(); i < parts.size() && failure.get() == null; i = next.getAndIncrement()) {
+                    Part p = parts.get(i);
+                    cuda.sync(stream[b]); // this buffer's previous copy is done
+                    MemorySegment.copy(p.src(), 0, buf[b], 0, p.src().byteSize());
+                    cuda.copyToDeviceAsync(p.dst(), buf[b], p.src().byteSize(), stream[b]);
+                    progress(p);
+                    b ^= 1;
+                }
+                for (MemorySegment s : stream) {
+                    cuda.sync(s);
+                }
+            } finally {
+                for (int b = 0; b < 2; b++) {
+                    if (stream[b] != null) {
+                        cuda.sync(stream[b]);
+                        cuda.destroyStream(stream[b]);
+                    }
+                    if (buf[b] != null) {
+                        cuda.freeHost(buf[b]);
+                    }
+                }
+            }
+        }
+
+        private synchronized void progress(Part p) {
+            done += p.src().byteSize();
+            if (p.last()) {
+                listener.loaded(p.tensor(), done, total);
+            }
         }
 
         @Override
         public void close() {
             cuda.sync();
-            for (MemorySegment s : staging) {
-                cuda.freeHost(s);
-            }
         }
     }
 }
