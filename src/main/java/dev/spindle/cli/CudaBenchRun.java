@@ -65,6 +65,7 @@ final class CudaBenchRun implements Callable<Integer> {
             host = model.load();
             c = host.config();
         }
+        double hostSeconds = (System.nanoTime() - t0) / 1e9;
         ProgressBar bar = ProgressBar.forTerminal("loading " + model.dir().getFileName() + " to " + cuda.deviceName());
         try (CudaForwardPass gpu = CudaForwardPass.open(c, host == null ? null : host.weights(),
                 new CudaForwardPass.Options(model.blockSize, stepRows, kvMemoryFraction, 0, cudaGraphs, model.gemmCacheDir()), bar)) {
@@ -77,6 +78,10 @@ final class CudaBenchRun implements Callable<Integer> {
             loadInfo.put("weight_bytes", gpu.weights().bytes());
             loadInfo.put("weights_seconds", Math.round(gpu.weights().seconds() * 1000) / 1000.0);
             loadInfo.put("weights_gb_per_second", Math.round(gpu.weights().bytes() / gpu.weights().seconds() / 1e7) / 100.0);
+            // the phases: mapping and validating the checkpoint, the upload, then the pass's setup (kernels,
+            // cuBLASLt and its GEMM choices, linear_rows checks and tensor maps, the KV pool)
+            loadInfo.put("host_map_seconds", Math.round(hostSeconds * 1000) / 1000.0);
+            loadInfo.put("setup_seconds", Math.round((load - hostSeconds - gpu.weights().seconds()) * 1000) / 1000.0);
             loadInfo.put("kv_pool_bytes", gpu.kvPoolBytes());
             loadInfo.put("kv_blocks", gpu.kvCapacity().blocks());
             out.put("load", loadInfo);
