@@ -62,7 +62,6 @@ public final class WeightBinder {
                     + "); they would change the math, and Spindle does not implement them");
         }
         long total = expected.keySet().stream().mapToLong(n -> ckpt.tensors().get(n).elements() * 2).sum();
-        long done = 0;
         Map<String, Tensor> bound = new LinkedHashMap<>();
         for (String name : expected.keySet()) {
             TensorInfo info = ckpt.tensors().get(name);
@@ -72,14 +71,63 @@ public final class WeightBinder {
                 case F16 -> convert(raw, info, arena, true);
                 case F32 -> convert(raw, info, arena, false);
             };
-            if (bf16.isMapped()) {
-                bf16.load();
-            }
             bound.put(name, new Tensor(name, info.shape(), bf16));
-            done += bf16.byteSize();
-            listener.loaded(name, done, total);
         }
+        prefault(List.copyOf(bound.values()), total, listener);
         return bound;
+    }
+
+    /** Threads that read mapped tensors into memory at once. */
+    static final int PREFAULT_THREADS = Math.max(1, Math.min(8, Runtime.getRuntime().availableProcessors()));
+
+    /**
+     * Reads every mapped tensor's pages into memory (from the page cache or the disk), so that the first
+     * forward pass does not fault them in one by one, reporting progress as tensors complete. Several
+     * threads take the tensors in turn: one thread faulting pages in (about 17 GB/s measured on the H200
+     * machine from the page cache) was most of a 33B start.
+     */
+    private static void prefault(List<Tensor> tensors, long total, LoadListener listener) {
+        java.util.concurrent.atomic.AtomicInteger next = new java.util.concurrent.atomic.AtomicInteger();
+        java.util.concurrent.atomic.AtomicReference<RuntimeException> failure = new java.util.concurrent.atomic.AtomicReference<>();
+        long[] done = {0};
+        Runnable work = () -> {
+            for (int i = next.getAndIncrement(); i < tensors.size() && failure.get() == null; i = next.getAndIncrement()) {
+                Tensor t = tensors.get(i);
+                if (t.data().isMapped()) {
+                    t.data().load();
+                }
+                synchronized (done) {
+                    done[0] += t.data().byteSize();
+                    listener.loaded(t.name(), done[0], total);
+                }
+            }
+        };
+        // tensors of a thread-confined arena are read by this thread alone
+        Thread probe = Thread.ofPlatform().unstarted(() -> { });
+        int n = tensors.stream().allMatch(t -> t.data().isAccessibleBy(probe)) ? Math.min(PREFAULT_THREADS, tensors.size()) : 1;
+        Runnable guarded = () -> {
+            try {
+                work.run();
+            } catch (RuntimeException e) {
+                failure.compareAndSet(null, e);
+            }
+        };
+        List<Thread> threads = new ArrayList<>();
+        for (int w = 1; w < n; w++) {
+            threads.add(Thread.ofPlatform().name("spindle-prefault-" + w).start(guarded));
+        }
+        guarded.run();
+        for (Thread t : threads) {
+            try {
+                t.join();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new ModelLoadException("interrupted while reading the weights", e);
+            }
+        }
+        if (failure.get() != null) {
+            throw failure.get();
+        }
     }
 
     private static MemorySegment convert(MemorySegment raw, TensorInfo info, Arena arena, boolean half) {
