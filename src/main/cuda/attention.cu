@@ -398,14 +398,11 @@ ATTENTION_KINDS(128)
 // b = exp(m_split - M_after) of a chunk in parallel, one split a lane; then each thread folds its dim
 // (and L) down the chunk in split order with them: only O = O a + o b runs split after split.
 // cdesc per row: [first slot, splits, output row].
-// The stages are dynamic shared memory (MERGE_STAGES x MERGE_CHUNK x (128 + 2) floats: 87 KiB), so that
-// enough chunks are in flight to cover the loads' latency: the fold itself is short.
 #define MERGE_CHUNK 28
-#define MERGE_STAGES 6
-extern __shared__ __align__(16) float merge_smem[];
+#define MERGE_STAGES 3
 extern "C" __global__ void attention_merge(const float *partO, const float *partML, const int *cdesc, bf16 *out, int heads, int HD) {
-    float (*buf)[MERGE_CHUNK * 128] = reinterpret_cast<float (*)[MERGE_CHUNK * 128]>(merge_smem);
-    float (*ml)[MERGE_CHUNK * 2] = reinterpret_cast<float (*)[MERGE_CHUNK * 2]>(merge_smem + MERGE_STAGES * MERGE_CHUNK * 128);
+    __shared__ __align__(16) float buf[MERGE_STAGES][MERGE_CHUNK * 128];
+    __shared__ __align__(16) float ml[MERGE_STAGES][MERGE_CHUNK * 2];
     __shared__ float fa[32], fb[32];
     const int *d = cdesc + blockIdx.x * 3;
     const int first = d[0], n = d[1], row = d[2], qh = blockIdx.y, i = threadIdx.x, lane = i & 31;

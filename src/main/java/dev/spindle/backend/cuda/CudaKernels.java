@@ -109,7 +109,6 @@ public final class CudaKernels {
             }
         }
         attentionMerge = cuda.function(module, "attention_merge");
-        cuda.allowSharedMemory(attentionMerge, MERGE_SHARED_BYTES);
         argmax = cuda.function(module, "argmax");
         sample = cuda.function(module, "sample");
         fillDummy = cuda.function(module, "fill_dummy");
@@ -283,12 +282,9 @@ public final class CudaKernels {
         return List.copyOf(linearRows.keySet());
     }
 
-    /** attention_merge's stages: 6 of 28 splits' o (128 dims at most) and (m, l), fp32 (attention.cu's MERGE_*). */
-    static final int MERGE_SHARED_BYTES = 6 * 28 * (128 + 2) * 4;
-
     /** Folds decode rows' split states (partO, partML; row descriptors cdesc) in split order into out. */
     public void attentionMerge(int rows, long partO, long partML, long cdesc, long out, int heads, int headDim) {
-        cuda.launchShared(attentionMerge, rows, heads, Math.max(32, headDim), MERGE_SHARED_BYTES, partO, partML, cdesc, out, heads, headDim);
+        cuda.launch(attentionMerge, rows, heads, Math.max(32, headDim), partO, partML, cdesc, out, heads, headDim);
     }
 
     /** out[r] = argmax of logits row r (first among equals). */
