@@ -3,6 +3,7 @@ package dev.spindle.backend.cpu;
 import dev.spindle.backend.ForwardPass;
 import dev.spindle.backend.ModelStep;
 import dev.spindle.backend.StepOutput;
+import dev.spindle.backend.TensorParallelLayout;
 import dev.spindle.model.LayerWeights;
 import dev.spindle.model.ModelConfig;
 import dev.spindle.model.ModelWeights;
@@ -25,7 +26,9 @@ public final class CpuForwardPass implements ForwardPass {
     private final MatMul matMul;
     private final PagedAttention attention;
     private final RotaryTable rotary;
-    private final CpuKvStore kv;
+    /** Each tensor-parallel rank's KV store (its KV heads); one at one rank. */
+    private final CpuKvStore[] kv;
+    private final TensorParallelLayout tp;
     private final KvCapacity capacity;
     private final KvSlots slots;
 
@@ -34,6 +37,17 @@ public final class CpuForwardPass implements ForwardPass {
      * @param blockSize tokens per block
      */
     public CpuForwardPass(ModelConfig config, ModelWeights weights, int kvBlocks, int blockSize, int threads, KvSlots slots) {
+        this(config, weights, kvBlocks, blockSize, threads, slots, 1);
+    }
+
+    /**
+     * The pass computed as {@code tensorParallel} ranks would compute it ({@link TensorParallelLayout}): each rank's
+     * heads, KV store and MLP columns on their own, its o_proj and down_proj partials (fp32) summed over the ranks
+     * in rank order and rounded once. The CPU reference of a tensor-parallel GPU deployment's numerics; at 1 rank
+     * the ordinary pass.
+     */
+    public CpuForwardPass(ModelConfig config, ModelWeights weights, int kvBlocks, int blockSize, int threads, KvSlots slots, int tensorParallel) {
+        this.tp = TensorParallelLayout.of(config, tensorParallel);
         this.c = config;
         this.w = weights;
         this.parallel = new Parallel(threads);
@@ -41,7 +55,10 @@ public final class CpuForwardPass implements ForwardPass {
         this.attention = new PagedAttention(parallel);
         this.rotary = new RotaryTable(config.headDim(), config.ropeTheta());
         int slotCount = slots == KvSlots.PER_EXECUTED_LAYER ? config.executedLayers() : config.numLayers();
-        this.kv = new CpuKvStore(kvBlocks, slotCount, blockSize, config.numKvHeads(), config.headDim());
+        this.kv = new CpuKvStore[tp.ranks()];
+        for (int r = 0; r < tp.ranks(); r++) {
+            kv[r] = new CpuKvStore(kvBlocks, slotCount, blockSize, tp.kvHeads(), config.headDim());
+        }
         this.capacity = new KvCapacity(kvBlocks, blockSize);
         this.slots = slots;
     }
@@ -79,13 +96,16 @@ public final class CpuForwardPass implements ForwardPass {
         int[] tokens = new int[n];
         float[] x = new float[n * hidden];        // residual stream (n, H), rows of all windows
         float[] xn = new float[n * hidden];       // normed (n, H)
-        float[] q = new float[n * qd];            // (n, heads, headDim)
-        float[] k = new float[n * kvd];           // (n, kvHeads, headDim)
-        float[] v = new float[n * kvd];
-        float[] att = new float[n * qd];
+        int ranks = tp.ranks(), qdr = tp.qDim(), kvdr = tp.kvDim(), ir = tp.intermediate();
+        float[] q = new float[n * qdr];           // (n, heads, headDim), one rank's heads
+        float[] k = new float[n * kvdr];          // (n, kvHeads, headDim), one rank's
+        float[] v = new float[n * kvdr];
+        float[] att = new float[n * qdr];
         float[] proj = new float[n * hidden];     // o_proj and down_proj outputs (n, H)
-        float[] gate = new float[n * inter];      // (n, I)
-        float[] up = new float[n * inter];
+        float[] part = ranks > 1 ? new float[n * hidden] : proj; // a rank's partial of them
+        float[] sum = ranks > 1 ? new float[n * hidden] : null;  // the partials' fp32 sum in rank order
+        float[] gate = new float[n * ir];         // (n, I), one rank's columns
+        float[] up = new float[n * ir];
         float[] cos = new float[n * half];
         float[] sin = new float[n * half];
         for (int i = 0; i < windows.size(); i++) {
@@ -107,29 +127,39 @@ public final class CpuForwardPass implements ForwardPass {
                 LayerWeights lw = w.layers().get(l);
                 int slot = slots.slot(l, loop, c.numLayers());
                 CpuKernels.rmsNorm(x, n, hidden, lw.inputNorm().data(), c.rmsNormEps(), xn);
-                matMul.apply(xn, n, hidden, lw.q().data(), qd, q);
-                matMul.apply(xn, n, hidden, lw.k().data(), kvd, k);
-                matMul.apply(xn, n, hidden, lw.v().data(), kvd, v);
-                CpuKernels.rope(q, n, c.numHeads(), c.headDim(), cos, sin);
-                CpuKernels.rope(k, n, c.numKvHeads(), c.headDim(), cos, sin);
-                for (int i = 0; i < windows.size(); i++) {
-                    ModelStep.Window win = windows.get(i);
-                    for (int r = rowStart[i]; r < rowStart[i + 1]; r++) {
-                        kv.write(win.table(), slot, win.start() + r - rowStart[i], k, v, r * kvd);
+                for (int rank = 0; rank < ranks; rank++) {
+                    // column-parallel q|k|v: the rank's rows of each weight
+                    matMul.apply(xn, n, hidden, rows(lw.q(), tp.qStart(rank), qdr), qdr, q);
+                    matMul.apply(xn, n, hidden, rows(lw.k(), tp.kvStart(rank), kvdr), kvdr, k);
+                    matMul.apply(xn, n, hidden, rows(lw.v(), tp.kvStart(rank), kvdr), kvdr, v);
+                    CpuKernels.rope(q, n, tp.qHeads(), c.headDim(), cos, sin);
+                    CpuKernels.rope(k, n, tp.kvHeads(), c.headDim(), cos, sin);
+                    for (int i = 0; i < windows.size(); i++) {
+                        ModelStep.Window win = windows.get(i);
+                        for (int r = rowStart[i]; r < rowStart[i + 1]; r++) {
+                            kv[rank].write(win.table(), slot, win.start() + r - rowStart[i], k, v, r * kvdr);
+                        }
                     }
+                    for (int i = 0; i < windows.size(); i++) {
+                        ModelStep.Window win = windows.get(i);
+                        attention.apply(q, rowStart[i], rowStart[i + 1] - rowStart[i], win.start(), tp.qHeads(), tp.kvHeads(),
+                                kv[rank], win.table(), slot, att);
+                    }
+                    // row-parallel o_proj: the rank's columns, a partial over its heads
+                    matMul.apply(att, n, qdr, lw.o().data(), qd, tp.qStart(rank), hidden, part, ranks == 1);
+                    allReduceStep(sum, part, rank);
                 }
-                for (int i = 0; i < windows.size(); i++) {
-                    ModelStep.Window win = windows.get(i);
-                    attention.apply(q, rowStart[i], rowStart[i + 1] - rowStart[i], win.start(), c.numHeads(), c.numKvHeads(),
-                            kv, win.table(), slot, att);
-                }
-                matMul.apply(att, n, qd, lw.o().data(), hidden, proj);
+                allReduceEnd(sum, proj);
                 CpuKernels.addInto(x, proj, n * hidden);
                 CpuKernels.rmsNorm(x, n, hidden, lw.postAttnNorm().data(), c.rmsNormEps(), xn);
-                matMul.apply(xn, n, hidden, lw.gate().data(), inter, gate);
-                matMul.apply(xn, n, hidden, lw.up().data(), inter, up);
-                CpuKernels.swiGlu(gate, up, n * inter);
-                matMul.apply(gate, n, inter, lw.down().data(), hidden, proj);
+                for (int rank = 0; rank < ranks; rank++) {
+                    matMul.apply(xn, n, hidden, rows(lw.gate(), tp.intermediateStart(rank), ir), ir, gate);
+                    matMul.apply(xn, n, hidden, rows(lw.up(), tp.intermediateStart(rank), ir), ir, up);
+                    CpuKernels.swiGlu(gate, up, n * ir);
+                    matMul.apply(gate, n, ir, lw.down().data(), inter, tp.intermediateStart(rank), hidden, part, ranks == 1);
+                    allReduceStep(sum, part, rank);
+                }
+                allReduceEnd(sum, proj);
                 CpuKernels.addInto(x, proj, n * hidden);
                 tap(taps, l + loop * c.numLayers(), x, windows, rowStart, tapOut);
             }
@@ -167,6 +197,41 @@ public final class CpuForwardPass implements ForwardPass {
         return new StepOutput(out, drawn, tapOut);
     }
 
+    /** Rows [first, first + count) of a (rows, hidden) weight: a column-parallel rank's slice. */
+    private static java.lang.foreign.MemorySegment rows(dev.spindle.model.Tensor t, int first, int count) {
+        long width = t.data().byteSize() / t.dim(0);
+        return t.data().asSlice(first * width, count * width);
+    }
+
+    /** Adds rank {@code rank}'s partial into the fp32 sum, in rank order (nothing to add at one rank). */
+    private void allReduceStep(float[] sum, float[] part, int rank) {
+        if (sum == null) {
+            return;
+        }
+        if (rank == 0) {
+            System.arraycopy(part, 0, sum, 0, part.length);
+        } else {
+            for (int i = 0; i < sum.length; i++) {
+                sum[i] += part[i];
+            }
+        }
+    }
+
+    /** The all-reduce's result: the sum rounded to bf16 once (at one rank the partial is already in out). */
+    private static void allReduceEnd(float[] sum, float[] out) {
+        if (sum == null) {
+            return;
+        }
+        for (int i = 0; i < sum.length; i++) {
+            out[i] = dev.spindle.model.Bf16.round(sum[i]);
+        }
+    }
+
+    /** The tensor-parallel layout this pass computes. */
+    public TensorParallelLayout tensorParallel() {
+        return tp;
+    }
+
     /** Copies the residual rows of tapped windows after executed layer {@code executed}, if it is a tap layer. */
     private void tap(int[] taps, int executed, float[] x, List<ModelStep.Window> windows, int[] rowStart, List<float[][]> out) {
         int hidden = c.hiddenSize();
@@ -186,6 +251,8 @@ public final class CpuForwardPass implements ForwardPass {
     @Override
     public void close() {
         parallel.close();
-        kv.close();
+        for (CpuKvStore s : kv) {
+            s.close();
+        }
     }
 }

@@ -36,17 +36,32 @@ final class MatMul {
         if (w.byteSize() != (long) nOut * k * 2) {
             throw new IllegalArgumentException("weight of " + w.byteSize() + " bytes is not (" + nOut + ", " + k + ") bf16");
         }
+        apply(x, n, k, w, k, 0, nOut, out, true);
+    }
+
+    /**
+     * The same over a column slice of W: {@code out = bf16(x @ W[:, col, col + k)^T)}, W's rows {@code row}
+     * elements long (a row-parallel rank's slice of o_proj or down_proj). Each output is the one dot product
+     * of k terms, as {@link #apply(float[], int, int, MemorySegment, int, float[])} computes it; {@code rounded}
+     * false leaves it in fp32 (a partial that an all-reduce sums before the one rounding).
+     */
+    void apply(float[] x, int n, int k, MemorySegment w, int row, int col, int nOut, float[] out, boolean rounded) {
+        if (col < 0 || col + k > row || w.byteSize() != (long) nOut * row * 2) {
+            throw new IllegalArgumentException("columns [" + col + ", " + (col + k) + ") of a weight of " + w.byteSize() + " bytes as ("
+                    + nOut + ", " + row + ") bf16");
+        }
         int grain = Math.max(8, 32768 / Math.max(1, k * Math.max(1, n)));
         parallel.forRange(nOut, grain, (j0, j1) -> {
             float[] scratch = new float[L];
             int paired = n - n % 2;
             for (int j = j0; j < j1; j++) {
-                long wo = (long) j * k * 2;
+                long wo = ((long) j * row + col) * 2;
                 for (int r = 0; r < paired; r += 2) {
-                    dotRowsOfX2(x, r * k, k, w, wo, out, r * nOut + j, nOut, scratch);
+                    dotRowsOfX2(x, r * k, k, w, wo, out, r * nOut + j, nOut, scratch, rounded);
                 }
                 if (paired < n) {
-                    out[paired * nOut + j] = Bf16.round(dot(x, paired * k, k, w, wo, scratch));
+                    float d = dot(x, paired * k, k, w, wo, scratch);
+                    out[paired * nOut + j] = rounded ? Bf16.round(d) : d;
                 }
             }
         });
@@ -86,7 +101,8 @@ final class MatMul {
     }
 
     /** {@link #dot} of two consecutive rows of x with one weight row (prefill), sharing the weight loads. */
-    private static void dotRowsOfX2(float[] x, int xo, int k, MemorySegment w, long wo, float[] out, int oo, int nOut, float[] scratch) {
+    private static void dotRowsOfX2(float[] x, int xo, int k, MemorySegment w, long wo, float[] out, int oo, int nOut, float[] scratch,
+                                    boolean rounded) {
         int x1 = xo + k;
         FloatVector p0 = FloatVector.zero(F), p1 = p0, p2 = p0, p3 = p0; // row 0
         FloatVector q0 = p0, q1 = p0, q2 = p0, q3 = p0;                  // row 1
@@ -128,7 +144,7 @@ final class MatMul {
             s0 = Math.fma(wv, x[xo + v], s0);
             s1 = Math.fma(wv, x[x1 + v], s1);
         }
-        out[oo] = Bf16.round(s0);
-        out[oo + nOut] = Bf16.round(s1);
+        out[oo] = rounded ? Bf16.round(s0) : s0;
+        out[oo + nOut] = rounded ? Bf16.round(s1) : s1;
     }
 }
