@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (see scripts/device-bundle.sh): unpacks the carried JRE, puts the CUDA
-# toolkit's cuBLAS on the loader path, then runs what is asked, writing logs under $OUT:
+# toolkit's cuBLAS (and NCCL, where found) on the loader path, then runs what is asked, writing logs under $OUT:
 #   device-run.sh tests            the CUDA contract, parity and invariance tests
 #   device-run.sh test CLASS...    only the named test classes (dev.spindle.backend.cuda.LinearRowsContractTest ...)
 #   device-run.sh ncu ARGS... -- METHOD   one test method (class#method) under Nsight Compute with ARGS
@@ -12,6 +12,9 @@
 set -uo pipefail
 mkdir -p /tmp/spindle-jre && [ -x /tmp/spindle-jre/jre25/bin/java ] || tar xJf "$(ls .dist/jre.txz .dist-server/jre.txz 2>/dev/null | head -1)" -C /tmp/spindle-jre
 export LD_LIBRARY_PATH="$(dirname "$(find / -name 'libcublasLt.so.13' 2>/dev/null | head -1)")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# NCCL (tensor parallelism), from the nvidia-nccl-cu13 wheel where the machine has it
+nccl="$(find / -name 'libnccl.so.2' -not -path '*/proc/*' 2>/dev/null | head -1)"
+[ -n "$nccl" ] && export LD_LIBRARY_PATH="$(dirname "$nccl"):$LD_LIBRARY_PATH"
 java=(/tmp/spindle-jre/jre25/bin/java --add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED -Xmx32g)
 what="$1"; shift
 case "$what" in
