@@ -13,7 +13,7 @@ import java.util.Optional;
  */
 public final class CudaKernels {
     /** Keys per attention split: fixed, so a row's reduction order never depends on its batch. */
-    public static final int ATTENTION_SPLIT = 128;
+    public static final int ATTENTION_SPLIT = 256;
     /** Rows of one attention CTA's MMA tile (the window's rows times the heads sharing a KV head). */
     public static final int ATTENTION_TILE = 64;
     /**

@@ -47,6 +47,16 @@ class AttentionKernelTableTest {
         }
     }
 
+    /** The split and tile sizes the host plans with are the kernels' (and the CPU twin's: PagedAttentionTest). */
+    @Test
+    void splitAndTileSizesAreTheKernelFilesOwn() throws IOException {
+        String source = Files.readString(Path.of("src/main/cuda/attention.cu"));
+        Matcher split = Pattern.compile("#define SPLIT (\\d+)").matcher(source), tile = Pattern.compile("#define KT (\\d+)").matcher(source);
+        assertTrue(split.find() && tile.find(), "attention.cu defines SPLIT and KT");
+        assertEquals(CudaKernels.ATTENTION_SPLIT, Integer.parseInt(split.group(1)));
+        assertEquals(64, Integer.parseInt(tile.group(1)));
+    }
+
     /** Prefill runs one warp per row group, which (with the decode kernel) loads on GPUs with 99 KiB a block too. */
     @Test
     void prefillRunsAKernelThatLoadsEverywhere() {

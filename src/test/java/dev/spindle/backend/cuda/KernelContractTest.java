@@ -539,7 +539,7 @@ class KernelContractTest {
     /**
      * Paged attention (kv_write, then the attention launches the forward pass makes) against a
      * double-precision reference with the kernels' rounding points (attention.cu's flash numerics): s = q.k
-     * * scale unrounded, per 128-key split an online softmax over 64-key tiles whose p = exp(s - running max)
+     * * scale unrounded, per split (ATTENTION_SPLIT keys) an online softmax over 64-key tiles whose p = exp(s - running max)
      * is rounded to bf16 before it multiplies v, the splits folded in order, out = O / L. Bound per output:
      * 2 bf16 ulps of the reference, plus one bf16 step of the largest normalised |p v| term (a p whose exp
      * lands on the other side of a rounding boundary), plus 2^-14 of the sum of |p v| (fp32 accumulation
@@ -655,7 +655,7 @@ class KernelContractTest {
 
     /**
      * The normalised weight of each key 0..p in row p's attention output (head h over KV head g) as the
-     * kernels compute it, in double: per 128-key split an online softmax over 64-key tiles, p rounded to bf16
+     * kernels compute it, in double: per split (ATTENTION_SPLIT keys) an online softmax over 64-key tiles, p rounded to bf16
      * against the split's running max, the splits folded to the final max and divided by the final sum.
      */
     static double[] flashWeights(float[] rows, int stride, int qd, int hd, int h, int g, int p, float scale) {

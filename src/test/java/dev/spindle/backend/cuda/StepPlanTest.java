@@ -144,7 +144,7 @@ class StepPlanTest {
         assertEquals(8, short1.partials);
         // a row needing more splits than the graph's bucket is refused
         assertThrows(IllegalArgumentException.class,
-                () -> new StepPlan(List.of(w(new int[]{1}, table(600), false, true)), 7, 8, 4));
+                () -> new StepPlan(List.of(w(new int[]{1}, table(4 * SPLIT + 50), false, true)), 7, 8, 4));
     }
 
     /**
