@@ -35,7 +35,7 @@
 #include "common.cuh"
 
 #define KT 64
-#define SPLIT 256
+#define SPLIT 128
 
 // two stages of K and V tiles: 2 * 2 * KT * HD bf16, then (prefill) the CTA's running O, fp32
 extern __shared__ __align__(16) bf16 attn_smem[];

@@ -23,7 +23,7 @@ import static dev.spindle.backend.cpu.Bf16Vectors.L;
  */
 final class PagedAttention {
     /** Keys per split and per tile, fixed in absolute key positions (the CUDA kernels' SPLIT and KT). */
-    static final int SPLIT = 256, TILE = 64;
+    static final int SPLIT = 128, TILE = 64;
 
     private final Parallel parallel;
 
