@@ -9,7 +9,6 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
 import java.util.Arrays;
-import java.util.HashMap;
 import java.util.Map;
 
 /**
@@ -39,14 +38,12 @@ public final class CpuDraftHead implements DraftHead {
     private final boolean ownsParallel;
     private final MatMul matMul;
     private final RotaryTable rotary;
-    private final Map<Long, Context> contexts = new HashMap<>();
+    private final dev.spindle.engine.spec.DraftContexts<Context> contexts = new dev.spindle.engine.spec.DraftContexts<>(x -> { });
     private float[][] lastLogits;
     private final AutoCloseable resources;
 
     /** One sequence's context: per layer the K (roped, normed) and V rows, from position {@code start}. */
-    private final class Context {
-        int start;
-        int rows;
+    private final class Context extends dev.spindle.engine.spec.DraftContexts.Span {
         float[][] k = new float[c.layers()][];
         float[][] v = new float[c.layers()][];
 
@@ -117,27 +114,22 @@ public final class CpuDraftHead implements DraftHead {
 
     @Override
     public int contextEnd(long id) {
-        Context x = contexts.get(id);
-        return x == null ? 0 : x.start + x.rows;
+        return contexts.end(id);
     }
 
     @Override
     public int contextStart(long id) {
-        Context x = contexts.get(id);
-        return x == null ? 0 : x.start;
+        return contexts.start(id);
     }
 
     @Override
     public void truncate(long id, int position) {
-        Context x = contexts.get(id);
-        if (x != null) {
-            x.rows = Math.max(0, Math.min(x.rows, position - x.start));
-        }
+        contexts.truncate(id, position);
     }
 
     @Override
     public void release(long id) {
-        contexts.remove(id);
+        contexts.release(id);
     }
 
     @Override
@@ -145,13 +137,7 @@ public final class CpuDraftHead implements DraftHead {
         if (count == 0) {
             return;
         }
-        Context x = contexts.computeIfAbsent(id, k -> new Context(from));
-        if (x.rows == 0) {
-            x.start = from;
-        }
-        if (from != x.start + x.rows) {
-            throw new IllegalArgumentException("context rows from " + from + " do not follow the head's context, which ends at " + (x.start + x.rows));
-        }
+        Context x = contexts.extendAt(id, from, () -> new Context(from));
         int h = c.hidden();
         int in = taps.length * h;
         float[] feat = new float[count * in];

@@ -40,7 +40,7 @@ public final class CudaDraftHead implements DraftHead {
     private final Map<String, Tensor> host;
     private final List<Long> allocations = new ArrayList<>();
     private final RotaryTable rotary;
-    private final Map<Long, Context> contexts = new HashMap<>();
+    private final dev.spindle.engine.spec.DraftContexts<Context> contexts = new dev.spindle.engine.spec.DraftContexts<>(Context::free);
     private final int maxRows; // context rows injected in one call at most (more are injected in pieces)
     // block buffers (block rows at most)
     private final long ids, pos, cosT, sinT, x, xn, conv, q, kb, vb, att, o, gateUp, act, mlp, dyn, logits, argmaxOut, proj;
@@ -51,8 +51,8 @@ public final class CudaDraftHead implements DraftHead {
     private float[][] lastLogits;
     private int lastDrafts;
 
-    private final class Context {
-        int start, rows, capacity;
+    private final class Context extends dev.spindle.engine.spec.DraftContexts.Span {
+        int capacity;
         long[] k = new long[c.layers()], v = new long[c.layers()];
 
         void ensure(int more) {
@@ -252,31 +252,23 @@ public final class CudaDraftHead implements DraftHead {
 
     @Override
     public int contextEnd(long id) {
-        Context x = contexts.get(id);
-        return x == null ? 0 : x.start + x.rows;
+        return contexts.end(id);
     }
 
     @Override
     public int contextStart(long id) {
-        Context x = contexts.get(id);
-        return x == null ? 0 : x.start;
+        return contexts.start(id);
     }
 
     @Override
     public void truncate(long id, int position) {
-        Context x = contexts.get(id);
-        if (x != null) {
-            x.rows = Math.max(0, Math.min(x.rows, position - x.start));
-        }
+        contexts.truncate(id, position);
     }
 
     @Override
     public void release(long id) {
-        Context x = contexts.remove(id);
-        if (x != null) {
-            cuda.makeCurrent();
-            x.free();
-        }
+        cuda.makeCurrent();
+        contexts.release(id);
     }
 
     /** Uploads n rows of fp32 bf16-valued values as bf16. */
@@ -320,13 +312,7 @@ public final class CudaDraftHead implements DraftHead {
             return;
         }
         cuda.makeCurrent();
-        Context cx = contexts.computeIfAbsent(id, key -> new Context());
-        if (cx.rows == 0) {
-            cx.start = from;
-        }
-        if (from != cx.start + cx.rows) {
-            throw new IllegalArgumentException("context rows from " + from + " do not follow the head's context, which ends at " + (cx.start + cx.rows));
-        }
+        Context cx = contexts.extendAt(id, from, Context::new);
         int h = c.hidden(), kw = kvWidth(), in = taps.length * h;
         for (int at = 0; at < count; at += maxRows) {
             int n = Math.min(maxRows, count - at);
@@ -494,7 +480,6 @@ public final class CudaDraftHead implements DraftHead {
     @Override
     public void close() {
         cuda.makeCurrent();
-        contexts.values().forEach(Context::free);
         contexts.clear();
         allocations.forEach(linear::forget); // the GEMMs' cached tensor maps of these buffers go with them
         allocations.forEach(cuda::free);
