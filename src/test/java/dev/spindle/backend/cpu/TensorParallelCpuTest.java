@@ -66,6 +66,43 @@ class TensorParallelCpuTest {
         }
     }
 
+    /**
+     * Four ranks over a llama with 8 KV heads (16 query heads, seeded random weights): every rank pairs its query
+     * heads with its own KV heads, so the logits stay within the sums' rounding of one rank's, and decode steps
+     * equal the window bit for bit. (Made to read the next rank's KV store instead, the pass fails this test and
+     * every gate above: tried by hand.)
+     */
+    @Test
+    void fourRanksStayWithinTheSumsRoundingOfOne() throws Exception {
+        com.fasterxml.jackson.databind.node.ObjectNode cfg = (com.fasterxml.jackson.databind.node.ObjectNode)
+                new com.fasterxml.jackson.databind.ObjectMapper().readTree(Path.of("src/test/resources/fixtures/llama-gqa/config.json").toFile());
+        cfg.put("num_attention_heads", 16).put("num_key_value_heads", 8).put("head_dim", 16).put("intermediate_size", 256).put("num_hidden_layers", 2);
+        ModelConfig c = ConfigParser.parse(cfg);
+        try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofShared()) {
+            dev.spindle.model.ModelWeights w = dev.spindle.model.DummyWeights.create(c, 41, arena, dev.spindle.model.LoadListener.NONE);
+            int threads = Runtime.getRuntime().availableProcessors();
+            try (CpuForwardPass one = new CpuForwardPass(c, w, 64, 16, threads, KvSlots.PER_EXECUTED_LAYER, 1);
+                 CpuForwardPass four = new CpuForwardPass(c, w, 64, 16, threads, KvSlots.PER_EXECUTED_LAYER, 4)) {
+                int[] prompt = new java.util.Random(5).ints(150, 3, c.vocabSize()).toArray();
+                float[][] a = HfParityTest.Parity.logits(one, prompt, false), b = HfParityTest.Parity.logits(four, prompt, false);
+                float[][] rows = HfParityTest.Parity.logits(four, prompt, true);
+                double kl = 0, worst = 0;
+                for (int i = 0; i < a.length; i++) {
+                    kl += Stats.kl(a[i], b[i]);
+                    for (int v = 0; v < a[i].length; v++) {
+                        worst = Math.max(worst, Math.abs(a[i][v] - b[i][v]));
+                    }
+                    org.junit.jupiter.api.Assertions.assertArrayEquals(b[i], rows[i], "4 ranks: decode step " + i + " differs from the window");
+                }
+                kl /= a.length;
+                System.out.printf("[tensor parallel] random 16/8-head llama, 150 positions: 4 ranks against 1, KL %.3e, largest logit difference %.4f%n",
+                        kl, worst);
+                assertTrue(kl < 1e-4, "4 ranks moved the logits by KL " + kl);
+                assertTrue(worst < 0.25, "4 ranks moved a logit by " + worst);
+            }
+        }
+    }
+
     @Test
     void theLayoutSplitsHeadsAndColumnsOrSaysWhatDoesNotDivide() {
         ModelConfig c = ConfigParser.read(Path.of("models/shapes/nanbeige4.3-33b-shape/config.json"));
