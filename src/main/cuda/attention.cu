@@ -14,7 +14,7 @@
 // described by 8 ints in desc:
 //   [0] first qkv row of its rows, [1] rows (R <= 64 / G, G = heads / kvHeads), [2] position of the
 //   first row, [3] offset of its sequence's block table in tables, [4] first split, [5] end split,
-//   [6] partial slot of split s0 (decode CTAs), [7] unused.
+//   [6] partial slot of split s0 (decode CTAs), [7] the decode row (written by StepPlan, read by no kernel).
 // p0 and p0w (prefill windows) walk every split of their rows and fold them in the CTA, O in shared
 // memory after the stages, and write out. p1 (decode rows, one row per CTA) takes a run of splits
 // [s0, s1) of one row and writes every split's state on its own, (m, l) to partML and o to partO at

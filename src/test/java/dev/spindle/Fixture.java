@@ -31,8 +31,7 @@ public final class Fixture implements AutoCloseable {
     public final String name;
     public final LoadedModel model;
     public final List<int[]> prompts = new ArrayList<>();
-    /** HF bf16 greedy continuations: eager attention, and sdpa (the one the parity gate compares with). */
-    public final List<int[]> greedy = new ArrayList<>();
+    /** HF bf16 sdpa's greedy continuations (the parity gate compares with them; the eager ones stay in the file as data). */
     public final List<int[]> greedySdpa = new ArrayList<>();
     private final Arena arena = Arena.ofConfined();
     private final SafetensorsFile reference;
@@ -48,10 +47,7 @@ public final class Fixture implements AutoCloseable {
         try {
             JsonNode j = new ObjectMapper().readTree(dir.resolve("reference.json").toFile());
             j.get("prompts").forEach(p -> prompts.add(ints(p)));
-            j.get("greedy").forEach(p -> greedy.add(ints(p)));
-            if (j.has("greedy_sdpa")) {
-                j.get("greedy_sdpa").forEach(p -> greedySdpa.add(ints(p)));
-            }
+            j.get("greedy_sdpa").forEach(p -> greedySdpa.add(ints(p)));
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }

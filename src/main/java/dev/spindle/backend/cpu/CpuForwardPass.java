@@ -92,7 +92,7 @@ public final class CpuForwardPass implements ForwardPass {
         List<ModelStep.Window> windows = step.windows();
         int[] rowStart = ForwardPass.checkWindows(this, step);
         int n = rowStart[windows.size()];
-        int hidden = c.hiddenSize(), qd = c.qDim(), kvd = c.kvDim(), inter = c.intermediateSize(), half = c.headDim() / 2;
+        int hidden = c.hiddenSize(), qd = c.qDim(), inter = c.intermediateSize(), half = c.headDim() / 2;
         int[] tokens = new int[n];
         float[] x = new float[n * hidden];        // residual stream (n, H), rows of all windows
         float[] xn = new float[n * hidden];       // normed (n, H)

@@ -84,8 +84,6 @@ public final class CudaWeights implements AutoCloseable {
         } catch (RuntimeException e) {
             out.close();
             throw e;
-        } finally {
-            up.close();
         }
         out.seconds = (System.nanoTime() - t0) / 1e9;
         return out;
@@ -194,7 +192,7 @@ public final class CudaWeights implements AutoCloseable {
      * so a thread fills one buffer while the other's copy runs and the copies of all threads share the
      * host link.
      */
-    private static final class Uploader implements AutoCloseable {
+    private static final class Uploader {
         private static final long PART = 32L << 20;
 
         private record Part(long dst, MemorySegment src, String tensor, boolean last) {
@@ -299,9 +297,5 @@ public final class CudaWeights implements AutoCloseable {
             }
         }
 
-        @Override
-        public void close() {
-            cuda.sync();
-        }
     }
 }

@@ -151,18 +151,4 @@ public final class Nccl {
             throw new CudaException("setenv(" + name + "): " + t);
         }
     }
-
-    /** A variable of this process's environment as libc sees it (what NCCL reads), or null. */
-    static String getenv(String name) {
-        Linker linker = Linker.nativeLinker();
-        MethodHandle h = linker.defaultLookup().find("getenv")
-                .map(s -> linker.downcallHandle(s, FunctionDescriptor.of(ADDRESS, ADDRESS)))
-                .orElseThrow(() -> new UnsatisfiedLinkError("libc has no getenv"));
-        try (Arena a = Arena.ofConfined()) {
-            MemorySegment p = (MemorySegment) h.invokeExact(a.allocateFrom(name));
-            return p.equals(MemorySegment.NULL) ? null : p.reinterpret(4096).getString(0);
-        } catch (Throwable t) {
-            throw new CudaException("getenv(" + name + "): " + t);
-        }
-    }
 }

@@ -19,9 +19,20 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
  */
 class NcclTest {
     @Test
-    void nvlinkMulticastIsOffBeforeNcclInitialises() {
+    void nvlinkMulticastIsOffBeforeNcclInitialises() throws Throwable {
         Nccl.unavailableReason(); // the class's initialiser, which runs before any NCCL call
-        assertEquals("0", Nccl.getenv("NCCL_NVLS_ENABLE"));
+        assertEquals("0", getenv("NCCL_NVLS_ENABLE"));
+    }
+
+    /** A variable of this process's environment as libc sees it (what NCCL reads; System.getenv keeps the JVM's start copy), or null. */
+    static String getenv(String name) throws Throwable {
+        java.lang.foreign.Linker linker = java.lang.foreign.Linker.nativeLinker();
+        java.lang.invoke.MethodHandle h = linker.downcallHandle(linker.defaultLookup().find("getenv").orElseThrow(),
+                java.lang.foreign.FunctionDescriptor.of(ValueLayout.ADDRESS, ValueLayout.ADDRESS));
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment p = (MemorySegment) h.invokeExact(a.allocateFrom(name));
+            return p.equals(MemorySegment.NULL) ? null : p.reinterpret(4096).getString(0);
+        }
     }
 
     @Test
