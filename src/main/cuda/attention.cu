@@ -32,54 +32,7 @@
 // its quarter of V's columns. p0w splits the same way with two warps per 16 rows (each half a tile's keys
 // and half the dims), which halves each warp's dependent chain and doubles the warps an SM holds. Every
 // value is computed by the same arithmetic in every kernel, only by other threads.
-#include "common.cuh"
-
-#define KT 64
-#define SPLIT 128
-
-// two stages of K and V tiles: 2 * 2 * KT * HD bf16, then (prefill) the CTA's running O, fp32
-extern __shared__ __align__(16) bf16 attn_smem[];
-
-__device__ __forceinline__ void mma16816(float *d, const unsigned *a, unsigned b0, unsigned b1) {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-// the address a * b bytes past p, a and b 32-bit: one wide multiply-add (the compiler would widen a first)
-__device__ __forceinline__ const void *mad_wide(unsigned a, unsigned b, const void *p) {
-    unsigned long long r;
-    asm("mad.wide.u32 %0, %1, %2, %3;\n" : "=l"(r) : "r"(a), "r"(b), "l"(p));
-    return reinterpret_cast<const void *>(r);
-}
-
-__device__ __forceinline__ unsigned pack_bf16(float lo, float hi) {
-    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-    return *reinterpret_cast<unsigned *>(&v);
-}
-
-// A stage's element offset of 16-byte chunk ch (dims 8 ch..) of key row r: rows of HD unpadded, chunk ch
-// stored at ch ^ (r mod 8) (mod HD / 8 for narrower heads), so the eight rows an MMA fragment load or an
-// ldmatrix reads at one chunk fall in eight different bank groups, with no padding in shared memory.
-template <int HD>
-__device__ __forceinline__ int swizzled(int r, int ch) {
-    constexpr int MASK = (HD / 8 < 8 ? HD / 8 : 8) - 1;
-    return r * HD + ((ch ^ (r & MASK)) << 3);
-}
-
-// The fold of a split's state (ms, ls) into the running (M, L), in split order: the factors of the old
-// state and of the split (a state of max -inf has nothing in it: its factor is 0).
-__device__ __forceinline__ void fold_factors(float &M, float &L, float ms, float ls, float &a, float &b) {
-    float mn = fmaxf(M, ms);
-    a = M == -INFINITY ? 0.f : expf(__fsub_rn(M, mn));
-    b = ms == -INFINITY ? 0.f : expf(__fsub_rn(ms, mn));
-    L = __fadd_rn(__fmul_rn(L, a), __fmul_rn(ls, b));
-    M = mn;
-}
-
-__device__ __forceinline__ float fold_value(float O, float a, float o, float b) {
-    return __fadd_rn(__fmul_rn(O, a), __fmul_rn(o, b));
-}
+#include "attention.cuh"
 
 // Warps that share 16 MMA rows (a row group) split each tile's keys and meet at this barrier: one
 // named barrier per group (ids 1..RG, immediates, so the kernel reserves only those), so groups
@@ -103,6 +56,7 @@ __device__ __forceinline__ void attention_impl(
     // the descriptor is the step's plan, read before the wait (see common.cuh); the rest follows it
     dependent_launch_entry();
     const int g = blockIdx.y, G = heads / kvHeads;
+    const float cl2 = attn_c(scale);
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, gr = lane >> 2, tq = lane & 3;
     const int maxPos = pos0 + rows - 1;
     // WG warps share a row group of 16 MMA rows and split each tile: warp wq of the group takes key groups
@@ -130,6 +84,9 @@ __device__ __forceinline__ void attention_impl(
     // whether the warp's upper 8 MMA rows (h = 1) hold a row: not in a decode CTA of G <= 8 query heads per KV
     // head (the Nanbeige models have 7 and 5), where the half of every exp, sum and p of those rows is skipped
     const bool upper = grp * 16 + 8 < rows * G;
+    // whether the group's 16 rows all hold a row, and the first one's position: tiles wholly before it need no mask
+    const bool full = grp * 16 + 16 <= rows * G;
+    const int firstPos = pos0 + grp * 16 / G;
     // split tiles (QW): the warps' tile maxima, then each quarter's sums and each 16-key P fragment,
     // exchanged within the group ([group][quarter or fragment][lane][words])
     __shared__ float qmax[QW ? RG * WG : 1][16];
@@ -214,10 +171,12 @@ __device__ __forceinline__ void attention_impl(
                     unsigned b1 = *reinterpret_cast<const unsigned *>(Ks + swizzled<HD>(8 * nt + gr, 2 * kk + 1) + 2 * tq);
                     mma16816(S[c], qf[kk], b0, b1);
                 }
-                #pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    int h = e >> 1, key = t0 + 8 * nt + 2 * tq + (e & 1);
-                    S[c][e] = (valid[h] && key <= pos[h] && (h == 0 || upper)) ? __fmul_rn(S[c][e], scale) : -INFINITY;
+                if (!full || t0 + KT - 1 > firstPos) {
+                    #pragma unroll
+                    for (int e = 0; e < 4; e++) {
+                        int h = e >> 1, key = t0 + 8 * nt + 2 * tq + (e & 1);
+                        S[c][e] = (valid[h] && key <= pos[h] && (h == 0 || upper)) ? S[c][e] : -INFINITY;
+                    }
                 }
             }
             float mx[2] = {-INFINITY, -INFINITY};
@@ -250,15 +209,15 @@ __device__ __forceinline__ void attention_impl(
             #pragma unroll
             for (int h = 0; h < 2; h++) {
                 if (h == 1 && !upper) break;
-                float mn = fmaxf(ms[h], mx[h]);
+                float mn = fmaxf(ms[h], __fmul_rn(mx[h], cl2));
                 mu[h] = mn == -INFINITY ? 0.f : mn;
-                alpha[h] = ms[h] == -INFINITY ? 0.f : expf(__fsub_rn(ms[h], mu[h]));
+                alpha[h] = attn_factor(ms[h], mu[h]);
                 ms[h] = mn;
             }
             #pragma unroll
             for (int c = 0; c < NT; c++) {
                 #pragma unroll
-                for (int e = 0; e < 4; e++) S[c][e] = e >= 2 && !upper ? 0.f : expf(__fsub_rn(S[c][e], mu[e >> 1]));
+                for (int e = 0; e < 4; e++) S[c][e] = e >= 2 && !upper ? 0.f : attn_p(S[c][e], cl2, mu[e >> 1]);
             }
             // this thread's sums of p over each quarter of the tile's keys (nt 2Q, 2Q + 1), in order
             #pragma unroll
@@ -307,8 +266,8 @@ __device__ __forceinline__ void attention_impl(
                 sum = __fadd_rn(sum, __shfl_xor_sync(0xffffffffu, sum, 2));
                 ls[h] = __fadd_rn(__fmul_rn(ls[h], alpha[h]), sum);
             }
-            // the split's o rescaled to the new max (a factor of 1 changes nothing: skipped)
-            if (alpha[0] != 1.f || alpha[1] != 1.f) {
+            // the split's o rescaled to the new max (o is still zero in a split's first tile; a factor of 1 changes nothing)
+            if (t0 % SPLIT != 0 && (alpha[0] != 1.f || alpha[1] != 1.f)) {
                 #pragma unroll
                 for (int c = 0; c < DNW; c++) {
                     #pragma unroll
@@ -445,15 +404,15 @@ extern "C" __global__ void attention_merge(const float *partO, const float *part
             }
             float after = fmaxf(M, pm), before = __shfl_up_sync(0xffffffffu, after, 1);
             if (lane == 0) before = M;
-            fa[lane] = before == -INFINITY ? 0.f : expf(__fsub_rn(before, after));
-            fb[lane] = ms == -INFINITY ? 0.f : expf(__fsub_rn(ms, after));
+            fa[lane] = attn_factor(before, after);
+            fb[lane] = attn_factor(ms, after);
             M = __shfl_sync(0xffffffffu, after, cnt - 1); // the run's max after the chunk (warp 0 alone needs it)
         }
         __syncthreads();
         const float *b = buf[c % MERGE_STAGES];
         if (i < HD) {
             for (int s = 0; s < cnt; s++) {
-                L = __fadd_rn(__fmul_rn(L, fa[s]), __fmul_rn(sm[2 * s + 1], fb[s]));
+                L = fold_value(L, fa[s], sm[2 * s + 1], fb[s]);
                 O = fold_value(O, fa[s], b[s * HD + i], fb[s]);
             }
         }

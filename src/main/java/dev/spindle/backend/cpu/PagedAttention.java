@@ -12,13 +12,14 @@ import static dev.spindle.backend.cpu.Bf16Vectors.L;
 
 /**
  * Causal GQA attention over the paged KV store in Spindle's flash numerics, the rounding points of
- * the CUDA kernels (docs/ARCHITECTURE.md, "Attention numerics"): scores {@code s = fp32(q.k) * scale}
- * kept in fp32; keys cut into fixed splits of {@link #SPLIT} walked in tiles of {@link #TILE}; in a
- * split an online softmax (running max m; per tile {@code p = exp(s - m)} in fp32, the split's sum
- * {@code l} of those p, its unnormalised {@code o = sum of bf16(p) v} in fp32, both rescaled by
- * {@code exp(m_old - m_new)} when the max grows); the splits folded in order
- * ({@code M = max, L = L a + l b, O = O a + o b}, {@code a, b} the exps to the new max); out
- * {@code bf16(O / L)}. Each (row, head) is computed alone, over positions 0..p in order, so a decode
+ * the CUDA kernels (docs/ARCHITECTURE.md, "Attention numerics"): scores {@code s = fp32(q.k)} kept
+ * in fp32; keys cut into fixed splits of {@link #SPLIT} walked in tiles of {@link #TILE}; in a split an
+ * online softmax in powers of two ({@code c = fp32(scale log2 e)}; running max {@code m = fp32(max s c)};
+ * per tile {@code p = 2^fma(s, c, -m)} in fp32, the split's sum {@code l} of those p, its unnormalised
+ * {@code o = sum of bf16(p) v} in fp32, both rescaled by {@code 2^(m_old - m_new)} when the max grows);
+ * the splits folded in order ({@code M = max, L = fma(L, a, l b), O = fma(O, a, o b)}, {@code a, b} the
+ * powers to the new max); out {@code bf16(O / L)}. Powers under 2^-126 are zero, as the GPU's ex2 gives
+ * them. Each (row, head) is computed alone, over positions 0..p in order, so a decode
  * row equals the same row in any window.
  */
 final class PagedAttention {
@@ -39,7 +40,7 @@ final class PagedAttention {
     void apply(float[] q, int firstRow, int n, int start, int heads, int kvHeads, CpuKvStore kv, BlockTable table, int slot, float[] out) {
         int hd = kv.headDim();
         int group = heads / kvHeads;
-        float scale = (float) Math.pow(hd, -0.5);
+        float scale = (float) Math.pow(hd, -0.5), c = scale * LOG2E;
         MemorySegment seg = kv.data();
         parallel.forRange(n * heads, 1, (i0, i1) -> {
             float[] scratch = new float[L];
@@ -60,15 +61,15 @@ final class PagedAttention {
                         int t1 = Math.min(t0 + TILE, p + 1);
                         float mt = Float.NEGATIVE_INFINITY;
                         for (int t = t0; t < t1; t++) {
-                            s[t - t0] = MatMul.dot(q, qo, hd, seg, kv.offset(table, slot, 0, t, kvh), scratch) * scale;
+                            s[t - t0] = MatMul.dot(q, qo, hd, seg, kv.offset(table, slot, 0, t, kvh), scratch);
                             mt = Math.max(mt, s[t - t0]);
                         }
-                        float mn = Math.max(m, mt);
-                        float alpha = m == Float.NEGATIVE_INFINITY ? 0f : exp(m - mn);
+                        float mn = Math.max(m, mt * c);
+                        float alpha = m == Float.NEGATIVE_INFINITY ? 0f : exp2(m - mn);
                         float sum = 0f;
                         scaleInto(o, alpha);
                         for (int t = t0; t < t1; t++) {
-                            float e = exp(s[t - t0] - mn);
+                            float e = exp2(Math.fma(s[t - t0], c, -mn));
                             sum += e;
                             addScaled(o, Bf16.round(e), seg, kv.offset(table, slot, 1, t, kvh));
                         }
@@ -77,10 +78,10 @@ final class PagedAttention {
                     }
                     // fold the split into the run, in split order
                     float mn = Math.max(bigM, m);
-                    float a = bigM == Float.NEGATIVE_INFINITY ? 0f : exp(bigM - mn), b = exp(m - mn);
-                    bigL = bigL * a + l * b;
+                    float a = bigM == Float.NEGATIVE_INFINITY ? 0f : exp2(bigM - mn), b = exp2(m - mn);
+                    bigL = Math.fma(bigL, a, l * b);
                     for (int d = 0; d < hd; d++) {
-                        acc[d] = acc[d] * a + o[d] * b;
+                        acc[d] = Math.fma(acc[d], a, o[d] * b);
                     }
                     bigM = mn;
                 }
@@ -91,8 +92,13 @@ final class PagedAttention {
         });
     }
 
-    private static float exp(float x) {
-        return (float) StrictMath.exp(x);
+    /** log2(e) as the kernels round it. */
+    static final float LOG2E = 1.4426950408889634f;
+
+    /** 2^x rounded to fp32, results under the smallest normal (2^-126) zero. */
+    static float exp2(float x) {
+        float r = (float) StrictMath.pow(2.0, x);
+        return r < Float.MIN_NORMAL ? 0f : r;
     }
 
     private static void scaleInto(float[] o, float alpha) {

@@ -260,11 +260,12 @@ public final class CudaBench {
      */
     public Map<String, Object> prefillAttentionKernels(int rows) {
         Map<String, Object> m = new LinkedHashMap<>();
-        Map<Integer, String> names = Map.of(CudaKernels.PREFILL, "one_warp_per_rows", CudaKernels.PREFILL_WARP_PAIRS, "warp_pairs");
+        Map<Integer, String> names = Map.of(CudaKernels.PREFILL, "one_warp_per_rows", CudaKernels.PREFILL_WARP_PAIRS, "warp_pairs",
+                CudaKernels.PREFILL_WGMMA, "wgmma");
         try {
             for (int kernel : CudaKernels.PREFILL_KERNELS) {
                 if (!gpu.hasPrefillAttentionKernel(kernel)) {
-                    m.put(names.get(kernel) + "_ms", "not loaded on this GPU (shared memory)");
+                    m.put(names.get(kernel) + "_ms", "not loaded on this GPU (shared memory, or not an sm_90a GPU)");
                     continue;
                 }
                 gpu.prefillAttentionKernel(kernel);

@@ -596,20 +596,24 @@ public final class CudaForwardPass implements ForwardPass {
     }
 
     /**
-     * The prefill attention kernel: one warp per row group, which loads on every GPU (96 KiB of shared memory a
-     * block at head dim 128) and, in one pass, was faster than warp pairs at every length on the 33B shape (H200,
-     * attention of all layers, one warp / warp pairs, ms: 512 tokens 3.61 / 4.02, 2K 29.2 / 37.7, 8K 406 / 519;
-     * docs/bench/ab-one-pass-attention). The two compute the same values; the bench times both
-     * (prefill_attention_kernels in its JSON).
+     * The prefill attention kernel where Hopper's wgmma kernel is not loaded: one warp per row group, which loads on
+     * every GPU (96 KiB of shared memory a block at head dim 128) and, in one pass, was faster than warp pairs at
+     * every length on the 33B shape (H200, attention of all layers, one warp / warp pairs, ms: 512 tokens 3.61 /
+     * 4.02, 2K 29.2 / 37.7, 8K 406 / 519; docs/bench/ab-one-pass-attention). On an H100/H200 (sm_90a) prefill runs
+     * {@link CudaKernels#PREFILL_WGMMA} (8K window, 33B shape, one layer: 3.74 ms against 5.81 for this kernel). They
+     * compute the same values; the bench times each (prefill_attention_kernels in its JSON).
      */
     static final int PREFILL_KERNEL = CudaKernels.PREFILL;
 
-    /** -1: {@link #PREFILL_KERNEL}; else every prefill step runs this kernel (the bench's comparison). */
+    /** -1: the default ({@link #PREFILL_KERNEL}, or the wgmma kernel where loaded); else every prefill step runs this kernel. */
     private int prefillKernelOverride = -1;
 
     /** The prefill kernel steps run. */
     int prefillKernel() {
-        return prefillKernelOverride >= 0 ? prefillKernelOverride : PREFILL_KERNEL;
+        if (prefillKernelOverride >= 0) {
+            return prefillKernelOverride;
+        }
+        return k.hasAttention(c.headDim(), CudaKernels.PREFILL_WGMMA) ? CudaKernels.PREFILL_WGMMA : PREFILL_KERNEL;
     }
 
     /** Whether prefill attention kernel {@code kernel} is loaded for this model's head dim on this GPU. */

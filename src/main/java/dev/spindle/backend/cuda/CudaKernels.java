@@ -25,13 +25,18 @@ public final class CudaKernels {
      * The attention kernels (one pass over the keys each): prefill windows with one warp per 16 MMA rows,
      * decode rows' split CTAs (their split states folded by {@link #attentionMerge}), and prefill with two
      * warps per 16 MMA rows, each taking half of every tile's keys (256 threads: twice the warps per SM,
-     * half the chain per warp). The two prefill kernels compute the same values.
+     * half the chain per warp), and prefill on Hopper's warpgroup MMA (attention_wgmma.cu: sm_90a, head dims 64
+     * and 128; one warpgroup per 64 MMA rows). The prefill kernels compute the same values.
      */
-    public static final int PREFILL = 0, DECODE = 1, PREFILL_WARP_PAIRS = 2;
+    public static final int PREFILL = 0, DECODE = 1, PREFILL_WARP_PAIRS = 2, PREFILL_WGMMA = 3;
     /** The prefill kernels, for comparisons. */
-    public static final List<Integer> PREFILL_KERNELS = List.of(PREFILL, PREFILL_WARP_PAIRS);
-    /** attention.cu's kernel suffixes, by kind index (attention_hd{headDim}_{suffix}). */
-    static final List<String> ATTENTION_KERNELS = List.of("p0", "p1", "p0w");
+    public static final List<Integer> PREFILL_KERNELS = List.of(PREFILL, PREFILL_WARP_PAIRS, PREFILL_WGMMA);
+    /** The kernel suffixes, by kind index (attention_hd{headDim}_{suffix}; p0g in attention_wgmma.cu, the rest in attention.cu). */
+    static final List<String> ATTENTION_KERNELS = List.of("p0", "p1", "p0w", "p0g");
+    /** Head dims the wgmma prefill is built for. */
+    static boolean hasWgmmaPrefill(int headDim) {
+        return headDim == 64 || headDim == 128;
+    }
 
     /** Threads of an attention CTA: 128 (four warps), 256 for the warp-pair prefill. */
     static int attentionThreads(int kind) {
@@ -86,8 +91,13 @@ public final class CudaKernels {
         swiglu = cuda.function(module, "swiglu");
         residualAdd = cuda.function(module, "residual_add");
         kvWrite = cuda.function(module, "kv_write");
+        int[] cc = cuda.computeCapability();
+        boolean hopper = cc[0] == 9 && cc[1] == 0;
         for (int hd : new int[]{16, 32, 64, 128}) {
             for (int phase = 0; phase < ATTENTION_KERNELS.size(); phase++) {
+                if (phase == PREFILL_WGMMA && !(hopper && hasWgmmaPrefill(hd))) {
+                    continue; // built for sm_90a only (elsewhere its body traps)
+                }
                 String name = "attention_hd" + hd + "_" + ATTENTION_KERNELS.get(phase);
                 MemorySegment f = cuda.function(module, name);
                 try {
@@ -105,7 +115,6 @@ public final class CudaKernels {
                 attention.put(hd * 8 + phase, f);
             }
         }
-        int[] cc = cuda.computeCapability();
         for (LinearRowsVariant v : cc[0] == 9 && cc[1] == 0 ? LINEAR_ROWS : List.<LinearRowsVariant>of()) {
             if (v.sharedBytes() <= cuda.maxSharedMemory()) {
                 MemorySegment f = cuda.function(module, v.kernel());
@@ -239,7 +248,8 @@ public final class CudaKernels {
      */
     static int attentionSharedBytes(int headDim, int kind) {
         int stage = 2 * 64 * headDim * 2;
-        return 2 * stage + (PREFILL_KERNELS.contains(kind) ? 64 * headDim * 4 : 0);
+        // the wgmma kernel aligns its stages to 1024 bytes (the 128-byte swizzle's atom)
+        return 2 * stage + (PREFILL_KERNELS.contains(kind) ? 64 * headDim * 4 : 0) + (kind == PREFILL_WGMMA ? 1024 : 0);
     }
 
     /** Whether the attention kernel of {@code phase} for {@code headDim} is loaded (its shared memory fits this GPU). */

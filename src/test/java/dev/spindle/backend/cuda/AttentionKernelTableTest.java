@@ -29,7 +29,15 @@ class AttentionKernelTableTest {
         while (m.find()) {
             declared.put(m.group(2), new Object[]{Boolean.parseBoolean(m.group(1)), Integer.parseInt(m.group(3))});
         }
-        assertEquals(CudaKernels.ATTENTION_KERNELS.size(), declared.size(), "attention.cu's ATTENTION(...) kernels: " + declared.keySet());
+        // attention_wgmma.cu: one prefill kernel per head dim, WG_GROUPS warpgroups of 64 MMA rows (the host plans 64)
+        String wgmma = Files.readString(Path.of("src/main/cuda/attention_wgmma.cu"));
+        Matcher groups = Pattern.compile("#define WG_GROUPS (\\d+)").matcher(wgmma);
+        assertTrue(groups.find() && wgmma.contains("__launch_bounds__(128 * WG_GROUPS) attention_hd##hd##_p0g("), "attention_wgmma.cu declares p0g");
+        assertEquals(1, Integer.parseInt(groups.group(1)), "the host plans prefill tiles of 64 MMA rows");
+        declared.put("p0g", new Object[]{false, 1});
+        assertTrue(wgmma.contains("ATTENTION_WGMMA(64)") && wgmma.contains("ATTENTION_WGMMA(128)"));
+        assertTrue(CudaKernels.hasWgmmaPrefill(64) && CudaKernels.hasWgmmaPrefill(128) && !CudaKernels.hasWgmmaPrefill(32));
+        assertEquals(CudaKernels.ATTENTION_KERNELS.size(), declared.size(), "the ATTENTION(...) kernels: " + declared.keySet());
         for (int kind = 0; kind < CudaKernels.ATTENTION_KERNELS.size(); kind++) {
             String name = CudaKernels.ATTENTION_KERNELS.get(kind);
             Object[] d = declared.get(name);
@@ -50,14 +58,17 @@ class AttentionKernelTableTest {
     /** The split and tile sizes the host plans with are the kernels' (and the CPU twin's: PagedAttentionTest). */
     @Test
     void splitAndTileSizesAreTheKernelFilesOwn() throws IOException {
-        String source = Files.readString(Path.of("src/main/cuda/attention.cu"));
+        String source = Files.readString(Path.of("src/main/cuda/attention.cuh"));
         Matcher split = Pattern.compile("#define SPLIT (\\d+)").matcher(source), tile = Pattern.compile("#define KT (\\d+)").matcher(source);
-        assertTrue(split.find() && tile.find(), "attention.cu defines SPLIT and KT");
+        assertTrue(split.find() && tile.find(), "attention.cuh defines SPLIT and KT");
         assertEquals(CudaKernels.ATTENTION_SPLIT, Integer.parseInt(split.group(1)));
         assertEquals(64, Integer.parseInt(tile.group(1)));
     }
 
-    /** Prefill runs one warp per row group, which (with the decode kernel) loads on GPUs with 99 KiB a block too. */
+    /**
+     * Without the wgmma kernel (GPUs other than sm_90a) prefill runs one warp per row group, which (with the decode
+     * kernel) loads on GPUs with 99 KiB a block too.
+     */
     @Test
     void prefillRunsAKernelThatLoadsEverywhere() {
         assertEquals(CudaKernels.PREFILL, CudaForwardPass.PREFILL_KERNEL);

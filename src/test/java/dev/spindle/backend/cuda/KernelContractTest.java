@@ -200,12 +200,13 @@ class KernelContractTest {
      * the prefill kernel, bit for bit, at contexts of 1 to 262 splits: the merge's chunking and staging
      * (28 splits a chunk) must not change the split-order arithmetic. KV blocks
      * of 16 keys (the default), 4 (a 64-key tile spans 16 blocks) and 128 (a split lies in one block); 4, 12
-     * and 7 query heads a KV head (a decode CTA's upper 8 MMA rows empty, used, and empty with 7 used below).
+     * and 7 query heads a KV head (a decode CTA's upper 8 MMA rows empty, used, and empty with 7 used below); head
+     * dim 16, and 128 (the 33B's, where the wgmma prefill runs on sm_90a and must give the same bits).
      */
     @ParameterizedTest
-    @CsvSource({"16, 4", "4, 12", "128, 7"})
-    void decodeSplitPathEqualsPhaseZeroAtLongContext(int bs, int group) {
-        int hd = 16, kvHeads = 2, heads = group * kvHeads, qd = heads * hd, kvd = kvHeads * hd, stride = qd + 2 * kvd;
+    @CsvSource({"16, 4, 16", "4, 12, 16", "128, 7, 16", "16, 7, 128"})
+    void decodeSplitPathEqualsPhaseZeroAtLongContext(int bs, int group, int hd) {
+        int kvHeads = 2, heads = group * kvHeads, qd = heads * hd, kvd = kvHeads * hd, stride = qd + 2 * kvd;
         int ctx = 33_500;
         int[] decode = {ctx - 1, 8_200, 4_100, 127, 0};
         try (Arena a = Arena.ofConfined()) {
@@ -253,6 +254,12 @@ class KernelContractTest {
             k.attention(CudaKernels.PREFILL, zero.size(), dq, stride, zeroOut, dpool, dtab, dzero, partO, partML, heads, kvHeads, hd, bs, scale);
             float[] split = download(a, splitOut, decode.length * qd), whole = download(a, zeroOut, ctx * qd);
             assertEquals(0, compare(whole, pairs)[1], "prefill with warp pairs differs from one warp per row group");
+            // the wgmma prefill (sm_90a) computes the same bits
+            if (k.hasAttention(hd, CudaKernels.PREFILL_WGMMA)) {
+                cuda.memsetZero(zeroOut, (long) ctx * qd * 2);
+                k.attention(CudaKernels.PREFILL_WGMMA, zero.size(), dq, stride, zeroOut, dpool, dtab, dzero, partO, partML, heads, kvHeads, hd, bs, scale);
+                assertEquals(0, compare(whole, download(a, zeroOut, ctx * qd))[1], "the wgmma prefill differs from one warp per row group");
+            }
             for (int i = 0; i < decode.length; i++) {
                 float[] want = java.util.Arrays.copyOfRange(whole, decode[i] * qd, (decode[i] + 1) * qd);
                 float[] got = java.util.Arrays.copyOfRange(split, i * qd, (i + 1) * qd);
@@ -609,6 +616,12 @@ class KernelContractTest {
                         heads, kvHeads, hd, bs, scale);
                 float[] got = download(a, dout, ctx * qd);
                 assertEquals(0, compare(got, pairs)[1], "prefill with warp pairs differs from one warp per row group (head dim " + hd + ")");
+                if (k.hasAttention(hd, CudaKernels.PREFILL_WGMMA)) {
+                    k.attention(CudaKernels.PREFILL_WGMMA, desc.size() - decodeCtas, dq, stride, dout, dpool, dtab, ddesc + 32L * decodeCtas, partO,
+                            partML, heads, kvHeads, hd, bs, scale);
+                    assertEquals(0, compare(got, download(a, dout, ctx * qd))[1], "the wgmma prefill differs from one warp per row group (head dim " + hd + ")");
+                    System.out.println("[cuda] attention hd " + hd + ": the wgmma prefill = one warp per row group, bit for bit");
+                }
                 double worst = 0;
                 String where = "";
                 int checked = 0;
