@@ -549,7 +549,9 @@ class KernelContractTest {
      * * scale unrounded, per split (ATTENTION_SPLIT keys) an online softmax over 64-key tiles whose p = exp(s - running max)
      * is rounded to bf16 before it multiplies v, the splits folded in order, out = O / L. Bound per output:
      * 2 bf16 ulps of the reference, plus one bf16 step of the largest normalised |p v| term (a p whose exp
-     * lands on the other side of a rounding boundary), plus 2^-14 of the sum of |p v| (fp32 accumulation
+     * lands on the other side of a rounding boundary moves by one ulp: up to 2^-7 of itself, at the bottom of a
+     * binade; seen at hd 32, a p of 0.5292969 in fp32, the tie between two bf16 values, rounded up where the
+     * exact 0.52929684 rounds down), plus 2^-14 of the sum of |p v| (fp32 accumulation
      * order and the fp32 scores). Head dims 16, 32,
      * 128 with 4, 3 and 7 query heads per KV head; a prefill window and decode rows over 2, 3 and 6 splits.
      */
@@ -646,7 +648,7 @@ class KernelContractTest {
                             }
                             float gv = got[p * qd + h * hd + d];
                             double bound = 2 * Math.scalb(1.0, Math.getExponent((float) Math.max(Math.abs(o), 1e-30)) - 7)
-                                    + Math.scalb(maxTerm, -8) + Math.scalb(sumAbs, -14);
+                                    + Math.scalb(maxTerm, -7) + Math.scalb(sumAbs, -14);
                             double ratio = Math.abs(gv - o) / bound;
                             if (ratio > worst) {
                                 worst = ratio;
