@@ -1,13 +1,14 @@
 // attention: causal attention over the paged bf16 KV pool on tensor cores (mma.sync m16n8k16 bf16,
 // fp32 accumulation), for prefill windows and decode rows alike, in one pass over the keys, in
-// Spindle's flash numerics (docs/ARCHITECTURE.md, "Attention numerics"; the CPU twin is
-// backend/cpu/PagedAttention):
-//   s = fp32(q.k) * scale (never rounded), masked keys -inf. Keys are cut into fixed splits of SPLIT
-//   keys walked in tiles of KT keys. In a split, an online softmax: per tile the running max m grows to
-//   m' = max(m, tile max), the split's sum l and its unnormalised sum o of p v are rescaled by
-//   exp(m - m'), p = exp(s - m') in fp32 adds to l (the canonical tile sum below) and, rounded to bf16,
-//   to o through the MMA. The splits fold in split order: M' = max(M, m), a = exp(M - M'),
-//   b = exp(m - M'), L = L a + l b, O = O a + o b; out = bf16(O / L).
+// Spindle's flash numerics (docs/ARCHITECTURE.md, "Attention numerics"; the arithmetic is attention.cuh's,
+// the CPU twin is backend/cpu/PagedAttention):
+//   s = fp32(q.k) (never rounded or scaled), masked keys -inf; c = scale log2(e). Keys are cut into fixed
+//   splits of SPLIT keys walked in tiles of KT keys. In a split, an online softmax in powers of two: per
+//   tile the running max m grows to m' = max(m, fp32(tile max * c)), the split's sum l and its
+//   unnormalised sum o of p v are rescaled by 2^(m - m'), p = 2^fma(s, c, -m') in fp32 adds to l (the
+//   canonical tile sum below) and, rounded to bf16, to o through the MMA. The splits fold in split order:
+//   M' = max(M, m), a = 2^(M - M'), b = 2^(m - M'), L = fma(L, a, l b), O = fma(O, a, o b); out = bf16(O / L).
+// On sm_90a prefill runs attention_wgmma.cu's kernel instead of p0, with the same bits.
 // One kernel per head dim and kind (attention_hd{16,32,64,128}_{p0,p1,p0w}). Grid: (CTAs, kvHeads),
 // block: 128 threads (4 warps; p0w 256, 8 warps). The G query heads of one KV head and R rows stack into
 // the 64 rows of the MMA tile (m = r * G + j), so K/V tiles are read once per KV head. Each CTA is
@@ -68,18 +69,11 @@ __device__ __forceinline__ void attention_impl(
     const int wq = warp % WG, grp = warp / WG;
     const int nt0 = NT * wq, dn0 = wq * DNW;
     const bool pvWarp = dn0 < DN;
-    // this thread's two MMA rows
-    int mr[2], pos[2];
-    bool valid[2];
-    const bf16 *qp[2];
-    #pragma unroll
-    for (int h = 0; h < 2; h++) {
-        int m = grp * 16 + gr + 8 * h, r = m / G, j = m % G;
-        valid[h] = r < rows;
-        pos[h] = pos0 + r;
-        mr[h] = m;
-        qp[h] = qkv + (long) (row0 + (valid[h] ? r : 0)) * qkvStride + (long) (g * G + j) * HD;
-    }
+    // this thread's two MMA rows and their Q fragments
+    const AttnRows<HD> tr(qkv, qkvStride, row0, rows, pos0, g, G, grp * 16, gr, tq);
+    const int (&mr)[2] = tr.mr, (&pos)[2] = tr.pos;
+    const bool (&valid)[2] = tr.valid;
+    const unsigned (&qf)[KS][4] = tr.qf;
     const bool warpActive = grp * 16 < rows * G;
     // whether the warp's upper 8 MMA rows (h = 1) hold a row: not in a decode CTA of G <= 8 query heads per KV
     // head (the Nanbeige models have 7 and 5), where the half of every exp, sum and p of those rows is skipped
@@ -92,15 +86,6 @@ __device__ __forceinline__ void attention_impl(
     __shared__ float qmax[QW ? RG * WG : 1][16];
     __shared__ float qsum[QW ? RG * 4 * 32 * 2 : 1];
     __shared__ unsigned xch[QW ? RG * 4 * 32 * 4 : 1];
-    unsigned qf[KS][4];
-    #pragma unroll
-    for (int kk = 0; kk < KS; kk++) {
-        #pragma unroll
-        for (int h = 0; h < 2; h++) {
-            qf[kk][h] = valid[h] ? *reinterpret_cast<const unsigned *>(qp[h] + 16 * kk + 2 * tq) : 0u;
-            qf[kk][h + 2] = valid[h] ? *reinterpret_cast<const unsigned *>(qp[h] + 16 * kk + 8 + 2 * tq) : 0u;
-        }
-    }
     // a block of the pool holds K then V of every KV head, blockSize rows of HD each (a power of two, checked
     // by the host). This thread copies the 16 bytes at dims dim8.. of keys lk, lk + KSTEP, .. of each
     // stage (a warp's copies cover whole rows). A key's row is numbered in 32 bits (the host keeps a layer's
@@ -204,16 +189,9 @@ __device__ __forceinline__ void attention_impl(
                     for (int w = 0; w < WG; w++) mx[h] = fmaxf(mx[h], qmax[grp * WG + w][gr + 8 * h]);
                 }
             }
-            // the new max m' (mu: 0 while every key so far is masked), the old state's factor, and p = exp(s - m')
-            float mu[2] = {0.f, 0.f}, alpha[2] = {1.f, 1.f}, q[2][4] = {};
-            #pragma unroll
-            for (int h = 0; h < 2; h++) {
-                if (h == 1 && !upper) break;
-                float mn = fmaxf(ms[h], __fmul_rn(mx[h], cl2));
-                mu[h] = mn == -INFINITY ? 0.f : mn;
-                alpha[h] = attn_factor(ms[h], mu[h]);
-                ms[h] = mn;
-            }
+            // the new max m' (mu: 0 while every key so far is masked), the old state's factor, and p = 2^(s c - m')
+            float mu[2], alpha[2], q[2][4] = {};
+            attn_new_max(ms, mx, cl2, upper, mu, alpha);
             #pragma unroll
             for (int c = 0; c < NT; c++) {
                 #pragma unroll
@@ -261,10 +239,7 @@ __device__ __forceinline__ void attention_impl(
             for (int h = 0; h < 2; h++) {
                 if (h == 1 && !upper) break;
                 // the canonical tile sum: quarters in order, then the row's four lanes
-                float sum = __fadd_rn(__fadd_rn(__fadd_rn(q[h][0], q[h][1]), q[h][2]), q[h][3]);
-                sum = __fadd_rn(sum, __shfl_xor_sync(0xffffffffu, sum, 1));
-                sum = __fadd_rn(sum, __shfl_xor_sync(0xffffffffu, sum, 2));
-                ls[h] = __fadd_rn(__fmul_rn(ls[h], alpha[h]), sum);
+                ls[h] = __fadd_rn(__fmul_rn(ls[h], alpha[h]), attn_tile_sum(q[h]));
             }
             // the split's o rescaled to the new max (o is still zero in a split's first tile; a factor of 1 changes nothing)
             if (t0 % SPLIT != 0 && (alpha[0] != 1.f || alpha[1] != 1.f)) {

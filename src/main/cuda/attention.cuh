@@ -37,6 +37,44 @@ __device__ __forceinline__ int swizzled(int r, int ch) {
     return r * HD + ((ch ^ (r & MASK)) << 3);
 }
 
+// A thread's two MMA rows, gr and gr + 8 of the 16 from m0 (MMA row m: window row m / G, query head
+// g G + m % G): whether each holds a row, its position, and the Q fragments of both (16-wide k chunks,
+// the A operand of the m16n8k16 MMA and of wgmma's register form alike).
+template <int HD>
+struct AttnRows {
+    int mr[2], pos[2];
+    bool valid[2];
+    unsigned qf[HD / 16][4];
+
+    __device__ __forceinline__ AttnRows(const bf16 *qkv, int qkvStride, int row0, int rows, int pos0, int g, int G, int m0, int gr, int tq) {
+        const bf16 *qp[2];
+        #pragma unroll
+        for (int h = 0; h < 2; h++) {
+            int m = m0 + gr + 8 * h, r = m / G, j = m % G;
+            valid[h] = r < rows;
+            pos[h] = pos0 + r;
+            mr[h] = m;
+            qp[h] = qkv + (long) (row0 + (valid[h] ? r : 0)) * qkvStride + (long) (g * G + j) * HD;
+        }
+        #pragma unroll
+        for (int kk = 0; kk < HD / 16; kk++) {
+            #pragma unroll
+            for (int h = 0; h < 2; h++) {
+                qf[kk][h] = valid[h] ? *reinterpret_cast<const unsigned *>(qp[h] + 16 * kk + 2 * tq) : 0u;
+                qf[kk][h + 2] = valid[h] ? *reinterpret_cast<const unsigned *>(qp[h] + 16 * kk + 8 + 2 * tq) : 0u;
+            }
+        }
+    }
+};
+
+// The canonical tile sum of p of one row: this thread's quarter sums (16 keys each) in order, then the
+// row's four lanes.
+__device__ __forceinline__ float attn_tile_sum(const float (&q)[4]) {
+    float sum = __fadd_rn(__fadd_rn(__fadd_rn(q[0], q[1]), q[2]), q[3]);
+    sum = __fadd_rn(sum, __shfl_xor_sync(0xffffffffu, sum, 1));
+    return __fadd_rn(sum, __shfl_xor_sync(0xffffffffu, sum, 2));
+}
+
 // Scores stay as the MMA gives them, fp32(q.k); the softmax works in powers of two: c = scale log2(e), a
 // max m is kept as fp32(max s * c), and p = 2^(s c - m) is one FMA and one ex2 (FlashAttention's arithmetic,
 // mathematically exp(scale s - scale max)). Every kernel computes c, p and the factors with these.
@@ -51,6 +89,22 @@ __device__ __forceinline__ float attn_c(float scale) { return __fmul_rn(scale, 1
 __device__ __forceinline__ float attn_p(float s, float c, float m) { return attn_exp2(__fmaf_rn(s, c, -m)); }
 // the factor taking a state of max older to the max newer (a state of max -inf has nothing in it: 0)
 __device__ __forceinline__ float attn_factor(float older, float newer) { return older == -INFINITY ? 0.f : attn_exp2(__fsub_rn(older, newer)); }
+
+// A split's running maxima ms after a tile whose rows' maxima of raw scores are mx: the factors of the split's
+// state before the tile (alpha) and the maxima p is taken against (mu: 0 while every key so far is masked).
+// The second row only where it holds one (upper).
+__device__ __forceinline__ void attn_new_max(float (&ms)[2], const float (&mx)[2], float c, bool upper, float (&mu)[2], float (&alpha)[2]) {
+    #pragma unroll
+    for (int h = 0; h < 2; h++) {
+        mu[h] = 0.f;
+        alpha[h] = 1.f;
+        if (h == 1 && !upper) break;
+        float mn = fmaxf(ms[h], __fmul_rn(mx[h], c));
+        mu[h] = mn == -INFINITY ? 0.f : mn;
+        alpha[h] = attn_factor(ms[h], mu[h]);
+        ms[h] = mn;
+    }
+}
 
 // a value of the run after a split is folded in: O a + o b (o b rounded, then one FMA)
 __device__ __forceinline__ float fold_value(float O, float a, float o, float b) {

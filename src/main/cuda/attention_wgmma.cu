@@ -90,30 +90,15 @@ __device__ __forceinline__ void attention_wgmma_impl(
     // warp: the first of this warp's 16 MMA rows (warpgroup w takes rows 64 w..)
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, gr = lane >> 2, tq = lane & 3;
     const int maxPos = pos0 + rows - 1;
-    int mr[2], pos[2];
-    bool valid[2];
-    const bf16 *qp[2];
-    #pragma unroll
-    for (int h = 0; h < 2; h++) {
-        int m = warp * 16 + gr + 8 * h, r = m / G, j = m % G;
-        valid[h] = r < rows;
-        pos[h] = pos0 + r;
-        mr[h] = m;
-        qp[h] = qkv + (long) (row0 + (valid[h] ? r : 0)) * qkvStride + (long) (g * G + j) * HD;
-    }
+    // this thread's two MMA rows and their Q fragments
+    const AttnRows<HD> tr(qkv, qkvStride, row0, rows, pos0, g, G, warp * 16, gr, tq);
+    const int (&mr)[2] = tr.mr, (&pos)[2] = tr.pos;
+    const bool (&valid)[2] = tr.valid;
+    const unsigned (&qf)[KS][4] = tr.qf;
     const bool upper = warp * 16 + 8 < rows * G;
     // whether the warp's 16 rows all hold a row, and the first one's position: tiles wholly before it need no mask
     const bool full = warp * 16 + 16 <= rows * G;
     const int firstPos = pos0 + warp * 16 / G;
-    unsigned qf[KS][4];
-    #pragma unroll
-    for (int kk = 0; kk < KS; kk++) {
-        #pragma unroll
-        for (int h = 0; h < 2; h++) {
-            qf[kk][h] = valid[h] ? *reinterpret_cast<const unsigned *>(qp[h] + 16 * kk + 2 * tq) : 0u;
-            qf[kk][h + 2] = valid[h] ? *reinterpret_cast<const unsigned *>(qp[h] + 16 * kk + 8 + 2 * tq) : 0u;
-        }
-    }
     constexpr int KSTEP = THREADS / DN;
     const int lk = threadIdx.x / DN, ch = threadIdx.x % DN, bsh = __ffs(blockSize) - 1;
     const unsigned blockRows = 2u * kvHeads * blockSize, headRow = (unsigned) g * blockSize, vRows = (unsigned) kvHeads * blockSize;
@@ -164,16 +149,8 @@ __device__ __forceinline__ void attention_wgmma_impl(
             mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
             mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
         }
-        float mu[2] = {0.f, 0.f}, q[2][4] = {};
-        alpha[0] = alpha[1] = 1.f;
-        #pragma unroll
-        for (int h = 0; h < 2; h++) {
-            if (h == 1 && !upper) break;
-            float mn = fmaxf(ms[h], __fmul_rn(mx[h], cl2));
-            mu[h] = mn == -INFINITY ? 0.f : mn;
-            alpha[h] = attn_factor(ms[h], mu[h]);
-            ms[h] = mn;
-        }
+        float mu[2], q[2][4] = {};
+        attn_new_max(ms, mx, cl2, upper, mu, alpha);
         #pragma unroll
         for (int c = 0; c < 32; c++) S[c] = (c & 3) >= 2 && !upper ? 0.f : attn_p(S[c], cl2, mu[(c & 3) >> 1]);
         #pragma unroll
@@ -194,10 +171,7 @@ __device__ __forceinline__ void attention_wgmma_impl(
         #pragma unroll
         for (int h = 0; h < 2; h++) {
             if (h == 1 && !upper) break;
-            float sum = __fadd_rn(__fadd_rn(__fadd_rn(q[h][0], q[h][1]), q[h][2]), q[h][3]);
-            sum = __fadd_rn(sum, __shfl_xor_sync(0xffffffffu, sum, 1));
-            sum = __fadd_rn(sum, __shfl_xor_sync(0xffffffffu, sum, 2));
-            ls[h] = __fadd_rn(__fmul_rn(ls[h], alpha[h]), sum);
+            ls[h] = __fadd_rn(__fmul_rn(ls[h], alpha[h]), attn_tile_sum(q[h]));
         }
     };
     // the descriptors of tile i's K chunks (kd) and V chunks (vd), made before the fence that precedes their wgmmas
