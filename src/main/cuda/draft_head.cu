@@ -89,3 +89,111 @@ extern "C" __global__ void shape_logits(bf16 *z, long n, float multiplier, float
         st(z, i, v);
     }
 }
+
+// selector_walk: DFlash2's greedy candidate walk (temperature 0) over a block's drafted rows on the device,
+// the bits of CpuDraftHead.walk (only the ids come back). Per row r, in order: the k best ids of its logits
+// (best first, ties lower id first); mixed_i = bf16(pred[prev][i] * proj[r][i]); each candidate's
+// dot = fma(mixed_i, succ[id][i], dot) for i in order from 0, its score bf16(logit + bf16(dot)); the first
+// best score's id is the row's draft and the next row's prev (the anchor before row 0).
+// Grid 1 (one sequence's block), block SW_THREADS; k <= SW_MAX_K, rank <= SW_MAX_RANK (the host checks).
+// Each thread keeps the k best of its ids t, t + SW_THREADS, ...; k rounds of a block-wide best take them.
+#define SW_THREADS 1024
+#define SW_MAX_K 32
+#define SW_MAX_RANK 1024
+
+// (v, id) ranks before (w, jd): larger value first, then lower id
+__device__ __forceinline__ bool sw_before(float v, int id, float w, int jd) { return v > w || (v == w && id < jd); }
+
+extern "C" __global__ void __launch_bounds__(SW_THREADS) selector_walk(const bf16 *logits, int rows, int vocab, const bf16 *proj, int rank, int k,
+                                                                       const bf16 *pred, const bf16 *succ, int anchor, int *out) {
+    dependent_launch_entry();
+    __shared__ float mixed[SW_MAX_RANK];
+    __shared__ int cand[SW_MAX_K];
+    __shared__ float wv[SW_THREADS / 32];
+    __shared__ int wi[SW_THREADS / 32];
+    __shared__ int next;
+    const int t = threadIdx.x, lane = t & 31, warp = t >> 5, kk = min(k, vocab);
+    int prev = anchor;
+    for (int r = 0; r < rows; r++) {
+        const bf16 *row = logits + (long) r * vocab;
+        float lv[SW_MAX_K];
+        int li[SW_MAX_K], n = 0;
+        for (int id = t; id < vocab; id += SW_THREADS) {
+            const float v = ld(row, id);
+            if (n == kk && !(v > lv[kk - 1])) continue; // ids ascend: an equal value ranks after those kept
+            int at = n < kk ? n++ : kk - 1;
+            while (at > 0 && v > lv[at - 1]) {
+                lv[at] = lv[at - 1];
+                li[at] = li[at - 1];
+                at--;
+            }
+            lv[at] = v;
+            li[at] = id;
+        }
+        // k rounds: the block's best head of the threads' lists, then its owner moves on
+        int head = 0;
+        for (int j = 0; j < kk; j++) {
+            float v = head < n ? lv[head] : -INFINITY;
+            int id = head < n ? li[head] : 0x7fffffff;
+            #pragma unroll
+            for (int off = 16; off > 0; off >>= 1) {
+                const float w = __shfl_xor_sync(0xffffffffu, v, off);
+                const int jd = __shfl_xor_sync(0xffffffffu, id, off);
+                if (sw_before(w, jd, v, id)) {
+                    v = w;
+                    id = jd;
+                }
+            }
+            if (lane == 0) {
+                wv[warp] = v;
+                wi[warp] = id;
+            }
+            __syncthreads();
+            if (warp == 0) {
+                v = wv[lane];
+                id = wi[lane];
+                #pragma unroll
+                for (int off = 16; off > 0; off >>= 1) {
+                    const float w = __shfl_xor_sync(0xffffffffu, v, off);
+                    const int jd = __shfl_xor_sync(0xffffffffu, id, off);
+                    if (sw_before(w, jd, v, id)) {
+                        v = w;
+                        id = jd;
+                    }
+                }
+                if (lane == 0) cand[j] = id;
+            }
+            __syncthreads();
+            if (head < n && li[head] == cand[j]) head++;
+        }
+        for (int i = t; i < rank; i += SW_THREADS) mixed[i] = rnd(__fmul_rn(ld(pred, (long) prev * rank + i), ld(proj, (long) r * rank + i)));
+        __syncthreads();
+        if (warp == 0) {
+            // candidate j = lane; the first best score (lowest j among equals)
+            float score = -INFINITY;
+            if (lane < kk) {
+                const int id = cand[lane];
+                float dot = 0.f;
+                for (int i = 0; i < rank; i++) dot = __fmaf_rn(mixed[i], ld(succ, (long) id * rank + i), dot);
+                score = rnd(__fadd_rn(ld(row, id), rnd(dot)));
+            }
+            int j = lane < kk ? lane : 0x7fffffff;
+            #pragma unroll
+            for (int off = 16; off > 0; off >>= 1) {
+                const float w = __shfl_xor_sync(0xffffffffu, score, off);
+                const int jd = __shfl_xor_sync(0xffffffffu, j, off);
+                if (sw_before(w, jd, score, j)) {
+                    score = w;
+                    j = jd;
+                }
+            }
+            if (lane == 0) {
+                next = cand[j];
+                out[r] = next;
+            }
+        }
+        __syncthreads();
+        prev = next;
+        __syncthreads(); // next and mixed are written again for the next row
+    }
+}

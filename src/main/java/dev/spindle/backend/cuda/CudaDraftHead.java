@@ -21,9 +21,10 @@ import java.util.Map;
  * A DFlash / DFlash2 draft head on the GPU, beside a CUDA target: its weights on the target's device,
  * its forward on the target's kernels (embedding, RMSNorm, RoPE, SwiGLU, residual adds, the linear layer
  * with its pinned GEMMs) and draft_head.cu's (the block's bidirectional attention over the head's
- * context, DFlash2's dynamic convolutions, the logits' multiplier and soft-cap). Greedy DFlash drafts are
- * argmaxed on the device (only ids come back); DFlash2's selector walk and sampled drafts read the rows'
- * logits on the host (CpuDraftHead's walk and the sampler's distribution). Per sequence its context K/V
+ * context, DFlash2's dynamic convolutions, the logits' multiplier and soft-cap). Greedy drafts are picked on
+ * the device, only ids coming back: DFlash's by argmax, DFlash2's by draft_head.cu's selector_walk (the bits of
+ * CpuDraftHead's walk; top-k up to 32, rank up to 1024, else the host walk). Sampled drafts read the rows'
+ * logits on the host (the sampled walk, the sampler's distribution). Per sequence its context K/V
  * live in device arrays that grow by doubling. Same rounding points as the CPU head except the attention's
  * (an online softmax), so its parity is gated as the CPU head's: KL to the fp32 reference.
  */
@@ -142,10 +143,15 @@ public final class CudaDraftHead implements DraftHead {
                 k.fillDummy(p, n * (gate ? 2 : 1), dummySeed + dw.size(), norm ? 1f : 0f, norm ? 0.05f : (float) (1 / Math.sqrt(shape[shape.length - 1])));
                 dw.put(gate ? e.getKey().replace("gate_proj", "gate_up") : e.getKey(), p);
             }
+            for (Map.Entry<String, Tensor> e : weights.entrySet()) { // the zero codebooks, for the device walk too
+                long p = alloc(e.getValue().data().byteSize());
+                cuda.memsetZero(p, e.getValue().data().byteSize());
+                dw.put(e.getKey(), p);
+            }
         }
         for (Map.Entry<String, Tensor> e : (dummyShapes != null ? Map.<String, Tensor>of() : weights).entrySet()) {
-            if (e.getKey().endsWith("mlp.up_proj.weight") || e.getKey().contains("codebook")) {
-                continue; // up is fused after gate below; the codebooks stay on the host (the walk runs there)
+            if (e.getKey().endsWith("mlp.up_proj.weight")) {
+                continue; // up is fused after gate below (the codebooks go up too: the greedy walk runs on the device)
             }
             if (e.getKey().endsWith("mlp.gate_proj.weight")) {
                 String up = e.getKey().replace("gate_proj", "up_proj");
@@ -421,6 +427,16 @@ public final class CudaDraftHead implements DraftHead {
         lastDrafts = drafts;
         if (!two && !sampled) {
             k.argmax(logits, drafts, vocab, argmaxOut);
+            MemorySegment out = idsHost.asSlice(0, 4L * drafts);
+            cuda.copyToHost(out, argmaxOut);
+            lastLogits = null;
+            return Proposal.of(out.toArray(ValueLayout.JAVA_INT));
+        }
+        if (two && !sampled && c.selectorTopK() <= CudaKernels.SELECTOR_WALK_MAX_K && c.selectorRank() <= CudaKernels.SELECTOR_WALK_MAX_RANK) {
+            // the greedy walk on the device: only the ids come back (the logits stay there until lastLogits asks)
+            linear.apply(rows, drafts, h, w("candidate_selector.hidden_projection.weight"), c.selectorRank(), proj);
+            k.selectorWalk(logits, drafts, vocab, proj, c.selectorRank(), c.selectorTopK(), w("candidate_selector.predecessor_codebook"),
+                    w("candidate_selector.successor_codebook"), anchor, argmaxOut);
             MemorySegment out = idsHost.asSlice(0, 4L * drafts);
             cuda.copyToHost(out, argmaxOut);
             lastLogits = null;

@@ -129,9 +129,26 @@ public final class CudaKernels {
         draftAttention = cuda.function(module, "draft_attention");
         dynConv = cuda.function(module, "dyn_conv");
         shapeLogits = cuda.function(module, "shape_logits");
+        selectorWalk = cuda.function(module, "selector_walk");
     }
 
-    private final MemorySegment draftAttention, dynConv, shapeLogits;
+    private final MemorySegment draftAttention, dynConv, shapeLogits, selectorWalk;
+
+    /** The largest top-k and rank {@link #selectorWalk} takes (draft_head.cu's SW_MAX_K, SW_MAX_RANK). */
+    public static final int SELECTOR_WALK_MAX_K = 32, SELECTOR_WALK_MAX_RANK = 1024;
+
+    /**
+     * DFlash2's greedy candidate walk over one block's {@code rows} drafted rows (draft_head.cu): logits (rows, vocab)
+     * and proj (rows, rank) bf16, the codebooks (vocab, rank) bf16, the anchor token; the drafts to out (rows ints).
+     * The bits of {@code CpuDraftHead.walk} at temperature 0. One CTA of 1024 threads.
+     */
+    public void selectorWalk(long logits, int rows, int vocab, long proj, int rank, int k, long pred, long succ, int anchor, long out) {
+        if (k < 1 || k > SELECTOR_WALK_MAX_K || rank < 1 || rank > SELECTOR_WALK_MAX_RANK) {
+            throw new IllegalArgumentException("selector_walk takes top-k 1.." + SELECTOR_WALK_MAX_K + " and rank 1.." + SELECTOR_WALK_MAX_RANK
+                    + ", not " + k + " and " + rank);
+        }
+        cuda.launch(selectorWalk, 1, 1, 1024, logits, rows, vocab, proj, rank, k, pred, succ, anchor, out);
+    }
 
     /** A draft head's block attention (draft_head.cu): rows x heads CTAs of 128 threads; headDim a multiple of 32, at most 256. */
     public void draftAttention(long q, long ctxK, long ctxV, long blkK, long blkV, long out, int rows, int ctxRows, int ctxStart, int position,

@@ -544,6 +544,48 @@ class KernelContractTest {
     }
 
     /**
+     * DFlash2's greedy selector walk on the device picks exactly CpuDraftHead.walk's ids: the 166,912-id vocabulary
+     * and a small one, top-k 8 and 32, rank 32 and 256, seven drafted rows; logits drawn from a few values so that
+     * ties between ids (kept in id order) and between candidates' scores (the first wins) are common.
+     */
+    @Test
+    void selectorWalkIsTheHostWalk() {
+        for (int[] sh : new int[][]{{166912, 8, 32}, {166912, 32, 256}, {4096, 8, 32}, {1000, 32, 1024}}) {
+            int vocab = sh[0], topK = sh[1], rank = sh[2], rows = 7, anchor = 17;
+            try (Arena a = Arena.ofConfined()) {
+                float[] logits = new float[rows * vocab];
+                for (int i = 0; i < logits.length; i++) {
+                    logits[i] = (rnd.nextInt(40) - 20) * 0.25f; // 40 values: many ids tie
+                }
+                float[] proj = randomBf16(rows * rank, 1), pred = randomBf16(vocab * rank, 0.5f), succ = randomBf16(vocab * rank, 0.5f);
+                for (int i = 0; i < succ.length; i += 3) {
+                    succ[i] = 0f; // some candidates' dots tie too
+                }
+                long dl = upload(a, logits), dp = upload(a, proj), dpred = upload(a, pred), dsucc = upload(a, succ), dout = cuda.alloc(rows * 4L);
+                k.selectorWalk(dl, rows, vocab, dp, rank, topK, dpred, dsucc, anchor, dout);
+                MemorySegment got = a.allocate(rows * 4L);
+                cuda.copyToHost(got, dout);
+                float[][] z = new float[rows][];
+                for (int r = 0; r < rows; r++) {
+                    z[r] = java.util.Arrays.copyOfRange(logits, r * vocab, (r + 1) * vocab);
+                }
+                int[] want = dev.spindle.backend.cpu.CpuDraftHead.walk(z, proj, rank, topK, bf16Host(a, pred), bf16Host(a, succ), anchor, null).tokens();
+                assertEquals(java.util.Arrays.toString(want), java.util.Arrays.toString(got.toArray(ValueLayout.JAVA_INT)),
+                        "vocab " + vocab + ", top-" + topK + ", rank " + rank);
+                System.out.println("[cuda] selector walk, vocab " + vocab + ", top-" + topK + ", rank " + rank + ": the host walk's ids " + java.util.Arrays.toString(want));
+            }
+        }
+    }
+
+    MemorySegment bf16Host(Arena arena, float[] bf16Values) {
+        MemorySegment h = arena.allocate(bf16Values.length * 2L);
+        for (int i = 0; i < bf16Values.length; i++) {
+            h.setAtIndex(BF16, i, Bf16.fromFloat(bf16Values[i]));
+        }
+        return h;
+    }
+
+    /**
      * Paged attention (kv_write, then the attention launches the forward pass makes) against a
      * double-precision reference with the kernels' rounding points (attention.cu's flash numerics): s = q.k
      * * scale unrounded, per split (ATTENTION_SPLIT keys) an online softmax over 64-key tiles whose p = exp(s - running max)
