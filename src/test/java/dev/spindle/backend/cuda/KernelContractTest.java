@@ -594,12 +594,13 @@ class KernelContractTest {
      * lands on the other side of a rounding boundary moves by one ulp: up to 2^-7 of itself, at the bottom of a
      * binade; seen at hd 32, a p of 0.5292969 in fp32, the tie between two bf16 values, rounded up where the
      * exact 0.52929684 rounds down), plus 2^-14 of the sum of |p v| (fp32 accumulation
-     * order and the fp32 scores). Head dims 16, 32,
-     * 128 with 4, 3 and 7 query heads per KV head; a prefill window and decode rows over 2, 3 and 6 splits.
+     * order and the fp32 scores). Head dims 16, 32, 64
+     * and 128 with 4, 3, 5 and 7 query heads per KV head (the wgmma prefill, where loaded, must give p0's bits at
+     * 64 and 128); a prefill window and decode rows over 2, 3 and 6 splits.
      */
     @Test
     void attentionWithinBoundOfFlashNumerics() {
-        int[][] shapes = {{16, 4, 2}, {32, 3, 2}, {128, 7, 2}};
+        int[][] shapes = {{16, 4, 2}, {32, 3, 2}, {64, 5, 2}, {128, 7, 2}};
         StringBuilder failures = new StringBuilder();
         for (int[] sh : shapes) {
             int hd = sh[0], group = sh[1], kvHeads = sh[2], heads = group * kvHeads, qd = heads * hd, kvd = kvHeads * hd, stride = qd + 2 * kvd;
