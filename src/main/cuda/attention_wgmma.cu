@@ -3,7 +3,7 @@
 // arithmetic on every score, only the matrix products issued as wgmma (one fp32 accumulator fed k's
 // 16-wide chunks in order from zero, as mma.sync does; docs/ARCHITECTURE.md, "Attention numerics").
 //
-// Kernel attention_hd{64,128}_p0g: p0's arguments, grid and descriptors (attention.cu); block 128 threads,
+// Kernel attention_hd128_p0g: p0's arguments, grid and descriptors (attention.cu); block 128 threads,
 // one warpgroup whose warp w holds MMA rows 16 w.. (the rows p0's warp w holds). Per tile:
 //   S (64 rows x 64 keys) = Q K^T: HD / 16 wgmma m64n64k16, Q from registers (p0's fragments), K from
 //   shared memory; then p0's softmax of the tile on S in registers, P packed to bf16 fragments;
@@ -342,5 +342,5 @@ __device__ __forceinline__ void attention_wgmma_impl(
             float *partML, int heads, int kvHeads, int blockSize, float scale) { \
         WG_BODY(hd) \
     }
-ATTENTION_WGMMA(64)
+// head dim 128 only (the family's): the kernel is written for any multiple of 64, but 64 has not run on a GPU yet
 ATTENTION_WGMMA(128)

@@ -25,17 +25,17 @@ public final class CudaKernels {
      * The attention kernels (one pass over the keys each): prefill windows with one warp per 16 MMA rows,
      * decode rows' split CTAs (their split states folded by {@link #attentionMerge}), and prefill with two
      * warps per 16 MMA rows, each taking half of every tile's keys (256 threads: twice the warps per SM,
-     * half the chain per warp), and prefill on Hopper's warpgroup MMA (attention_wgmma.cu: sm_90a, head dims 64
-     * and 128; one warpgroup per 64 MMA rows). The prefill kernels compute the same values.
+     * half the chain per warp), and prefill on Hopper's warpgroup MMA (attention_wgmma.cu: sm_90a, head dim 128;
+     * one warpgroup per 64 MMA rows). The prefill kernels compute the same values.
      */
     public static final int PREFILL = 0, DECODE = 1, PREFILL_WARP_PAIRS = 2, PREFILL_WGMMA = 3;
     /** The prefill kernels, for comparisons. */
     public static final List<Integer> PREFILL_KERNELS = List.of(PREFILL, PREFILL_WARP_PAIRS, PREFILL_WGMMA);
     /** The kernel suffixes, by kind index (attention_hd{headDim}_{suffix}; p0g in attention_wgmma.cu, the rest in attention.cu). */
     static final List<String> ATTENTION_KERNELS = List.of("p0", "p1", "p0w", "p0g");
-    /** Head dims the wgmma prefill is built for. */
+    /** Head dims the wgmma prefill is built for: 128, the family's (its code takes any multiple of 64; 64 has not run on a GPU). */
     static boolean hasWgmmaPrefill(int headDim) {
-        return headDim == 64 || headDim == 128;
+        return headDim == 128;
     }
 
     /** Threads of an attention CTA: 128 (four warps), 256 for the warp-pair prefill. */
