@@ -50,12 +50,14 @@ public final class Backends {
      * @param gemmCache        CUDA: the folder caching the pinned GEMM algorithms, or null for none
      * @param reserveBytes     CUDA: device memory left for a draft model opened next (its weights and buffers)
      * @param extraKvBytesPerToken CUDA: the draft model's KV bytes per token, reserved for as many tokens as this pool holds
+     * @param tensorParallel   tensor-parallel ranks the model is split over ({@link TensorParallelLayout}); 1: none. The CPU
+     *                         backend computes that many ranks' numerics; the CUDA backend runs one GPU and refuses more
      */
     public record Settings(int threads, int blockSize, int kvCacheTokens, int maxStepRows, double kvMemoryFraction, boolean cudaGraphs,
-                           java.nio.file.Path gemmCache, long reserveBytes, long extraKvBytesPerToken) {
+                           java.nio.file.Path gemmCache, long reserveBytes, long extraKvBytesPerToken, int tensorParallel) {
         public Settings(int threads, int blockSize, int kvCacheTokens, int maxStepRows, double kvMemoryFraction, boolean cudaGraphs,
                         java.nio.file.Path gemmCache) {
-            this(threads, blockSize, kvCacheTokens, maxStepRows, kvMemoryFraction, cudaGraphs, gemmCache, 0, 0);
+            this(threads, blockSize, kvCacheTokens, maxStepRows, kvMemoryFraction, cudaGraphs, gemmCache, 0, 0, 1);
         }
 
         /** Without a GEMM algorithm cache. */
@@ -64,7 +66,14 @@ public final class Backends {
         }
 
         public Settings withReserve(long bytes, long kvBytesPerToken) {
-            return new Settings(threads, blockSize, kvCacheTokens, maxStepRows, kvMemoryFraction, cudaGraphs, gemmCache, bytes, kvBytesPerToken);
+            return new Settings(threads, blockSize, kvCacheTokens, maxStepRows, kvMemoryFraction, cudaGraphs, gemmCache, bytes, kvBytesPerToken,
+                    tensorParallel);
+        }
+
+        /** These settings over {@code ranks} tensor-parallel ranks. */
+        public Settings withTensorParallel(int ranks) {
+            return new Settings(threads, blockSize, kvCacheTokens, maxStepRows, kvMemoryFraction, cudaGraphs, gemmCache, reserveBytes,
+                    extraKvBytesPerToken, ranks);
         }
     }
 
@@ -109,6 +118,18 @@ public final class Backends {
 
     public static Opened open(Path dir, LoadFormat format, Kind kind, Settings s, LoadListener listener) {
         Choice chosen = resolve(kind);
+        if (s.tensorParallel() < 1) {
+            throw new IllegalArgumentException("tensor-parallel-size must be at least 1, got " + s.tensorParallel());
+        }
+        if (s.tensorParallel() > 1) {
+            // the split is checked against the model before anything else is read (which divisors it allows)
+            TensorParallelLayout.of(ConfigParser.read(dir.resolve("config.json")), s.tensorParallel());
+            if (chosen.cuda()) {
+                throw new IllegalArgumentException("tensor-parallel-size " + s.tensorParallel() + ": the CUDA backend runs a model on one GPU;"
+                        + " tensor parallelism over several GPUs is not available yet (issue 21). The CPU backend computes a "
+                        + s.tensorParallel() + "-rank split's numerics (--backend cpu); beyond one GPU, run replicas");
+            }
+        }
         if (chosen.cuda()) {
             if (kind == Kind.CUDA) {
                 String why = cudaUnavailableReason();
@@ -121,9 +142,13 @@ public final class Backends {
         LoadedModel m = ModelLoader.load(dir, format, listener);
         try {
             int blocks = Math.max(1, s.kvCacheTokens() / s.blockSize());
-            CpuForwardPass cpu = new CpuForwardPass(m.config(), m.weights(), blocks, s.blockSize(), s.threads(), KvSlots.PER_EXECUTED_LAYER);
-            return new Opened(cpu, m.config(), String.format("the CPU backend (%s) with %d threads; KV pool %d blocks of %d tokens",
-                    chosen.reason(), s.threads(), blocks, s.blockSize()), m);
+            CpuForwardPass cpu = new CpuForwardPass(m.config(), m.weights(), blocks, s.blockSize(), s.threads(), KvSlots.PER_EXECUTED_LAYER,
+                    s.tensorParallel());
+            TensorParallelLayout tp = cpu.tensorParallel();
+            String ranks = tp.ranks() == 1 ? "" : String.format("; computing %d tensor-parallel ranks' numerics (a rank: %d query and %d KV heads,"
+                    + " %d MLP columns; partials summed in fp32 in rank order)", tp.ranks(), tp.qHeads(), tp.kvHeads(), tp.intermediate());
+            return new Opened(cpu, m.config(), String.format("the CPU backend (%s) with %d threads; KV pool %d blocks of %d tokens%s",
+                    chosen.reason(), s.threads(), blocks, s.blockSize(), ranks), m);
         } catch (RuntimeException e) {
             m.close();
             throw e;

@@ -68,7 +68,7 @@ public class ModelService {
         boolean cpu = !Backends.resolve(kind).cuda();
         Backends.Settings settings = new Backends.Settings(threads, config.blockSize(), config.kvCacheTokens().orElse(cpu ? 32768 : 0),
                 Math.max(config.maxNumBatchedTokens(), config.maxNumSeqs()), config.kvMemoryFraction(), config.cudaGraphs(),
-                dev.spindle.backend.cuda.GemmAlgorithmCache.folder(config.gemmCache()));
+                dev.spindle.backend.cuda.GemmAlgorithmCache.folder(config.gemmCache())).withTensorParallel(config.tensorParallelSize());
         var sc = config.speculative();
         var specConfig = new dev.spindle.engine.spec.SpeculativeConfig(dev.spindle.engine.spec.SpeculativeConfig.Method.parse(sc.method()),
                 sc.draftModel().map(Path::of).orElse(null), sc.numTokens(), sc.promptLookupMin(), sc.promptLookupMax(), sc.maxBatch(),

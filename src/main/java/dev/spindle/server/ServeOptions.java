@@ -30,6 +30,8 @@ final class ServeOptions {
     Integer maxBatched;
     @Option(names = "--backend", paramLabel = "auto|cpu|cuda", description = "Backend (default auto: CUDA when a GPU is usable, else CPU).")
     String backend;
+    @Option(names = "--tensor-parallel-size", paramLabel = "N", description = "Tensor-parallel ranks (default 1; must divide the KV heads). CPU: computes that split's numerics; CUDA: one GPU only for now.")
+    Integer tensorParallel;
     @Option(names = "--kv-memory-fraction", paramLabel = "F", description = "CUDA: share of the device memory left after weights for the KV pool (default 0.9).")
     Double kvFraction;
     @Option(names = "--cuda-graphs", paramLabel = "true|false", arity = "1", description = "CUDA: replay decode steps as CUDA graphs (default true).")
@@ -102,6 +104,7 @@ final class ServeOptions {
         set("spindle.max-num-seqs", o.maxSeqs);
         set("spindle.max-num-batched-tokens", o.maxBatched);
         set("spindle.backend", o.backend);
+        set("spindle.tensor-parallel-size", o.tensorParallel);
         set("spindle.kv-memory-fraction", o.kvFraction);
         set("spindle.cuda-graphs", o.cudaGraphs);
         set("spindle.gemm-cache", o.gemmCache);

@@ -36,6 +36,14 @@ public interface SpindleConfig {
      */
     OptionalInt kvCacheTokens();
 
+    /**
+     * Tensor-parallel ranks the model is split over (Megatron style, {@code backend.TensorParallelLayout}); must divide
+     * the model's KV heads and intermediate size. The CPU backend computes that split's numerics; the CUDA backend runs
+     * one GPU and refuses more than 1 (several GPUs: not available yet).
+     */
+    @WithDefault("1")
+    int tensorParallelSize();
+
     /** CUDA: the share of device memory free after weights and activations that the KV pool takes. */
     @WithDefault("0.9")
     double kvMemoryFraction();

@@ -39,6 +39,41 @@ class BackendsTest {
         }
     }
 
+    /**
+     * --tensor-parallel-size on the CPU computes the split's numerics (the drafter: 2 KV heads, so 1 or 2 ranks): the
+     * same next token as one rank on a short prompt, logits apart only by where each row-parallel sum is rounded.
+     * A size that does not divide the KV heads is refused naming the divisors; the CUDA backend refuses more than
+     * one rank, saying what is available instead.
+     */
+    @Test
+    void tensorParallelSizeOnTheCpuAndItsRefusals() {
+        Path drafter = Path.of("models/spindle-chat-drafter");
+        int[] prompt = {1, 2, 3, 4, 5, 6, 7, 8};
+        float[] one, two;
+        try (Backends.Opened o = Backends.open(drafter, LoadFormat.SAFETENSORS, Backends.Kind.CPU, SETTINGS, LoadListener.NONE)) {
+            one = dev.spindle.backend.ForwardPass.run(o.pass(), prompt, new dev.spindle.engine.kv.BlockTable(dev.spindle.backend.TestSteps.pool(o.pass())), false)[0];
+        }
+        try (Backends.Opened o = Backends.open(drafter, LoadFormat.SAFETENSORS, Backends.Kind.CPU, SETTINGS.withTensorParallel(2), LoadListener.NONE)) {
+            assertTrue(o.description().contains("computing 2 tensor-parallel ranks' numerics (a rank: 2 query and 1 KV heads, 192 MLP columns"),
+                    o.description());
+            two = dev.spindle.backend.ForwardPass.run(o.pass(), prompt, new dev.spindle.engine.kv.BlockTable(dev.spindle.backend.TestSteps.pool(o.pass())), false)[0];
+        }
+        assertEquals(dev.spindle.engine.GreedyGenerator.argmax(one), dev.spindle.engine.GreedyGenerator.argmax(two));
+        double worst = 0;
+        for (int i = 0; i < one.length; i++) {
+            worst = Math.max(worst, Math.abs(one[i] - two[i]));
+        }
+        assertTrue(worst < 0.1, "2 ranks' logits are " + worst + " from 1 rank's");
+        IllegalArgumentException three = assertThrows(IllegalArgumentException.class, () -> Backends.open(drafter, LoadFormat.SAFETENSORS,
+                Backends.Kind.CPU, SETTINGS.withTensorParallel(3), LoadListener.NONE));
+        assertEquals("tensor-parallel size 3 does not divide the model's 2 KV heads (num_key_value_heads); it must be one of 1, 2", three.getMessage());
+        IllegalArgumentException gpu = assertThrows(IllegalArgumentException.class, () -> Backends.open(drafter, LoadFormat.SAFETENSORS,
+                Backends.Kind.CUDA, SETTINGS.withTensorParallel(2), LoadListener.NONE));
+        assertTrue(gpu.getMessage().startsWith("tensor-parallel-size 2: the CUDA backend runs a model on one GPU"), gpu.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> Backends.open(drafter, LoadFormat.SAFETENSORS, Backends.Kind.CPU,
+                SETTINGS.withTensorParallel(0), LoadListener.NONE));
+    }
+
     @Test
     void cudaWithoutAGpuIsAClearError() {
         assumeTrue(CudaDriver.get().isEmpty(), "this machine has a GPU");
