@@ -101,8 +101,18 @@ extern "C" __global__ void shape_logits(bf16 *z, long n, float multiplier, float
 #define SW_MAX_K 32
 #define SW_MAX_RANK 1024
 
-// (v, id) ranks before (w, jd): larger value first, then lower id
-__device__ __forceinline__ bool sw_before(float v, int id, float w, int jd) { return v > w || (v == w && id < jd); }
+// The warp's best (v, id): larger value first, then lower id; every lane ends with it
+__device__ __forceinline__ void sw_warp_best(float &v, int &id) {
+    #pragma unroll
+    for (int off = 16; off > 0; off >>= 1) {
+        const float w = __shfl_xor_sync(0xffffffffu, v, off);
+        const int jd = __shfl_xor_sync(0xffffffffu, id, off);
+        if (w > v || (w == v && jd < id)) {
+            v = w;
+            id = jd;
+        }
+    }
+}
 
 extern "C" __global__ void __launch_bounds__(SW_THREADS) selector_walk(const bf16 *logits, int rows, int vocab, const bf16 *proj, int rank, int k,
                                                                        const bf16 *pred, const bf16 *succ, int anchor, int *out) {
@@ -135,15 +145,7 @@ extern "C" __global__ void __launch_bounds__(SW_THREADS) selector_walk(const bf1
         for (int j = 0; j < kk; j++) {
             float v = head < n ? lv[head] : -INFINITY;
             int id = head < n ? li[head] : 0x7fffffff;
-            #pragma unroll
-            for (int off = 16; off > 0; off >>= 1) {
-                const float w = __shfl_xor_sync(0xffffffffu, v, off);
-                const int jd = __shfl_xor_sync(0xffffffffu, id, off);
-                if (sw_before(w, jd, v, id)) {
-                    v = w;
-                    id = jd;
-                }
-            }
+            sw_warp_best(v, id);
             if (lane == 0) {
                 wv[warp] = v;
                 wi[warp] = id;
@@ -152,15 +154,7 @@ extern "C" __global__ void __launch_bounds__(SW_THREADS) selector_walk(const bf1
             if (warp == 0) {
                 v = wv[lane];
                 id = wi[lane];
-                #pragma unroll
-                for (int off = 16; off > 0; off >>= 1) {
-                    const float w = __shfl_xor_sync(0xffffffffu, v, off);
-                    const int jd = __shfl_xor_sync(0xffffffffu, id, off);
-                    if (sw_before(w, jd, v, id)) {
-                        v = w;
-                        id = jd;
-                    }
-                }
+                sw_warp_best(v, id);
                 if (lane == 0) cand[j] = id;
             }
             __syncthreads();
@@ -178,15 +172,7 @@ extern "C" __global__ void __launch_bounds__(SW_THREADS) selector_walk(const bf1
                 score = rnd(__fadd_rn(ld(row, id), rnd(dot)));
             }
             int j = lane < kk ? lane : 0x7fffffff;
-            #pragma unroll
-            for (int off = 16; off > 0; off >>= 1) {
-                const float w = __shfl_xor_sync(0xffffffffu, score, off);
-                const int jd = __shfl_xor_sync(0xffffffffu, j, off);
-                if (sw_before(w, jd, score, j)) {
-                    score = w;
-                    j = jd;
-                }
-            }
+            sw_warp_best(score, j);
             if (lane == 0) {
                 next = cand[j];
                 out[r] = next;

@@ -118,11 +118,8 @@ public final class Backends {
 
     public static Opened open(Path dir, LoadFormat format, Kind kind, Settings s, LoadListener listener) {
         Choice chosen = resolve(kind);
-        if (s.tensorParallel() < 1) {
-            throw new IllegalArgumentException("tensor-parallel-size must be at least 1, got " + s.tensorParallel());
-        }
-        if (s.tensorParallel() > 1) {
-            // the split is checked against the model before anything else is read (which divisors it allows)
+        if (s.tensorParallel() != 1) {
+            // the split is checked against the model before anything else is read (at least 1, and which divisors it allows)
             TensorParallelLayout.of(ConfigParser.read(dir.resolve("config.json")), s.tensorParallel());
             if (chosen.cuda()) {
                 throw new IllegalArgumentException("tensor-parallel-size " + s.tensorParallel() + ": the CUDA backend runs a model on one GPU;"

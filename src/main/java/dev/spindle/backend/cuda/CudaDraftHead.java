@@ -427,20 +427,13 @@ public final class CudaDraftHead implements DraftHead {
         lastDrafts = drafts;
         if (!two && !sampled) {
             k.argmax(logits, drafts, vocab, argmaxOut);
-            MemorySegment out = idsHost.asSlice(0, 4L * drafts);
-            cuda.copyToHost(out, argmaxOut);
-            lastLogits = null;
-            return Proposal.of(out.toArray(ValueLayout.JAVA_INT));
+            return idsPicked(drafts);
         }
         if (two && !sampled && c.selectorTopK() <= CudaKernels.SELECTOR_WALK_MAX_K && c.selectorRank() <= CudaKernels.SELECTOR_WALK_MAX_RANK) {
-            // the greedy walk on the device: only the ids come back (the logits stay there until lastLogits asks)
             linear.apply(rows, drafts, h, w("candidate_selector.hidden_projection.weight"), c.selectorRank(), proj);
             k.selectorWalk(logits, drafts, vocab, proj, c.selectorRank(), c.selectorTopK(), w("candidate_selector.predecessor_codebook"),
                     w("candidate_selector.successor_codebook"), anchor, argmaxOut);
-            MemorySegment out = idsHost.asSlice(0, 4L * drafts);
-            cuda.copyToHost(out, argmaxOut);
-            lastLogits = null;
-            return Proposal.of(out.toArray(ValueLayout.JAVA_INT));
+            return idsPicked(drafts);
         }
         float[][] z = hostLogits(drafts);
         lastLogits = z;
@@ -463,6 +456,14 @@ public final class CudaDraftHead implements DraftHead {
             tokens[r] = dev.spindle.engine.sample.Sampler.drawFrom(qs[r], sampling.rng());
         }
         return new Proposal(tokens, qs);
+    }
+
+    /** The drafts picked on the device (argmaxOut): only the ids come back, the logits stay there until lastLogits asks. */
+    private Proposal idsPicked(int drafts) {
+        MemorySegment out = idsHost.asSlice(0, 4L * drafts);
+        cuda.copyToHost(out, argmaxOut);
+        lastLogits = null;
+        return Proposal.of(out.toArray(ValueLayout.JAVA_INT));
     }
 
     /** The rows' logits on the host (fp32 of the bf16 values). */

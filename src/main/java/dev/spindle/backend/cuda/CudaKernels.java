@@ -115,7 +115,7 @@ public final class CudaKernels {
                 attention.put(hd * 8 + phase, f);
             }
         }
-        for (LinearRowsVariant v : cc[0] == 9 && cc[1] == 0 ? LINEAR_ROWS : List.<LinearRowsVariant>of()) {
+        for (LinearRowsVariant v : hopper ? LINEAR_ROWS : List.<LinearRowsVariant>of()) {
             if (v.sharedBytes() <= cuda.maxSharedMemory()) {
                 MemorySegment f = cuda.function(module, v.kernel());
                 cuda.allowSharedMemory(f, v.sharedBytes());
