@@ -323,75 +323,109 @@ ATTENTION_KINDS(32)
 ATTENTION_KINDS(64)
 ATTENTION_KINDS(128)
 
-// attention_merge: folds each decode row's split states in split order (exactly the prefill CTA's
-// fold) and writes out = bf16(O / L). Grid: (decode rows, heads), block: max(headDim, 32) (one thread
-// per dim, and at least the one warp that computes the factors).
-// The splits' o and (m, l) stream through MERGE_STAGES shared-memory stages of MERGE_CHUNK splits with
-// cp.async (loads in flight without registers). The running max is a prefix max (exact
-// in any order), so warp 0 computes every split's two factors a = exp(M_before - M_after) and
-// b = exp(m_split - M_after) of a chunk in parallel, one split a lane; then each thread folds its dim
-// (and L) down the chunk in split order with them: only O = O a + o b runs split after split.
-// cdesc per row: [first slot, splits, output row].
-#define MERGE_CHUNK 28
-#define MERGE_STAGES 3
-extern "C" __global__ void attention_merge(const float *partO, const float *partML, const int *cdesc, bf16 *out, int heads, int HD) {
-    __shared__ __align__(16) float buf[MERGE_STAGES][MERGE_CHUNK * 128];
-    __shared__ __align__(16) float ml[MERGE_STAGES][MERGE_CHUNK * 2];
-    __shared__ float fa[32], fb[32];
-    const int *d = cdesc + blockIdx.x * 3;
-    const int first = d[0], n = d[1], row = d[2], qh = blockIdx.y, i = threadIdx.x, lane = i & 31;
-    dependent_launch_entry();
-    const int chunks = (n + MERGE_CHUNK - 1) / MERGE_CHUNK, q = HD / 4;
+// attention_merge, attention_merge_long: fold each decode row's split states in split order (exactly the
+// prefill CTA's fold) and write out = bf16(O / L). The fold is a chain split after split, so the
+// parallelism is in the dims: a warp folds one slice of 32 dims (a lane a dim) of one row and query head
+// (slices = ceil(headDim / 32)). attention_merge: grid (decode rows, heads), a warp per slice; for rows of
+// many splits, attention_merge_long: grid (decode rows, heads * slices), one warp a CTA, with deeper
+// stages, so that four times the SMs pull a long row's states with four times the bytes in flight each
+// (measured on the H200 at 128K, batch 1: one CTA of 128 threads a head took 50 us a layer, reading 27 MB
+// at 540 GB/s). Both are the same code and give the same bits.
+// The splits' o slices and (m, l) stream through STAGES shared-memory stages of CHUNK splits with cp.async
+// (loads in flight without registers). The running max is a prefix max (exact in any order and any
+// chunking), so the warp computes a chunk's factors a = exp(M_before - M_after) and b = exp(m_split -
+// M_after) in parallel, one split a lane, then each lane folds its dim (and L) down the chunk in split
+// order with them: only O = O a + o b runs split after split.
+// cdesc per row: [first slot, splits, output row]. Dynamic shared memory: merge_shared_bytes(warps, CHUNK, STAGES).
+template <int CHUNK, int STAGES>
+__device__ __forceinline__ void merge_slice(const float *partO, const float *partML, const int *d, bf16 *out, int heads, int HD,
+                                            int qh, int slice, float *buf, float2 *ml, float4 *f) {
+    const int first = d[0], n = d[1], row = d[2], lane = threadIdx.x & 31;
+    const int dim0 = slice * 32, width = min(32, HD - dim0);
+    const int chunks = (n + CHUNK - 1) / CHUNK;
     auto load = [&](int c) {
         if (c < chunks) {
-            int c0 = c * MERGE_CHUNK, cnt = min(MERGE_CHUNK, n - c0);
-            for (int e = i; e < cnt * q; e += blockDim.x) {
-                int s = e / q, part = e % q;
-                const float *src = partO + ((long) (first + c0 + s) * heads + qh) * HD + 4 * part;
-                unsigned dst = (unsigned) __cvta_generic_to_shared(&buf[c % MERGE_STAGES][s * HD + 4 * part]);
+            const int c0 = c * CHUNK, cnt = min(CHUNK, n - c0);
+            float *stage = buf + (c % STAGES) * CHUNK * 32;
+            const int q = width / 4;
+            for (int e = lane; e < cnt * q; e += 32) {
+                const int sp = e / q, part = e % q;
+                const float *src = partO + ((long) (first + c0 + sp) * heads + qh) * HD + dim0 + 4 * part;
+                const unsigned dst = (unsigned) __cvta_generic_to_shared(stage + sp * 32 + 4 * part);
                 asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"(dst), "l"(src));
             }
-            for (int s = i; s < cnt; s += blockDim.x) {
-                const float *src = partML + ((long) (first + c0 + s) * heads + qh) * 2;
-                unsigned dst = (unsigned) __cvta_generic_to_shared(&ml[c % MERGE_STAGES][2 * s]);
+            if (lane < cnt) {
+                const float *src = partML + ((long) (first + c0 + lane) * heads + qh) * 2;
+                const unsigned dst = (unsigned) __cvta_generic_to_shared(&ml[(c % STAGES) * CHUNK + lane]);
                 asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" :: "r"(dst), "l"(src));
             }
         }
         asm volatile("cp.async.commit_group;\n" ::);
     };
     #pragma unroll
-    for (int c = 0; c < MERGE_STAGES - 1; c++) load(c);
+    for (int c = 0; c < STAGES - 1; c++) load(c);
     float M = -INFINITY, L = 0.f, O = 0.f;
     for (int c = 0; c < chunks; c++) {
-        load(c + MERGE_STAGES - 1);
-        const int c0 = c * MERGE_CHUNK, cnt = min(MERGE_CHUNK, n - c0);
-        asm volatile("cp.async.wait_group %0;\n" :: "n"(MERGE_STAGES - 1));
-        __syncthreads();
-        const float *sm = ml[c % MERGE_STAGES];
-        if (i < 32) {
-            // this chunk's factors: split c0 + lane's max, the prefix max over the chunk, M before and after
-            const float ms = lane < cnt ? sm[2 * lane] : -INFINITY;
-            float pm = ms;
+        load(c + STAGES - 1);
+        const int cnt = min(CHUNK, n - c * CHUNK);
+        asm volatile("cp.async.wait_group %0;\n" :: "n"(STAGES - 1));
+        __syncwarp(); // every lane's copies of the stage have landed
+        // this chunk's factors: split c0 + lane's max, the prefix max over the chunk, M before and after
+        const float2 st = lane < cnt ? ml[(c % STAGES) * CHUNK + lane] : make_float2(-INFINITY, 0.f);
+        float pm = st.x;
+        #pragma unroll
+        for (int off = 1; off < CHUNK; off <<= 1) {
+            const float t = __shfl_up_sync(0xffffffffu, pm, off);
+            if (lane >= off) pm = fmaxf(pm, t);
+        }
+        const float after = fmaxf(M, pm);
+        float before = __shfl_up_sync(0xffffffffu, after, 1);
+        if (lane == 0) before = M;
+        const float fa = attn_factor(before, after), fb = attn_factor(st.x, after);
+        M = __shfl_sync(0xffffffffu, after, cnt - 1); // the run's max after the chunk
+        // the chunk's factors and sums in a table every lane reads with one broadcast load a split: the loop
+        // is then six instructions a split (one warp a scheduler has no other warp to hide latency behind;
+        // with three shuffles a split it took ~100 cycles a split, measured by ncu at 128K)
+        f[lane] = make_float4(fa, fb, st.y, 0.f);
+        __syncwarp();
+        const float *b = buf + (c % STAGES) * CHUNK * 32 + lane;
+        if (cnt == CHUNK) {
             #pragma unroll
-            for (int off = 1; off < 32; off <<= 1) {
-                float t = __shfl_up_sync(0xffffffffu, pm, off);
-                if (lane >= off) pm = fmaxf(pm, t);
+            for (int s = 0; s < CHUNK; s++) {
+                const float4 g = f[s];
+                L = fold_value(L, g.x, g.z, g.y);
+                O = fold_value(O, g.x, b[s * 32], g.y);
             }
-            float after = fmaxf(M, pm), before = __shfl_up_sync(0xffffffffu, after, 1);
-            if (lane == 0) before = M;
-            fa[lane] = attn_factor(before, after);
-            fb[lane] = attn_factor(ms, after);
-            M = __shfl_sync(0xffffffffu, after, cnt - 1); // the run's max after the chunk (warp 0 alone needs it)
-        }
-        __syncthreads();
-        const float *b = buf[c % MERGE_STAGES];
-        if (i < HD) {
+        } else {
             for (int s = 0; s < cnt; s++) {
-                L = fold_value(L, fa[s], sm[2 * s + 1], fb[s]);
-                O = fold_value(O, fa[s], b[s * HD + i], fb[s]);
+                const float4 g = f[s];
+                L = fold_value(L, g.x, g.z, g.y);
+                O = fold_value(O, g.x, b[s * 32], g.y);
             }
         }
-        __syncthreads(); // the factors and the stage are written again for later chunks
+        __syncwarp(); // the stage and the table are read; load(c + STAGES) refills the stage
     }
-    if (i < HD) out[(long) row * heads * HD + (long) qh * HD + i] = __float2bfloat16_rn(__fdiv_rn(O, L));
+    if (lane < width) out[(long) row * heads * HD + (long) qh * HD + dim0 + lane] = __float2bfloat16_rn(__fdiv_rn(O, L));
+}
+
+// a warp's stages: CHUNK splits of 32 dims of o and their (m, l), then the chunk's table of factors
+#define MERGE_WARP_BYTES(chunk, stages) ((stages) * (chunk) * (32 * 4 + 8) + 512)
+
+extern "C" __global__ void __launch_bounds__(128) attention_merge(const float *partO, const float *partML, const int *cdesc, bf16 *out, int heads, int HD) {
+    constexpr int CHUNK = 16, STAGES = 4;
+    const int *d = cdesc + blockIdx.x * 3, warp = threadIdx.x >> 5;
+    dependent_launch_entry();
+    float *buf = reinterpret_cast<float *>(attn_smem) + warp * (MERGE_WARP_BYTES(CHUNK, STAGES) / 4);
+    float2 *ml = reinterpret_cast<float2 *>(buf + STAGES * CHUNK * 32);
+    merge_slice<CHUNK, STAGES>(partO, partML, d, out, heads, HD, blockIdx.y, warp, buf, ml, reinterpret_cast<float4 *>(ml + STAGES * CHUNK));
+}
+
+extern "C" __global__ void __launch_bounds__(32) attention_merge_long(const float *partO, const float *partML, const int *cdesc, bf16 *out, int heads, int HD) {
+    constexpr int CHUNK = 32, STAGES = 16;
+    const int *d = cdesc + blockIdx.x * 3, slices = (HD + 31) / 32;
+    dependent_launch_entry();
+    float *buf = reinterpret_cast<float *>(attn_smem);
+    float2 *ml = reinterpret_cast<float2 *>(buf + STAGES * CHUNK * 32);
+    merge_slice<CHUNK, STAGES>(partO, partML, d, out, heads, HD, blockIdx.y / slices, blockIdx.y % slices, buf, ml,
+                               reinterpret_cast<float4 *>(ml + STAGES * CHUNK));
 }

@@ -9,16 +9,17 @@
 // it uses it (backend/cuda/Linear).
 //
 // Its business is the weight stream, built as cuBLASLt's own few-row kernels are: one CTA (one warpgroup)
-// takes 64 weight rows; the weights and x come by TMA in boxes of 64 keys (one tensor-map copy a box,
+// takes RB weight rows (64, or 16 or 32 in a wgmma of 64 whose other rows are not written); the weights and x
+// come by TMA in boxes of 64 keys (one tensor-map copy a box,
 // 128-byte swizzled, zeros past nOut and n, completion counted in bytes on the stage's mbarrier), 1, 2
 // or 4 boxes a stage, many stages in flight; each box is four wgmma m64nNk16 (N = 8 NT) into the same
 // accumulators, issued back to back; a slot is refilled as soon as the wgmmas that read it are done. The first stages' weights are
 // requested before the kernel waits on the previous one (programmatic dependent launch).
 //
-// Kernel linear_rows_n{NT}_b{BOXES}_s{STAGES}(mapX, n, k, mapW, nOut, y): mapX and mapW are device copies
-// of the tensor maps of x (box 8 NT rows x 64) and W (box 64 x 64); a stage is BOXES boxes of each (64
-// BOXES keys); grid ceil(nOut / 64), block 128, dynamic shared memory STAGES * BOXES * (8192 + 1024 NT)
-// + 1024 (alignment) + 8 STAGES (mbarriers) bytes.
+// Kernel linear_rows_n{NT}_b{BOXES}_s{STAGES}[_r{RB}](mapX, n, k, mapW, nOut, y): mapX and mapW are device
+// copies of the tensor maps of x (box 8 NT rows x 64) and W (box RB x 64); a stage is BOXES boxes of each
+// (64 BOXES keys); grid ceil(nOut / RB), block 128, dynamic shared memory STAGES * BOXES * (128 RB + 1024 NT)
+// + 128 (64 - RB) (the last box's overread) + 1024 (alignment) + 8 STAGES (mbarriers) bytes.
 #include "common.cuh"
 
 extern __shared__ __align__(16) unsigned char lr_smem[];
@@ -76,12 +77,14 @@ __device__ __forceinline__ void lr_wgmma4<64>(float *d, unsigned long long da, u
                  : LR_D4(0), LR_D4(4), LR_D4(8), LR_D4(12), LR_D4(16), LR_D4(20), LR_D4(24), LR_D4(28) : "l"(da), "l"(db) : "memory");
 }
 
-template <int NT, int BOXES, int STAGES>
+template <int NT, int BOXES, int STAGES, int RB>
 __device__ __forceinline__ void linear_rows_impl(const void *mapX, int n, int k, const void *mapW, int nOut, bf16 *y) {
-    // a stage: BOXES boxes of 64 keys of W (64 rows each), then as many of x; KS keys a stage
-    constexpr int XN = 8 * NT, WB = 64 * 64 * 2, XB = XN * 64 * 2, SB = BOXES * (WB + XB), KS = 64 * BOXES;
-    const int o0 = blockIdx.x * 64, warp = threadIdx.x >> 5, lane = threadIdx.x & 31, blocks = k / KS;
-    const unsigned base = ((unsigned) __cvta_generic_to_shared(lr_smem) + 1023) & ~1023u, bars = base + STAGES * SB;
+    // a stage: BOXES boxes of 64 keys of W (RB rows each), then as many of x; KS keys a stage. The wgmma's A
+    // (64 rows) reads 64 - RB rows past a box of RB < 64 (the next boxes, or PAD bytes after the last stage):
+    // their outputs are never written
+    constexpr int XN = 8 * NT, WB = RB * 64 * 2, XB = XN * 64 * 2, SB = BOXES * (WB + XB), KS = 64 * BOXES, PAD = (64 - RB) * 128;
+    const int o0 = blockIdx.x * RB, warp = threadIdx.x >> 5, lane = threadIdx.x & 31, blocks = k / KS;
+    const unsigned base = ((unsigned) __cvta_generic_to_shared(lr_smem) + 1023) & ~1023u, bars = base + STAGES * SB + PAD;
     auto bar = [&](int b) { return bars + 8 * (b % STAGES); };
     auto slot = [&](int b) { return base + (b % STAGES) * SB; };
     if (threadIdx.x == 0) {
@@ -126,31 +129,36 @@ __device__ __forceinline__ void linear_rows_impl(const void *mapX, int n, int k,
         }
     }
     asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-    // d: weight rows 16 warp + gr (+8) of the 64, x rows 8j + 2tq (+1)
+    // d: weight rows 16 warp + gr (+8) of the 64 (the CTA's RB first), x rows 8j + 2tq (+1)
     const int gr = lane >> 2, tq = lane & 3;
+    if (16 * warp >= RB) return;
     #pragma unroll
     for (int j = 0; j < NT; j++) {
         #pragma unroll
         for (int e = 0; e < 4; e++) {
-            int row = 8 * j + 2 * tq + (e & 1), out = o0 + 16 * warp + gr + 8 * (e >> 1);
-            if (row < n && out < nOut) y[(long) row * nOut + out] = __float2bfloat16_rn(d[4 * j + e]);
+            int row = 8 * j + 2 * tq + (e & 1), wr = 16 * warp + gr + 8 * (e >> 1), out = o0 + wr;
+            if (row < n && wr < RB && out < nOut) y[(long) row * nOut + out] = __float2bfloat16_rn(d[4 * j + e]);
         }
     }
 }
 #endif
 
-// The variants: rows (8 NT), boxes of 64 keys a stage, stages; CudaKernels.LINEAR_ROWS lists the same table.
-// Built for sm_90a only (elsewhere the backend does not load them and the body traps).
+// The variants: rows (8 NT), boxes of 64 keys a stage, stages, and (suffix _r16, _r32) weight rows a CTA
+// when fewer than 64; CudaKernels.LINEAR_ROWS lists the same table. Fewer rows a CTA put more SMs on a
+// narrow weight (the 3B's 2,560 outputs are 40 CTAs of 64 rows, on 132 SMs) and spread a wide one more
+// evenly (the 33B's 9,216 are 144). Built for sm_90a only (elsewhere the backend does not load them and
+// the body traps).
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-#define LR_BODY(nt, boxes, stages) linear_rows_impl<nt, boxes, stages>(mapX, n, k, mapW, nOut, y);
+#define LR_BODY(nt, boxes, stages, rb) linear_rows_impl<nt, boxes, stages, rb>(mapX, n, k, mapW, nOut, y);
 #else
-#define LR_BODY(nt, boxes, stages) __trap();
+#define LR_BODY(nt, boxes, stages, rb) __trap();
 #endif
-#define LINEAR_ROWS(nt, boxes, stages) \
-    extern "C" __global__ void __launch_bounds__(128) linear_rows_n##nt##_b##boxes##_s##stages( \
+#define LINEAR_ROWS_RB(nt, boxes, stages, rb, suffix) \
+    extern "C" __global__ void __launch_bounds__(128) linear_rows_n##nt##_b##boxes##_s##stages##suffix( \
             const void *mapX, int n, int k, const void *mapW, int nOut, bf16 *y) { \
-        LR_BODY(nt, boxes, stages) \
+        LR_BODY(nt, boxes, stages, rb) \
     }
+#define LINEAR_ROWS(nt, boxes, stages) LINEAR_ROWS_RB(nt, boxes, stages, 64, )
 LINEAR_ROWS(1, 1, 8)
 LINEAR_ROWS(1, 2, 6)
 LINEAR_ROWS(1, 2, 8)
@@ -161,3 +169,7 @@ LINEAR_ROWS(4, 1, 8)
 LINEAR_ROWS(4, 2, 6)
 LINEAR_ROWS(8, 1, 6)
 LINEAR_ROWS(8, 2, 4)
+LINEAR_ROWS_RB(1, 4, 8, 16, _r16)
+LINEAR_ROWS_RB(1, 2, 8, 32, _r32)
+LINEAR_ROWS_RB(2, 4, 6, 16, _r16)
+LINEAR_ROWS_RB(4, 2, 8, 16, _r16)

@@ -562,7 +562,7 @@ public final class CudaForwardPass implements ForwardPass {
                 if (p.decodeRows > 0) {
                     op("attention decode splits", () -> k.attention(CudaKernels.DECODE, p.decodeCtas, qkv, stride, att, kvSlot, tables, desc, partO, partML,
                             heads, kvh, hd, bs, scale));
-                    op("attention decode merge", () -> k.attentionMerge(p.decodeRows, partO, partML, cdesc, att, heads, hd));
+                    op("attention decode merge", () -> k.attentionMerge(p.decodeRows, p.partials / p.decodeRows, partO, partML, cdesc, att, heads, hd));
                 }
                 if (p.ctas > p.decodeCtas) {
                     int kernel = prefillKernel();

@@ -44,14 +44,19 @@ public final class CudaKernels {
     }
 
     private final CudaDriver cuda;
-    private final MemorySegment embed, rmsNorm, addRmsNorm, rope, ropeKvWrite, swiglu, residualAdd, kvWrite, attentionMerge, argmax, sample,
+    private final MemorySegment embed, rmsNorm, addRmsNorm, rope, ropeKvWrite, swiglu, residualAdd, kvWrite, attentionMerge, attentionMergeLong, argmax, sample,
             fillDummy;
     private final java.util.Map<Integer, MemorySegment> attention = new java.util.HashMap<>();
     /**
      * A linear_rows kernel (sm_90a): up to 8 {@code tiles} rows, stages of {@code boxes} 64-key boxes,
-     * {@code stages} stages in flight (linear_rows.cu's table).
+     * {@code stages} stages in flight, {@code weightRows} weight rows (outputs) a CTA: 64, or 16 or 32 for more
+     * CTAs on a narrow weight (linear_rows.cu's table).
      */
-    public record LinearRowsVariant(int tiles, int boxes, int stages) {
+    public record LinearRowsVariant(int tiles, int boxes, int stages, int weightRows) {
+        public LinearRowsVariant(int tiles, int boxes, int stages) {
+            this(tiles, boxes, stages, 64);
+        }
+
         public int rows() {
             return 8 * tiles;
         }
@@ -62,12 +67,20 @@ public final class CudaKernels {
         }
 
         String kernel() {
-            return "linear_rows_n" + tiles + "_b" + boxes + "_s" + stages;
+            return "linear_rows_n" + tiles + "_b" + boxes + "_s" + stages + (weightRows == 64 ? "" : "_r" + weightRows);
         }
 
-        /** STAGES x BOXES x (64 weight rows + 8 NT rows of x) x 64 keys bf16, 1024 for alignment, 8 per stage's mbarrier. */
+        /** How the backend's choices name it: boxes, stages, and weight rows where not 64. */
+        public String label() {
+            return "b" + boxes + " s" + stages + (weightRows == 64 ? "" : " r" + weightRows);
+        }
+
+        /**
+         * STAGES x BOXES x (weight rows + 8 NT rows of x) x 64 keys bf16, the last box's overread by the 64-row
+         * wgmma, 1024 for alignment, 8 per stage's mbarrier.
+         */
         int sharedBytes() {
-            return stages * boxes * (8192 + 1024 * tiles) + 1024 + 8 * stages;
+            return stages * boxes * (128 * weightRows + 1024 * tiles) + 128 * (64 - weightRows) + 1024 + 8 * stages;
         }
     }
 
@@ -75,7 +88,8 @@ public final class CudaKernels {
     static final List<LinearRowsVariant> LINEAR_ROWS = List.of(
             new LinearRowsVariant(1, 1, 8), new LinearRowsVariant(1, 2, 6), new LinearRowsVariant(1, 2, 8), new LinearRowsVariant(1, 4, 4),
             new LinearRowsVariant(2, 1, 8), new LinearRowsVariant(2, 2, 6), new LinearRowsVariant(4, 1, 8), new LinearRowsVariant(4, 2, 6),
-            new LinearRowsVariant(8, 1, 6), new LinearRowsVariant(8, 2, 4));
+            new LinearRowsVariant(8, 1, 6), new LinearRowsVariant(8, 2, 4), new LinearRowsVariant(1, 4, 8, 16), new LinearRowsVariant(1, 2, 8, 32),
+            new LinearRowsVariant(2, 4, 6, 16), new LinearRowsVariant(4, 2, 8, 16));
 
     /** The variants whose shared memory this device allows, with their functions. */
     private final java.util.Map<LinearRowsVariant, MemorySegment> linearRows = new java.util.LinkedHashMap<>();
@@ -123,6 +137,8 @@ public final class CudaKernels {
             }
         }
         attentionMerge = cuda.function(module, "attention_merge");
+        attentionMergeLong = cuda.function(module, "attention_merge_long");
+        cuda.allowSharedMemory(attentionMergeLong, MERGE_LONG_BYTES);
         argmax = cuda.function(module, "argmax");
         sample = cuda.function(module, "sample");
         fillDummy = cuda.function(module, "fill_dummy");
@@ -298,7 +314,7 @@ public final class CudaKernels {
     /**
      * y (n, nOut) = bf16(x (n, k) @ W^T) for n <= v.rows() rows, k % v.keys() == 0: one fp32 accumulator per output fed
      * k's 16-wide chunks in order (the bits of cuBLASLt's split-free algorithms; see linear_rows.cu). mapX and
-     * mapW: device tensor maps ({@link CudaDriver#tensorMap2d}) of x (box v.rows() x 64) and W (box 64 x 64).
+     * mapW: device tensor maps ({@link CudaDriver#tensorMap2d}) of x (box v.rows() x 64) and W (box v.weightRows() x 64).
      */
     public void linearRows(LinearRowsVariant v, long mapX, int n, int k, long mapW, int nOut, long y) {
         MemorySegment f = linearRows.get(v);
@@ -306,7 +322,7 @@ public final class CudaKernels {
             throw new IllegalArgumentException(v.kernel() + (f == null ? " is not available on this device" : " takes 1 to " + v.rows()
                     + " rows and k a multiple of " + v.keys() + ", not " + n + " rows, k " + k));
         }
-        cuda.launchShared(f, (nOut + 63) / 64, 1, 128, v.sharedBytes(), mapX, n, k, mapW, nOut, y);
+        cuda.launchShared(f, (nOut + v.weightRows() - 1) / v.weightRows(), 1, 128, v.sharedBytes(), mapX, n, k, mapW, nOut, y);
     }
 
     /** The linear_rows variants this device runs. */
@@ -314,9 +330,23 @@ public final class CudaKernels {
         return List.copyOf(linearRows.keySet());
     }
 
-    /** Folds decode rows' split states (partO, partML; row descriptors cdesc) in split order into out. */
-    public void attentionMerge(int rows, long partO, long partML, long cdesc, long out, int heads, int headDim) {
-        cuda.launch(attentionMerge, rows, heads, Math.max(32, headDim), partO, partML, cdesc, out, heads, headDim);
+    /** Split states a decode row has from which {@link #attentionMerge} spreads its slices over CTAs of their own (4,096 keys). */
+    static final int LONG_MERGE_SPLITS = 32;
+    /** attention.cu's merge stages (MERGE_WARP_BYTES): a warp's (CHUNK, STAGES) in attention_merge (16, 4) and attention_merge_long (32, 16). */
+    static final int MERGE_WARP_BYTES = 4 * 16 * (32 * 4 + 8) + 512, MERGE_LONG_BYTES = 16 * 32 * (32 * 4 + 8) + 512;
+
+    /**
+     * Folds decode rows' split states (partO, partML; row descriptors cdesc) in split order into out: a warp per
+     * row, query head and slice of 32 dims, in one CTA per row and head, or, for rows of {@code splits} >=
+     * {@link #LONG_MERGE_SPLITS} split states, one CTA per slice with deeper stages (the same bits).
+     */
+    public void attentionMerge(int rows, int splits, long partO, long partML, long cdesc, long out, int heads, int headDim) {
+        int slices = (headDim + 31) / 32;
+        if (splits >= LONG_MERGE_SPLITS) {
+            cuda.launchShared(attentionMergeLong, rows, heads * slices, 32, MERGE_LONG_BYTES, partO, partML, cdesc, out, heads, headDim);
+        } else {
+            cuda.launchShared(attentionMerge, rows, heads, 32 * slices, slices * MERGE_WARP_BYTES, partO, partML, cdesc, out, heads, headDim);
+        }
     }
 
     /** out[r] = argmax of logits row r (first among equals). */

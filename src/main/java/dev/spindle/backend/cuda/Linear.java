@@ -27,8 +27,8 @@ public final class Linear {
     private final CublasLt lt;
     /** Per weight shape (k << 32 | nOut): the variant of each row bucket (null: cuBLASLt). */
     private final Map<Long, CudaKernels.LinearRowsVariant[]> plans = new HashMap<>();
-    /** The kernel's tensor maps (device addresses): of each weight, and of each input buffer per k and row tiles. */
-    private final Map<Long, Long> weightMaps = new HashMap<>();
+    /** The kernel's tensor maps (device addresses): of each weight per box height, and of each input buffer per k and row tiles. */
+    private final Map<WeightKey, Long> weightMaps = new HashMap<>();
     private final Map<InputKey, Long> inputMaps = new HashMap<>();
     private final List<String> choices = new ArrayList<>();
 
@@ -47,7 +47,7 @@ public final class Linear {
         for (int b = 0; b < BUCKETS.length; b++) {
             if (n <= BUCKETS[b][1]) {
                 CudaKernels.LinearRowsVariant v = plan[b];
-                Long mw = v == null ? null : weightMaps.get(w), mx = v == null ? null : inputMaps.get(inputKey(x, k, v.tiles()));
+                Long mw = v == null ? null : weightMaps.get(weightKey(w, v.weightRows())), mx = v == null ? null : inputMaps.get(inputKey(x, k, v.tiles()));
                 if (mw != null && mx != null) {
                     kernels.linearRows(v, mx, n, k, mw, nOut, y);
                     return;
@@ -65,8 +65,13 @@ public final class Linear {
     public void weight(long w, int k, int nOut) {
         CudaKernels.LinearRowsVariant[] plan = plans.get(key(k, nOut));
         boolean used = plan == null || java.util.Arrays.stream(plan).anyMatch(java.util.Objects::nonNull);
-        if (used && !kernels.linearRowsVariants().isEmpty() && k % 64 == 0) {
-            weightMaps.computeIfAbsent(w, p -> cuda.tensorMap2d(p, nOut, k, k, 64, 64));
+        if (used && k % 64 == 0) {
+            for (CudaKernels.LinearRowsVariant v : kernels.linearRowsVariants()) {
+                boolean planned = plan == null || java.util.Arrays.stream(plan).anyMatch(p -> p != null && p.weightRows() == v.weightRows());
+                if (planned) {
+                    weightMaps.computeIfAbsent(weightKey(w, v.weightRows()), key -> cuda.tensorMap2d(w, nOut, k, k, v.weightRows(), 64));
+                }
+            }
         }
     }
 
@@ -85,10 +90,13 @@ public final class Linear {
      * for another shape, which a cached map would then describe wrongly (a draft head's buffers, freed with it).
      */
     public void forget(long ptr) {
-        Long w = weightMaps.remove(ptr);
-        if (w != null) {
-            cuda.free(w);
-        }
+        weightMaps.entrySet().removeIf(e -> {
+            if (e.getKey().w() == ptr) {
+                cuda.free(e.getValue());
+                return true;
+            }
+            return false;
+        });
         inputMaps.entrySet().removeIf(e -> {
             if (e.getKey().x() == ptr) {
                 cuda.free(e.getValue());
@@ -96,6 +104,14 @@ public final class Linear {
             }
             return false;
         });
+    }
+
+    /** A weight's tensor map: per weight and box height (the variant's weight rows). */
+    private record WeightKey(long w, int rows) {
+    }
+
+    private static WeightKey weightKey(long w, int rows) {
+        return new WeightKey(w, rows);
     }
 
     /** An input buffer's tensor map: per buffer, k and row tiles (the box height). */
@@ -167,7 +183,7 @@ public final class Linear {
                         continue;
                     }
                     double t = time(() -> apply(v, x, n, k, w, nOut, y2));
-                    timed.append(String.format(", b%d s%d %.1f", v.boxes(), v.stages(), t * 1e6));
+                    timed.append(String.format(", %s %.1f", v.label(), t * 1e6));
                     if (t < best) {
                         best = t;
                         plan[bi] = v;
@@ -179,7 +195,7 @@ public final class Linear {
             StringBuilder use = new StringBuilder();
             for (int bi = 0; bi < BUCKETS.length; bi++) {
                 CudaKernels.LinearRowsVariant v = plan[bi];
-                use.append(String.format(" <=%d rows %s;", BUCKETS[bi][1], v == null ? "cuBLASLt" : "linear_rows b" + v.boxes() + " s" + v.stages()));
+                use.append(String.format(" <=%d rows %s;", BUCKETS[bi][1], v == null ? "cuBLASLt" : "linear_rows " + v.label()));
             }
             choices.add(String.format("%d x %d: linear_rows variants with cuBLASLt's bits: %d of %d%s; use:%s timed:%s", nOut, k, agree.size(),
                     kernels.linearRowsVariants().size(), refused, use, timed));
@@ -199,7 +215,7 @@ public final class Linear {
 
     /** The kernel variant v on a weight and input whose tensor maps are made. */
     private void apply(CudaKernels.LinearRowsVariant v, long x, int n, int k, long w, int nOut, long y) {
-        kernels.linearRows(v, inputMaps.get(inputKey(x, k, v.tiles())), n, k, weightMaps.get(w), nOut, y);
+        kernels.linearRows(v, inputMaps.get(inputKey(x, k, v.tiles())), n, k, weightMaps.get(weightKey(w, v.weightRows())), nOut, y);
     }
 
     /** Seconds per call: one untimed call, then the mean of ten. */

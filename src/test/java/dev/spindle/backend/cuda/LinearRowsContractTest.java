@@ -55,7 +55,7 @@ class LinearRowsContractTest {
 
     /** linear_rows variant v on device x (xRows rows of k) and W, through tensor maps made for the call. */
     static void run(CudaKernels.LinearRowsVariant v, long x, int xRows, int n, int kk, long w, int nOut, long y) {
-        long mx = cuda.tensorMap2d(x, xRows, kk, kk, v.rows(), 64), mw = cuda.tensorMap2d(w, nOut, kk, kk, 64, 64);
+        long mx = cuda.tensorMap2d(x, xRows, kk, kk, v.rows(), 64), mw = cuda.tensorMap2d(w, nOut, kk, kk, v.weightRows(), 64);
         k.linearRows(v, mx, n, kk, mw, nOut, y);
         cuda.sync();
         cuda.free(mx);

@@ -22,15 +22,21 @@ class LinearRowsTableTest {
     @Test
     void hostTableMatchesTheKernelFile() throws IOException {
         String source = Files.readString(Path.of("src/main/cuda/linear_rows.cu"));
-        Matcher m = Pattern.compile("(?m)^LINEAR_ROWS\\((\\d+), (\\d+), (\\d+)\\)$").matcher(source);
+        // LINEAR_ROWS(nt, boxes, stages) (64 weight rows a CTA) and LINEAR_ROWS_RB(nt, boxes, stages, rows, _r<rows>)
+        Matcher m = Pattern.compile("(?m)^LINEAR_ROWS(?:_RB)?\\((\\d+), (\\d+), (\\d+)(?:, (\\d+), _r(\\d+))?\\)$").matcher(source);
         List<CudaKernels.LinearRowsVariant> declared = new ArrayList<>();
         while (m.find()) {
-            declared.add(new CudaKernels.LinearRowsVariant(Integer.parseInt(m.group(1)), Integer.parseInt(m.group(2)), Integer.parseInt(m.group(3))));
+            int rows = m.group(4) == null ? 64 : Integer.parseInt(m.group(4));
+            if (m.group(5) != null) {
+                assertEquals(m.group(4), m.group(5), "the kernel name's suffix names its weight rows: " + m.group());
+            }
+            declared.add(new CudaKernels.LinearRowsVariant(Integer.parseInt(m.group(1)), Integer.parseInt(m.group(2)), Integer.parseInt(m.group(3)), rows));
         }
         assertEquals(declared, CudaKernels.LINEAR_ROWS, "linear_rows.cu's LINEAR_ROWS(...) lines and CudaKernels.LINEAR_ROWS");
         for (CudaKernels.LinearRowsVariant v : CudaKernels.LINEAR_ROWS) {
             assertTrue(v.sharedBytes() <= 232_448, v + " needs " + v.sharedBytes() + " bytes of shared memory, more than an H100/H200 block may have");
             assertTrue(List.of(1, 2, 4, 8).contains(v.tiles()), v + ": wgmma shapes exist for 8, 16, 32 and 64 rows");
+            assertTrue(List.of(16, 32, 64).contains(v.weightRows()), v + ": 16, 32 or 64 weight rows a CTA (within the wgmma's 64, whole 8-row swizzle groups)");
         }
     }
 }
