@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# A device call carries the working tree (tracked and untracked-not-ignored files) plus the carried .dist,
+# 64 MiB in all, and the tree alone is most of that. This moves out of the tree what one kind of call does
+# not read, into a folder outside the repository, and puts it back:
+#   device-slim.sh tests      the CUDA suite (device-run.sh tests | test): keeps the bundled target and drafter and
+#                             the parity fixtures but llama-headdim-sharded (its two parity tests then fail with
+#                             "not found": the rest does not fit beside .dist); moves the DFlash fixtures and heads,
+#                             the tokenizers, the node clients, docs/bench and .dist/base-classes (only an A/B reads it)
+#   device-slim.sh dflash     CudaDraftHeadTest's trained heads and CudaSpeculativeTest: keeps the bundled models and
+#                             the DFlash heads, moves the parity fixtures, the DFlash reference fixtures (its other
+#                             test then fails with "not found") and the bundled model's HF reference logits
+#   device-slim.sh bench      device-run.sh bench | ab | ncu-bench with --load-format dummy: moves every fixture
+#                             and bundled model too
+#   device-slim.sh restore    puts everything back (run it before any commit)
+#   device-slim.sh size       what the next call would carry, against the limit
+# Nothing is deleted: moved paths keep their relative names under $ASIDE (default /tmp/spindle-device-aside),
+# listed in its MANIFEST, which restore reads.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+aside="${ASIDE:-/tmp/spindle-device-aside}"
+limit=67108864
+
+size() {
+  local t u d
+  # files moved out are still tracked: du skips them (its complaint silenced, its status ignored)
+  t=$( ( (git ls-files -z; git ls-files -o --exclude-standard -z) | xargs -0 du -cb 2>/dev/null || true) | awk '/\ttotal$/ {s += $1} END {print s + 0}')
+  d=$( (du -sb .dist 2>/dev/null || echo 0) | cut -f1)
+  echo "tree $t + .dist ${d:-0} = $((t + ${d:-0})) bytes of $limit"
+  if [ $((t + ${d:-0})) -gt $((limit - 2 * 1024 * 1024)) ]; then
+    echo "too close to the limit (the device tool counts a little more than this): move more out" >&2
+    return 1
+  fi
+}
+
+move() {
+  mkdir -p "$aside"
+  for p in "$@"; do
+    if [ -e "$p" ]; then
+      if [ -e "$aside/$p" ]; then echo "$aside/$p already exists: run restore first" >&2; exit 2; fi
+      mkdir -p "$aside/$(dirname "$p")"
+      mv "$p" "$aside/$p"
+      echo "$p" >> "$aside/MANIFEST"
+      echo "moved out: $p"
+    fi
+  done
+}
+
+restore() {
+  [ -f "$aside/MANIFEST" ] || { echo "nothing to restore"; return 0; }
+  while read -r p; do
+    if [ -e "$p" ]; then echo "$p exists in the tree and in $aside: left both; compare them" >&2; continue; fi
+    mkdir -p "$(dirname "$p")"
+    mv "$aside/$p" "$p"
+    echo "restored: $p"
+  done < "$aside/MANIFEST"
+  rm -f "$aside/MANIFEST"
+  find "$aside" -mindepth 1 -depth -type d -empty -delete 2>/dev/null || true
+  if git status --short | grep '^ D'; then echo "tracked files are still missing (above)" >&2; return 1; fi
+}
+
+common=(src/test/resources/tokenizer-166k src/test/resources/tokenizer src/test/node docs/bench)
+dflash=(src/test/resources/fixtures/dflash models/spindle-chat-dflash models/spindle-chat-dflash2)
+parity=(src/test/resources/fixtures/llama-headdim-sharded src/test/resources/fixtures/llama-gqa src/test/resources/fixtures/nanbeige-looped)
+bundled=(src/test/resources/fixtures/chat-target models/spindle-chat-drafter models/spindle-chat-target)
+case "${1:-}" in
+  tests) move "${common[@]}" "${dflash[@]}" src/test/resources/fixtures/llama-headdim-sharded .dist/base-classes; size ;;
+  dflash) move "${common[@]}" "${parity[@]}" src/test/resources/fixtures/dflash src/test/resources/fixtures/chat-target/reference.safetensors \
+            .dist/base-classes; size ;;
+  bench) move "${common[@]}" "${dflash[@]}" "${parity[@]}" "${bundled[@]}"; size ;;
+  restore) restore ;;
+  size) size ;;
+  *) echo "usage: device-slim.sh tests|dflash|bench|restore|size" >&2; exit 2 ;;
+esac
