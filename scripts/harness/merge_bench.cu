@@ -12,9 +12,7 @@
 //   long (L2 hot)    the same right after a run: the partials in L2 (27 MB of a 50 MB L2)
 //   loaders_w4/_w8   four / eight warps a slice issue the loads, warp 0 folds (branch merge-loader-warps)
 //   contig           the long merge over partials laid out [head][slot][dim]: each slice's stream contiguous
-// merge_variant's fold is attention.cu's merge_slice, op for op, written again here so that the layout and
-// the loading warps can vary (the bit check holds it to attention_merge's output); whichever variant wins
-// goes into attention.cu, and this copy with it.
+// merge_variant folds with attention.cu's merge_chunk (the kernels' own fold); only the loads vary.
 #include "attention.cu"
 #include <cstdio>
 #include <cstdlib>
@@ -70,24 +68,7 @@ __global__ void __launch_bounds__(32 * W) merge_variant(const float *partO, cons
             __syncwarp();
             continue;
         }
-        const float2 st = lane < cnt ? ml[(c % ST) * CH + lane] : make_float2(-INFINITY, 0.f);
-        float pm = st.x;
-        for (int off = 1; off < CH; off <<= 1) {
-            const float v = __shfl_up_sync(0xffffffffu, pm, off);
-            if (lane >= off) pm = fmaxf(pm, v);
-        }
-        const float after = fmaxf(M, pm);
-        float before = __shfl_up_sync(0xffffffffu, after, 1);
-        if (lane == 0) before = M;
-        f[lane] = make_float4(attn_factor(before, after), attn_factor(st.x, after), st.y, 0.f);
-        M = __shfl_sync(0xffffffffu, after, cnt - 1);
-        __syncwarp();
-        for (int s = 0; s < cnt; s++) {
-            const float4 g = f[s];
-            L = fold_value(L, g.x, g.z, g.y);
-            O = fold_value(O, g.x, b[s * 32], g.y);
-        }
-        __syncwarp();
+        merge_chunk<CH>(ml + (c % ST) * CH, buf + (c % ST) * CH * 32, cnt, f, M, L, O);
     }
     if (t < 32) out[qh * HD + dim0 + lane] = __float2bfloat16_rn(FOLD ? __fdiv_rn(O, L) : O);
 }

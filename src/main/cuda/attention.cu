@@ -337,6 +337,43 @@ ATTENTION_KINDS(128)
 // M_after) in parallel, one split a lane, then each lane folds its dim (and L) down the chunk in split
 // order with them: only O = O a + o b runs split after split.
 // cdesc per row: [first slot, splits, output row]. Dynamic shared memory: MERGE_WARP_BYTES(CHUNK, STAGES) a warp.
+// One warp folds a chunk of cnt split states into its run (M, L, O) (this lane's dim): the chunk's (m, l)
+// in mlc and its o slices in oc (32 floats a split) in shared memory, f a table of 32 float4. The factors:
+// split c0 + lane's max, the prefix max over the chunk, M before and after, into the table, which every
+// lane reads with one broadcast load a split: the loop is then six instructions a split (one warp a
+// scheduler has no other warp to hide latency behind; with three shuffles a split it took ~100 cycles a
+// split, measured by ncu at 128K). Returns once the warp has read the chunk and the table.
+template <int CHUNK>
+__device__ __forceinline__ void merge_chunk(const float2 *mlc, const float *oc, int cnt, float4 *f, float &M, float &L, float &O) {
+    const int lane = threadIdx.x & 31;
+    const float2 st = lane < cnt ? mlc[lane] : make_float2(-INFINITY, 0.f);
+    float pm = st.x;
+    #pragma unroll
+    for (int off = 1; off < CHUNK; off <<= 1) {
+        const float t = __shfl_up_sync(0xffffffffu, pm, off);
+        if (lane >= off) pm = fmaxf(pm, t);
+    }
+    const float after = fmaxf(M, pm);
+    float before = __shfl_up_sync(0xffffffffu, after, 1);
+    if (lane == 0) before = M;
+    f[lane] = make_float4(attn_factor(before, after), attn_factor(st.x, after), st.y, 0.f);
+    M = __shfl_sync(0xffffffffu, after, cnt - 1); // the run's max after the chunk
+    __syncwarp();
+    const float *b = oc + lane;
+    auto fold = [&](int s) {
+        const float4 g = f[s];
+        L = fold_value(L, g.x, g.z, g.y);
+        O = fold_value(O, g.x, b[s * 32], g.y);
+    };
+    if (cnt == CHUNK) {
+        #pragma unroll
+        for (int s = 0; s < CHUNK; s++) fold(s);
+    } else {
+        for (int s = 0; s < cnt; s++) fold(s);
+    }
+    __syncwarp();
+}
+
 template <int CHUNK, int STAGES>
 __device__ __forceinline__ void merge_slice(const float *partO, const float *partML, const int *d, bf16 *out, int heads, int HD,
                                             int qh, int slice, float *buf, float2 *ml, float4 *f) {
@@ -370,40 +407,7 @@ __device__ __forceinline__ void merge_slice(const float *partO, const float *par
         const int cnt = min(CHUNK, n - c * CHUNK);
         asm volatile("cp.async.wait_group %0;\n" :: "n"(STAGES - 1));
         __syncwarp(); // every lane's copies of the stage have landed
-        // this chunk's factors: split c0 + lane's max, the prefix max over the chunk, M before and after
-        const float2 st = lane < cnt ? ml[(c % STAGES) * CHUNK + lane] : make_float2(-INFINITY, 0.f);
-        float pm = st.x;
-        #pragma unroll
-        for (int off = 1; off < CHUNK; off <<= 1) {
-            const float t = __shfl_up_sync(0xffffffffu, pm, off);
-            if (lane >= off) pm = fmaxf(pm, t);
-        }
-        const float after = fmaxf(M, pm);
-        float before = __shfl_up_sync(0xffffffffu, after, 1);
-        if (lane == 0) before = M;
-        const float fa = attn_factor(before, after), fb = attn_factor(st.x, after);
-        M = __shfl_sync(0xffffffffu, after, cnt - 1); // the run's max after the chunk
-        // the chunk's factors and sums in a table every lane reads with one broadcast load a split: the loop
-        // is then six instructions a split (one warp a scheduler has no other warp to hide latency behind;
-        // with three shuffles a split it took ~100 cycles a split, measured by ncu at 128K)
-        f[lane] = make_float4(fa, fb, st.y, 0.f);
-        __syncwarp();
-        const float *b = buf + (c % STAGES) * CHUNK * 32 + lane;
-        if (cnt == CHUNK) {
-            #pragma unroll
-            for (int s = 0; s < CHUNK; s++) {
-                const float4 g = f[s];
-                L = fold_value(L, g.x, g.z, g.y);
-                O = fold_value(O, g.x, b[s * 32], g.y);
-            }
-        } else {
-            for (int s = 0; s < cnt; s++) {
-                const float4 g = f[s];
-                L = fold_value(L, g.x, g.z, g.y);
-                O = fold_value(O, g.x, b[s * 32], g.y);
-            }
-        }
-        __syncwarp(); // the stage and the table are read; load(c + STAGES) refills the stage
+        merge_chunk<CHUNK>(ml + (c % STAGES) * CHUNK, buf + (c % STAGES) * CHUNK * 32, cnt, f, M, L, O); // load(c + STAGES) refills the stage after
     }
     if (lane < width) out[(long) row * heads * HD + (long) qh * HD + dim0 + lane] = __float2bfloat16_rn(__fdiv_rn(O, L));
 }
