@@ -337,6 +337,7 @@ ATTENTION_KINDS(128)
 // M_after) in parallel, one split a lane, then each lane folds its dim (and L) down the chunk in split
 // order with them: only O = O a + o b runs split after split.
 // cdesc per row: [first slot, splits, output row]. Dynamic shared memory: MERGE_WARP_BYTES(CHUNK, STAGES) a warp.
+
 // One warp folds a chunk of cnt split states into its run (M, L, O) (this lane's dim): the chunk's (m, l)
 // in mlc and its o slices in oc (32 floats a split) in shared memory, f a table of 32 float4. The factors:
 // split c0 + lane's max, the prefix max over the chunk, M before and after, into the table, which every
@@ -376,7 +377,11 @@ __device__ __forceinline__ void merge_chunk(const float2 *mlc, const float *oc, 
 
 template <int CHUNK, int STAGES>
 __device__ __forceinline__ void merge_slice(const float *partO, const float *partML, const int *d, bf16 *out, int heads, int HD,
-                                            int qh, int slice, float *buf, float2 *ml, float4 *f) {
+                                            int qh, int slice, float *region) {
+    // the warp's region (MERGE_WARP_BYTES): the stages' o slices, their (m, l), the factor table
+    float *buf = region;
+    float2 *ml = reinterpret_cast<float2 *>(buf + STAGES * CHUNK * 32);
+    float4 *f = reinterpret_cast<float4 *>(ml + STAGES * CHUNK);
     const int first = d[0], n = d[1], row = d[2], lane = threadIdx.x & 31;
     const int dim0 = slice * 32, width = min(32, HD - dim0);
     const int chunks = (n + CHUNK - 1) / CHUNK;
@@ -419,17 +424,13 @@ extern "C" __global__ void __launch_bounds__(128) attention_merge(const float *p
     constexpr int CHUNK = 16, STAGES = 4;
     const int *d = cdesc + blockIdx.x * 3, warp = threadIdx.x >> 5;
     dependent_launch_entry();
-    float *buf = reinterpret_cast<float *>(attn_smem) + warp * (MERGE_WARP_BYTES(CHUNK, STAGES) / 4);
-    float2 *ml = reinterpret_cast<float2 *>(buf + STAGES * CHUNK * 32);
-    merge_slice<CHUNK, STAGES>(partO, partML, d, out, heads, HD, blockIdx.y, warp, buf, ml, reinterpret_cast<float4 *>(ml + STAGES * CHUNK));
+    merge_slice<CHUNK, STAGES>(partO, partML, d, out, heads, HD, blockIdx.y, warp,
+                               reinterpret_cast<float *>(attn_smem) + warp * (MERGE_WARP_BYTES(CHUNK, STAGES) / 4));
 }
 
 extern "C" __global__ void __launch_bounds__(32) attention_merge_long(const float *partO, const float *partML, const int *cdesc, bf16 *out, int heads, int HD) {
     constexpr int CHUNK = 32, STAGES = 16;
     const int *d = cdesc + blockIdx.x * 3, slices = (HD + 31) / 32;
     dependent_launch_entry();
-    float *buf = reinterpret_cast<float *>(attn_smem);
-    float2 *ml = reinterpret_cast<float2 *>(buf + STAGES * CHUNK * 32);
-    merge_slice<CHUNK, STAGES>(partO, partML, d, out, heads, HD, blockIdx.y / slices, blockIdx.y % slices, buf, ml,
-                               reinterpret_cast<float4 *>(ml + STAGES * CHUNK));
+    merge_slice<CHUNK, STAGES>(partO, partML, d, out, heads, HD, blockIdx.y / slices, blockIdx.y % slices, reinterpret_cast<float *>(attn_smem));
 }

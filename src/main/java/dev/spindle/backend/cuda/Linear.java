@@ -47,7 +47,7 @@ public final class Linear {
         for (int b = 0; b < BUCKETS.length; b++) {
             if (n <= BUCKETS[b][1]) {
                 CudaKernels.LinearRowsVariant v = plan[b];
-                Long mw = v == null ? null : weightMaps.get(weightKey(w, v.weightRows())), mx = v == null ? null : inputMaps.get(inputKey(x, k, v.tiles()));
+                Long mw = v == null ? null : weightMaps.get(new WeightKey(w, v.weightRows())), mx = v == null ? null : inputMaps.get(inputKey(x, k, v.tiles()));
                 if (mw != null && mx != null) {
                     kernels.linearRows(v, mx, n, k, mw, nOut, y);
                     return;
@@ -64,13 +64,14 @@ public final class Linear {
      */
     public void weight(long w, int k, int nOut) {
         CudaKernels.LinearRowsVariant[] plan = plans.get(key(k, nOut));
-        boolean used = plan == null || java.util.Arrays.stream(plan).anyMatch(java.util.Objects::nonNull);
-        if (used && k % 64 == 0) {
-            for (CudaKernels.LinearRowsVariant v : kernels.linearRowsVariants()) {
-                boolean planned = plan == null || java.util.Arrays.stream(plan).anyMatch(p -> p != null && p.weightRows() == v.weightRows());
-                if (planned) {
-                    weightMaps.computeIfAbsent(weightKey(w, v.weightRows()), key -> cuda.tensorMap2d(w, nOut, k, k, v.weightRows(), 64));
-                }
+        if (k % 64 != 0) {
+            return;
+        }
+        for (CudaKernels.LinearRowsVariant v : kernels.linearRowsVariants()) {
+            // before prepare() every box height; after it, the heights of the variants it chose
+            boolean planned = plan == null || java.util.Arrays.stream(plan).anyMatch(p -> p != null && p.weightRows() == v.weightRows());
+            if (planned) {
+                weightMaps.computeIfAbsent(new WeightKey(w, v.weightRows()), key -> cuda.tensorMap2d(w, nOut, k, k, v.weightRows(), 64));
             }
         }
     }
@@ -90,15 +91,14 @@ public final class Linear {
      * for another shape, which a cached map would then describe wrongly (a draft head's buffers, freed with it).
      */
     public void forget(long ptr) {
-        weightMaps.entrySet().removeIf(e -> {
-            if (e.getKey().w() == ptr) {
-                cuda.free(e.getValue());
-                return true;
-            }
-            return false;
-        });
-        inputMaps.entrySet().removeIf(e -> {
-            if (e.getKey().x() == ptr) {
+        freeWhere(weightMaps, key -> key.w() == ptr);
+        freeWhere(inputMaps, key -> key.x() == ptr);
+    }
+
+    /** Frees and forgets the tensor maps whose key matches. */
+    private <K> void freeWhere(Map<K, Long> maps, java.util.function.Predicate<K> match) {
+        maps.entrySet().removeIf(e -> {
+            if (match.test(e.getKey())) {
                 cuda.free(e.getValue());
                 return true;
             }
@@ -108,10 +108,6 @@ public final class Linear {
 
     /** A weight's tensor map: per weight and box height (the variant's weight rows). */
     private record WeightKey(long w, int rows) {
-    }
-
-    private static WeightKey weightKey(long w, int rows) {
-        return new WeightKey(w, rows);
     }
 
     /** An input buffer's tensor map: per buffer, k and row tiles (the box height). */
@@ -215,7 +211,7 @@ public final class Linear {
 
     /** The kernel variant v on a weight and input whose tensor maps are made. */
     private void apply(CudaKernels.LinearRowsVariant v, long x, int n, int k, long w, int nOut, long y) {
-        kernels.linearRows(v, inputMaps.get(inputKey(x, k, v.tiles())), n, k, weightMaps.get(weightKey(w, v.weightRows())), nOut, y);
+        kernels.linearRows(v, inputMaps.get(inputKey(x, k, v.tiles())), n, k, weightMaps.get(new WeightKey(w, v.weightRows())), nOut, y);
     }
 
     /** Seconds per call: one untimed call, then the mean of ten. */
