@@ -219,9 +219,10 @@ public final class CudaForwardPass implements ForwardPass {
         return true;
     }
 
-    private void ensureTaps(long bytes) {
+    /** Grows the tap buffer to hold bytes; true when it moved (graphs of tapped steps hold its address). */
+    private boolean ensureTaps(long bytes) {
         if (bytes <= tapCapacity) {
-            return;
+            return false;
         }
         if (tapCapacity > 0) {
             cuda.sync();
@@ -229,6 +230,7 @@ public final class CudaForwardPass implements ForwardPass {
         }
         tapBuf = cuda.alloc(bytes);
         tapCapacity = bytes;
+        return true;
     }
 
     private boolean ensurePartials(int slotsNeeded) {
@@ -428,20 +430,22 @@ public final class CudaForwardPass implements ForwardPass {
 
     /**
      * Runs a step: decode steps (every window one row, wanting its logits) replay a CUDA graph
-     * captured once per batch size and split bucket (the launches of all layers and the head,
-     * ~15 per layer, cost one launch); other steps launch kernel by kernel.
+     * captured once per batch size, split bucket and tap layers (the launches of all layers, the
+     * tap copies and the head, ~15 per layer, cost one launch); other steps launch kernel by kernel.
      */
     private StepPlan run(ModelStep step, boolean greedy) {
         List<Window> windows = step.windows();
         stepTaps = step.tapLayers();
-        int splits = stepTaps.length > 0 ? 0 : graphSplits(windows); // a tapped step launches kernel by kernel
+        int splits = graphSplits(windows);
         StepPlan p = prepare(step, splits);
-        ensureTaps((long) stepTaps.length * p.rows * c.hiddenSize() * 2);
+        if (ensureTaps((long) stepTaps.length * p.rows * c.hiddenSize() * 2)) {
+            dropGraphs(); // graphs of tapped steps hold the old buffer's address
+        }
         if (splits == 0) {
             layers(p);
             return p;
         }
-        java.util.List<Integer> key = graphKey(windows, splits, greedy);
+        java.util.List<Integer> key = graphKey(windows, splits, greedy, stepTaps);
         MemorySegment graph = graphs.get(key);
         if (graph == null && graphs.size() >= MAX_GRAPHS) {
             layers(p);
@@ -496,19 +500,24 @@ public final class CudaForwardPass implements ForwardPass {
     }
 
     /**
-     * A captured graph's shape: split bucket, greedy head, the step's rows and logit rows. Every row of a graph-eligible step
+     * A captured graph's shape: split bucket, greedy head, the step's rows and logit rows, the tap layers (their copies
+     * into the tap buffer are part of the graph). Every row of a graph-eligible step
      * is a decode row (StepPlan.rowwise), so the launches (CTA counts, GEMM sizes, the head's rows) and every offset of the
      * step's integers depend on these four numbers only; which rows belong to which window, their positions, tables and the
      * rows whose logits are gathered are data in the uploaded plan. One graph thus serves every mix of decode rows and drafted
      * windows with the same row counts.
      */
-    private static java.util.List<Integer> graphKey(List<Window> windows, int splits, boolean greedy) {
+    private static java.util.List<Integer> graphKey(List<Window> windows, int splits, boolean greedy, int[] taps) {
         int rows = 0, logitRows = 0;
         for (Window w : windows) {
             rows += w.tokens().length;
             logitRows += w.logitRows().length;
         }
-        return java.util.List.of(splits, greedy ? 1 : 0, rows, logitRows);
+        List<Integer> key = new ArrayList<>(List.of(splits, greedy ? 1 : 0, rows, logitRows));
+        for (int t : taps) {
+            key.add(t);
+        }
+        return List.copyOf(key);
     }
 
     private void dropGraphs() {
@@ -579,9 +588,7 @@ public final class CudaForwardPass implements ForwardPass {
                 for (int t = 0; t < stepTaps.length; t++) {
                     if (stepTaps[t] == executed) {
                         // the residual stream after this layer is x + proj (the add is fused into the next norm): written out here
-                        long dst = tapBuf + (long) t * n * h * 2;
-                        cuda.copyDeviceToDevice(dst, x, (long) n * h * 2);
-                        k.residualAdd(dst, proj, (long) n * h);
+                        k.residualSum(tapBuf + (long) t * n * h * 2, x, proj, (long) n * h);
                     }
                 }
             }

@@ -267,7 +267,12 @@ public final class CudaKernels {
 
     /** x += y over n elements. */
     public void residualAdd(long x, long y, long n) {
-        cuda.launch(residualAdd, grid(n), 1, 256, x, y, n);
+        residualSum(x, x, y, n);
+    }
+
+    /** dst = x + y over n bf16 elements (one rounding, as residualAdd's). */
+    public void residualSum(long dst, long x, long y, long n) {
+        cuda.launch(residualAdd, grid(n), 1, 256, dst, x, y, n);
     }
 
     /** K and V of each qkv row into the pool at slotMap[row]. */
