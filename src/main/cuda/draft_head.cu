@@ -183,3 +183,15 @@ extern "C" __global__ void __launch_bounds__(SW_THREADS) selector_walk(const bf1
         __syncthreads(); // next and mixed are written again for the next row
     }
 }
+
+// scatter_kv: a draft head's injected K and V rows after each row's own context: row r of k (blockIdx.y 0) or
+// v (1), width bf16 (a multiple of 8), to the address kAddr[r] or vAddr[r]. Grid (rows, 2), block 128.
+extern "C" __global__ void scatter_kv(const bf16 *k, const bf16 *v, int width, const unsigned long long *kAddr, const unsigned long long *vAddr,
+                                      int rows) {
+    dependent_launch_entry();
+    const int r = blockIdx.x;
+    if (r >= rows) return;
+    const uint4 *src = reinterpret_cast<const uint4 *>((blockIdx.y ? v : k) + (long) r * width);
+    uint4 *dst = reinterpret_cast<uint4 *>((blockIdx.y ? vAddr : kAddr)[r]);
+    for (int i = threadIdx.x; i < width / 8; i += blockDim.x) dst[i] = src[i];
+}

@@ -3,6 +3,7 @@ package dev.spindle.backend.cuda;
 import dev.spindle.backend.cpu.CpuDraftHead;
 import dev.spindle.backend.cpu.RotaryTable;
 import dev.spindle.engine.spec.DraftHead;
+import dev.spindle.engine.spec.Observation;
 import dev.spindle.engine.spec.Proposal;
 import dev.spindle.model.Bf16;
 import dev.spindle.model.DraftHeadConfig;
@@ -46,9 +47,9 @@ public final class CudaDraftHead implements DraftHead {
     // block buffers (block rows at most)
     private final long ids, pos, cosT, sinT, x, xn, conv, q, kb, vb, att, o, gateUp, act, mlp, dyn, logits, argmaxOut, proj;
     // injection buffers (maxRows rows)
-    private final long feat, ctx, ck, cv, ipos, icos, isin;
+    private final long feat, ctx, ck, cv, ipos, irope;
     private final Arena arena = Arena.ofShared();
-    private final MemorySegment logitsHost, idsHost, projHost;
+    private final MemorySegment logitsHost, idsHost, projHost, injectStaging;
     private float[][] lastLogits;
     private int lastDrafts;
 
@@ -193,11 +194,17 @@ public final class CudaDraftHead implements DraftHead {
         ck = alloc(2L * maxRows * kw);
         cv = alloc(2L * maxRows * kw);
         ipos = alloc(4L * maxRows);
-        icos = alloc(4L * maxRows * c.headDim() / 2);
-        isin = alloc(4L * maxRows * c.headDim() / 2);
+        // an injection's cos and sin rows, then its K and V row addresses per layer: one copy
+        irope = alloc(4L * maxRows * c.headDim() + 16L * maxRows * c.layers());
         logitsHost = arena.allocate(2L * b * vocab, 64);
         idsHost = arena.allocate(4L * b, 64);
         projHost = arena.allocate(2L * b * Math.max(1, c.selectorRank()), 64);
+        injectStaging = cuda.allocHost(2L * maxRows * taps.length * h + 4L * maxRows * c.headDim() + 16L * maxRows * c.layers());
+        int[] identity = new int[maxRows]; // injected rows index their own rotary rows
+        for (int r = 0; r < maxRows; r++) {
+            identity[r] = r;
+        }
+        uploadInts(ipos, identity);
         // the GEMM plans of the head's shapes, and the tensor maps of its weights and inputs
         prepare(taps.length * h, "fc.weight", h);
         for (int l = 0; l < c.layers(); l++) {
@@ -277,20 +284,6 @@ public final class CudaDraftHead implements DraftHead {
         contexts.release(id);
     }
 
-    /** Uploads n rows of fp32 bf16-valued values as bf16. */
-    private void upload(long dst, float[][] rows, int from, int n, int width) {
-        try (Arena a = Arena.ofConfined()) {
-            MemorySegment m = a.allocate(2L * n * width, 64);
-            for (int r = 0; r < n; r++) {
-                float[] row = rows[from + r];
-                for (int i = 0; i < width; i++) {
-                    m.setAtIndex(BF16, (long) r * width + i, Bf16.fromFloat(row[i]));
-                }
-            }
-            cuda.copyToDevice(dst, m);
-        }
-    }
-
     private void uploadInts(long dst, int[] values) {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment m = a.allocate(4L * values.length, 16);
@@ -314,36 +307,81 @@ public final class CudaDraftHead implements DraftHead {
 
     @Override
     public void inject(long id, int from, float[][] rows, int count) {
-        if (count == 0) {
-            return;
-        }
+        injectAll(List.of(new Observation(id, from, rows, count)));
+    }
+
+    /**
+     * Every sequence's rows together, in pieces of up to maxRows rows: one staged copy of the pieces' inputs
+     * (the taps as bf16, each row's rotary factors at its position), fc, hidden_norm and each layer's k/v
+     * projections, k_norm and RoPE over all rows, then one scatter_kv a layer writing each row's K and V after
+     * its own context's rows. Nothing waits for the device at the end: the work runs while the engine samples
+     * and plans, and the next draft's first copy waits for it.
+     */
+    @Override
+    public void injectAll(List<Observation> batch) {
         cuda.makeCurrent();
-        Context cx = contexts.extendAt(id, from, Context::new);
-        int h = c.hidden(), kw = kvWidth(), in = taps.length * h;
-        for (int at = 0; at < count; at += maxRows) {
-            int n = Math.min(maxRows, count - at);
-            cx.ensure(n);
-            upload(feat, rows, at, n, in);
+        cuda.sync(); // the last injection's copies out of the staging buffer are done (the step between already waited)
+        int h = c.hidden(), kw = kvWidth(), in = taps.length * h, half = c.headDim() / 2, L = c.layers();
+        List<Context> owners = new ArrayList<>();
+        List<float[]> rows = new ArrayList<>();
+        List<Integer> positions = new ArrayList<>(), slots = new ArrayList<>();
+        java.util.Set<Long> seen = new java.util.HashSet<>();
+        for (Observation o : batch) {
+            if (o.count() == 0) {
+                continue;
+            }
+            if (!seen.add(o.id())) {
+                throw new IllegalArgumentException("sequence " + o.id() + " appears twice in one injection");
+            }
+            Context cx = contexts.extendAt(o.id(), o.from(), Context::new);
+            cx.ensure(o.count()); // before any row's address is taken: growing moves the arrays
+            for (int r = 0; r < o.count(); r++) {
+                owners.add(cx);
+                rows.add(o.taps()[r]);
+                positions.add(o.from() + r);
+                slots.add(cx.rows + r);
+            }
+            cx.rows += o.count();
+        }
+        float[] cs = new float[half], sn = new float[half];
+        for (int at = 0; at < rows.size(); at += maxRows) {
+            int n = Math.min(maxRows, rows.size() - at);
+            // staging: feat (n x in bf16), cos and sin (n x half fp32), the K and V row addresses (L x n each)
+            long featBytes = 2L * n * in, ropeBytes = 4L * n * half, addrBytes = 8L * L * n;
+            MemorySegment st = injectStaging;
+            for (int r = 0; r < n; r++) {
+                float[] row = rows.get(at + r);
+                for (int i = 0; i < in; i++) {
+                    st.setAtIndex(BF16, (long) r * in + i, Bf16.fromFloat(row[i]));
+                }
+                rotary.fill(positions.get(at + r), 1, cs, sn);
+                MemorySegment.copy(cs, 0, st, ValueLayout.JAVA_FLOAT, featBytes + 4L * r * half, half);
+                MemorySegment.copy(sn, 0, st, ValueLayout.JAVA_FLOAT, featBytes + ropeBytes + 4L * r * half, half);
+                Context cx = owners.get(at + r);
+                long off = (long) slots.get(at + r) * kw * 2;
+                for (int l = 0; l < L; l++) {
+                    long a = featBytes + 2 * ropeBytes + 8L * (l * n + r);
+                    st.set(ValueLayout.JAVA_LONG_UNALIGNED, a, cx.k[l] + off);
+                    st.set(ValueLayout.JAVA_LONG_UNALIGNED, a + addrBytes, cx.v[l] + off);
+                }
+            }
+            cuda.copyToDeviceAsync(feat, st, featBytes);
+            cuda.copyToDeviceAsync(irope, st.asSlice(featBytes), 2 * ropeBytes + 2 * addrBytes);
+            long sin = irope + ropeBytes, kAddr = irope + 2 * ropeBytes, vAddr = kAddr + addrBytes;
             linear.apply(feat, n, in, w("fc.weight"), h, ctx);
             k.rmsNorm(ctx, w("hidden_norm.weight"), ctx, n, h, c.rmsNormEps());
-            int[] positions = new int[n];
-            for (int r = 0; r < n; r++) {
-                positions[r] = r;
-            }
-            uploadInts(ipos, positions);
-            uploadRope(icos, isin, from + at, n);
-            for (int l = 0; l < c.layers(); l++) {
+            for (int l = 0; l < L; l++) {
                 String p = "layers." + l + ".self_attn.";
                 linear.apply(ctx, n, h, w(p + "k_proj.weight"), kw, ck);
                 linear.apply(ctx, n, h, w(p + "v_proj.weight"), kw, cv);
                 k.rmsNorm(ck, w(p + "k_norm.weight"), ck, n * c.kvHeads(), c.headDim(), c.rmsNormEps());
-                k.rope(ck, kw, icos, isin, ipos, n, c.kvHeads(), c.headDim());
-                cuda.copyDeviceToDevice(cx.k[l] + (long) cx.rows * kw * 2, ck, (long) n * kw * 2);
-                cuda.copyDeviceToDevice(cx.v[l] + (long) cx.rows * kw * 2, cv, (long) n * kw * 2);
+                k.rope(ck, kw, irope, sin, ipos, n, c.kvHeads(), c.headDim());
+                k.scatterKv(ck, cv, kw, kAddr + 8L * l * n, vAddr + 8L * l * n, n);
             }
-            cx.rows += n;
+            if (at + n < rows.size()) {
+                cuda.sync(); // the staging buffer is written again for the next piece
+            }
         }
-        cuda.sync();
     }
 
     @Override
@@ -501,6 +539,7 @@ public final class CudaDraftHead implements DraftHead {
         allocations.forEach(linear::forget); // the GEMMs' cached tensor maps of these buffers go with them
         allocations.forEach(cuda::free);
         allocations.clear();
+        cuda.freeHost(injectStaging);
         arena.close();
     }
 }

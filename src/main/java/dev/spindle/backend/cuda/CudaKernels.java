@@ -146,9 +146,18 @@ public final class CudaKernels {
         dynConv = cuda.function(module, "dyn_conv");
         shapeLogits = cuda.function(module, "shape_logits");
         selectorWalk = cuda.function(module, "selector_walk");
+        scatterKv = cuda.function(module, "scatter_kv");
     }
 
-    private final MemorySegment draftAttention, dynConv, shapeLogits, selectorWalk;
+    private final MemorySegment draftAttention, dynConv, shapeLogits, selectorWalk, scatterKv;
+
+    /**
+     * Row r of k and of v (width bf16 each, a multiple of 8) to the device addresses kAddr[r] and vAddr[r]
+     * (rows 64-bit addresses each): a draft head's injected rows after each one's own context (draft_head.cu).
+     */
+    public void scatterKv(long k, long v, int width, long kAddr, long vAddr, int rows) {
+        cuda.launch(scatterKv, rows, 2, 128, k, v, width, kAddr, vAddr, rows);
+    }
 
     /** The largest top-k and rank {@link #selectorWalk} takes (draft_head.cu's SW_MAX_K, SW_MAX_RANK). */
     public static final int SELECTOR_WALK_MAX_K = 32, SELECTOR_WALK_MAX_RANK = 1024;

@@ -12,6 +12,7 @@ import dev.spindle.engine.kv.BlockPool;
 import dev.spindle.engine.sample.Sampler;
 import dev.spindle.engine.spec.DraftPacer;
 import dev.spindle.engine.spec.DraftRequest;
+import dev.spindle.engine.spec.Observation;
 import dev.spindle.engine.spec.Proposal;
 import dev.spindle.engine.spec.Speculation;
 
@@ -170,6 +171,7 @@ public final class EngineCore {
         masks.forEach(ForkJoinTask::join);
         Throwable[] maskErrors = new Throwable[plan.entries().size()];
         float[][] masked = applyMasks(plan, windows, out.logits(), maskErrors);
+        List<Observed> observed = new ArrayList<>();
         for (int i = 0; i < plan.entries().size(); i++) {
             StepPlan.Entry e = plan.entries().get(i);
             Sequence s = e.sequence();
@@ -178,13 +180,13 @@ public final class EngineCore {
             if (e.drafted()) {
                 try {
                     int accepted = verify(s, e, rows, drawn);
-                    observe(s, e.from(), out, i, 1 + accepted); // the anchor and the accepted drafts are committed
+                    observe(observed, s, e.from(), out, i, 1 + accepted); // the anchor and the accepted drafts are committed
                 } catch (RuntimeException | StackOverflowError err) { // a grammar or sampler failure ends this sequence only
                     fail(s, err);
                 }
                 continue;
             }
-            observe(s, e.from(), out, i, e.count());
+            observe(observed, s, e.from(), out, i, e.count());
             scheduler.registerFullBlocks(s);
             if (s.promptLogprobs != null && rows.length == e.count()) {
                 recordPromptLogprobs(s, e.from(), rows);
@@ -208,6 +210,7 @@ public final class EngineCore {
                 }
             }
         }
+        observeAll(observed);
         if (anyDrafts) {
             // the forward pass's time (the host's verification and sampling included, as in a plain step) and the tokens the step gave
             draftedStepNanos += System.nanoTime() - t0;
@@ -225,16 +228,36 @@ public final class EngineCore {
         return spec.proposer().tapLayers();
     }
 
-    /** Hands a window's committed rows and their taps to the proposer (one that reads the target's hidden states). */
-    private void observe(Sequence s, int from, StepOutput out, int window, int count) {
+    /** A window's committed rows, held until the step's windows are all verified: the proposer takes them at once. */
+    private record Observed(Sequence sequence, Observation rows) {
+    }
+
+    /** Notes a window's committed rows and their taps for the proposer (one that reads the target's hidden states). */
+    private static void observe(List<Observed> observed, Sequence s, int from, StepOutput out, int window, int count) {
         if (s.finished || out.taps() == null || out.taps().get(window) == null) {
             return;
         }
         float[][] rows = out.taps().get(window);
+        observed.add(new Observed(s, new Observation(s.id, from, rows, Math.min(count, rows.length))));
+    }
+
+    /** Hands the step's committed rows to the proposer in one call (the sequences that finished meanwhile left out). */
+    private void observeAll(List<Observed> observed) {
+        List<Observation> batch = new ArrayList<>();
+        for (Observed o : observed) {
+            if (!o.sequence().finished) {
+                batch.add(o.rows());
+            }
+        }
+        if (batch.isEmpty()) {
+            return;
+        }
         try {
-            spec.proposer().observe(s.id, from, rows, Math.min(count, rows.length));
-        } catch (RuntimeException err) { // a failing proposer costs its drafts, never the request
-            spec.proposer().release(s.id);
+            spec.proposer().observeAll(batch);
+        } catch (RuntimeException err) { // a failing proposer costs its drafts, never the requests
+            for (Observation o : batch) {
+                spec.proposer().release(o.id());
+            }
             System.err.println("spindle-engine: the proposer could not take a step's hidden states: " + err);
         }
     }

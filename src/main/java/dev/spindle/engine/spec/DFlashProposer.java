@@ -62,13 +62,21 @@ public final class DFlashProposer implements Proposer {
      */
     @Override
     public void observe(long id, int from, float[][] taps, int count) {
-        int end = head.contextEnd(id);
-        if (from < end) {
-            head.truncate(id, from);
-        } else if (from > end) {
-            head.release(id); // a gap (cached prefix): the context restarts here (the drafts' generator goes on)
+        observeAll(List.of(new Observation(id, from, taps, count)));
+    }
+
+    /** Every sequence's rows into the head at once (one batched injection). */
+    @Override
+    public void observeAll(List<Observation> rows) {
+        for (Observation o : rows) {
+            int end = head.contextEnd(o.id());
+            if (o.from() < end) {
+                head.truncate(o.id(), o.from());
+            } else if (o.from() > end) {
+                head.release(o.id()); // a gap (cached prefix): the context restarts here (the drafts' generator goes on)
+            }
         }
-        head.inject(id, from, taps, count);
+        head.injectAll(rows);
     }
 
     @Override

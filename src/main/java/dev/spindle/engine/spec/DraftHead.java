@@ -1,5 +1,7 @@
 package dev.spindle.engine.spec;
 
+import java.util.List;
+
 /**
  * A draft head that reads the target's own hidden states (DFlash, DFlash2): the backend's half of
  * {@link DFlashProposer}. Per sequence it keeps the context it was given (the target's tapped residual
@@ -18,6 +20,13 @@ public interface DraftHead extends AutoCloseable {
      * after each tap layer, concatenated ([layer x hidden]). Rows must follow the context it has.
      */
     void inject(long id, int from, float[][] taps, int count);
+
+    /** Several sequences' context rows (each as {@link #inject} takes them; one entry per sequence), in one call. */
+    default void injectAll(List<Observation> rows) {
+        for (Observation o : rows) {
+            inject(o.id(), o.from(), o.taps(), o.count());
+        }
+    }
 
     /** The position after the last context row (0 with none), and where its context starts. */
     int contextEnd(long id);

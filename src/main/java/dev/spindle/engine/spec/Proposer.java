@@ -30,6 +30,13 @@ public sealed interface Proposer extends AutoCloseable permits NgramProposer, Dr
     default void observe(long id, int from, float[][] taps, int count) {
     }
 
+    /** A step's committed rows of several sequences (each as {@link #observe} takes it), in one call. */
+    default void observeAll(List<Observation> rows) {
+        for (Observation o : rows) {
+            observe(o.id(), o.from(), o.taps(), o.count());
+        }
+    }
+
     /** The sequence has finished or was cancelled: drop its state. */
     void release(long id);
 

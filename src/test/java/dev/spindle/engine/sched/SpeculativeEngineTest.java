@@ -230,6 +230,16 @@ class SpeculativeEngineTest {
             }
         }
 
+        int injectCalls, widestInjection;
+
+        @Override
+        public void injectAll(List<dev.spindle.engine.spec.Observation> rows) {
+            injectCalls++;
+            widestInjection = Math.max(widestInjection, rows.size());
+            assertEquals(rows.size(), rows.stream().mapToLong(dev.spindle.engine.spec.Observation::id).distinct().count(), "one entry a sequence");
+            dev.spindle.engine.spec.DraftHead.super.injectAll(rows);
+        }
+
         @Override
         public int contextEnd(long id) {
             return starts.getOrDefault(id, 0) + context.getOrDefault(id, List.of()).size();
@@ -307,6 +317,9 @@ class SpeculativeEngineTest {
             Result drafted = run(pass, spec, ps, SpeculativeEngineTest::greedy);
             assertEquals(plain.signatures(), drafted.signatures());
             assertTrue(drafted.spec().acceptedTokens() > drafted.spec().draftTokens() / 2, "the oracle's drafts are mostly accepted");
+            // a step's committed rows of every sequence reach the head in one call
+            assertTrue(head.injectCalls <= drafted.steps(), head.injectCalls + " injections for " + drafted.steps() + " steps");
+            assertEquals(ps.size(), head.widestInjection, "the five sequences' rows of a step in one injection");
             for (long id = 1; id <= ps.size(); id++) {
                 int[] all = whole.get(id);
                 List<float[]> got = head.finished.get(id);
