@@ -9,6 +9,9 @@
 #   device-slim.sh dflash     CudaDraftHeadTest's trained heads and CudaSpeculativeTest: keeps the bundled models and
 #                             the DFlash heads, moves the parity fixtures, the DFlash reference fixtures (its other
 #                             test then fails with "not found") and the bundled model's HF reference logits
+#   device-slim.sh dflash-reference  CudaDraftHeadTest whole: its PyTorch reference fixtures, the bundled target
+#                             and the trained heads' test in two calls: this mode keeps the reference fixtures and
+#                             moves the trained heads and the drafter (run the dflash mode for the trained heads)
 #   device-slim.sh bench      device-run.sh bench | ab | ncu-bench with --load-format dummy: moves every fixture
 #                             and bundled model too
 #   device-slim.sh restore    puts everything back (run it before any commit)
@@ -66,8 +69,10 @@ case "${1:-}" in
   tests) move "${common[@]}" "${dflash[@]}" src/test/resources/fixtures/llama-headdim-sharded .dist/base-classes; size ;;
   dflash) move "${common[@]}" "${parity[@]}" src/test/resources/fixtures/dflash src/test/resources/fixtures/chat-target/reference.safetensors \
             .dist/base-classes; size ;;
+  dflash-reference) move "${common[@]}" "${parity[@]}" models/spindle-chat-dflash models/spindle-chat-dflash2 models/spindle-chat-drafter \
+            src/test/resources/fixtures/chat-target/reference.safetensors .dist/base-classes; size ;;
   bench) move "${common[@]}" "${dflash[@]}" "${parity[@]}" "${bundled[@]}"; size ;;
   restore) restore ;;
   size) size ;;
-  *) echo "usage: device-slim.sh tests|dflash|bench|restore|size" >&2; exit 2 ;;
+  *) echo "usage: device-slim.sh tests|dflash|dflash-reference|bench|restore|size" >&2; exit 2 ;;
 esac

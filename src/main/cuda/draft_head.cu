@@ -1,22 +1,28 @@
 // A DFlash / DFlash2 draft head's own kernels (the rest of its forward is the target's kernels: embed,
 // rms_norm, rope, swiglu, residual_add, the linear layer).
 //
-// draft_attention: the block's queries (rows, heads, d) against the head's context keys/values
-// (ctxRows, kvHeads, d; positions ctxStart..) and the block's own (rows, kvHeads, d; positions
+// draft_attention: the blocks of several sequences at once. Row r of the step belongs to sequence
+// rowSeq[r], whose seqs entry holds {ctxRows, ctxStart, position, row0, rows}: its queries (q, rows of
+// heads x d) attend to its context keys/values (ctxKV[2 s], ctxKV[2 s + 1]: ctxRows rows of kvHeads x d,
+// positions ctxStart..) and to its own block's (blkK, blkV rows row0 .. row0 + rows - 1, positions
 // position..), bidirectional, within `window` positions when window > 0; GQA by head / (heads / kvHeads).
 // fp32 scores, an online softmax (flash-style running max and sum), fp32 accumulation, the output rounded
 // to bf16 once: sdpa's math, not bit-equal to the CPU twin's two-pass sum (the head's parity gate is KL
-// to the fp32 reference). Grid: (rows, heads), block 128 = 4 warps taking keys in turn; a lane holds
-// d / 32 dims (d <= 256). The warps' partial states are merged in shared memory in warp order.
+// to the fp32 reference). A row's arithmetic does not depend on the other sequences. Grid: (rows, heads),
+// block 128 = 4 warps taking keys in turn; a lane holds d / 32 dims (d <= 256). The warps' partial states
+// are merged in shared memory in warp order.
 #include "common.cuh"
 
 #define DA_WARPS 4
 
-extern "C" __global__ void draft_attention(const bf16 *q, const bf16 *ctxK, const bf16 *ctxV, const bf16 *blkK, const bf16 *blkV, bf16 *out,
-                                           int rows, int ctxRows, int ctxStart, int position, int heads, int kvHeads, int d, int window) {
+extern "C" __global__ void draft_attention(const bf16 *q, const unsigned long long *ctxKV, const int *seqs, const int *rowSeq, const bf16 *blkK,
+                                           const bf16 *blkV, bf16 *out, int rows, int heads, int kvHeads, int d, int window) {
     dependent_launch_entry();
     const int r = blockIdx.x, h = blockIdx.y, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     if (r >= rows || h >= heads) return;
+    const int sq = rowSeq[r], *sd = seqs + 5 * sq;
+    const int ctxRows = sd[0], ctxStart = sd[1], position = sd[2], row0 = sd[3], blockRows = sd[4];
+    const bf16 *ctxK = reinterpret_cast<const bf16 *>(ctxKV[2 * sq]), *ctxV = reinterpret_cast<const bf16 *>(ctxKV[2 * sq + 1]);
     const int kv = h / (heads / kvHeads), per = d / 32, kvw = kvHeads * d;
     const float scale = rsqrtf((float) d);
     float qv[8], acc[8];
@@ -25,13 +31,13 @@ extern "C" __global__ void draft_attention(const bf16 *q, const bf16 *ctxK, cons
         acc[i] = 0.f;
     }
     float m = -INFINITY, l = 0.f;
-    const int qpos = position + r, keys = ctxRows + rows;
+    const int qpos = position + (r - row0), keys = ctxRows + blockRows;
     for (int j = warp; j < keys; j += DA_WARPS) {
         const bool fromCtx = j < ctxRows;
         const int kpos = fromCtx ? ctxStart + j : position + (j - ctxRows);
         if (window > 0 && abs(qpos - kpos) >= window) continue;
-        const bf16 *kr = fromCtx ? ctxK + (long) j * kvw + kv * d : blkK + (long) (j - ctxRows) * kvw + kv * d;
-        const bf16 *vr = fromCtx ? ctxV + (long) j * kvw + kv * d : blkV + (long) (j - ctxRows) * kvw + kv * d;
+        const long kr0 = fromCtx ? (long) j * kvw + kv * d : (long) (row0 + j - ctxRows) * kvw + kv * d;
+        const bf16 *kr = (fromCtx ? ctxK : blkK) + kr0, *vr = (fromCtx ? ctxV : blkV) + kr0;
         float s = 0.f;
         for (int i = 0; i < per; i++) s = fmaf(qv[i], ld(kr, lane * per + i), s);
         for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
@@ -60,19 +66,20 @@ extern "C" __global__ void draft_attention(const bf16 *q, const bf16 *ctxK, cons
     for (int i = 0; i < per; i++) st(out, ((long) r * heads + h) * d + lane * per + i, o[i] / L);
 }
 
-// dyn_conv: DFlash2's grouped dynamic depthwise convolution over the block's rows (causal, zero before the
-// first row): out[t][c] = sum over taps o of bf16(out + bf16(base[o][c] * x[t-o][c])), then
-// bf16(out + dyn[t][o][g] * x[t-o][c]) (the reference's order and roundings); dyn (rows, dynStride) holds
-// [taps][groups] at column offset dynOffset. Grid: (rows, ceil(hidden / 256)), block 256.
+// dyn_conv: DFlash2's grouped dynamic depthwise convolution over each block's rows (causal, zero before its
+// block's first row: row t is row inBlock[t] of its block): out[t][c] = sum over taps o of
+// bf16(out + bf16(base[o][c] * x[t-o][c])), then bf16(out + dyn[t][o][g] * x[t-o][c]) (the reference's order
+// and roundings); dyn (rows, dynStride) holds [taps][groups] at column offset dynOffset.
+// Grid: (rows, ceil(hidden / 256)), block 256.
 extern "C" __global__ void dyn_conv(const bf16 *x, const bf16 *dyn, int dynStride, int dynOffset, const bf16 *base, bf16 *out,
-                                    int rows, int hidden, int groupSize, int taps) {
+                                    const int *inBlock, int rows, int hidden, int groupSize, int taps) {
     dependent_launch_entry();
     const int t = blockIdx.x, c = blockIdx.y * blockDim.x + threadIdx.x;
     if (t >= rows || c >= hidden) return;
-    const int groups = hidden / groupSize, g = c / groupSize;
+    const int groups = hidden / groupSize, g = c / groupSize, tb = inBlock[t];
     float acc = 0.f;
     for (int o = 0; o < taps; o++) {
-        const float v = t - o < 0 ? 0.f : ld(x, (long) (t - o) * hidden + c);
+        const float v = tb - o < 0 ? 0.f : ld(x, (long) (t - o) * hidden + c);
         acc = rnd(acc + rnd(ld(base, (long) o * hidden + c) * v));
         acc = rnd(fmaf(ld(dyn, (long) t * dynStride + dynOffset + o * groups + g), v, acc));
     }
@@ -90,11 +97,15 @@ extern "C" __global__ void shape_logits(bf16 *z, long n, float multiplier, float
     }
 }
 
-// selector_walk: DFlash2's greedy candidate walk (temperature 0) over a block's drafted rows on the device,
-// the bits of CpuDraftHead.walk (only the ids come back). Per row r, in order: the k best ids of its logits
-// (best first, ties lower id first); mixed_i = bf16(pred[prev][i] * proj[r][i]); each candidate's
-// dot = fma(mixed_i, succ[id][i], dot) for i in order from 0, its score bf16(logit + bf16(dot)); the first
-// best score's id is the row's draft and the next row's prev (the anchor before row 0).
+// selector_walk: DFlash2's candidate walk over a block's drafted rows on the device, the bits of
+// CpuDraftHead.walk's scores and picks (only ids, and for a sampled walk each row's candidates and q, come back).
+// Per row r, in order: the k best ids of its logits (best first, ties lower id first); mixed_i =
+// bf16(pred[prev][i] * proj[r][i]); each candidate's dot = fma(mixed_i, succ[id][i], dot) for i in order from 0,
+// its score bf16(logit + bf16(dot)). Greedy (uniforms null): the first best score's id is the row's draft.
+// Sampled: e_j = exp((score_j - best) / temperature) in double, summed in candidate order, q_j = float(e_j / sum)
+// (to qOut[r k + j], the candidate's id to candOut[r k + j]); the draft is the host sampler's draw with the
+// row's uniform: the candidates in id order, u minus each positive q_j until it is below zero (else the last).
+// The draft is the next row's prev (the anchor before row 0).
 // Grid 1 (one sequence's block), block SW_THREADS; k <= SW_MAX_K, rank <= SW_MAX_RANK (the host checks).
 // Each thread keeps the k best of its ids t, t + SW_THREADS, ...; k rounds of a block-wide best take them.
 #define SW_THREADS 1024
@@ -115,10 +126,12 @@ __device__ __forceinline__ void sw_warp_best(float &v, int &id) {
 }
 
 extern "C" __global__ void __launch_bounds__(SW_THREADS) selector_walk(const bf16 *logits, int rows, int vocab, const bf16 *proj, int rank, int k,
-                                                                       const bf16 *pred, const bf16 *succ, int anchor, int *out) {
+                                                                       const bf16 *pred, const bf16 *succ, int anchor, int *out, const double *uniforms,
+                                                                       double temperature, float *qOut, int *candOut) {
     dependent_launch_entry();
     __shared__ float mixed[SW_MAX_RANK];
     __shared__ int cand[SW_MAX_K];
+    __shared__ float qs[SW_MAX_K];
     __shared__ float wv[SW_THREADS / 32];
     __shared__ int wi[SW_THREADS / 32];
     __shared__ int next;
@@ -172,10 +185,41 @@ extern "C" __global__ void __launch_bounds__(SW_THREADS) selector_walk(const bf1
                 score = rnd(__fadd_rn(ld(row, id), rnd(dot)));
             }
             int j = lane < kk ? lane : 0x7fffffff;
-            sw_warp_best(score, j);
-            if (lane == 0) {
-                next = cand[j];
-                out[r] = next;
+            float best = score;
+            sw_warp_best(best, j);
+            if (uniforms == nullptr) {
+                if (lane == 0) {
+                    next = cand[j];
+                    out[r] = next;
+                }
+            } else {
+                const double e = lane < kk ? exp((double) __fsub_rn(score, best) / temperature) : 0.0;
+                double sum = 0.0;
+                for (int c = 0; c < kk; c++) sum += __shfl_sync(0xffffffffu, e, c);
+                if (lane < kk) {
+                    qs[lane] = (float) (e / sum);
+                    qOut[(long) r * k + lane] = qs[lane];
+                    candOut[(long) r * k + lane] = cand[lane];
+                }
+                __syncwarp();
+                if (lane == 0) {
+                    double u = uniforms[r];
+                    int last = -1, pick = -1, after = -1;
+                    for (int step = 0; step < kk && pick < 0; step++) {
+                        int at = -1; // the candidate of the next larger id
+                        for (int c = 0; c < kk; c++) {
+                            if (cand[c] > after && (at < 0 || cand[c] < cand[at])) at = c;
+                        }
+                        after = cand[at];
+                        if (qs[at] > 0.f) {
+                            last = cand[at];
+                            u -= qs[at];
+                            if (u < 0) pick = cand[at];
+                        }
+                    }
+                    next = pick >= 0 ? pick : last;
+                    out[r] = next;
+                }
             }
         }
         __syncthreads();

@@ -136,6 +136,16 @@ public final class Proposers {
         }
 
         @Override
+        public void injectAll(java.util.List<dev.spindle.engine.spec.Observation> rows) {
+            head.injectAll(rows); // the head's own batching (the default would go sequence by sequence)
+        }
+
+        @Override
+        public java.util.List<dev.spindle.engine.spec.Proposal> draftAll(java.util.List<Call> calls) {
+            return head.draftAll(calls);
+        }
+
+        @Override
         public int contextEnd(long id) {
             return head.contextEnd(id);
         }

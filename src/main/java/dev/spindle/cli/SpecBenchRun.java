@@ -108,9 +108,11 @@ public final class SpecBenchRun implements Callable<Integer> {
                     + " tokens, greedy, " + maxTokens + " tokens each");
             List<Map<String, Object>> runs = new ArrayList<>();
             for (int b : batches) {
-                // warm-up (JIT, and the CUDA graphs of the step sizes this batch meets) of both paths
-                measure(target, Speculation.NONE, prompts.subList(0, b), eos, chat, 24);
-                measure(target, spec, prompts.subList(0, b), eos, chat, 24);
+                // warm-up of both paths on the measured requests themselves: the JIT, and the CUDA graphs and GEMM plans of
+                // every step shape the run meets (a drafted run meets many: its windows' rows vary with acceptance), as a
+                // server has them after its first requests of a kind
+                measure(target, Speculation.NONE, prompts.subList(0, b), eos, chat, maxTokens);
+                measure(target, spec, prompts.subList(0, b), eos, chat, maxTokens);
                 Run plain = measure(target, Speculation.NONE, prompts.subList(0, b), eos, chat, maxTokens);
                 Run drafted = measure(target, spec, prompts.subList(0, b), eos, chat, maxTokens);
                 Map<String, Object> r = new LinkedHashMap<>();
@@ -131,6 +133,9 @@ public final class SpecBenchRun implements Callable<Integer> {
                     double verifyMs = st.draftedStepNanos() / 1e6 / st.draftedSteps(), proposeMs = st.proposerNanos() / 1e6 / st.draftedSteps();
                     r.put("verify_ms_per_drafted_step", round(verifyMs, 3));
                     r.put("propose_ms_per_drafted_step", round(proposeMs, 3));
+                    // every step's parts (drafted or not): the target's forward pass, the proposer's intake of the committed rows
+                    r.put("forward_ms_per_step", round(st.forwardNanos() / 1e6 / Math.max(1, st.steps()), 3));
+                    r.put("observe_ms_per_step", round(st.observeNanos() / 1e6 / Math.max(1, st.steps()), 3));
                     // what the measured costs allow: the drafted steps' tokens over their verify and draft time
                     double allowed = st.draftedStepTokens() / ((st.draftedStepNanos() + st.proposerNanos()) / 1e9);
                     r.put("drafted_steps_allowed_tokens_per_second", round(allowed, 1));
@@ -226,9 +231,7 @@ public final class SpecBenchRun implements Callable<Integer> {
         double seconds = (System.nanoTime() - t0) / 1e9;
         long decoded = core.stats().generatedTokens() - before;
         SpecStats s1 = core.stats().speculative();
-        SpecStats delta = new SpecStats(s1.drafts() - s0.drafts(), s1.draftTokens() - s0.draftTokens(), s1.acceptedTokens() - s0.acceptedTokens(),
-                s1.acceptedAtPosition(), s1.acceptedLength(), s1.proposerNanos() - s0.proposerNanos(), s1.draftedStepNanos() - s0.draftedStepNanos(),
-                s1.draftedSteps() - s0.draftedSteps(), s1.draftedStepTokens() - s0.draftedStepTokens());
+        SpecStats delta = s1.since(s0);
         return new Run(decoded / Math.max(1e-9, seconds), tokens, delta, core.stats().steps() - steps0);
     }
 

@@ -12,10 +12,21 @@ package dev.spindle.engine;
  * @param draftedStepNanos   time spent in target forward passes of steps that verified drafts
  * @param draftedSteps       such steps
  * @param draftedStepTokens  tokens those steps emitted (every sequence's, drafted or not)
+ * @param observeNanos       time spent handing committed rows to the proposer (a DFlash head's injection), every step
+ * @param forwardNanos       time spent in the target's forward passes (the backend's execute), every step
+ * @param steps              steps taken with speculation on (drafted or not)
  */
 public record SpecStats(long drafts, long draftTokens, long acceptedTokens, long[] acceptedAtPosition, long[] acceptedLength,
-                        long proposerNanos, long draftedStepNanos, long draftedSteps, long draftedStepTokens) {
-    public static final SpecStats NONE = new SpecStats(0, 0, 0, new long[0], new long[0], 0, 0, 0, 0);
+                        long proposerNanos, long draftedStepNanos, long draftedSteps, long draftedStepTokens, long observeNanos, long forwardNanos,
+                        long steps) {
+    public static final SpecStats NONE = new SpecStats(0, 0, 0, new long[0], new long[0], 0, 0, 0, 0, 0, 0, 0);
+
+    /** What happened between two snapshots of the same engine (the per-position arrays are the later one's). */
+    public SpecStats since(SpecStats s0) {
+        return new SpecStats(drafts - s0.drafts, draftTokens - s0.draftTokens, acceptedTokens - s0.acceptedTokens, acceptedAtPosition, acceptedLength,
+                proposerNanos - s0.proposerNanos, draftedStepNanos - s0.draftedStepNanos, draftedSteps - s0.draftedSteps,
+                draftedStepTokens - s0.draftedStepTokens, observeNanos - s0.observeNanos, forwardNanos - s0.forwardNanos, steps - s0.steps);
+    }
 
     public double acceptanceRate() {
         return draftTokens == 0 ? 0 : (double) acceptedTokens / draftTokens;

@@ -44,8 +44,20 @@ public final class CudaDraftHead implements DraftHead {
     private final RotaryTable rotary;
     private final dev.spindle.engine.spec.DraftContexts<Context> contexts = new dev.spindle.engine.spec.DraftContexts<>(Context::free);
     private final int maxRows; // context rows injected in one call at most (more are injected in pieces)
-    // block buffers (block rows at most)
-    private final long ids, pos, cosT, sinT, x, xn, conv, q, kb, vb, att, o, gateUp, act, mlp, dyn, logits, argmaxOut, proj;
+    /** Sequences drafted in one forward at most (more go in several). */
+    static final int DRAFT_SEQUENCES = 16;
+    // a forward's buffers (DRAFT_SEQUENCES blocks of rows at most); pos: the rows' own indices (their rotary rows)
+    private final long pos, x, xn, conv, q, kb, vb, att, o, gateUp, act, mlp, dyn, logits, argmaxOut, proj, picked;
+    // a forward's staged inputs (draftStaging on the host, dmeta on the device, the same layout): ints ids, inBlock,
+    // rowSeq, gather (a forward's rows each), seqs (5 a sequence), then bytes: per layer and sequence its context's K and
+    // V addresses, the rows' cos and sin
+    private final long dmeta;
+    private final int dsIds = 0, dsInBlock, dsRowSeq, dsGather, dsSeqs;
+    private final long dsCtx, dsCos, dsSin, dsU;
+    // the walk's results: ids (a forward's rows), then for a sampled walk each row's candidates (ints) and their q
+    private final long walkOut, walkCand, walkQ;
+    private final MemorySegment draftStaging;
+    private int lastFirst;
     // injection buffers (maxRows rows)
     private final long feat, ctx, ck, cv, ipos, irope;
     private final Arena arena = Arena.ofShared();
@@ -170,10 +182,21 @@ public final class CudaDraftHead implements DraftHead {
         this.maxRows = 512;
         int groups = c.kind() == DraftHeadConfig.Kind.DFLASH2 ? h / c.convGroup() : 1;
         int dynW = c.kind() == DraftHeadConfig.Kind.DFLASH2 ? 2 * c.convKernel() * groups : 1;
-        ids = alloc(4L * b);
+        int block = b;
+        b = block * DRAFT_SEQUENCES; // rows of one forward at most
+        dsInBlock = b;
+        dsRowSeq = 2 * b;
+        dsGather = 3 * b;
+        dsSeqs = 4 * b;
+        dsCtx = (4L * (dsSeqs + 5L * DRAFT_SEQUENCES) + 7) & ~7L;
+        dsCos = dsCtx + 16L * c.layers() * DRAFT_SEQUENCES;
+        dsSin = dsCos + 2L * b * c.headDim();
+        dsU = dsSin + 2L * b * c.headDim(); // the sampled walk's uniforms (doubles, a drafted row each)
+        long stagingBytes = dsU + 8L * b;
+        dmeta = alloc(stagingBytes);
+        draftStaging = cuda.allocHost(stagingBytes);
         pos = alloc(4L * b);
-        cosT = alloc(4L * b * c.headDim() / 2);
-        sinT = alloc(4L * b * c.headDim() / 2);
+        picked = alloc(2L * b * h);
         x = alloc(2L * b * h);
         xn = alloc(2L * b * h);
         conv = alloc(2L * b * h);
@@ -187,7 +210,11 @@ public final class CudaDraftHead implements DraftHead {
         mlp = alloc(2L * b * h);
         dyn = alloc(2L * b * dynW);
         logits = alloc(2L * b * vocab);
-        argmaxOut = alloc(4L * b);
+        int topK = Math.max(1, c.selectorTopK());
+        walkOut = alloc(4L * b + 8L * b * topK);
+        walkCand = walkOut + 4L * b;
+        walkQ = walkCand + 4L * b * topK;
+        argmaxOut = walkOut;
         proj = alloc(2L * b * Math.max(1, c.selectorRank()));
         feat = alloc(2L * maxRows * taps.length * h);
         ctx = alloc(2L * maxRows * h);
@@ -196,15 +223,16 @@ public final class CudaDraftHead implements DraftHead {
         ipos = alloc(4L * maxRows);
         // an injection's cos and sin rows, then its K and V row addresses per layer: one copy
         irope = alloc(4L * maxRows * c.headDim() + 16L * maxRows * c.layers());
-        logitsHost = arena.allocate(2L * b * vocab, 64);
-        idsHost = arena.allocate(4L * b, 64);
-        projHost = arena.allocate(2L * b * Math.max(1, c.selectorRank()), 64);
+        logitsHost = arena.allocate(2L * block * vocab, 64); // one sequence's drafted rows, for the host's picks
+        idsHost = arena.allocate(4L * b + 8L * b * topK, 64);
+        projHost = arena.allocate(2L * block * Math.max(1, c.selectorRank()), 64);
         injectStaging = cuda.allocHost(2L * maxRows * taps.length * h + 4L * maxRows * c.headDim() + 16L * maxRows * c.layers());
-        int[] identity = new int[maxRows]; // injected rows index their own rotary rows
-        for (int r = 0; r < maxRows; r++) {
+        int[] identity = new int[Math.max(maxRows, b)]; // rows index their own rotary rows
+        for (int r = 0; r < identity.length; r++) {
             identity[r] = r;
         }
-        uploadInts(ipos, identity);
+        uploadInts(ipos, java.util.Arrays.copyOf(identity, maxRows));
+        uploadInts(pos, java.util.Arrays.copyOf(identity, b));
         // the GEMM plans of the head's shapes, and the tensor maps of its weights and inputs
         prepare(taps.length * h, "fc.weight", h);
         for (int l = 0; l < c.layers(); l++) {
@@ -224,7 +252,7 @@ public final class CudaDraftHead implements DraftHead {
             prepare(h, "candidate_selector.hidden_projection.weight", c.selectorRank());
         }
         linear.prepare(h, lmHead, vocab);
-        for (long[] in2 : new long[][]{{feat, maxRows, taps.length * h}, {ctx, maxRows, h}, {xn, b, h}, {conv, b, h}, {att, b, qd}, {act, b, in}}) {
+        for (long[] in2 : new long[][]{{feat, maxRows, taps.length * h}, {ctx, maxRows, h}, {xn, b, h}, {conv, b, h}, {att, b, qd}, {act, b, in}, {picked, b, h}}) {
             linear.input(in2[0], (int) in2[1], (int) in2[2]);
         }
     }
@@ -292,19 +320,6 @@ public final class CudaDraftHead implements DraftHead {
         }
     }
 
-    private void uploadRope(long cosDst, long sinDst, int start, int n) {
-        int half = c.headDim() / 2;
-        float[] cs = new float[n * half], sn = new float[n * half];
-        rotary.fill(start, n, cs, sn);
-        try (Arena a = Arena.ofConfined()) {
-            MemorySegment mc = a.allocate(4L * cs.length, 16), ms = a.allocate(4L * sn.length, 16);
-            mc.copyFrom(MemorySegment.ofArray(cs));
-            ms.copyFrom(MemorySegment.ofArray(sn));
-            cuda.copyToDevice(cosDst, mc);
-            cuda.copyToDevice(sinDst, ms);
-        }
-    }
-
     @Override
     public void inject(long id, int from, float[][] rows, int count) {
         injectAll(List.of(new Observation(id, from, rows, count)));
@@ -349,11 +364,13 @@ public final class CudaDraftHead implements DraftHead {
             // staging: feat (n x in bf16), cos and sin (n x half fp32), the K and V row addresses (L x n each)
             long featBytes = 2L * n * in, ropeBytes = 4L * n * half, addrBytes = 8L * L * n;
             MemorySegment st = injectStaging;
+            short[] bits = new short[in];
             for (int r = 0; r < n; r++) {
                 float[] row = rows.get(at + r);
                 for (int i = 0; i < in; i++) {
-                    st.setAtIndex(BF16, (long) r * in + i, Bf16.fromFloat(row[i]));
+                    bits[i] = Bf16.fromFloat(row[i]);
                 }
+                MemorySegment.copy(bits, 0, st, BF16, 2L * r * in, in); // one bulk copy a row
                 rotary.fill(positions.get(at + r), 1, cs, sn);
                 MemorySegment.copy(cs, 0, st, ValueLayout.JAVA_FLOAT, featBytes + 4L * r * half, half);
                 MemorySegment.copy(sn, 0, st, ValueLayout.JAVA_FLOAT, featBytes + ropeBytes + 4L * r * half, half);
@@ -386,24 +403,78 @@ public final class CudaDraftHead implements DraftHead {
 
     @Override
     public Proposal draft(long id, int anchor, int drafts, Sampling sampling) {
-        if (drafts < 1 || drafts > c.blockSize() - 1) {
-            throw new IllegalArgumentException("a block drafts 1.." + (c.blockSize() - 1) + " tokens, asked for " + drafts);
+        return draftAll(List.of(new Call(id, anchor, drafts, sampling))).getFirst();
+    }
+
+    /** Up to DRAFT_SEQUENCES sequences' blocks a forward (more in several). */
+    @Override
+    public List<Proposal> draftAll(List<Call> calls) {
+        for (Call call : calls) {
+            if (call.drafts() < 1 || call.drafts() > c.blockSize() - 1) {
+                throw new IllegalArgumentException("a block drafts 1.." + (c.blockSize() - 1) + " tokens, asked for " + call.drafts());
+            }
         }
         cuda.makeCurrent();
-        Context cx = contexts.get(id);
-        int position = cx == null ? 0 : cx.start + cx.rows;
-        int ctxRows = cx == null ? 0 : cx.rows, ctxStart = cx == null ? 0 : cx.start;
-        int n = drafts + 1, h = c.hidden(), kw = kvWidth(), qd = c.heads() * c.headDim(), in = c.intermediate();
-        int[] blockIds = new int[n];
-        java.util.Arrays.fill(blockIds, c.maskTokenId());
-        blockIds[0] = anchor;
-        uploadInts(ids, blockIds);
-        int[] positions = new int[n];
-        for (int r = 0; r < n; r++) {
-            positions[r] = r;
+        List<Proposal> out = new ArrayList<>(calls.size());
+        for (int at = 0; at < calls.size(); at += DRAFT_SEQUENCES) {
+            out.addAll(forward(calls.subList(at, Math.min(calls.size(), at + DRAFT_SEQUENCES))));
         }
-        uploadInts(pos, positions);
-        uploadRope(cosT, sinT, position, n);
+        return out;
+    }
+
+    /**
+     * One forward over the blocks of calls (at most DRAFT_SEQUENCES): the block of each, [anchor, mask x drafts] at the
+     * positions after its context, its rows after the previous block's; every input (ids, each row's index in its block
+     * and rotary rows, the drafted rows' indices, per sequence its context and per layer its context K / V addresses)
+     * staged in one copy; the drafted rows gathered after the final norm for the output head. Greedy drafts are picked on
+     * the device (DFlash's argmax over all rows; DFlash2's walk a sequence), one copy bringing every id back; sampled
+     * ones read their rows' logits on the host.
+     */
+    private List<Proposal> forward(List<Call> calls) {
+        int S = calls.size(), h = c.hidden(), kw = kvWidth(), qd = c.heads() * c.headDim(), in = c.intermediate(), half = c.headDim() / 2;
+        int[] row0 = new int[S], drafted0 = new int[S];
+        int n = 0, d = 0;
+        for (int i = 0; i < S; i++) {
+            row0[i] = n;
+            drafted0[i] = d;
+            n += calls.get(i).drafts() + 1;
+            d += calls.get(i).drafts();
+        }
+        MemorySegment st = draftStaging;
+        float[] cs = new float[half], sn = new float[half];
+        for (int i = 0; i < S; i++) {
+            Call call = calls.get(i);
+            Context cx = contexts.get(call.id());
+            int position = cx == null ? 0 : cx.start + cx.rows, rows = call.drafts() + 1;
+            for (int r = 0; r < rows; r++) {
+                int row = row0[i] + r;
+                st.setAtIndex(ValueLayout.JAVA_INT, dsIds + row, r == 0 ? call.anchor() : c.maskTokenId());
+                st.setAtIndex(ValueLayout.JAVA_INT, dsInBlock + row, r);
+                st.setAtIndex(ValueLayout.JAVA_INT, dsRowSeq + row, i);
+                if (r > 0) {
+                    st.setAtIndex(ValueLayout.JAVA_INT, dsGather + drafted0[i] + r - 1, row);
+                }
+                rotary.fill(position + r, 1, cs, sn);
+                MemorySegment.copy(cs, 0, st, ValueLayout.JAVA_FLOAT, dsCos + 4L * row * half, half);
+                MemorySegment.copy(sn, 0, st, ValueLayout.JAVA_FLOAT, dsSin + 4L * row * half, half);
+            }
+            if (sampled(call)) { // the draws a host walk would take from the sequence's generator, in the same order
+                for (int r = 0; r < call.drafts(); r++) {
+                    st.setAtIndex(ValueLayout.JAVA_DOUBLE, dsU / 8 + drafted0[i] + r, call.sampling().rng().nextDouble());
+                }
+            }
+            int[] seq = {cx == null ? 0 : cx.rows, cx == null ? 0 : cx.start, position, row0[i], rows};
+            for (int f = 0; f < 5; f++) {
+                st.setAtIndex(ValueLayout.JAVA_INT, dsSeqs + 5L * i + f, seq[f]);
+            }
+            for (int l = 0; l < c.layers(); l++) {
+                st.set(ValueLayout.JAVA_LONG_UNALIGNED, dsCtx + 16L * (l * DRAFT_SEQUENCES + i), cx == null ? 0 : cx.k[l]);
+                st.set(ValueLayout.JAVA_LONG_UNALIGNED, dsCtx + 16L * (l * DRAFT_SEQUENCES + i) + 8, cx == null ? 0 : cx.v[l]);
+            }
+        }
+        cuda.copyToDeviceAsync(dmeta, st, st.byteSize());
+        long ids = dmeta + 4L * dsIds, inBlock = dmeta + 4L * dsInBlock, rowSeq = dmeta + 4L * dsRowSeq, gather = dmeta + 4L * dsGather;
+        long seqs = dmeta + 4L * dsSeqs, cosT = dmeta + dsCos, sinT = dmeta + dsSin;
         k.embed(ids, embedding, x, n, h);
         if (c.inputEmbeddingScale() != 1f) {
             k.shapeLogits(x, (long) n * h, c.inputEmbeddingScale(), 0f);
@@ -416,7 +487,7 @@ public final class CudaDraftHead implements DraftHead {
             long attIn = xn;
             if (two) {
                 linear.apply(xn, n, h, w(p + "attention_conv.kernel_projection.weight"), dynW, dyn);
-                k.dynConv(xn, dyn, dynW, 0, w(p + "attention_conv.base_kernel"), conv, n, h, c.convGroup(), c.convKernel());
+                k.dynConv(xn, dyn, dynW, 0, w(p + "attention_conv.base_kernel"), conv, inBlock, n, h, c.convGroup(), c.convKernel());
                 attIn = conv;
             }
             String a = p + "self_attn.";
@@ -427,11 +498,11 @@ public final class CudaDraftHead implements DraftHead {
             k.rmsNorm(kb, w(a + "k_norm.weight"), kb, n * c.kvHeads(), c.headDim(), c.rmsNormEps());
             k.rope(q, qd, cosT, sinT, pos, n, c.heads(), c.headDim());
             k.rope(kb, kw, cosT, sinT, pos, n, c.kvHeads(), c.headDim());
-            k.draftAttention(q, cx == null ? kb : cx.k[l], cx == null ? vb : cx.v[l], kb, vb, att, n, ctxRows, ctxStart, position, c.heads(), c.kvHeads(),
-                    c.headDim(), c.sliding()[l] ? c.slidingWindow() : 0);
+            k.draftAttention(q, dmeta + dsCtx + 16L * l * DRAFT_SEQUENCES, seqs, rowSeq, kb, vb, att, n, c.heads(), c.kvHeads(), c.headDim(),
+                    c.sliding()[l] ? c.slidingWindow() : 0);
             linear.apply(att, n, qd, w(a + "o_proj.weight"), h, o);
             if (two) {
-                k.dynConv(o, dyn, dynW, c.convKernel() * groups, w(p + "attention_conv.base_kernel") + (long) c.convKernel() * h * 2, conv, n, h,
+                k.dynConv(o, dyn, dynW, c.convKernel() * groups, w(p + "attention_conv.base_kernel") + (long) c.convKernel() * h * 2, conv, inBlock, n, h,
                         c.convGroup(), c.convKernel());
                 k.residualAdd(x, conv, (long) n * h);
             } else {
@@ -441,14 +512,14 @@ public final class CudaDraftHead implements DraftHead {
             long mlpIn = xn;
             if (two) {
                 linear.apply(xn, n, h, w(p + "mlp_conv.kernel_projection.weight"), dynW, dyn);
-                k.dynConv(xn, dyn, dynW, 0, w(p + "mlp_conv.base_kernel"), conv, n, h, c.convGroup(), c.convKernel());
+                k.dynConv(xn, dyn, dynW, 0, w(p + "mlp_conv.base_kernel"), conv, inBlock, n, h, c.convGroup(), c.convKernel());
                 mlpIn = conv;
             }
             linear.apply(mlpIn, n, h, w(p + "mlp.gate_up.weight"), 2 * in, gateUp);
             k.swiglu(gateUp, act, n, in);
             linear.apply(act, n, in, w(p + "mlp.down_proj.weight"), h, mlp);
             if (two) {
-                k.dynConv(mlp, dyn, dynW, c.convKernel() * groups, w(p + "mlp_conv.base_kernel") + (long) c.convKernel() * h * 2, conv, n, h,
+                k.dynConv(mlp, dyn, dynW, c.convKernel() * groups, w(p + "mlp_conv.base_kernel") + (long) c.convKernel() * h * 2, conv, inBlock, n, h,
                         c.convGroup(), c.convKernel());
                 k.residualAdd(x, conv, (long) n * h);
             } else {
@@ -456,36 +527,87 @@ public final class CudaDraftHead implements DraftHead {
             }
         }
         k.rmsNorm(x, w("norm.weight"), xn, n, h, c.rmsNormEps());
-        long rows = xn + 2L * h; // rows 1..n-1
-        linear.apply(rows, drafts, h, lmHead, vocab, logits);
+        k.embed(gather, xn, picked, d, h); // the drafted rows (each block's rows 1..)
+        linear.apply(picked, d, h, lmHead, vocab, logits);
         if (c.outputMultiplier() != 1f || c.softcap() > 0) {
-            k.shapeLogits(logits, (long) drafts * vocab, c.outputMultiplier(), c.softcap());
+            k.shapeLogits(logits, (long) d * vocab, c.outputMultiplier(), c.softcap());
         }
-        boolean sampled = sampling != null && sampling.params().temperature() > 0;
-        lastDrafts = drafts;
-        if (!two && !sampled) {
-            k.argmax(logits, drafts, vocab, argmaxOut);
-            return idsPicked(drafts);
-        }
-        if (two && !sampled && c.selectorTopK() <= CudaKernels.SELECTOR_WALK_MAX_K && c.selectorRank() <= CudaKernels.SELECTOR_WALK_MAX_RANK) {
-            linear.apply(rows, drafts, h, w("candidate_selector.hidden_projection.weight"), c.selectorRank(), proj);
-            k.selectorWalk(logits, drafts, vocab, proj, c.selectorRank(), c.selectorTopK(), w("candidate_selector.predecessor_codebook"),
-                    w("candidate_selector.successor_codebook"), anchor, argmaxOut);
-            return idsPicked(drafts);
-        }
-        float[][] z = hostLogits(drafts);
-        lastLogits = z;
+        boolean deviceWalk = two && c.selectorTopK() <= CudaKernels.SELECTOR_WALK_MAX_K && c.selectorRank() <= CudaKernels.SELECTOR_WALK_MAX_RANK;
+        boolean onDevice = false, sampledOnDevice = false; // picks made on the device, and sampled walks among them
         if (two) {
+            linear.apply(picked, d, h, w("candidate_selector.hidden_projection.weight"), c.selectorRank(), proj);
+        } else {
+            k.argmax(logits, d, vocab, argmaxOut);
+        }
+        int topK = c.selectorTopK();
+        for (int i = 0; i < S; i++) {
+            Call call = calls.get(i);
+            boolean sampled = sampled(call);
+            onDevice |= !sampled && (!two || deviceWalk);
+            if (two && deviceWalk) {
+                sampledOnDevice |= sampled;
+                long off = drafted0[i];
+                k.selectorWalk(logits + 2L * off * vocab, call.drafts(), vocab, proj + 2L * off * c.selectorRank(), c.selectorRank(), topK,
+                        w("candidate_selector.predecessor_codebook"), w("candidate_selector.successor_codebook"), call.anchor(), argmaxOut + 4L * off,
+                        sampled ? dmeta + dsU + 8L * off : 0L, sampled ? call.sampling().params().temperature() : 0.0, walkQ + 4L * off * topK,
+                        walkCand + 4L * off * topK);
+                onDevice = true;
+            }
+        }
+        MemorySegment got = null;
+        if (onDevice) {
+            got = idsHost.asSlice(0, sampledOnDevice ? walkQ - walkOut + 4L * d * topK : 4L * d);
+            cuda.copyToHost(got, walkOut);
+        }
+        List<Proposal> out = new ArrayList<>(S);
+        for (int i = 0; i < S; i++) {
+            Call call = calls.get(i);
+            boolean sampled = sampled(call);
+            if (two && deviceWalk || !two && !sampled) {
+                int[] tokens = new int[call.drafts()];
+                MemorySegment.copy(got, ValueLayout.JAVA_INT, 4L * drafted0[i], tokens, 0, tokens.length);
+                if (!sampled) {
+                    out.add(Proposal.of(tokens));
+                    continue;
+                }
+                float[][] q = new float[call.drafts()][vocab]; // the walk's q: its candidates' probabilities, zero elsewhere
+                for (int r = 0; r < q.length; r++) {
+                    for (int j = 0; j < Math.min(topK, vocab); j++) {
+                        long at = (long) (drafted0[i] + r) * topK + j;
+                        q[r][got.getAtIndex(ValueLayout.JAVA_INT, (walkCand - walkOut) / 4 + at)] = got.getAtIndex(ValueLayout.JAVA_FLOAT, (walkQ - walkOut) / 4 + at);
+                    }
+                }
+                out.add(new Proposal(tokens, q));
+            } else {
+                out.add(onHost(call, drafted0[i]));
+            }
+        }
+        Call last = calls.getLast();
+        lastFirst = drafted0[S - 1];
+        lastDrafts = last.drafts();
+        lastLogits = null;
+        return out;
+    }
+
+    private static boolean sampled(Call call) {
+        return call.sampling() != null && call.sampling().params().temperature() > 0;
+    }
+
+    /** A draft picked on the host from its rows' logits (from row first of the drafted rows): a sampled one, or a walk too wide for the kernel. */
+    private Proposal onHost(Call call, int first) {
+        int drafts = call.drafts();
+        Sampling sampling = sampled(call) ? call.sampling() : null;
+        float[][] z = hostLogits(first, drafts);
+        if (c.kind() == DraftHeadConfig.Kind.DFLASH2) {
             int rank = c.selectorRank();
-            linear.apply(rows, drafts, h, w("candidate_selector.hidden_projection.weight"), rank, proj);
             MemorySegment ph = projHost.asSlice(0, 2L * drafts * rank);
-            cuda.copyToHost(ph, proj);
+            cuda.copyToHost(ph, proj + 2L * first * rank);
             float[] pr = new float[drafts * rank];
             for (int i = 0; i < pr.length; i++) {
                 pr[i] = Bf16.toFloat(ph.getAtIndex(BF16, i));
             }
             return CpuDraftHead.walk(z, pr, rank, c.selectorTopK(), host.get("candidate_selector.predecessor_codebook").data(),
-                    host.get("candidate_selector.successor_codebook").data(), anchor, sampled ? sampling : null);
+                    host.get("candidate_selector.successor_codebook").data(), call.anchor(), sampling);
         }
         int[] tokens = new int[drafts];
         float[][] qs = new float[drafts][];
@@ -496,18 +618,10 @@ public final class CudaDraftHead implements DraftHead {
         return new Proposal(tokens, qs);
     }
 
-    /** The drafts picked on the device (argmaxOut): only the ids come back, the logits stay there until lastLogits asks. */
-    private Proposal idsPicked(int drafts) {
-        MemorySegment out = idsHost.asSlice(0, 4L * drafts);
-        cuda.copyToHost(out, argmaxOut);
-        lastLogits = null;
-        return Proposal.of(out.toArray(ValueLayout.JAVA_INT));
-    }
-
-    /** The rows' logits on the host (fp32 of the bf16 values). */
-    private float[][] hostLogits(int drafts) {
+    /** Drafted rows [first, first + drafts) of the last forward's logits on the host (fp32 of the bf16 values). */
+    private float[][] hostLogits(int first, int drafts) {
         MemorySegment m = logitsHost.asSlice(0, 2L * drafts * vocab);
-        cuda.copyToHost(m, logits);
+        cuda.copyToHost(m, logits + 2L * first * vocab);
         float[][] out = new float[drafts][vocab];
         for (int r = 0; r < drafts; r++) {
             for (int i = 0; i < vocab; i++) {
@@ -517,12 +631,12 @@ public final class CudaDraftHead implements DraftHead {
         return out;
     }
 
-    /** The draft logits of the last draft (read back to the host for a greedy DFlash draft too: for tests). */
+    /** The draft logits of the last forward's last sequence (read back to the host for a greedy draft too: for tests). */
     @Override
     public float[][] lastLogits() {
         if (lastLogits == null && lastDrafts > 0) {
             cuda.makeCurrent();
-            lastLogits = hostLogits(lastDrafts);
+            lastLogits = hostLogits(lastFirst, lastDrafts);
         }
         return lastLogits;
     }
@@ -540,6 +654,7 @@ public final class CudaDraftHead implements DraftHead {
         allocations.forEach(cuda::free);
         allocations.clear();
         cuda.freeHost(injectStaging);
+        cuda.freeHost(draftStaging);
         arena.close();
     }
 }

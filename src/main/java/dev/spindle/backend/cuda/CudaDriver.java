@@ -11,6 +11,7 @@ import java.util.List;
 import java.util.Optional;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_DOUBLE;
 import static java.lang.foreign.ValueLayout.JAVA_FLOAT;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
@@ -371,6 +372,7 @@ public final class CudaDriver {
                 case Long l -> values.set(JAVA_LONG, 8L * i, l);
                 case Integer n -> values.set(JAVA_INT, 8L * i, n);
                 case Float x -> values.set(JAVA_FLOAT, 8L * i, x);
+                case Double x -> values.set(JAVA_DOUBLE, 8L * i, x);
                 default -> throw new IllegalArgumentException("kernel argument of type " + args[i].getClass());
             }
         }

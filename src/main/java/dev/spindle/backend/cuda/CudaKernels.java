@@ -168,22 +168,36 @@ public final class CudaKernels {
      * The bits of {@code CpuDraftHead.walk} at temperature 0. One CTA of 1024 threads.
      */
     public void selectorWalk(long logits, int rows, int vocab, long proj, int rank, int k, long pred, long succ, int anchor, long out) {
+        selectorWalk(logits, rows, vocab, proj, rank, k, pred, succ, anchor, out, 0, 0, 0, 0);
+    }
+
+    /**
+     * The walk sampled at {@code temperature} (uniforms: one double a row, the draws the host walk would take from its
+     * generator), or greedy where uniforms is 0: each row's draft to out, its k candidates' q to qOut and their ids to
+     * candOut (rows x k each). The host walk's scores and draw rule; q from the device's double exp (draft_head.cu).
+     */
+    public void selectorWalk(long logits, int rows, int vocab, long proj, int rank, int k, long pred, long succ, int anchor, long out, long uniforms,
+                             double temperature, long qOut, long candOut) {
         if (k < 1 || k > SELECTOR_WALK_MAX_K || rank < 1 || rank > SELECTOR_WALK_MAX_RANK) {
             throw new IllegalArgumentException("selector_walk takes top-k 1.." + SELECTOR_WALK_MAX_K + " and rank 1.." + SELECTOR_WALK_MAX_RANK
                     + ", not " + k + " and " + rank);
         }
-        cuda.launch(selectorWalk, 1, 1, 1024, logits, rows, vocab, proj, rank, k, pred, succ, anchor, out);
+        cuda.launch(selectorWalk, 1, 1, 1024, logits, rows, vocab, proj, rank, k, pred, succ, anchor, out, uniforms, temperature, qOut, candOut);
     }
 
-    /** A draft head's block attention (draft_head.cu): rows x heads CTAs of 128 threads; headDim a multiple of 32, at most 256. */
-    public void draftAttention(long q, long ctxK, long ctxV, long blkK, long blkV, long out, int rows, int ctxRows, int ctxStart, int position,
-                               int heads, int kvHeads, int headDim, int window) {
-        cuda.launch(draftAttention, rows, heads, 128, q, ctxK, ctxV, blkK, blkV, out, rows, ctxRows, ctxStart, position, heads, kvHeads, headDim, window);
+    /**
+     * A draft head's blocks (several sequences' at once) against their contexts (draft_head.cu): q (rows, heads x d),
+     * ctxKV the layer's context K and V addresses per sequence (2 per sequence), seqs {ctxRows, ctxStart, position,
+     * row0, rows} per sequence, rowSeq each row's sequence, blkK / blkV the blocks' own keys and values (rows, kvHeads x d).
+     */
+    public void draftAttention(long q, long ctxKV, long seqs, long rowSeq, long blkK, long blkV, long out, int rows, int heads, int kvHeads, int headDim,
+                               int window) {
+        cuda.launch(draftAttention, rows, heads, 128, q, ctxKV, seqs, rowSeq, blkK, blkV, out, rows, heads, kvHeads, headDim, window);
     }
 
-    /** DFlash2's grouped dynamic convolution over a block's rows (draft_head.cu). */
-    public void dynConv(long x, long dyn, int dynStride, int dynOffset, long base, long out, int rows, int hidden, int groupSize, int taps) {
-        cuda.launch(dynConv, rows, (hidden + 255) / 256, 256, x, dyn, dynStride, dynOffset, base, out, rows, hidden, groupSize, taps);
+    /** DFlash2's grouped dynamic convolution over each block's rows (inBlock: each row's index in its block; draft_head.cu). */
+    public void dynConv(long x, long dyn, int dynStride, int dynOffset, long base, long out, long inBlock, int rows, int hidden, int groupSize, int taps) {
+        cuda.launch(dynConv, rows, (hidden + 255) / 256, 256, x, dyn, dynStride, dynOffset, base, out, inBlock, rows, hidden, groupSize, taps);
     }
 
     /** A draft head's logits times its output multiplier, then soft-capped (draft_head.cu). */

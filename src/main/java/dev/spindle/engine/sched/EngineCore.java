@@ -44,7 +44,7 @@ public final class EngineCore {
     private final int maxPositions;
     private final Speculation spec;
     private long steps, promptTokens, generatedTokens, finished;
-    private long drafts, draftTokens, acceptedTokens, proposerNanos, draftedStepNanos, draftedSteps, draftedStepTokens;
+    private long drafts, draftTokens, acceptedTokens, proposerNanos, draftedStepNanos, draftedSteps, draftedStepTokens, observeNanos, forwardNanos, specSteps;
     private final long[] acceptedAt, acceptedLength;
     private int consecutiveFailures;
 
@@ -155,6 +155,8 @@ public final class EngineCore {
         long t0 = System.nanoTime(), generatedBefore = generatedTokens;
         try {
             out = model.execute(new ModelStep(windows, taps));
+            forwardNanos += System.nanoTime() - t0;
+            specSteps++;
             consecutiveFailures = 0;
         } catch (RuntimeException err) {
             masks.forEach(ForkJoinTask::join);
@@ -252,8 +254,10 @@ public final class EngineCore {
         if (batch.isEmpty()) {
             return;
         }
+        long t0 = System.nanoTime();
         try {
             spec.proposer().observeAll(batch);
+            observeNanos += System.nanoTime() - t0;
         } catch (RuntimeException err) { // a failing proposer costs its drafts, never the requests
             for (Observation o : batch) {
                 spec.proposer().release(o.id());
@@ -561,7 +565,7 @@ public final class EngineCore {
 
     public EngineStats stats() {
         SpecStats sp = spec.enabled() ? new SpecStats(drafts, draftTokens, acceptedTokens, acceptedAt.clone(), acceptedLength.clone(),
-                proposerNanos, draftedStepNanos, draftedSteps, draftedStepTokens) : SpecStats.NONE;
+                proposerNanos, draftedStepNanos, draftedSteps, draftedStepTokens, observeNanos, forwardNanos, specSteps) : SpecStats.NONE;
         return new EngineStats(scheduler.running(), scheduler.waiting(), pool.numBlocks(), pool.freeBlocks(), pool.cachedBlocks(), steps,
                 promptTokens, generatedTokens, scheduler.prefixQueriedTokens, scheduler.prefixHitTokens, scheduler.preemptions, finished, sp);
     }

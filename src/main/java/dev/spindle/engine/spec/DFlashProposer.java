@@ -29,11 +29,14 @@ public final class DFlashProposer implements Proposer {
 
     @Override
     public List<Proposal> propose(List<DraftRequest> requests) {
-        List<Proposal> out = new ArrayList<>(requests.size());
-        for (DraftRequest r : requests) {
+        Proposal[] out = new Proposal[requests.size()];
+        List<DraftHead.Call> calls = new ArrayList<>();
+        List<Integer> at = new ArrayList<>();
+        for (int i = 0; i < requests.size(); i++) {
+            DraftRequest r = requests.get(i);
             int anchorPosition = r.length() - 1;
             if (head.contextEnd(r.id()) != anchorPosition || anchorPosition <= head.contextStart(r.id())) {
-                out.add(Proposal.none()); // its context does not reach the anchor (yet)
+                out[i] = Proposal.none(); // its context does not reach the anchor (yet)
                 continue;
             }
             int n = Math.min(r.maxTokens(), head.blockSize() - 1);
@@ -45,9 +48,16 @@ public final class DFlashProposer implements Proposer {
                         k -> seed == null ? new java.util.SplittableRandom() : new java.util.SplittableRandom(seed ^ 0x5DEECE66DL));
                 sampling = new DraftHead.Sampling(r.sampling(), rng);
             }
-            out.add(head.draft(r.id(), r.tokens()[anchorPosition], n, sampling));
+            calls.add(new DraftHead.Call(r.id(), r.tokens()[anchorPosition], n, sampling));
+            at.add(i);
         }
-        return out;
+        if (!calls.isEmpty()) {
+            List<Proposal> drafted = head.draftAll(calls); // every drafting sequence's block in one head forward
+            for (int j = 0; j < calls.size(); j++) {
+                out[at.get(j)] = drafted.get(j);
+            }
+        }
+        return java.util.Arrays.asList(out);
     }
 
     @Override

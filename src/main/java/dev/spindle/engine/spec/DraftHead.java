@@ -45,6 +45,22 @@ public interface DraftHead extends AutoCloseable {
      */
     dev.spindle.engine.spec.Proposal draft(long id, int anchor, int drafts, Sampling sampling);
 
+    /** One sequence's draft in a batched call ({@link #draftAll}), as {@link #draft} takes it. */
+    record Call(long id, int anchor, int drafts, Sampling sampling) {
+    }
+
+    /**
+     * Several sequences' drafts, in order, each what {@link #draft} gives it alone (a backend may run them in one
+     * forward: every row's arithmetic is its own). {@link #lastLogits} then holds the last call's rows.
+     */
+    default List<dev.spindle.engine.spec.Proposal> draftAll(List<Call> calls) {
+        List<dev.spindle.engine.spec.Proposal> out = new java.util.ArrayList<>(calls.size());
+        for (Call c : calls) {
+            out.add(draft(c.id(), c.anchor(), c.drafts(), c.sampling()));
+        }
+        return out;
+    }
+
     /** How a sampled draft is drawn: the request's settings and the sequence's own generator for drafts. */
     record Sampling(dev.spindle.engine.SamplingParams params, java.util.random.RandomGenerator rng) {
     }

@@ -578,6 +578,42 @@ class KernelContractTest {
                 assertEquals(java.util.Arrays.toString(want), java.util.Arrays.toString(got.toArray(ValueLayout.JAVA_INT)),
                         "vocab " + vocab + ", top-" + topK + ", rank " + rank);
                 System.out.println("[cuda] selector walk, vocab " + vocab + ", top-" + topK + ", rank " + rank + ": the host walk's ids " + java.util.Arrays.toString(want));
+                // sampled at the model's temperatures: the host walk's draws from the same uniforms, its q within float rounding
+                long du = cuda.alloc(rows * 8L), dq = cuda.alloc(4L * rows * topK), dc = cuda.alloc(4L * rows * topK);
+                for (double t : new double[]{0.6, 1.0}) {
+                    MemorySegment u = a.allocate(rows * 8L);
+                    java.util.SplittableRandom draws = new java.util.SplittableRandom(42);
+                    for (int r = 0; r < rows; r++) {
+                        u.setAtIndex(ValueLayout.JAVA_DOUBLE, r, draws.nextDouble());
+                    }
+                    cuda.copyToDevice(du, u);
+                    k.selectorWalk(dl, rows, vocab, dp, rank, topK, dpred, dsucc, anchor, dout, du, t, dq, dc);
+                    MemorySegment ids = a.allocate(rows * 4L), qs = a.allocate(4L * rows * topK), cs = a.allocate(4L * rows * topK);
+                    cuda.copyToHost(ids, dout);
+                    cuda.copyToHost(qs, dq);
+                    cuda.copyToHost(cs, dc);
+                    var params = new dev.spindle.engine.SamplingParams(t, 0, 1, 0, null, 0, 0, 1, java.util.Map.of(), 40, java.util.Set.of(), false, 1, null, -1);
+                    var host = dev.spindle.backend.cpu.CpuDraftHead.walk(z, proj, rank, topK, bf16Host(a, pred), bf16Host(a, succ), anchor,
+                            new dev.spindle.engine.spec.DraftHead.Sampling(params, new java.util.SplittableRandom(42)));
+                    assertEquals(java.util.Arrays.toString(host.tokens()), java.util.Arrays.toString(ids.toArray(ValueLayout.JAVA_INT)),
+                            "sampled at " + t + ": vocab " + vocab + ", top-" + topK + ", rank " + rank);
+                    double worst = 0;
+                    for (int r = 0; r < rows; r++) {
+                        double total = 0;
+                        for (int j = 0; j < topK; j++) {
+                            int id = cs.getAtIndex(ValueLayout.JAVA_INT, (long) r * topK + j);
+                            float q = qs.getAtIndex(ValueLayout.JAVA_FLOAT, (long) r * topK + j);
+                            worst = Math.max(worst, Math.abs(q - host.q()[r][id]) / Math.max(host.q()[r][id], 1e-30));
+                            total += host.q()[r][id];
+                        }
+                        assertEquals(1.0, total, 1e-5, "the candidates hold the host walk's whole q");
+                    }
+                    assertTrue(worst < 1e-6, "q within float rounding of the host walk's: " + worst);
+                    System.out.printf("[cuda] sampled selector walk at %.1f, vocab %d, top-%d: the host walk's draws; q within %.1e%n", t, vocab, topK, worst);
+                }
+                cuda.free(du);
+                cuda.free(dq);
+                cuda.free(dc);
             }
         }
     }

@@ -5,6 +5,7 @@ import dev.spindle.backend.cuda.CudaDraftHead;
 import dev.spindle.backend.cuda.CudaForwardPass;
 import dev.spindle.engine.SamplingParams;
 import dev.spindle.engine.spec.DFlashProposer;
+import dev.spindle.engine.spec.DraftHead;
 import dev.spindle.engine.spec.Proposer;
 import dev.spindle.engine.spec.Speculation;
 import dev.spindle.model.DraftHeadConfig;
@@ -34,7 +35,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class CudaDraftHeadTest {
     @BeforeAll
     static void load() {
-        SpeculativeEngineTest.loadModels();
+        SpeculativeEngineTest.loadTarget();
     }
 
     @AfterAll
@@ -53,6 +54,81 @@ class CudaDraftHeadTest {
         try (CudaForwardPass gpu = CudaSpeculativeTest.cuda(SpeculativeEngineTest.target)) {
             for (String name : List.of("dflash-random", "dflash2-random")) {
                 DFlashHeadParityTest.verify(name, "CUDA", gpu, (hc, weights) -> new CudaDraftHead(hc, weights, gpu, hc.tapLayers(1)));
+            }
+        }
+    }
+
+    /**
+     * One forward over several sequences' blocks gives each what it gets alone, bit for bit: contexts of different
+     * lengths (and none), blocks of different sizes, greedy and seeded sampled rows; then the batched injection of
+     * several sequences' rows equals injecting them one by one (the next drafts agree).
+     */
+    @Test
+    void batchedDraftsAndInjectionsEqualOneByOne() {
+        try (CudaForwardPass gpu = CudaSpeculativeTest.cuda(SpeculativeEngineTest.target); Arena arena = Arena.ofShared()) {
+            for (String dir : List.of("models/spindle-chat-dflash", "models/spindle-chat-dflash2")) {
+                DraftHeadConfig hc = DraftHeadConfig.read(Path.of(dir));
+                var weights = DraftHeadLoader.load(Path.of(dir), hc, arena, LoadListener.NONE);
+                int[] taps = hc.tapLayers(1);
+                int width = taps.length * gpu.config().hiddenSize();
+                java.util.Random rnd = new java.util.Random(5);
+                java.util.function.IntFunction<float[][]> rows = count -> {
+                    float[][] r = new float[count][width];
+                    for (float[] row : r) {
+                        for (int i = 0; i < width; i++) {
+                            row[i] = dev.spindle.model.Bf16.round((float) rnd.nextGaussian());
+                        }
+                    }
+                    return r;
+                };
+                int[] lengths = {5, 17, 40};
+                List<float[][]> ctx = new java.util.ArrayList<>();
+                for (int len : lengths) {
+                    ctx.add(rows.apply(len));
+                }
+                SamplingParams t06 = new SamplingParams(0.6, 20, 0.95, 0, 77L, 0, 0, 1, Map.of(), 40, Set.of(), false, 1, null, -1);
+                java.util.function.Supplier<List<DraftHead.Call>> calls = () -> List.of(
+                        new DraftHead.Call(1, 11, 7, null), new DraftHead.Call(2, 12, 3, null),
+                        new DraftHead.Call(3, 13, 7, new DraftHead.Sampling(t06, new java.util.SplittableRandom(9))),
+                        new DraftHead.Call(4, 14, 5, null));
+                try (CudaDraftHead batched = new CudaDraftHead(hc, weights, gpu, taps); CudaDraftHead single = new CudaDraftHead(hc, weights, gpu, taps)) {
+                    for (int i = 0; i < lengths.length; i++) {
+                        single.inject(i + 1, 0, ctx.get(i), lengths[i]);
+                    }
+                    List<dev.spindle.engine.spec.Observation> all = new java.util.ArrayList<>();
+                    for (int i = 0; i < lengths.length; i++) {
+                        all.add(new dev.spindle.engine.spec.Observation(i + 1, 0, ctx.get(i), lengths[i]));
+                    }
+                    batched.injectAll(all);
+                    for (int round = 0; round < 2; round++) {
+                        List<dev.spindle.engine.spec.Proposal> together = batched.draftAll(calls.get());
+                        float[][] lastTogether = batched.lastLogits();
+                        float[][] lastAlone = null;
+                        List<DraftHead.Call> cs = calls.get();
+                        for (int i = 0; i < cs.size(); i++) {
+                            DraftHead.Call c = cs.get(i);
+                            var alone = single.draft(c.id(), c.anchor(), c.drafts(), c.sampling());
+                            org.junit.jupiter.api.Assertions.assertArrayEquals(alone.tokens(), together.get(i).tokens(), dir + " round " + round + " sequence " + c.id());
+                            if (alone.q() != null) {
+                                for (int r = 0; r < alone.q().length; r++) {
+                                    org.junit.jupiter.api.Assertions.assertArrayEquals(alone.q()[r], together.get(i).q()[r], dir + ": q of sequence " + c.id());
+                                }
+                            }
+                            lastAlone = single.lastLogits();
+                        }
+                        for (int r = 0; r < lastAlone.length; r++) {
+                            org.junit.jupiter.api.Assertions.assertArrayEquals(lastAlone[r], lastTogether[r], dir + ": logits of the last block, row " + r);
+                        }
+                        // the next step's rows: two sequences together, the same rows one by one
+                        float[][] more1 = rows.apply(3), more2 = rows.apply(2);
+                        batched.injectAll(List.of(new dev.spindle.engine.spec.Observation(1, lengths[0] + 3 * round, more1, 3),
+                                new dev.spindle.engine.spec.Observation(3, lengths[2] + 2 * round, more2, 2)));
+                        single.inject(1, lengths[0] + 3 * round, more1, 3);
+                        single.inject(3, lengths[2] + 2 * round, more2, 2);
+                    }
+                    System.out.printf("[cuda dflash] %s: 4 sequences drafted in one forward = one by one, bit for bit; batched injection too%n",
+                            Path.of(dir).getFileName());
+                }
             }
         }
     }

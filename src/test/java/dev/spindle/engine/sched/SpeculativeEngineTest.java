@@ -47,8 +47,13 @@ class SpeculativeEngineTest {
 
     /** The models and the committed prompts, without the tokenizer (what the GPU test needs). */
     static void loadModels() {
-        target = ModelLoader.load(TARGET, LoadFormat.SAFETENSORS, LoadListener.NONE);
+        loadTarget();
         drafter = ModelLoader.load(DRAFTER, LoadFormat.SAFETENSORS, LoadListener.NONE);
+    }
+
+    /** The target and the prompts only (the DFlash tests need no drafter). */
+    static void loadTarget() {
+        target = ModelLoader.load(TARGET, LoadFormat.SAFETENSORS, LoadListener.NONE);
         imEnd = target.config().eosTokenIds().iterator().next();
         prompts = dev.spindle.cli.SpecBenchRun.promptIds(PROMPTS);
     }
@@ -72,7 +77,10 @@ class SpeculativeEngineTest {
     @AfterAll
     static void close() {
         target.close();
-        drafter.close();
+        if (drafter != null) {
+            drafter.close();
+            drafter = null;
+        }
     }
 
     static CpuForwardPass targetPass() {
