@@ -239,3 +239,14 @@ extern "C" __global__ void scatter_kv(const bf16 *k, const bf16 *v, int width, c
     uint4 *dst = reinterpret_cast<uint4 *>((blockIdx.y ? vAddr : kAddr)[r]);
     for (int i = threadIdx.x; i < width / 8; i += blockDim.x) dst[i] = src[i];
 }
+
+// gather_taps: a draft head's injected rows from its target's tap buffer ([taps][stepRows][hidden]): feat row r
+// ([taps x hidden]) holds the buffer's row rowIdx[r] of each tap in turn. Grid (rows, taps), block 128.
+extern "C" __global__ void gather_taps(const bf16 *tapBuf, int stepRows, int hidden, int taps, const int *rowIdx, bf16 *feat, int rows) {
+    dependent_launch_entry();
+    const int r = blockIdx.x, t = blockIdx.y;
+    if (r >= rows || t >= taps) return;
+    const bf16 *src = tapBuf + ((long) t * stepRows + rowIdx[r]) * hidden;
+    bf16 *dst = feat + ((long) r * taps + t) * hidden;
+    for (int i = threadIdx.x; i < hidden; i += blockDim.x) dst[i] = src[i];
+}

@@ -14,8 +14,11 @@ import java.util.stream.IntStream;
  * @param windows   the sequences' windows, in batch order
  * @param tapLayers executed layers (0-based, layer + loop x numLayers) after which the residual stream of every
  *                  row of a window with {@link Window#tap()} is read back (what a draft head reads); empty for none
+ * @param tapsToHost whether the taps come back to the host in {@link StepOutput#taps()}; false where the reader takes
+ *                  them from the backend's device (a CUDA head beside its CUDA target): the output's entries are then
+ *                  null, and the rows stay there, in the step's row order (windows in order), until the next step
  */
-public record ModelStep(List<Window> windows, int[] tapLayers) {
+public record ModelStep(List<Window> windows, int[] tapLayers, boolean tapsToHost) {
     private static final int[] NONE = new int[0];
 
     public ModelStep {
@@ -25,6 +28,10 @@ public record ModelStep(List<Window> windows, int[] tapLayers) {
 
     public ModelStep(List<Window> windows) {
         this(windows, NONE);
+    }
+
+    public ModelStep(List<Window> windows, int[] tapLayers) {
+        this(windows, tapLayers, true);
     }
 
     /**

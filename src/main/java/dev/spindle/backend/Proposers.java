@@ -136,6 +136,11 @@ public final class Proposers {
         }
 
         @Override
+        public boolean readsDeviceTaps() {
+            return head.readsDeviceTaps();
+        }
+
+        @Override
         public void injectAll(java.util.List<dev.spindle.engine.spec.Observation> rows) {
             head.injectAll(rows); // the head's own batching (the default would go sequence by sequence)
         }

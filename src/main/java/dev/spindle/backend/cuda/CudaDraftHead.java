@@ -34,6 +34,7 @@ public final class CudaDraftHead implements DraftHead {
     private final DraftHeadConfig c;
     private final CudaDriver cuda;
     private final CudaKernels k;
+    private final CudaForwardPass target;
     private final Linear linear;
     private final long embedding, lmHead;
     private final int vocab;
@@ -129,6 +130,7 @@ public final class CudaDraftHead implements DraftHead {
         this.cuda = target.driver();
         cuda.makeCurrent();
         this.k = target.kernels();
+        this.target = target;
         this.linear = target.linear();
         this.embedding = target.weights().embedding();
         this.lmHead = target.weights().lmHead();
@@ -222,11 +224,11 @@ public final class CudaDraftHead implements DraftHead {
         cv = alloc(2L * maxRows * kw);
         ipos = alloc(4L * maxRows);
         // an injection's cos and sin rows, then its K and V row addresses per layer: one copy
-        irope = alloc(4L * maxRows * c.headDim() + 16L * maxRows * c.layers());
+        irope = alloc(4L * maxRows * c.headDim() + 16L * maxRows * c.layers() + 4L * maxRows);
         logitsHost = arena.allocate(2L * block * vocab, 64); // one sequence's drafted rows, for the host's picks
         idsHost = arena.allocate(4L * b + 8L * b * topK, 64);
         projHost = arena.allocate(2L * block * Math.max(1, c.selectorRank()), 64);
-        injectStaging = cuda.allocHost(2L * maxRows * taps.length * h + 4L * maxRows * c.headDim() + 16L * maxRows * c.layers());
+        injectStaging = cuda.allocHost(2L * maxRows * taps.length * h + 4L * maxRows * c.headDim() + 16L * maxRows * c.layers() + 4L * maxRows);
         int[] identity = new int[Math.max(maxRows, b)]; // rows index their own rotary rows
         for (int r = 0; r < identity.length; r++) {
             identity[r] = r;
@@ -320,6 +322,12 @@ public final class CudaDraftHead implements DraftHead {
         }
     }
 
+    /** Its target's steps keep their taps on the device, where injectAll reads them (a gather kernel, no host copy). */
+    @Override
+    public boolean readsDeviceTaps() {
+        return true;
+    }
+
     @Override
     public void inject(long id, int from, float[][] rows, int count) {
         injectAll(List.of(new Observation(id, from, rows, count)));
@@ -339,8 +347,11 @@ public final class CudaDraftHead implements DraftHead {
         int h = c.hidden(), kw = kvWidth(), in = taps.length * h, half = c.headDim() / 2, L = c.layers();
         List<Context> owners = new ArrayList<>();
         List<float[]> rows = new ArrayList<>();
-        List<Integer> positions = new ArrayList<>(), slots = new ArrayList<>();
+        List<Integer> positions = new ArrayList<>(), slots = new ArrayList<>(), stepRows = new ArrayList<>();
         java.util.Set<Long> seen = new java.util.HashSet<>();
+        // taps kept on the device by the target's last step (the engine asked it to: readsDeviceTaps), or from the host
+        boolean onDevice = batch.stream().anyMatch(o -> o.count() > 0 && o.taps() == null);
+        CudaForwardPass.DeviceTaps dt = onDevice ? target.deviceTaps() : null;
         for (Observation o : batch) {
             if (o.count() == 0) {
                 continue;
@@ -348,11 +359,19 @@ public final class CudaDraftHead implements DraftHead {
             if (!seen.add(o.id())) {
                 throw new IllegalArgumentException("sequence " + o.id() + " appears twice in one injection");
             }
+            if ((o.taps() == null) != onDevice) {
+                throw new IllegalArgumentException("an injection mixes taps on the host and on the device");
+            }
+            if (onDevice && (!java.util.Arrays.equals(dt.layers(), taps) || o.stepRow() < 0 || o.stepRow() + o.count() > dt.rows())) {
+                throw new IllegalStateException("sequence " + o.id() + "'s rows " + o.stepRow() + ".." + (o.stepRow() + o.count()) + " are not in the target's last step's taps ("
+                        + dt.rows() + " rows of layers " + java.util.Arrays.toString(dt.layers()) + ", the head reads " + java.util.Arrays.toString(taps) + ")");
+            }
             Context cx = contexts.extendAt(o.id(), o.from(), Context::new);
             cx.ensure(o.count()); // before any row's address is taken: growing moves the arrays
             for (int r = 0; r < o.count(); r++) {
                 owners.add(cx);
-                rows.add(o.taps()[r]);
+                rows.add(onDevice ? null : o.taps()[r]);
+                stepRows.add(o.stepRow() + r);
                 positions.add(o.from() + r);
                 slots.add(cx.rows + r);
             }
@@ -361,16 +380,21 @@ public final class CudaDraftHead implements DraftHead {
         float[] cs = new float[half], sn = new float[half];
         for (int at = 0; at < rows.size(); at += maxRows) {
             int n = Math.min(maxRows, rows.size() - at);
-            // staging: feat (n x in bf16), cos and sin (n x half fp32), the K and V row addresses (L x n each)
+            // staging: feat (n x in bf16, host taps only), cos and sin (n x half fp32), the K and V row addresses (L x n
+            // each), the rows' indices in the target's tap buffer (n ints, device taps)
             long featBytes = 2L * n * in, ropeBytes = 4L * n * half, addrBytes = 8L * L * n;
             MemorySegment st = injectStaging;
             short[] bits = new short[in];
             for (int r = 0; r < n; r++) {
-                float[] row = rows.get(at + r);
-                for (int i = 0; i < in; i++) {
-                    bits[i] = Bf16.fromFloat(row[i]);
+                if (onDevice) {
+                    st.set(ValueLayout.JAVA_INT_UNALIGNED, featBytes + 2 * ropeBytes + 2 * addrBytes + 4L * r, stepRows.get(at + r));
+                } else {
+                    float[] row = rows.get(at + r);
+                    for (int i = 0; i < in; i++) {
+                        bits[i] = Bf16.fromFloat(row[i]);
+                    }
+                    MemorySegment.copy(bits, 0, st, BF16, 2L * r * in, in); // one bulk copy a row
                 }
-                MemorySegment.copy(bits, 0, st, BF16, 2L * r * in, in); // one bulk copy a row
                 rotary.fill(positions.get(at + r), 1, cs, sn);
                 MemorySegment.copy(cs, 0, st, ValueLayout.JAVA_FLOAT, featBytes + 4L * r * half, half);
                 MemorySegment.copy(sn, 0, st, ValueLayout.JAVA_FLOAT, featBytes + ropeBytes + 4L * r * half, half);
@@ -382,9 +406,13 @@ public final class CudaDraftHead implements DraftHead {
                     st.set(ValueLayout.JAVA_LONG_UNALIGNED, a + addrBytes, cx.v[l] + off);
                 }
             }
-            cuda.copyToDeviceAsync(feat, st, featBytes);
-            cuda.copyToDeviceAsync(irope, st.asSlice(featBytes), 2 * ropeBytes + 2 * addrBytes);
-            long sin = irope + ropeBytes, kAddr = irope + 2 * ropeBytes, vAddr = kAddr + addrBytes;
+            cuda.copyToDeviceAsync(irope, st.asSlice(featBytes), 2 * ropeBytes + 2 * addrBytes + 4L * n);
+            long sin = irope + ropeBytes, kAddr = irope + 2 * ropeBytes, vAddr = kAddr + addrBytes, stepRowIdx = vAddr + addrBytes;
+            if (onDevice) {
+                k.gatherTaps(dt.buffer(), dt.rows(), h, taps.length, stepRowIdx, feat, n);
+            } else {
+                cuda.copyToDeviceAsync(feat, st, featBytes);
+            }
             linear.apply(feat, n, in, w("fc.weight"), h, ctx);
             k.rmsNorm(ctx, w("hidden_norm.weight"), ctx, n, h, c.rmsNormEps());
             for (int l = 0; l < L; l++) {

@@ -87,6 +87,7 @@ public final class CudaForwardPass implements ForwardPass {
     private final DeviceDraws drawer;
     /** The residual rows after each tap layer of the current step (taps x rows x hidden, bf16), grown on demand. */
     private long tapBuf, tapCapacity;
+    private int tapRows; // rows of the last step's taps (0: none)
     private int[] stepTaps = new int[0];
     private int ropeFilled, partialCapacity;
 
@@ -362,11 +363,28 @@ public final class CudaForwardPass implements ForwardPass {
         return new StepOutput(out, drawn, taps);
     }
 
+    /**
+     * The last step's taps where they stay: the buffer ([tap][row][hidden] bf16, rows in the step's order), its rows (0
+     * when the last step had no taps) and the tap layers. Valid until the next step.
+     */
+    public record DeviceTaps(long buffer, int rows, int[] layers) {
+    }
+
+    public DeviceTaps deviceTaps() {
+        return new DeviceTaps(tapBuf, tapRows, stepTaps.clone());
+    }
+
     /** Per window, its rows' residual stream after each tap layer ([row][tap x hidden + i]) when it asked, else null. */
     private List<float[][]> readTaps(ModelStep step, StepPlan plan) {
         List<float[][]> out = new ArrayList<>();
         int[] taps = step.tapLayers();
         int h = c.hiddenSize(), n = plan.rows;
+        if (!step.tapsToHost()) { // the reader takes them from tapBuf (deviceTaps)
+            for (int wi = 0; wi < step.windows().size(); wi++) {
+                out.add(null);
+            }
+            return out;
+        }
         short[] bits = null;
         if (taps.length > 0) {
             bits = new short[taps.length * n * h];
@@ -438,6 +456,7 @@ public final class CudaForwardPass implements ForwardPass {
         stepTaps = step.tapLayers();
         int splits = graphSplits(windows);
         StepPlan p = prepare(step, splits);
+        tapRows = stepTaps.length > 0 ? p.rows : 0;
         if (ensureTaps((long) stepTaps.length * p.rows * c.hiddenSize() * 2)) {
             dropGraphs(); // graphs of tapped steps hold the old buffer's address
         }
@@ -660,6 +679,7 @@ public final class CudaForwardPass implements ForwardPass {
         cuda.makeCurrent();
         profile = new java.util.LinkedHashMap<>();
         stepTaps = new int[0];
+        tapRows = 0;
         try {
             StepPlan p = prepare(step, 0);
             layers(p);

@@ -147,9 +147,18 @@ public final class CudaKernels {
         shapeLogits = cuda.function(module, "shape_logits");
         selectorWalk = cuda.function(module, "selector_walk");
         scatterKv = cuda.function(module, "scatter_kv");
+        gatherTaps = cuda.function(module, "gather_taps");
     }
 
-    private final MemorySegment draftAttention, dynConv, shapeLogits, selectorWalk, scatterKv;
+    private final MemorySegment draftAttention, dynConv, shapeLogits, selectorWalk, scatterKv, gatherTaps;
+
+    /**
+     * A draft head's injected rows from its target's tap buffer ([taps][stepRows][hidden] bf16): row r of feat
+     * ([rows][taps x hidden]) is the buffer's row rowIdx[r] of every tap in turn (draft_head.cu).
+     */
+    public void gatherTaps(long tapBuf, int stepRows, int hidden, int taps, long rowIdx, long feat, int rows) {
+        cuda.launch(gatherTaps, rows, taps, 128, tapBuf, stepRows, hidden, taps, rowIdx, feat, rows);
+    }
 
     /**
      * Row r of k and of v (width bf16 each, a multiple of 8) to the device addresses kAddr[r] and vAddr[r]

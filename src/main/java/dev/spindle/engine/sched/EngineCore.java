@@ -154,7 +154,8 @@ public final class EngineCore {
         boolean anyDrafts = plan.entries().stream().anyMatch(StepPlan.Entry::drafted);
         long t0 = System.nanoTime(), generatedBefore = generatedTokens;
         try {
-            out = model.execute(new ModelStep(windows, taps));
+            // a head beside the target on its device reads the taps there: they need not come to the host
+            out = model.execute(new ModelStep(windows, taps, taps.length == 0 || !spec.proposer().readsDeviceTaps()));
             forwardNanos += System.nanoTime() - t0;
             specSteps++;
             consecutiveFailures = 0;
@@ -174,6 +175,10 @@ public final class EngineCore {
         Throwable[] maskErrors = new Throwable[plan.entries().size()];
         float[][] masked = applyMasks(plan, windows, out.logits(), maskErrors);
         List<Observed> observed = new ArrayList<>();
+        int[] stepRow = new int[windows.size()]; // each window's first row in the step (the rows of the tap buffer)
+        for (int i = 1; i < windows.size(); i++) {
+            stepRow[i] = stepRow[i - 1] + windows.get(i - 1).tokens().length;
+        }
         for (int i = 0; i < plan.entries().size(); i++) {
             StepPlan.Entry e = plan.entries().get(i);
             Sequence s = e.sequence();
@@ -182,13 +187,13 @@ public final class EngineCore {
             if (e.drafted()) {
                 try {
                     int accepted = verify(s, e, rows, drawn);
-                    observe(observed, s, e.from(), out, i, 1 + accepted); // the anchor and the accepted drafts are committed
+                    observe(observed, s, e.from(), out, i, stepRow[i], taps.length > 0, 1 + accepted); // the anchor and the accepted drafts are committed
                 } catch (RuntimeException | StackOverflowError err) { // a grammar or sampler failure ends this sequence only
                     fail(s, err);
                 }
                 continue;
             }
-            observe(observed, s, e.from(), out, i, e.count());
+            observe(observed, s, e.from(), out, i, stepRow[i], taps.length > 0, e.count());
             scheduler.registerFullBlocks(s);
             if (s.promptLogprobs != null && rows.length == e.count()) {
                 recordPromptLogprobs(s, e.from(), rows);
@@ -234,13 +239,16 @@ public final class EngineCore {
     private record Observed(Sequence sequence, Observation rows) {
     }
 
-    /** Notes a window's committed rows and their taps for the proposer (one that reads the target's hidden states). */
-    private static void observe(List<Observed> observed, Sequence s, int from, StepOutput out, int window, int count) {
-        if (s.finished || out.taps() == null || out.taps().get(window) == null) {
+    /**
+     * Notes a window's committed rows and their taps for the proposer (one that reads the target's hidden states): the
+     * host rows, or (kept on the device) where they sit in the step.
+     */
+    private static void observe(List<Observed> observed, Sequence s, int from, StepOutput out, int window, int stepRow, boolean tapped, int count) {
+        if (s.finished || !tapped) {
             return;
         }
-        float[][] rows = out.taps().get(window);
-        observed.add(new Observed(s, new Observation(s.id, from, rows, Math.min(count, rows.length))));
+        float[][] rows = out.taps() == null ? null : out.taps().get(window);
+        observed.add(new Observed(s, new Observation(s.id, from, rows, rows == null ? count : Math.min(count, rows.length), stepRow)));
     }
 
     /** Hands the step's committed rows to the proposer in one call (the sequences that finished meanwhile left out). */

@@ -75,6 +75,11 @@ public final class DFlashProposer implements Proposer {
         observeAll(List.of(new Observation(id, from, taps, count)));
     }
 
+    @Override
+    public boolean readsDeviceTaps() {
+        return head.readsDeviceTaps();
+    }
+
     /** Every sequence's rows into the head at once (one batched injection). */
     @Override
     public void observeAll(List<Observation> rows) {

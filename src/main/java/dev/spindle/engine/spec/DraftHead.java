@@ -21,6 +21,14 @@ public interface DraftHead extends AutoCloseable {
      */
     void inject(long id, int from, float[][] taps, int count);
 
+    /**
+     * Whether this head reads a step's taps where its target's forward pass keeps them (on its device), so that the
+     * engine need not bring them to the host: its {@link #injectAll} then takes observations without host taps.
+     */
+    default boolean readsDeviceTaps() {
+        return false;
+    }
+
     /** Several sequences' context rows (each as {@link #inject} takes them; one entry per sequence), in one call. */
     default void injectAll(List<Observation> rows) {
         for (Observation o : rows) {

@@ -30,6 +30,11 @@ public sealed interface Proposer extends AutoCloseable permits NgramProposer, Dr
     default void observe(long id, int from, float[][] taps, int count) {
     }
 
+    /** Whether the step's taps may stay on the target's device (the reader takes them there; {@link Observation}). */
+    default boolean readsDeviceTaps() {
+        return false;
+    }
+
     /** A step's committed rows of several sequences (each as {@link #observe} takes it), in one call. */
     default void observeAll(List<Observation> rows) {
         for (Observation o : rows) {
