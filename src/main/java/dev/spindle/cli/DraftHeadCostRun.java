@@ -7,6 +7,7 @@ import dev.spindle.backend.cuda.CudaDraftHead;
 import dev.spindle.backend.cuda.CudaDriver;
 import dev.spindle.backend.cuda.CudaException;
 import dev.spindle.backend.cuda.CudaForwardPass;
+import dev.spindle.engine.spec.DraftHead;
 import dev.spindle.model.ConfigParser;
 import dev.spindle.model.DraftHeadConfig;
 import dev.spindle.model.ModelConfig;
@@ -56,20 +57,24 @@ final class DraftHeadCostRun implements Callable<Integer> {
         Map<String, Object> out = new LinkedHashMap<>();
         out.put("model", model.dir().toString());
         out.put("label", "DFlash heads of the published shape with random weights; the speeds are projections from the measured costs: "
-                + "drafted tok/s = L * 1000 / (verify_ms + inject_ms + draft_ms), plain = 1000 / decode_step_ms");
+                + "drafted tok/s = batch * L * 1000 / (verify_ms + inject_ms + draft_ms), plain = batch * 1000 / decode_step_ms (a draft step: every "
+                + "sequence's block in one forward, every sequence's four committed rows in one injection)");
         // a small KV pool: the heads' weights (about 6 GB each for the 33B shape) need the room
         try (CudaForwardPass gpu = CudaForwardPass.open(c, null, new CudaForwardPass.Options(model.blockSize, stepRows, Math.min(kvMemoryFraction, 0.2), 0, true,
                 model.gemmCacheDir()), dev.spindle.model.LoadListener.NONE); Arena host = Arena.ofShared()) {
             out.put("device", gpu.driver().deviceName());
             CudaBench bench = new CudaBench(gpu);
             bench.decode(1, 1024, 16, 1); // warm-up
-            double stepMs = ((Number) bench.decode(1, 1024, 64, 1).get("step_ms")).doubleValue();
-            out.put("decode_step_ms_batch_1_context_1024", stepMs);
+            int[] batches = {1, 8, 16};
+            double[] stepMs = new double[batches.length];
+            for (int b = 0; b < batches.length; b++) {
+                stepMs[b] = ((Number) bench.decode(batches[b], 1024, 64, 1).get("step_ms")).doubleValue();
+            }
+            out.put("decode_step_ms_batch_1_context_1024", stepMs[0]);
             List<Object> heads = new ArrayList<>();
             for (DraftHeadConfig.Kind kind : DraftHeadConfig.Kind.values()) {
                 for (int block : new int[]{8, 16}) {
                     DraftHeadConfig hc = publishedShape(c, kind, block);
-                    double verifyMs = ((Number) bench.verifyCost(1, block, 1024, 20).get("step_ms")).doubleValue();
                     try (CudaDraftHead head = CudaDraftHead.dummy(hc, gpu, hc.tapLayers(1), 17, host)) {
                         float[][] ctx = new float[1024][hc.targetLayerIds().length * hc.hidden()];
                         for (float[] row : ctx) {
@@ -77,41 +82,69 @@ final class DraftHeadCostRun implements Callable<Integer> {
                         }
                         long t0 = System.nanoTime();
                         head.inject(1, 0, ctx, 1023);
+                        gpu.driver().sync();
                         double injectContextMs = (System.nanoTime() - t0) / 1e6;
-                        for (int i = 0; i < 3; i++) { // warm-up
-                            head.draft(1, 42, block - 1, null);
+                        for (int id = 2; id <= batches[batches.length - 1]; id++) {
+                            head.inject(id, 0, ctx, 1023); // every sequence a context of 1,023 rows (the same rows)
                         }
-                        int n = 20;
-                        t0 = System.nanoTime();
-                        for (int i = 0; i < n; i++) {
-                            head.draft(1, 42, block - 1, null);
-                        }
-                        double draftMs = (System.nanoTime() - t0) / 1e6 / n;
-                        float[][] step = Arrays.copyOf(ctx, 4);
-                        head.inject(1, 1023, step, 4); // grows the context arrays once
-                        head.truncate(1, 1023);
-                        t0 = System.nanoTime();
-                        for (int i = 0; i < n; i++) {
-                            head.inject(1, 1023, step, 4); // a step's rows: the anchor and three accepted drafts
-                            head.truncate(1, 1023);
-                        }
-                        double injectStepMs = (System.nanoTime() - t0) / 1e6 / n;
                         Map<String, Object> m = new LinkedHashMap<>();
                         m.put("head", hc.describe());
-                        m.put("weight_bytes", hc.expectedTensors().values().stream().mapToLong(s -> Arrays.stream(s).reduce(2, (a, b) -> a * b)).sum());
+                        m.put("weight_bytes", hc.expectedTensors().values().stream().mapToLong(sh -> Arrays.stream(sh).reduce(2, (a, x) -> a * x)).sum());
                         m.put("block", block);
                         m.put("inject_1023_rows_ms", round(injectContextMs));
-                        m.put("inject_4_rows_ms", round(injectStepMs));
-                        m.put("draft_forward_ms", round(draftMs));
-                        m.put("verify_window_ms", round(verifyMs));
-                        double draftStep = injectStepMs + draftMs;
-                        m.put("draft_step_over_decode_step", round(draftStep / stepMs));
-                        Map<String, Object> projection = new LinkedHashMap<>();
-                        for (int accepted = 3; accepted <= 6; accepted++) {
-                            projection.put("tokens_per_window_" + accepted, round(accepted * 1000 / (verifyMs + draftStep)));
+                        List<Object> perBatch = new ArrayList<>();
+                        for (int b = 0; b < batches.length; b++) {
+                            int seqs = batches[b], n = 20;
+                            List<DraftHead.Call> calls = new ArrayList<>();
+                            List<dev.spindle.engine.spec.Observation> rows = new ArrayList<>();
+                            float[][] step = Arrays.copyOf(ctx, 4); // a step's rows: the anchor and three accepted drafts
+                            for (int id = 1; id <= seqs; id++) {
+                                calls.add(new DraftHead.Call(id, 42, block - 1, null));
+                                rows.add(new dev.spindle.engine.spec.Observation(id, 1023, step, 4));
+                            }
+                            for (int i = 0; i < 3; i++) { // warm-up
+                                head.draftAll(calls);
+                            }
+                            t0 = System.nanoTime();
+                            for (int i = 0; i < n; i++) {
+                                head.draftAll(calls); // waits for its ids: the forward's whole time
+                            }
+                            double draftMs = (System.nanoTime() - t0) / 1e6 / n;
+                            head.injectAll(rows); // grows the context arrays once
+                            rows.forEach(o -> head.truncate(o.id(), 1023));
+                            gpu.driver().sync();
+                            t0 = System.nanoTime();
+                            for (int i = 0; i < n; i++) {
+                                head.injectAll(rows);
+                                rows.forEach(o -> head.truncate(o.id(), 1023));
+                            }
+                            gpu.driver().sync(); // the injections' device work, not only their launches
+                            double injectStepMs = (System.nanoTime() - t0) / 1e6 / n;
+                            double verifyMs = ((Number) bench.verifyCost(seqs, block, 1024, 20).get("step_ms")).doubleValue();
+                            Map<String, Object> pb = new LinkedHashMap<>();
+                            pb.put("batch", seqs);
+                            pb.put("inject_4_rows_each_ms", round(injectStepMs));
+                            pb.put("draft_forward_ms", round(draftMs));
+                            pb.put("verify_window_ms", round(verifyMs));
+                            pb.put("decode_step_ms", stepMs[b]);
+                            double draftStep = injectStepMs + draftMs;
+                            pb.put("draft_step_over_decode_step", round(draftStep / stepMs[b]));
+                            Map<String, Object> projection = new LinkedHashMap<>();
+                            for (int accepted = 3; accepted <= 6; accepted++) {
+                                projection.put("tokens_per_window_" + accepted, round(seqs * accepted * 1000 / (verifyMs + draftStep)));
+                            }
+                            projection.put("plain", round(seqs * 1000 / stepMs[b]));
+                            pb.put("projected_tokens_per_second", projection);
+                            perBatch.add(pb);
+                            if (seqs == 1) { // the batch-1 figures under their earlier names
+                                m.put("inject_4_rows_ms", round(injectStepMs));
+                                m.put("draft_forward_ms", round(draftMs));
+                                m.put("verify_window_ms", round(verifyMs));
+                                m.put("draft_step_over_decode_step", round(draftStep / stepMs[b]));
+                                m.put("projected_batch_1_tokens_per_second", projection);
+                            }
                         }
-                        projection.put("plain", round(1000 / stepMs));
-                        m.put("projected_batch_1_tokens_per_second", projection);
+                        m.put("per_batch", perBatch);
                         heads.add(m);
                         System.err.println(m);
                     }
