@@ -125,9 +125,64 @@ __device__ __forceinline__ void sw_warp_best(float &v, int &id) {
     }
 }
 
+// row_topk: the first pass of a walk's top-k, over every drafted row at once: part p of row r (grid (rows, parts))
+// takes ids [p span, (p + 1) span), span = ceil(vocab / parts), and writes its k best, best first, ties lower id
+// first (past its ids: -inf and id 0x7fffffff, which rank after every id), to partV / partI [r][p][k]. The k best
+// of a row are the k best of its parts' (the order is total), which selector_walk then takes from these.
+#define TK_THREADS 256
+extern "C" __global__ void __launch_bounds__(TK_THREADS) row_topk(const bf16 *logits, int vocab, int k, float *partV, int *partI) {
+    dependent_launch_entry();
+    __shared__ float wv[TK_THREADS / 32];
+    __shared__ int wi[TK_THREADS / 32];
+    __shared__ int pick;
+    const int r = blockIdx.x, p = blockIdx.y, parts = gridDim.y, t = threadIdx.x, lane = t & 31, warp = t >> 5, kk = min(k, vocab);
+    const int span = (vocab + parts - 1) / parts, lo = p * span, hi = min(vocab, lo + span);
+    const bf16 *row = logits + (long) r * vocab;
+    float lv[SW_MAX_K];
+    int li[SW_MAX_K], n = 0;
+    for (int id = lo + t; id < hi; id += TK_THREADS) {
+        const float v = ld(row, id);
+        if (n == kk && !(v > lv[kk - 1])) continue; // ids ascend: an equal value ranks after those kept
+        int at = n < kk ? n++ : kk - 1;
+        while (at > 0 && v > lv[at - 1]) {
+            lv[at] = lv[at - 1];
+            li[at] = li[at - 1];
+            at--;
+        }
+        lv[at] = v;
+        li[at] = id;
+    }
+    int head = 0;
+    for (int j = 0; j < kk; j++) {
+        float v = head < n ? lv[head] : -INFINITY;
+        int id = head < n ? li[head] : 0x7fffffff;
+        sw_warp_best(v, id);
+        if (lane == 0) {
+            wv[warp] = v;
+            wi[warp] = id;
+        }
+        __syncthreads();
+        if (warp == 0) {
+            v = lane < TK_THREADS / 32 ? wv[lane] : -INFINITY;
+            id = lane < TK_THREADS / 32 ? wi[lane] : 0x7fffffff;
+            sw_warp_best(v, id);
+            if (lane == 0) {
+                pick = id;
+                partV[((long) r * parts + p) * k + j] = v;
+                partI[((long) r * parts + p) * k + j] = id;
+            }
+        }
+        __syncthreads();
+        if (head < n && li[head] == pick) head++;
+    }
+}
+
+// With parts > 0 the walk takes each row's candidates from row_topk's parts (parts x k <= SW_THREADS: a thread
+// holds at most one, so the block-wide rounds alone order them) instead of scanning the row's vocab itself.
 extern "C" __global__ void __launch_bounds__(SW_THREADS) selector_walk(const bf16 *logits, int rows, int vocab, const bf16 *proj, int rank, int k,
                                                                        const bf16 *pred, const bf16 *succ, int anchor, int *out, const double *uniforms,
-                                                                       double temperature, float *qOut, int *candOut) {
+                                                                       double temperature, float *qOut, int *candOut, const float *partV,
+                                                                       const int *partI, int parts) {
     dependent_launch_entry();
     __shared__ float mixed[SW_MAX_RANK];
     __shared__ int cand[SW_MAX_K];
@@ -141,7 +196,16 @@ extern "C" __global__ void __launch_bounds__(SW_THREADS) selector_walk(const bf1
         const bf16 *row = logits + (long) r * vocab;
         float lv[SW_MAX_K];
         int li[SW_MAX_K], n = 0;
-        for (int id = t; id < vocab; id += SW_THREADS) {
+        if (parts > 0) {
+            const int e = t; // parts x kk <= SW_THREADS: one candidate a thread at most
+            if (e < parts * kk) {
+                const long at = ((long) r * parts + e / kk) * k + e % kk;
+                lv[0] = partV[at];
+                li[0] = partI[at];
+                n = 1;
+            }
+        }
+        for (int id = parts > 0 ? vocab : t; id < vocab; id += SW_THREADS) {
             const float v = ld(row, id);
             if (n == kk && !(v > lv[kk - 1])) continue; // ids ascend: an equal value ranks after those kept
             int at = n < kk ? n++ : kk - 1;

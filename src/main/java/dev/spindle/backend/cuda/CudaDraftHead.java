@@ -56,7 +56,7 @@ public final class CudaDraftHead implements DraftHead {
     private final int dsIds = 0, dsInBlock, dsRowSeq, dsGather, dsSeqs;
     private final long dsCtx, dsCos, dsSin, dsU;
     // the walk's results: ids (a forward's rows), then for a sampled walk each row's candidates (ints) and their q
-    private final long walkOut, walkCand, walkQ;
+    private final long walkOut, walkCand, walkQ, walkParts; // walkParts: the first pass of the rows' top-k (DFlash2)
     private final MemorySegment draftStaging;
     private int lastFirst;
     // injection buffers (maxRows rows)
@@ -216,6 +216,8 @@ public final class CudaDraftHead implements DraftHead {
         walkOut = alloc(4L * b + 8L * b * topK);
         walkCand = walkOut + 4L * b;
         walkQ = walkCand + 4L * b * topK;
+        walkParts = c.kind() == DraftHeadConfig.Kind.DFLASH2 && c.selectorTopK() <= CudaKernels.SELECTOR_WALK_MAX_K
+                ? alloc(CudaKernels.topKPartBytes(b, topK, vocab)) : 0;
         argmaxOut = walkOut;
         proj = alloc(2L * b * Math.max(1, c.selectorRank()));
         feat = alloc(2L * maxRows * taps.length * h);
@@ -568,6 +570,9 @@ public final class CudaDraftHead implements DraftHead {
             k.argmax(logits, d, vocab, argmaxOut);
         }
         int topK = c.selectorTopK();
+        if (two && deviceWalk) {
+            k.rowTopK(logits, d, vocab, topK, walkParts); // every drafted row's candidates at once; the walks then go row by row
+        }
         for (int i = 0; i < S; i++) {
             Call call = calls.get(i);
             boolean sampled = sampled(call);
@@ -578,7 +583,7 @@ public final class CudaDraftHead implements DraftHead {
                 k.selectorWalk(logits + 2L * off * vocab, call.drafts(), vocab, proj + 2L * off * c.selectorRank(), c.selectorRank(), topK,
                         w("candidate_selector.predecessor_codebook"), w("candidate_selector.successor_codebook"), call.anchor(), argmaxOut + 4L * off,
                         sampled ? dmeta + dsU + 8L * off : 0L, sampled ? call.sampling().params().temperature() : 0.0, walkQ + 4L * off * topK,
-                        walkCand + 4L * off * topK);
+                        walkCand + 4L * off * topK, walkParts, d, drafted0[i]);
                 onDevice = true;
             }
         }

@@ -148,9 +148,10 @@ public final class CudaKernels {
         selectorWalk = cuda.function(module, "selector_walk");
         scatterKv = cuda.function(module, "scatter_kv");
         gatherTaps = cuda.function(module, "gather_taps");
+        rowTopK = cuda.function(module, "row_topk");
     }
 
-    private final MemorySegment draftAttention, dynConv, shapeLogits, selectorWalk, scatterKv, gatherTaps;
+    private final MemorySegment draftAttention, dynConv, shapeLogits, selectorWalk, scatterKv, gatherTaps, rowTopK;
 
     /**
      * A draft head's injected rows from its target's tap buffer ([taps][stepRows][hidden] bf16): row r of feat
@@ -177,7 +178,26 @@ public final class CudaKernels {
      * The bits of {@code CpuDraftHead.walk} at temperature 0. One CTA of 1024 threads.
      */
     public void selectorWalk(long logits, int rows, int vocab, long proj, int rank, int k, long pred, long succ, int anchor, long out) {
-        selectorWalk(logits, rows, vocab, proj, rank, k, pred, succ, anchor, out, 0, 0, 0, 0);
+        selectorWalk(logits, rows, vocab, proj, rank, k, pred, succ, anchor, out, 0, 0, 0, 0, 0);
+    }
+
+    /** Parts of each row's vocabulary the first pass of a walk's top-k splits it into (parts x k fits the walk's block). */
+    public static int topKParts(int k, int vocab) {
+        return Math.max(1, Math.min(Math.min(128, 1024 / k), vocab));
+    }
+
+    /** Bytes of the parts' candidates of {@code rows} rows (topKParts x k values and ids a row). */
+    public static long topKPartBytes(int rows, int k, int vocab) {
+        return 8L * rows * topKParts(k, vocab) * k;
+    }
+
+    /**
+     * The first pass of the walk's top-k over {@code rows} rows at once (draft_head.cu's row_topk: a CTA per row and
+     * part of its vocabulary), into parts (topKPartBytes): the rows' walks then read their candidates from it.
+     */
+    public void rowTopK(long logits, int rows, int vocab, int k, long parts) {
+        int p = topKParts(k, vocab);
+        cuda.launch(rowTopK, rows, p, 256, logits, vocab, k, parts, parts + 4L * rows * p * k);
     }
 
     /**
@@ -187,11 +207,29 @@ public final class CudaKernels {
      */
     public void selectorWalk(long logits, int rows, int vocab, long proj, int rank, int k, long pred, long succ, int anchor, long out, long uniforms,
                              double temperature, long qOut, long candOut) {
+        selectorWalk(logits, rows, vocab, proj, rank, k, pred, succ, anchor, out, uniforms, temperature, qOut, candOut, 0);
+    }
+
+    /**
+     * As above, with each row's candidates from rowTopK's parts (their rows from {@code parts}, laid out for
+     * {@code partRows} rows in all; 0: the walk scans each row's vocabulary itself). The same candidates either way.
+     */
+    public void selectorWalk(long logits, int rows, int vocab, long proj, int rank, int k, long pred, long succ, int anchor, long out, long uniforms,
+                             double temperature, long qOut, long candOut, long parts) {
+        selectorWalk(logits, rows, vocab, proj, rank, k, pred, succ, anchor, out, uniforms, temperature, qOut, candOut, parts, rows, 0);
+    }
+
+    /** The walk of rows firstRow.. of rowTopK's parts laid out for partRows rows. */
+    public void selectorWalk(long logits, int rows, int vocab, long proj, int rank, int k, long pred, long succ, int anchor, long out, long uniforms,
+                             double temperature, long qOut, long candOut, long parts, int partRows, int firstRow) {
         if (k < 1 || k > SELECTOR_WALK_MAX_K || rank < 1 || rank > SELECTOR_WALK_MAX_RANK) {
             throw new IllegalArgumentException("selector_walk takes top-k 1.." + SELECTOR_WALK_MAX_K + " and rank 1.." + SELECTOR_WALK_MAX_RANK
                     + ", not " + k + " and " + rank);
         }
-        cuda.launch(selectorWalk, 1, 1, 1024, logits, rows, vocab, proj, rank, k, pred, succ, anchor, out, uniforms, temperature, qOut, candOut);
+        int p = topKParts(k, vocab);
+        long values = parts == 0 ? 0 : parts + 4L * firstRow * p * k, ids = parts == 0 ? 0 : parts + 4L * partRows * p * k + 4L * firstRow * p * k;
+        cuda.launch(selectorWalk, 1, 1, 1024, logits, rows, vocab, proj, rank, k, pred, succ, anchor, out, uniforms, temperature, qOut, candOut,
+                values, ids, parts == 0 ? 0 : p);
     }
 
     /**

@@ -577,6 +577,20 @@ class KernelContractTest {
                 int[] want = dev.spindle.backend.cpu.CpuDraftHead.walk(z, proj, rank, topK, bf16Host(a, pred), bf16Host(a, succ), anchor, null).tokens();
                 assertEquals(java.util.Arrays.toString(want), java.util.Arrays.toString(got.toArray(ValueLayout.JAVA_INT)),
                         "vocab " + vocab + ", top-" + topK + ", rank " + rank);
+                // the two-pass form: every row's parts at once (row_topk), then the walk over their candidates
+                long parts = cuda.alloc(CudaKernels.topKPartBytes(rows, topK, vocab));
+                k.rowTopK(dl, rows, vocab, topK, parts);
+                k.selectorWalk(dl, rows, vocab, dp, rank, topK, dpred, dsucc, anchor, dout, 0, 0, 0, 0, parts);
+                cuda.copyToHost(got, dout);
+                assertEquals(java.util.Arrays.toString(want), java.util.Arrays.toString(got.toArray(ValueLayout.JAVA_INT)),
+                        "two passes: vocab " + vocab + ", top-" + topK + ", rank " + rank);
+                // a later sequence's rows of a batch's parts (rows 3.. of 7)
+                k.selectorWalk(dl + 3L * vocab * 2, rows - 3, vocab, dp + 3L * rank * 2, rank, topK, dpred, dsucc, want[2], dout, 0, 0, 0, 0, parts, rows, 3);
+                MemorySegment tail = a.allocate((rows - 3) * 4L);
+                cuda.copyToHost(tail, dout);
+                assertEquals(java.util.Arrays.toString(java.util.Arrays.copyOfRange(want, 3, rows)), java.util.Arrays.toString(tail.toArray(ValueLayout.JAVA_INT)),
+                        "two passes, rows 3..: vocab " + vocab + ", top-" + topK + ", rank " + rank);
+                cuda.free(parts);
                 System.out.println("[cuda] selector walk, vocab " + vocab + ", top-" + topK + ", rank " + rank + ": the host walk's ids " + java.util.Arrays.toString(want));
                 // sampled at the model's temperatures: the host walk's draws from the same uniforms, its q within float rounding
                 long du = cuda.alloc(rows * 8L), dq = cuda.alloc(4L * rows * topK), dc = cuda.alloc(4L * rows * topK);
