@@ -125,33 +125,27 @@ __device__ __forceinline__ void sw_warp_best(float &v, int &id) {
     }
 }
 
-// row_topk: the first pass of a walk's top-k, over every drafted row at once: part p of row r (grid (rows, parts))
-// takes ids [p span, (p + 1) span), span = ceil(vocab / parts), and writes its k best, best first, ties lower id
-// first (past its ids: -inf and id 0x7fffffff, which rank after every id), to partV / partI [r][p][k]. The k best
-// of a row are the k best of its parts' (the order is total), which selector_walk then takes from these.
-#define TK_THREADS 256
-extern "C" __global__ void __launch_bounds__(TK_THREADS) row_topk(const bf16 *logits, int vocab, int k, float *partV, int *partI) {
-    dependent_launch_entry();
-    __shared__ float wv[TK_THREADS / 32];
-    __shared__ int wi[TK_THREADS / 32];
-    __shared__ int pick;
-    const int r = blockIdx.x, p = blockIdx.y, parts = gridDim.y, t = threadIdx.x, lane = t & 31, warp = t >> 5, kk = min(k, vocab);
-    const int span = (vocab + parts - 1) / parts, lo = p * span, hi = min(vocab, lo + span);
-    const bf16 *row = logits + (long) r * vocab;
-    float lv[SW_MAX_K];
-    int li[SW_MAX_K], n = 0;
-    for (int id = lo + t; id < hi; id += TK_THREADS) {
-        const float v = ld(row, id);
-        if (n == kk && !(v > lv[kk - 1])) continue; // ids ascend: an equal value ranks after those kept
-        int at = n < kk ? n++ : kk - 1;
-        while (at > 0 && v > lv[at - 1]) {
-            lv[at] = lv[at - 1];
-            li[at] = li[at - 1];
-            at--;
-        }
-        lv[at] = v;
-        li[at] = id;
+// A thread's list of the kk best (v, id) it was offered, best first; the ids it is offered ascend, so an equal value
+// ranks after those kept
+__device__ __forceinline__ void sw_keep(float *lv, int *li, int &n, int kk, float v, int id) {
+    if (n == kk && !(v > lv[kk - 1])) return;
+    int at = n < kk ? n++ : kk - 1;
+    while (at > 0 && v > lv[at - 1]) {
+        lv[at] = lv[at - 1];
+        li[at] = li[at - 1];
+        at--;
     }
+    lv[at] = v;
+    li[at] = id;
+}
+
+// kk rounds over a block of THREADS threads, each offering its list (n entries) best first: the block's j-th best goes
+// to bestV[j], bestId[j] (shared), and its owner moves past it; past every list, -inf and id 0x7fffffff
+template <int THREADS>
+__device__ __forceinline__ void sw_block_best(const float *lv, const int *li, int n, int kk, float *bestV, int *bestId) {
+    __shared__ float wv[THREADS / 32];
+    __shared__ int wi[THREADS / 32];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     int head = 0;
     for (int j = 0; j < kk; j++) {
         float v = head < n ? lv[head] : -INFINITY;
@@ -163,17 +157,38 @@ extern "C" __global__ void __launch_bounds__(TK_THREADS) row_topk(const bf16 *lo
         }
         __syncthreads();
         if (warp == 0) {
-            v = lane < TK_THREADS / 32 ? wv[lane] : -INFINITY;
-            id = lane < TK_THREADS / 32 ? wi[lane] : 0x7fffffff;
+            v = lane < THREADS / 32 ? wv[lane] : -INFINITY;
+            id = lane < THREADS / 32 ? wi[lane] : 0x7fffffff;
             sw_warp_best(v, id);
             if (lane == 0) {
-                pick = id;
-                partV[((long) r * parts + p) * k + j] = v;
-                partI[((long) r * parts + p) * k + j] = id;
+                bestV[j] = v;
+                bestId[j] = id;
             }
         }
         __syncthreads();
-        if (head < n && li[head] == pick) head++;
+        if (head < n && li[head] == bestId[j]) head++;
+    }
+}
+
+// row_topk: the first pass of a walk's top-k, over every drafted row at once: part p of row r (grid (rows, parts))
+// takes ids [p span, (p + 1) span), span = ceil(vocab / parts), and writes its k best, best first, ties lower id
+// first (past its ids: -inf and id 0x7fffffff, which rank after every id), to partV / partI [r][p][k]. The k best
+// of a row are the k best of its parts' (the order is total), which selector_walk then takes from these.
+#define TK_THREADS 256
+extern "C" __global__ void __launch_bounds__(TK_THREADS) row_topk(const bf16 *logits, int vocab, int k, float *partV, int *partI) {
+    dependent_launch_entry();
+    __shared__ float topV[SW_MAX_K];
+    __shared__ int topI[SW_MAX_K];
+    const int r = blockIdx.x, p = blockIdx.y, parts = gridDim.y, t = threadIdx.x, kk = min(k, vocab);
+    const int span = (vocab + parts - 1) / parts, lo = p * span, hi = min(vocab, lo + span);
+    const bf16 *row = logits + (long) r * vocab;
+    float lv[SW_MAX_K];
+    int li[SW_MAX_K], n = 0;
+    for (int id = lo + t; id < hi; id += TK_THREADS) sw_keep(lv, li, n, kk, ld(row, id), id);
+    sw_block_best<TK_THREADS>(lv, li, n, kk, topV, topI);
+    if (t < kk) {
+        partV[((long) r * parts + p) * k + t] = topV[t];
+        partI[((long) r * parts + p) * k + t] = topI[t];
     }
 }
 
@@ -186,9 +201,7 @@ extern "C" __global__ void __launch_bounds__(SW_THREADS) selector_walk(const bf1
     dependent_launch_entry();
     __shared__ float mixed[SW_MAX_RANK];
     __shared__ int cand[SW_MAX_K];
-    __shared__ float qs[SW_MAX_K];
-    __shared__ float wv[SW_THREADS / 32];
-    __shared__ int wi[SW_THREADS / 32];
+    __shared__ float candV[SW_MAX_K], qs[SW_MAX_K];
     __shared__ int next;
     const int t = threadIdx.x, lane = t & 31, warp = t >> 5, kk = min(k, vocab);
     int prev = anchor;
@@ -205,38 +218,8 @@ extern "C" __global__ void __launch_bounds__(SW_THREADS) selector_walk(const bf1
                 n = 1;
             }
         }
-        for (int id = parts > 0 ? vocab : t; id < vocab; id += SW_THREADS) {
-            const float v = ld(row, id);
-            if (n == kk && !(v > lv[kk - 1])) continue; // ids ascend: an equal value ranks after those kept
-            int at = n < kk ? n++ : kk - 1;
-            while (at > 0 && v > lv[at - 1]) {
-                lv[at] = lv[at - 1];
-                li[at] = li[at - 1];
-                at--;
-            }
-            lv[at] = v;
-            li[at] = id;
-        }
-        // k rounds: the block's best head of the threads' lists, then its owner moves on
-        int head = 0;
-        for (int j = 0; j < kk; j++) {
-            float v = head < n ? lv[head] : -INFINITY;
-            int id = head < n ? li[head] : 0x7fffffff;
-            sw_warp_best(v, id);
-            if (lane == 0) {
-                wv[warp] = v;
-                wi[warp] = id;
-            }
-            __syncthreads();
-            if (warp == 0) {
-                v = wv[lane];
-                id = wi[lane];
-                sw_warp_best(v, id);
-                if (lane == 0) cand[j] = id;
-            }
-            __syncthreads();
-            if (head < n && li[head] == cand[j]) head++;
-        }
+        for (int id = parts > 0 ? vocab : t; id < vocab; id += SW_THREADS) sw_keep(lv, li, n, kk, ld(row, id), id);
+        sw_block_best<SW_THREADS>(lv, li, n, kk, candV, cand); // the row's k best, best first: its candidates
         for (int i = t; i < rank; i += SW_THREADS) mixed[i] = rnd(__fmul_rn(ld(pred, (long) prev * rank + i), ld(proj, (long) r * rank + i)));
         __syncthreads();
         if (warp == 0) {
