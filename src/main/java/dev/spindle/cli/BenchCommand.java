@@ -95,8 +95,13 @@ final class BenchCommand implements Callable<Integer> {
 
     @Option(names = "--draft-head-cost", description = "With --backend cuda: the cost of DFlash and DFlash2 heads of the published shape beside "
             + "this target (random weights made on the GPU): context injection, one draft forward and the verification, against a decode "
-            + "step, and the batch-1 speed those costs allow (a projection).")
+            + "step, for 1, 8 and 16 sequences at once, and the speed those costs allow (a projection).")
     boolean draftHeadCost;
+
+    @Option(names = "--draft-head-layers", paramLabel = "N", split = ",", defaultValue = "5",
+            description = "With --draft-head-cost: the heads' layer counts to measure (comma-separated; default ${DEFAULT-VALUE}, the published "
+                    + "heads' usual depth): a draft reads every layer's weights, so the share of a decode step it can reach falls with fewer.")
+    int[] draftHeadLayers;
 
     @Override
     public Integer call() throws Exception {
@@ -108,7 +113,7 @@ final class BenchCommand implements Callable<Integer> {
             return new GrammarBenchRun(grammarTokenizer, grammarSequences, grammarSteps).call();
         }
         if (draftHeadCost) {
-            return new DraftHeadCostRun(model, stepRows, kvMemoryFraction).call();
+            return new DraftHeadCostRun(model, stepRows, kvMemoryFraction, draftHeadLayers).call();
         }
         if (backend.equals("cuda")) {
             return new CudaBenchRun(model, prefillLengths, decodeContexts, concurrency, decodeTokens, stepRows, cudaGraphs, kvMemoryFraction).call();
