@@ -89,6 +89,14 @@ final class BenchCommand implements Callable<Integer> {
     @Option(names = "--spec-max-tokens", defaultValue = "128", paramLabel = "N", description = "With --speculative-method: tokens per request (default 128).")
     int specMaxTokens;
 
+    @Option(names = "--spec-temperature", defaultValue = "0", paramLabel = "T",
+            description = "With --speculative-method: sample at this temperature (seeded per request) instead of greedily (default 0: greedy); "
+                    + "drafted and plain then give different tokens from the same distribution, so only their speeds are compared.")
+    double specTemperature;
+
+    @Option(names = "--spec-top-p", defaultValue = "1", paramLabel = "P", description = "With --spec-temperature: top-p (default 1).")
+    double specTopP;
+
     @Option(names = "--spec-prompts", paramLabel = "FILE",
             description = "With --speculative-method: prompts as token ids ({\"prompts\": [[ids], ...]}) instead of the chat questions tokenized here.")
     java.nio.file.Path specPrompts;
@@ -107,7 +115,8 @@ final class BenchCommand implements Callable<Integer> {
     public Integer call() throws Exception {
         var spec = speculative.config();
         if (spec.method() != dev.spindle.engine.spec.SpeculativeConfig.Method.NONE) {
-            return new SpecBenchRun(model, spec, backend, specBatches, specMaxTokens, promptTokens, stepRows, kvMemoryFraction, specPrompts).call();
+            return new SpecBenchRun(model, spec, backend, specBatches, specMaxTokens, promptTokens, stepRows, kvMemoryFraction, specPrompts, specTemperature,
+                    specTopP).call();
         }
         if (grammarTokenizer != null) {
             return new GrammarBenchRun(grammarTokenizer, grammarSequences, grammarSteps).call();

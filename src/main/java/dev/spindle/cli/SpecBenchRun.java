@@ -45,8 +45,20 @@ public final class SpecBenchRun implements Callable<Integer> {
     private final java.nio.file.Path promptFile;
     private long ids;
 
+    private final double temperature, topP;
+
+    /** How the requests decode, for the JSON. */
+    private String sampling() {
+        return temperature == 0 ? "greedy" : "sampled at temperature " + temperature + ", top-p " + topP + " (seeded per request)";
+    }
+
     SpecBenchRun(ModelOptions model, SpeculativeConfig cfg, String backend, int[] batches, int maxTokens, int promptTokens, int stepRows,
-                 double kvMemoryFraction, java.nio.file.Path promptFile) {
+                 double kvMemoryFraction, java.nio.file.Path promptFile, double temperature, double topP) {
+        if (temperature < 0 || !(topP > 0 && topP <= 1)) {
+            throw new IllegalArgumentException("--spec-temperature must be >= 0 and --spec-top-p in (0, 1], got " + temperature + " and " + topP);
+        }
+        this.temperature = temperature;
+        this.topP = topP;
         this.promptFile = promptFile;
         this.model = model;
         this.cfg = cfg;
@@ -104,8 +116,8 @@ public final class SpecBenchRun implements Callable<Integer> {
             out.put("speculative", cfg.describe());
             out.put("proposer", spec.proposer().describe());
             out.put("prompts", chat ? "the bundled chat questions" + (promptFile != null ? " (token ids from " + promptFile + ")" : "")
-                    + ", greedy, stopping at the end of turn" : "seeded random ids of " + promptTokens
-                    + " tokens, greedy, " + maxTokens + " tokens each");
+                    + ", " + sampling() + ", stopping at the end of turn" : "seeded random ids of " + promptTokens
+                    + " tokens, " + sampling() + ", " + maxTokens + " tokens each");
             List<Map<String, Object>> runs = new ArrayList<>();
             for (int b : batches) {
                 // warm-up of both paths on the measured requests themselves: the JIT, and the CUDA graphs and GEMM plans of
@@ -120,7 +132,9 @@ public final class SpecBenchRun implements Callable<Integer> {
                 r.put("plain_tokens_per_second", round(plain.tokensPerSecond(), 1));
                 r.put("drafted_tokens_per_second", round(drafted.tokensPerSecond(), 1));
                 r.put("drafted_over_plain", round(drafted.tokensPerSecond() / plain.tokensPerSecond(), 3));
-                r.put("same_tokens_as_plain", plain.tokens.equals(drafted.tokens));
+                if (temperature == 0) { // sampled runs draw other tokens from the same distribution: only greedy ones compare
+                    r.put("same_tokens_as_plain", plain.tokens.equals(drafted.tokens));
+                }
                 SpecStats st = drafted.stats;
                 r.put("drafted_tokens", st.draftTokens());
                 r.put("accepted_tokens", st.acceptedTokens());
@@ -204,7 +218,9 @@ public final class SpecBenchRun implements Callable<Integer> {
         for (int[] p : prompts) {
             List<Integer> mine = new ArrayList<>();
             tokens.add(mine);
-            core.add(++ids, p, SamplingParams.greedy(max).withIgnoreEos(!chat), new TokenSink() {
+            SamplingParams params = temperature == 0 ? SamplingParams.greedy(max)
+                    : new SamplingParams(temperature, 0, topP, 0, 1000L + tokens.size(), 0, 0, 1, Map.of(), max, Set.of(), false, -1, null, -1);
+            core.add(++ids, p, params.withIgnoreEos(!chat), new TokenSink() {
                 @Override
                 public void onToken(TokenEvent e) {
                     if (mine.isEmpty()) {
