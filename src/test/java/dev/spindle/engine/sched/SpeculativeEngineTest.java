@@ -204,7 +204,7 @@ class SpeculativeEngineTest {
      * in order and bit for bit, as one prefill over the whole sequence computes them: the anchor and accepted rows
      * of drafted windows, plain decode rows and prompt chunks all arrive, rejected rows never do.
      */
-    static final class OracleHead implements dev.spindle.engine.spec.DraftHead {
+    static class OracleHead implements dev.spindle.engine.spec.DraftHead {
         final Map<Long, List<float[]>> context = new java.util.HashMap<>();
         final Map<Long, Integer> starts = new java.util.HashMap<>();
         final Map<Long, List<float[]>> finished = new java.util.HashMap<>();
@@ -320,24 +320,105 @@ class SpeculativeEngineTest {
                 System.arraycopy(reply, 0, all, ps.get(i).length, reply.length);
                 whole.put((long) i + 1, all);
             }
-            OracleHead head = new OracleHead(whole, taps);
-            Speculation spec = new Speculation(new dev.spindle.engine.spec.DFlashProposer(head), 5, 64);
-            Result drafted = run(pass, spec, ps, SpeculativeEngineTest::greedy);
-            assertEquals(plain.signatures(), drafted.signatures());
-            assertTrue(drafted.spec().acceptedTokens() > drafted.spec().draftTokens() / 2, "the oracle's drafts are mostly accepted");
-            // a step's committed rows of every sequence reach the head in one call
-            assertTrue(head.injectCalls <= drafted.steps(), head.injectCalls + " injections for " + drafted.steps() + " steps");
-            assertEquals(ps.size(), head.widestInjection, "the five sequences' rows of a step in one injection");
-            for (long id = 1; id <= ps.size(); id++) {
-                int[] all = whole.get(id);
-                List<float[]> got = head.finished.get(id);
-                // the context covers every committed row up to the last step's window (a finished sequence's last rows are not handed over)
-                float[][] want = dev.spindle.backend.TestSteps.taps(pass, java.util.Arrays.copyOf(all, got.size()), taps, false);
-                assertTrue(got.size() >= all.length - 1 - head.blockSize(), "context of " + got.size() + " rows for a sequence of " + all.length);
-                for (int r = 0; r < got.size(); r++) {
-                    org.junit.jupiter.api.Assertions.assertArrayEquals(want[r], got.get(r), "sequence " + id + " row " + r);
-                }
+            // the taps through the host, and held where the step left them (a head that reads the backend's device taps)
+            HeldTapsPass held = new HeldTapsPass(pass);
+            for (boolean onDevice : new boolean[]{false, true}) {
+                checkContexts(pass, onDevice ? held : pass, onDevice ? new HeldTapsHead(whole, taps, held) : new OracleHead(whole, taps), ps, plain, whole, taps);
             }
+        }
+    }
+
+    private static void checkContexts(CpuForwardPass pass, ForwardPass stepper, OracleHead head, List<int[]> ps, Result plain, Map<Long, int[]> whole,
+                                      int[] taps) {
+        Speculation spec = new Speculation(new dev.spindle.engine.spec.DFlashProposer(head), 5, 64);
+        Result drafted = run(stepper, spec, ps, SpeculativeEngineTest::greedy);
+        assertEquals(plain.signatures(), drafted.signatures());
+        assertTrue(drafted.spec().acceptedTokens() > drafted.spec().draftTokens() / 2, "the oracle's drafts are mostly accepted");
+        // a step's committed rows of every sequence reach the head in one call
+        assertTrue(head.injectCalls <= drafted.steps(), head.injectCalls + " injections for " + drafted.steps() + " steps");
+        assertEquals(ps.size(), head.widestInjection, "the five sequences' rows of a step in one injection");
+        for (long id = 1; id <= ps.size(); id++) {
+            int[] all = whole.get(id);
+            List<float[]> got = head.finished.get(id);
+            // the context covers every committed row up to the last step's window (a finished sequence's last rows are not handed over)
+            float[][] want = dev.spindle.backend.TestSteps.taps(pass, java.util.Arrays.copyOf(all, got.size()), taps, false);
+            assertTrue(got.size() >= all.length - 1 - head.blockSize(), "context of " + got.size() + " rows for a sequence of " + all.length);
+            for (int r = 0; r < got.size(); r++) {
+                org.junit.jupiter.api.Assertions.assertArrayEquals(want[r], got.get(r), "sequence " + id + " row " + r);
+            }
+        }
+    }
+
+    /**
+     * A pass that holds a step's taps back where it was asked to keep them ({@code ModelStep.tapsToHost} false), as the
+     * CUDA pass keeps them on its device: the CPU pass's taps, in the step's row order, with null taps in the output.
+     */
+    static final class HeldTapsPass implements ForwardPass {
+        final ForwardPass inner;
+        final List<float[]> rows = new ArrayList<>();
+
+        HeldTapsPass(ForwardPass inner) {
+            this.inner = inner;
+        }
+
+        @Override
+        public dev.spindle.model.ModelConfig config() {
+            return inner.config();
+        }
+
+        @Override
+        public KvCapacity kvCapacity() {
+            return inner.kvCapacity();
+        }
+
+        @Override
+        public boolean supportsTaps() {
+            return inner.supportsTaps();
+        }
+
+        @Override
+        public dev.spindle.backend.StepOutput execute(dev.spindle.backend.ModelStep step) {
+            var out = inner.execute(new dev.spindle.backend.ModelStep(step.windows(), step.tapLayers(), true));
+            rows.clear();
+            if (step.tapsToHost() || step.tapLayers().length == 0) {
+                return out;
+            }
+            List<float[][]> none = new ArrayList<>();
+            for (float[][] w : out.taps()) {
+                rows.addAll(java.util.Arrays.asList(w));
+                none.add(null);
+            }
+            return new dev.spindle.backend.StepOutput(out.logits(), out.tokens(), none);
+        }
+
+        @Override
+        public void close() {
+        }
+    }
+
+    /** The oracle head reading a held step's taps by the rows the observations name (the CUDA head's device path). */
+    static final class HeldTapsHead extends OracleHead {
+        final HeldTapsPass pass;
+
+        HeldTapsHead(Map<Long, int[]> replies, int[] taps, HeldTapsPass pass) {
+            super(replies, taps);
+            this.pass = pass;
+        }
+
+        @Override
+        public boolean readsDeviceTaps() {
+            return true;
+        }
+
+        @Override
+        public void injectAll(List<dev.spindle.engine.spec.Observation> rows) {
+            List<dev.spindle.engine.spec.Observation> onHost = new ArrayList<>();
+            for (var o : rows) {
+                assertTrue(o.taps() == null && o.stepRow() >= 0, "the engine asked for the taps to stay where the step left them");
+                onHost.add(new dev.spindle.engine.spec.Observation(o.id(), o.from(), pass.rows.subList(o.stepRow(), o.stepRow() + o.count())
+                        .toArray(float[][]::new), o.count()));
+            }
+            super.injectAll(onHost);
         }
     }
 
