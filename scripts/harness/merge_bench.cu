@@ -142,9 +142,15 @@ int main(int argc, char **argv) {
         if (diff > 0) printf("                 %d of %d outputs differ\n", diff, HEADS * HD);
     };
     printf("%d splits, %d heads, head dim %d: %.1f MB of split states\n", n, HEADS, HD, mb);
-    report("short (128 thr)", timeIt([&] { mergeShort(got); }, true), check("short"));
-    report("long", timeIt(mergeLong, true), check("long"));
-    report("long (L2 hot)", timeIt(mergeLong, false), check("long hot"));
+    // each timed first, then checked: as arguments of one call the two may be evaluated in either order (an earlier
+    // version checked each line's output before running it, so its first line compared uninitialised memory)
+    auto timed = [&](const char *name, auto run, bool flush) {
+        float us = timeIt(run, flush);
+        report(name, us, check(name));
+    };
+    timed("short (128 thr)", [&] { mergeShort(got); }, true);
+    timed("long", mergeLong, true);
+    timed("long (L2 hot)", mergeLong, false);
     SlotMajor sl{HEADS, HD};
     HeadMajor hm{n, HD};
     auto variant = [&](const char *name, auto kernel, int warps, bool fold, auto layout, const float *po, const float *pml) {
