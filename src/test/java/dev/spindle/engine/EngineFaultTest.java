@@ -1,12 +1,10 @@
 package dev.spindle.engine;
 
 import dev.spindle.Fixture;
-import dev.spindle.backend.ForwardPass;
 import dev.spindle.backend.ModelStep;
 import dev.spindle.backend.StepOutput;
 import dev.spindle.backend.cpu.CpuForwardPass;
 import dev.spindle.backend.cpu.KvSlots;
-import dev.spindle.model.ModelConfig;
 import org.junit.jupiter.api.Test;
 
 import java.util.List;
@@ -26,8 +24,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 class EngineFaultTest {
     /** The CPU pass, failing the steps for which {@code fail} says so. */
-    static final class Faulty implements ForwardPass {
-        final CpuForwardPass inner;
+    static final class Faulty extends dev.spindle.backend.ForwardingPass {
         final AtomicInteger calls = new AtomicInteger();
         volatile java.util.function.IntPredicate fail = n -> false;
         volatile java.util.function.Predicate<ModelStep> failStep = s -> false;
@@ -35,17 +32,7 @@ class EngineFaultTest {
         volatile boolean closed;
 
         Faulty(CpuForwardPass inner) {
-            this.inner = inner;
-        }
-
-        @Override
-        public ModelConfig config() {
-            return inner.config();
-        }
-
-        @Override
-        public KvCapacity kvCapacity() {
-            return inner.kvCapacity();
+            super(inner);
         }
 
         @Override

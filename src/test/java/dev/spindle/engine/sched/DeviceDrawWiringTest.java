@@ -1,12 +1,10 @@
 package dev.spindle.engine.sched;
 
-import dev.spindle.backend.ForwardPass;
 import dev.spindle.backend.cpu.CpuForwardPass;
 import dev.spindle.engine.SamplingParams;
 import dev.spindle.backend.ModelStep;
 import dev.spindle.backend.StepOutput;
 import dev.spindle.engine.sample.Sampler;
-import dev.spindle.model.ModelConfig;
 import org.junit.jupiter.api.Test;
 
 import java.util.LinkedHashMap;
@@ -35,27 +33,11 @@ public class DeviceDrawWiringTest {
     }
 
     /** The CPU pass, drawing the rows it is handed by the host rule with the uniform it is given. */
-    static final class HostRuleDrawing implements ForwardPass {
-        final CpuForwardPass inner;
+    static final class HostRuleDrawing extends dev.spindle.backend.ForwardingPass {
         int drawn;
 
         HostRuleDrawing(CpuForwardPass inner) {
-            this.inner = inner;
-        }
-
-        @Override
-        public ModelConfig config() {
-            return inner.config();
-        }
-
-        @Override
-        public KvCapacity kvCapacity() {
-            return inner.kvCapacity();
-        }
-
-        @Override
-        public boolean supportsTaps() {
-            return inner.supportsTaps();
+            super(inner);
         }
 
         @Override
@@ -90,11 +72,6 @@ public class DeviceDrawWiringTest {
                 logits.set(i, new float[0][]);
             }
             return new StepOutput(logits, tokens, inside.taps());
-        }
-
-        @Override
-        public void close() {
-            inner.close();
         }
     }
 

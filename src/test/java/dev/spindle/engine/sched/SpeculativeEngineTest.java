@@ -353,27 +353,11 @@ class SpeculativeEngineTest {
      * A pass that holds a step's taps back where it was asked to keep them ({@code ModelStep.tapsToHost} false), as the
      * CUDA pass keeps them on its device: the CPU pass's taps, in the step's row order, with null taps in the output.
      */
-    static final class HeldTapsPass implements ForwardPass {
-        final ForwardPass inner;
+    static final class HeldTapsPass extends dev.spindle.backend.ForwardingPass {
         final List<float[]> rows = new ArrayList<>();
 
         HeldTapsPass(ForwardPass inner) {
-            this.inner = inner;
-        }
-
-        @Override
-        public dev.spindle.model.ModelConfig config() {
-            return inner.config();
-        }
-
-        @Override
-        public KvCapacity kvCapacity() {
-            return inner.kvCapacity();
-        }
-
-        @Override
-        public boolean supportsTaps() {
-            return inner.supportsTaps();
+            super(inner);
         }
 
         @Override
@@ -389,10 +373,6 @@ class SpeculativeEngineTest {
                 none.add(null);
             }
             return new dev.spindle.backend.StepOutput(out.logits(), out.tokens(), none);
-        }
-
-        @Override
-        public void close() {
         }
     }
 
