@@ -22,11 +22,12 @@ import java.util.Map;
  * A DFlash / DFlash2 draft head on the GPU, beside a CUDA target: its weights on the target's device,
  * its forward on the target's kernels (embedding, RMSNorm, RoPE, SwiGLU, residual adds, the linear layer
  * with its pinned GEMMs) and draft_head.cu's (the block's bidirectional attention over the head's
- * context, DFlash2's dynamic convolutions, the logits' multiplier and soft-cap). Greedy drafts are picked on
- * the device, only ids coming back: DFlash's by argmax, DFlash2's by draft_head.cu's selector_walk (the bits of
- * CpuDraftHead's walk; top-k up to 32, rank up to 1024, else the host walk). Sampled drafts read the rows'
- * logits on the host (the sampled walk, the sampler's distribution). Per sequence its context K/V
- * live in device arrays that grow by doubling. Same rounding points as the CPU head except the attention's
+ * context, DFlash2's dynamic convolutions, the logits' multiplier and soft-cap), every drafting sequence's block in
+ * one forward. Drafts are picked on the device, only ids (and a sampled walk's q) coming back: DFlash's greedy ones
+ * by argmax, DFlash2's greedy and sampled ones by draft_head.cu's selector_walk (the bits of CpuDraftHead's walk;
+ * top-k up to 32, rank up to 1024, else the host walk). DFlash's sampled drafts read the rows' logits on the host
+ * (the sampler's distribution). Per sequence its context K/V live in device arrays that grow by doubling; the
+ * context rows come from the target's tap buffer on the device, or from the host. Same rounding points as the CPU head except the attention's
  * (an online softmax), so its parity is gated as the CPU head's: KL to the fp32 reference.
  */
 public final class CudaDraftHead implements DraftHead {
@@ -47,7 +48,8 @@ public final class CudaDraftHead implements DraftHead {
     private final int maxRows; // context rows injected in one call at most (more are injected in pieces)
     /** Sequences drafted in one forward at most (more go in several). */
     static final int DRAFT_SEQUENCES = 16;
-    // a forward's buffers (DRAFT_SEQUENCES blocks of rows at most); pos: the rows' own indices (their rotary rows)
+    // a forward's buffers (DRAFT_SEQUENCES blocks of rows at most); pos: 0, 1, 2, ... (a forward's or an injection's rows
+    // index their own rotary rows)
     private final long pos, x, xn, conv, q, kb, vb, att, o, gateUp, act, mlp, dyn, logits, argmaxOut, proj, picked;
     // a forward's staged inputs (draftStaging on the host, dmeta on the device, the same layout): ints ids, inBlock,
     // rowSeq, gather (a forward's rows each), seqs (5 a sequence), then bytes: per layer and sequence its context's K and
@@ -60,7 +62,8 @@ public final class CudaDraftHead implements DraftHead {
     private final MemorySegment draftStaging;
     private int lastFirst;
     // injection buffers (maxRows rows)
-    private final long feat, ctx, ck, cv, ipos, irope;
+    private final long feat, ctx, ck, cv, irope;
+    private final boolean deviceWalk; // DFlash2's walk on the device (its top-k and rank within the kernel's)
     private final Arena arena = Arena.ofShared();
     private final MemorySegment logitsHost, idsHost, projHost, injectStaging;
     private float[][] lastLogits;
@@ -197,7 +200,7 @@ public final class CudaDraftHead implements DraftHead {
         long stagingBytes = dsU + 8L * b;
         dmeta = alloc(stagingBytes);
         draftStaging = cuda.allocHost(stagingBytes);
-        pos = alloc(4L * b);
+        pos = alloc(4L * Math.max(b, maxRows));
         picked = alloc(2L * b * h);
         x = alloc(2L * b * h);
         xn = alloc(2L * b * h);
@@ -216,27 +219,22 @@ public final class CudaDraftHead implements DraftHead {
         walkOut = alloc(4L * b + 8L * b * topK);
         walkCand = walkOut + 4L * b;
         walkQ = walkCand + 4L * b * topK;
-        walkParts = c.kind() == DraftHeadConfig.Kind.DFLASH2 && c.selectorTopK() <= CudaKernels.SELECTOR_WALK_MAX_K
-                ? alloc(CudaKernels.topKPartBytes(b, topK, vocab)) : 0;
+        deviceWalk = c.kind() == DraftHeadConfig.Kind.DFLASH2 && c.selectorTopK() <= CudaKernels.SELECTOR_WALK_MAX_K
+                && c.selectorRank() <= CudaKernels.SELECTOR_WALK_MAX_RANK;
+        walkParts = deviceWalk ? alloc(CudaKernels.topKPartBytes(b, topK, vocab)) : 0;
         argmaxOut = walkOut;
         proj = alloc(2L * b * Math.max(1, c.selectorRank()));
         feat = alloc(2L * maxRows * taps.length * h);
         ctx = alloc(2L * maxRows * h);
         ck = alloc(2L * maxRows * kw);
         cv = alloc(2L * maxRows * kw);
-        ipos = alloc(4L * maxRows);
         // an injection's cos and sin rows, then its K and V row addresses per layer: one copy
         irope = alloc(4L * maxRows * c.headDim() + 16L * maxRows * c.layers() + 4L * maxRows);
         logitsHost = arena.allocate(2L * block * vocab, 64); // one sequence's drafted rows, for the host's picks
         idsHost = arena.allocate(4L * b + 8L * b * topK, 64);
         projHost = arena.allocate(2L * block * Math.max(1, c.selectorRank()), 64);
         injectStaging = cuda.allocHost(2L * maxRows * taps.length * h + 4L * maxRows * c.headDim() + 16L * maxRows * c.layers() + 4L * maxRows);
-        int[] identity = new int[Math.max(maxRows, b)]; // rows index their own rotary rows
-        for (int r = 0; r < identity.length; r++) {
-            identity[r] = r;
-        }
-        uploadInts(ipos, java.util.Arrays.copyOf(identity, maxRows));
-        uploadInts(pos, java.util.Arrays.copyOf(identity, b));
+        uploadInts(pos, java.util.stream.IntStream.range(0, Math.max(b, maxRows)).toArray());
         // the GEMM plans of the head's shapes, and the tensor maps of its weights and inputs
         prepare(taps.length * h, "fc.weight", h);
         for (int l = 0; l < c.layers(); l++) {
@@ -422,7 +420,7 @@ public final class CudaDraftHead implements DraftHead {
                 linear.apply(ctx, n, h, w(p + "k_proj.weight"), kw, ck);
                 linear.apply(ctx, n, h, w(p + "v_proj.weight"), kw, cv);
                 k.rmsNorm(ck, w(p + "k_norm.weight"), ck, n * c.kvHeads(), c.headDim(), c.rmsNormEps());
-                k.rope(ck, kw, irope, sin, ipos, n, c.kvHeads(), c.headDim());
+                k.rope(ck, kw, irope, sin, pos, n, c.kvHeads(), c.headDim());
                 k.scatterKv(ck, cv, kw, kAddr + 8L * l * n, vAddr + 8L * l * n, n);
             }
             if (at + n < rows.size()) {
@@ -456,9 +454,10 @@ public final class CudaDraftHead implements DraftHead {
      * One forward over the blocks of calls (at most DRAFT_SEQUENCES): the block of each, [anchor, mask x drafts] at the
      * positions after its context, its rows after the previous block's; every input (ids, each row's index in its block
      * and rotary rows, the drafted rows' indices, per sequence its context and per layer its context K / V addresses)
-     * staged in one copy; the drafted rows gathered after the final norm for the output head. Greedy drafts are picked on
-     * the device (DFlash's argmax over all rows; DFlash2's walk a sequence), one copy bringing every id back; sampled
-     * ones read their rows' logits on the host.
+     * staged in one copy; the drafted rows gathered after the final norm for the output head. Drafts are picked on the
+     * device where picksOnDevice says (DFlash's argmax over all rows; DFlash2's walk a sequence, after one top-k pass
+     * over all rows), one copy bringing every id (and a sampled walk's q) back; the rest read their rows' logits on
+     * the host.
      */
     private List<Proposal> forward(List<Call> calls) {
         int S = calls.size(), h = c.hidden(), kw = kvWidth(), qd = c.heads() * c.headDim(), in = c.intermediate(), half = c.headDim() / 2;
@@ -562,7 +561,6 @@ public final class CudaDraftHead implements DraftHead {
         if (c.outputMultiplier() != 1f || c.softcap() > 0) {
             k.shapeLogits(logits, (long) d * vocab, c.outputMultiplier(), c.softcap());
         }
-        boolean deviceWalk = two && c.selectorTopK() <= CudaKernels.SELECTOR_WALK_MAX_K && c.selectorRank() <= CudaKernels.SELECTOR_WALK_MAX_RANK;
         boolean onDevice = false, sampledOnDevice = false; // picks made on the device, and sampled walks among them
         if (two) {
             linear.apply(picked, d, h, w("candidate_selector.hidden_projection.weight"), c.selectorRank(), proj);
@@ -570,21 +568,20 @@ public final class CudaDraftHead implements DraftHead {
             k.argmax(logits, d, vocab, argmaxOut);
         }
         int topK = c.selectorTopK();
-        if (two && deviceWalk) {
+        if (deviceWalk) {
             k.rowTopK(logits, d, vocab, topK, walkParts); // every drafted row's candidates at once; the walks then go row by row
         }
         for (int i = 0; i < S; i++) {
             Call call = calls.get(i);
             boolean sampled = sampled(call);
-            onDevice |= !sampled && (!two || deviceWalk);
-            if (two && deviceWalk) {
+            onDevice |= picksOnDevice(call);
+            if (deviceWalk) {
                 sampledOnDevice |= sampled;
                 long off = drafted0[i];
                 k.selectorWalk(logits + 2L * off * vocab, call.drafts(), vocab, proj + 2L * off * c.selectorRank(), c.selectorRank(), topK,
                         w("candidate_selector.predecessor_codebook"), w("candidate_selector.successor_codebook"), call.anchor(), argmaxOut + 4L * off,
                         sampled ? dmeta + dsU + 8L * off : 0L, sampled ? call.sampling().params().temperature() : 0.0, walkQ + 4L * off * topK,
                         walkCand + 4L * off * topK, walkParts, d, drafted0[i]);
-                onDevice = true;
             }
         }
         MemorySegment got = null;
@@ -596,7 +593,7 @@ public final class CudaDraftHead implements DraftHead {
         for (int i = 0; i < S; i++) {
             Call call = calls.get(i);
             boolean sampled = sampled(call);
-            if (two && deviceWalk || !two && !sampled) {
+            if (picksOnDevice(call)) {
                 int[] tokens = new int[call.drafts()];
                 MemorySegment.copy(got, ValueLayout.JAVA_INT, 4L * drafted0[i], tokens, 0, tokens.length);
                 if (!sampled) {
@@ -624,6 +621,11 @@ public final class CudaDraftHead implements DraftHead {
 
     private static boolean sampled(Call call) {
         return call.sampling() != null && call.sampling().params().temperature() > 0;
+    }
+
+    /** Whether the call's drafts are picked on the device: every DFlash2 walk the kernel takes, DFlash's greedy argmax. */
+    private boolean picksOnDevice(Call call) {
+        return c.kind() == DraftHeadConfig.Kind.DFLASH2 ? deviceWalk : !sampled(call);
     }
 
     /** A draft picked on the host from its rows' logits (from row first of the drafted rows): a sampled one, or a walk too wide for the kernel. */
