@@ -141,6 +141,11 @@ public final class Proposers {
         }
 
         @Override
+        public boolean samplesDrafts() {
+            return head.samplesDrafts();
+        }
+
+        @Override
         public void injectAll(java.util.List<dev.spindle.engine.spec.Observation> rows) {
             head.injectAll(rows); // the head's own batching (the default would go sequence by sequence)
         }

@@ -289,6 +289,11 @@ public final class CudaDraftHead implements DraftHead {
     }
 
     @Override
+    public boolean samplesDrafts() {
+        return c.kind() == DraftHeadConfig.Kind.DFLASH2;
+    }
+
+    @Override
     public int[] tapLayers() {
         return taps.clone();
     }

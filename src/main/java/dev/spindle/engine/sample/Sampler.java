@@ -59,13 +59,12 @@ public final class Sampler {
     }
 
     /**
-     * Speculative sampling of one position against a deterministic proposer (its q is one-hot at
-     * {@code draft}; Leviathan et al. 2023, Chen et al. 2023): with p the distribution plain
-     * sampling draws from (bias, penalties, temperature, top-k, min-p, top-p exactly as
-     * {@link #sample}), the draft is accepted with probability min(1, p(draft) / q(draft)) = p(draft);
-     * otherwise the token is drawn from norm(max(0, p - q)), which is p without the draft,
-     * renormalised. The emitted token is distributed as p. Greedy (temperature 0) accepts exactly
-     * when the draft is plain greedy's token, and otherwise returns that token.
+     * Verifies one position against a deterministic proposer (its q is one-hot at {@code draft}): the token is drawn
+     * exactly as {@link #sample} draws it, from the same generator, and the draft is accepted when it is that token. This
+     * is speculative sampling's rule for a one-hot q (Leviathan et al. 2023, Chen et al. 2023): the draft is accepted with
+     * probability p(draft), and a rejection's token is distributed as p without the draft, renormalised. Drawing it this
+     * way also takes one uniform per emitted token, as plain decoding does, so a seeded request gives the same tokens
+     * drafted as plain. Greedy (temperature 0) accepts exactly plain greedy's token.
      */
     public static Verdict verify(float[] raw, SamplingParams p, int[] counts, int[] outputCounts, RandomGenerator rng, int draft) {
         return verify(raw, p, counts, outputCounts, rng, draft, null);
@@ -82,42 +81,8 @@ public final class Sampler {
         if (q != null && p.temperature() > 0) {
             return verifyAgainst(raw, p, counts, outputCounts, rng, draft, q);
         }
-        float[] logits = adjusted(raw, p, counts, outputCounts);
-        if (p.temperature() == 0) {
-            int token = argmax(logits);
-            return new Verdict(withLogprobs(raw, token, p.logprobs()), token == draft);
-        }
-        Distribution d = distribution(logits, p);
-        double pd = 0;
-        int at = -1;
-        for (int i = 0; i < d.keep; i++) {
-            if (d.order[i] == draft) {
-                pd = d.probs[i] / d.total;
-                at = i;
-                break;
-            }
-        }
-        if (rng.nextDouble() < pd) {
-            return new Verdict(withLogprobs(raw, draft, p.logprobs()), true);
-        }
-        // the residual: p with the draft's mass removed (nothing is removed when the draft was outside p's support)
-        double rest = d.total - (at >= 0 ? d.probs[at] : 0);
-        double u = rng.nextDouble() * rest;
-        int token = -1;
-        for (int i = 0; i < d.keep; i++) {
-            if (i == at) {
-                continue;
-            }
-            token = d.order[i];
-            u -= d.probs[i];
-            if (u < 0) {
-                break;
-            }
-        }
-        if (token < 0) { // p is all on the draft, which was then accepted with probability 1: unreachable
-            token = draft;
-        }
-        return new Verdict(withLogprobs(raw, token, p.logprobs()), false);
+        Choice c = sample(raw, p, counts, outputCounts, rng);
+        return new Verdict(c, c.token() == draft);
     }
 
     /** The largest logit's index, the first among equals (as torch.argmax and HF greedy). */

@@ -293,16 +293,27 @@ public final class EngineCore {
             int[] tokens = new int[e.count()];
             tokens[0] = s.tokens[e.from()];
             System.arraycopy(e.drafts(), 0, tokens, 1, e.drafts().length);
-            // greedy verification needs only each row's argmax: drawn on the device where the plain rule allows it. Never under a
-            // grammar, even one that masks nothing now: it may switch on inside the window (at </think>, or at <tool_call> under auto)
-            ModelStep.Draw draw = model.drawsOnDevice() && s.params.temperature() == 0 && s.constraint == null && deviceDrawable(s, e.from())
-                    ? ModelStep.Draw.greedy(e.count()) : null;
-            return new ModelStep.Window(tokens, e.from(), s.table, ModelStep.allRows(e.count()), draw);
+            return new ModelStep.Window(tokens, e.from(), s.table, ModelStep.allRows(e.count()), draftedDraw(s, e));
         }
         boolean scoring = s.promptLogprobs != null && e.from() < s.promptLength;
         int[] rows = scoring ? ModelStep.allRows(e.count()) : e.samples() ? ModelStep.lastRow(e.count()) : ModelStep.noRows();
         ModelStep.Draw draw = model.drawsOnDevice() && e.samples() ? deviceDraw(s, e.from()) : null;
         return new ModelStep.Window(s.tokens(e.from(), e.from() + e.count()), e.from(), s.table, rows, draw);
+    }
+
+    /**
+     * The device draws that verify a drafted window, or null when the host must (see {@link #verify}): against deterministic
+     * drafts (q one-hot, or greedy) verification only needs each row's token by plain decoding's rule, row j drawn with the
+     * uniform plain decoding would give that position (read ahead, consumed as rows emit). Never under a grammar, even one
+     * that masks nothing now: it may switch on inside the window (at </think>, or at <tool_call> under auto); never against
+     * a sampled proposer's q, which the host's rule takes.
+     */
+    private ModelStep.Draw draftedDraw(Sequence s, StepPlan.Entry e) {
+        SamplingParams p = s.params;
+        if (!model.drawsOnDevice() || s.constraint != null || !deviceDrawable(s, e.from()) || (p.temperature() > 0 && s.draftQ != null)) {
+            return null;
+        }
+        return p.temperature() == 0 ? ModelStep.Draw.greedy(e.count()) : new ModelStep.Draw(p.temperature(), p.topK(), p.topP(), p.minP(), s.rng.peekDoubles(e.count()));
     }
 
     /**
@@ -376,6 +387,9 @@ public final class EngineCore {
             if (drawn != null) {
                 c = new Sampler.Choice(drawn[j], Double.NaN, new int[0], new double[0]);
                 ok = drawn[j] == draft;
+                if (s.params.temperature() > 0) {
+                    s.rng.nextDouble(); // the row's uniform (read ahead for the device draw) is used up by its token
+                }
             } else {
                 float[] row = rows[j];
                 restrict(s, row);

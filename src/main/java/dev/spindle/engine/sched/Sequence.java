@@ -13,7 +13,7 @@ public final class Sequence {
     public final int promptLength;
     public final SamplingParams params;
     public final TokenSink sink;
-    public final RandomGenerator rng;
+    public final dev.spindle.engine.sample.LookaheadRandom rng; // read ahead for a verification window's device draws
     public final BlockTable table;
     int[] tokens;          // prompt then generated
     int length;            // tokens in use
@@ -38,7 +38,7 @@ public final class Sequence {
         this.promptLength = prompt.length;
         this.params = params;
         this.sink = sink;
-        this.rng = rng;
+        this.rng = new dev.spindle.engine.sample.LookaheadRandom(rng);
         this.table = table;
         this.tokens = Arrays.copyOf(prompt, prompt.length + Math.min(params.maxTokens(), 4096));
         this.length = prompt.length;

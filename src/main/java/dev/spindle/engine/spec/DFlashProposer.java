@@ -6,9 +6,9 @@ import java.util.List;
 /**
  * Speculative decoding with a DFlash or DFlash2 head: the target's tapped residual rows of every
  * committed position are injected into the head's context ({@link #observe}, after each step), and
- * a block of drafts comes from one head forward over the anchor and mask tokens. Greedy requests get
- * deterministic drafts (q one-hot); sampled ones get drafts drawn from the head's own distribution, with
- * that q handed to the verifier, which keeps the target's distribution either way.
+ * a block of drafts comes from one head forward over the anchor and mask tokens. Drafts are deterministic
+ * (q one-hot: DFlash's argmax at every temperature, DFlash2's greedy walk at temperature 0) except DFlash2's
+ * sampled walk at temperature &gt; 0, whose q goes to the verifier; the target's distribution is kept either way.
  *
  * <p>Context the head never saw (a prompt prefix served from the prefix cache, whose rows the target
  * did not compute) is left out: the head drafts from the context it has, which costs acceptance,
@@ -41,7 +41,7 @@ public final class DFlashProposer implements Proposer {
             }
             int n = Math.min(r.maxTokens(), head.blockSize() - 1);
             DraftHead.Sampling sampling = null;
-            if (r.sampling() != null && r.sampling().temperature() > 0) {
+            if (head.samplesDrafts() && r.sampling() != null && r.sampling().temperature() > 0) {
                 // the drafts' own generator, per sequence: seeded requests draft the same alone or batched
                 Long seed = r.sampling().seed();
                 java.util.random.RandomGenerator rng = rngs.computeIfAbsent(r.id(),

@@ -552,6 +552,43 @@ class SpeculativeEngineTest {
         }
     }
 
+    /**
+     * Sampled at the model's temperatures with deterministic drafts (prompt lookup, a DFlash head's argmax): each row's token
+     * is drawn as plain decoding draws it, with the uniform plain decoding gives that position, so a seeded request gives
+     * plain sampling's very tokens, on the host and drawn on a device (the whole window at once, uniforms read ahead and
+     * consumed as rows emit), alone and in a batch.
+     */
+    @Test
+    void seededSampledDraftingWithDeterministicDraftsEqualsPlainSampling() {
+        try (CpuForwardPass pass = targetPass(); java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofShared()) {
+            DeviceDrawWiringTest.HostRuleDrawing device = new DeviceDrawWiringTest.HostRuleDrawing(pass);
+            for (double t : new double[]{0.6, 1.0}) {
+                Function<Integer, SamplingParams> sampled = i -> new SamplingParams(t, 20, 0.95, 0, 3000L + i, 0, 0, 1, Map.of(), 40, Set.of(), false,
+                        -1, null, -1);
+                for (int batch : new int[]{1, 7}) {
+                    List<int[]> ps = prompts.subList(0, batch);
+                    Result plain = run(pass, Speculation.NONE, ps, sampled);
+                    assertEquals(plain.signatures(), run(device, Speculation.NONE, ps, sampled).signatures(), "plain sampling, host and device");
+                    for (ForwardPass p : List.of(pass, device)) {
+                        for (String method : List.of("ngram", "dflash")) {
+                            Speculation spec = method.equals("ngram") ? ngram(4) : dflash(Path.of("models/spindle-chat-dflash"), 7, arena);
+                            try (Proposer pr = spec.proposer()) {
+                                int before = device.drawn;
+                                Result drafted = run(p, spec, ps, sampled);
+                                String what = method + " at T " + t + ", batch " + batch + (p == pass ? " on the host" : " drawn on a device");
+                                assertEquals(plain.signatures(), drafted.signatures(), what);
+                                assertTrue(drafted.spec().acceptedTokens() > 0, what + ": some drafts accepted");
+                                if (p == device) {
+                                    assertTrue(device.drawn - before > drafted.spec().draftTokens(), what + ": the windows' rows were drawn on the device");
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     /** max_tokens and the end-of-turn id cut a drafted window exactly where plain decoding stops. */
     @Test
     void draftsNeverRunPastMaxTokensOrTheEndOfTurn() {
