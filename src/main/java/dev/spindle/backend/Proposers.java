@@ -56,7 +56,7 @@ public final class Proposers {
             case NONE -> Speculation.NONE;
             case NGRAM -> new Speculation(new NgramProposer(cfg.ngramMin(), cfg.ngramMax(), 0), cfg.numTokens(), cfg.maxBatch());
             case DRAFT -> new Speculation(draftModel(cfg, targetDir, target, format, settings, listener), cfg.numTokens(), cfg.maxBatch());
-            case DFLASH -> new Speculation(new DFlashProposer(draftHead(cfg, target, settings, listener)), cfg.numTokens(), cfg.maxBatch());
+            case DFLASH -> new Speculation(new DFlashProposer(draftHead(cfg, target, settings, listener), cfg.sampledDrafts()), cfg.numTokens(), cfg.maxBatch());
         };
     }
 
@@ -138,11 +138,6 @@ public final class Proposers {
         @Override
         public boolean readsDeviceTaps() {
             return head.readsDeviceTaps();
-        }
-
-        @Override
-        public boolean samplesDrafts() {
-            return head.samplesDrafts();
         }
 
         @Override

@@ -37,7 +37,12 @@ final class SpeculativeOptions {
     @Option(names = "--dflash-block-size", defaultValue = "0", paramLabel = "B", description = "dflash: rows of a draft block (default 0: the head's block_size).")
     int blockSize;
 
+    @Option(names = "--dflash-sampled-drafts", description = "dflash, at temperature > 0: draw drafts from the head's distribution (DFlash2: its sampled "
+            + "walk) and verify them against it on the host, instead of deterministic drafts verified on the device (default off).")
+    boolean sampledDrafts;
+
     SpeculativeConfig config() {
-        return new SpeculativeConfig(SpeculativeConfig.Method.parse(method), draftModel, numTokens, ngramMin, ngramMax, maxBatch, tapOffset, blockSize);
+        return new SpeculativeConfig(SpeculativeConfig.Method.parse(method), draftModel, numTokens, ngramMin, ngramMax, maxBatch, tapOffset, blockSize,
+                sampledDrafts);
     }
 }

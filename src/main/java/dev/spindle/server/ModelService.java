@@ -72,7 +72,7 @@ public class ModelService {
         var sc = config.speculative();
         var specConfig = new dev.spindle.engine.spec.SpeculativeConfig(dev.spindle.engine.spec.SpeculativeConfig.Method.parse(sc.method()),
                 sc.draftModel().map(Path::of).orElse(null), sc.numTokens(), sc.promptLookupMin(), sc.promptLookupMax(), sc.maxBatch(),
-                sc.dflashTapOffset(), sc.dflashBlockSize());
+                sc.dflashTapOffset(), sc.dflashBlockSize(), sc.dflashSampledDrafts());
         Backends.Opened backend = Backends.open(dir, format, kind, dev.spindle.backend.Proposers.targetSettings(specConfig, settings), LoadListener.NONE);
         ModelConfig mc = backend.config();
         Set<Integer> eos = dev.spindle.chat.ChatFormat.of(mc).endOfTurnIds(mc, tokenizer);

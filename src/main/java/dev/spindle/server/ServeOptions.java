@@ -64,6 +64,10 @@ final class ServeOptions {
     Integer dflashTapOffset;
     @Option(names = "--dflash-block-size", paramLabel = "B", description = "dflash: rows of a draft block (default: the head's block_size).")
     Integer dflashBlockSize;
+    @Option(names = "--dflash-sampled-drafts", paramLabel = "true|false", arity = "0..1", fallbackValue = "true",
+            description = "dflash, at temperature > 0: drafts drawn from the head's distribution (DFlash2: its sampled walk), verified on the host "
+                    + "(default false: deterministic drafts verified on the device).")
+    Boolean dflashSampledDrafts;
     @Option(names = "--max-waiting-requests", paramLabel = "N", description = "Requests waiting to start at most; beyond, 429 with Retry-After (default 256).")
     Integer maxWaiting;
     @Option(names = "--api-key", paramLabel = "KEY", description = "Require Authorization: Bearer KEY on /v1, /tokenize and /detokenize.")
@@ -122,6 +126,7 @@ final class ServeOptions {
         set("spindle.speculative.max-batch", o.specMaxBatch);
         set("spindle.speculative.dflash-tap-offset", o.dflashTapOffset);
         set("spindle.speculative.dflash-block-size", o.dflashBlockSize);
+        set("spindle.speculative.dflash-sampled-drafts", o.dflashSampledDrafts);
         if (o.apiKey != null && o.apiKey.isBlank()) {
             fail(cl, "--api-key is empty: give a key, or leave the flag out to serve without one");
         }

@@ -127,6 +127,13 @@ public interface SpindleConfig {
         @WithDefault("0")
         int dflashBlockSize();
 
+        /**
+         * dflash, at temperature &gt; 0: drafts drawn from the head's distribution (DFlash2: its sampled walk) and verified against
+         * it on the host; false: deterministic drafts, whose rows the device draws by plain sampling's rule.
+         */
+        @WithDefault("false")
+        boolean dflashSampledDrafts();
+
         /** Tokens drafted per step at most. */
         @WithDefault("4")
         int numTokens();

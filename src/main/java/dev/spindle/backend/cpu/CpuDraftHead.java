@@ -108,11 +108,6 @@ public final class CpuDraftHead implements DraftHead {
     }
 
     @Override
-    public boolean samplesDrafts() {
-        return c.kind() == DraftHeadConfig.Kind.DFLASH2;
-    }
-
-    @Override
     public int[] tapLayers() {
         return taps.clone();
     }

@@ -289,11 +289,6 @@ public final class CudaDraftHead implements DraftHead {
     }
 
     @Override
-    public boolean samplesDrafts() {
-        return c.kind() == DraftHeadConfig.Kind.DFLASH2;
-    }
-
-    @Override
     public int[] tapLayers() {
         return taps.clone();
     }

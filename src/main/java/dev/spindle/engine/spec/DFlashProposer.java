@@ -6,9 +6,10 @@ import java.util.List;
 /**
  * Speculative decoding with a DFlash or DFlash2 head: the target's tapped residual rows of every
  * committed position are injected into the head's context ({@link #observe}, after each step), and
- * a block of drafts comes from one head forward over the anchor and mask tokens. Drafts are deterministic
- * (q one-hot: DFlash's argmax at every temperature, DFlash2's greedy walk at temperature 0) except DFlash2's
- * sampled walk at temperature &gt; 0, whose q goes to the verifier; the target's distribution is kept either way.
+ * a block of drafts comes from one head forward over the anchor and mask tokens. Drafts are deterministic (q
+ * one-hot: DFlash's argmax, DFlash2's greedy walk), verified at temperature &gt; 0 by drawing each row's token as
+ * plain sampling would (on the device); with sampled drafts, they are drawn from the head's own distribution
+ * (DFlash2: its sampled walk) and that q goes to the host's verifier. The target's distribution is kept either way.
  *
  * <p>Context the head never saw (a prompt prefix served from the prefix cache, whose rows the target
  * did not compute) is left out: the head drafts from the context it has, which costs acceptance,
@@ -19,8 +20,17 @@ public final class DFlashProposer implements Proposer {
     private final DraftHead head;
     private final java.util.Map<Long, java.util.random.RandomGenerator> rngs = new java.util.HashMap<>();
 
+    private final boolean sampledDrafts;
+
+    /** Deterministic drafts at every temperature. */
     public DFlashProposer(DraftHead head) {
+        this(head, false);
+    }
+
+    /** @param sampledDrafts at temperature &gt; 0, drafts drawn from the head's distribution (see {@link SpeculativeConfig#sampledDrafts}) */
+    public DFlashProposer(DraftHead head, boolean sampledDrafts) {
         this.head = head;
+        this.sampledDrafts = sampledDrafts;
     }
 
     public DraftHead head() {
@@ -41,7 +51,7 @@ public final class DFlashProposer implements Proposer {
             }
             int n = Math.min(r.maxTokens(), head.blockSize() - 1);
             DraftHead.Sampling sampling = null;
-            if (head.samplesDrafts() && r.sampling() != null && r.sampling().temperature() > 0) {
+            if (sampledDrafts && r.sampling() != null && r.sampling().temperature() > 0) {
                 // the drafts' own generator, per sequence: seeded requests draft the same alone or batched
                 Long seed = r.sampling().seed();
                 java.util.random.RandomGenerator rng = rngs.computeIfAbsent(r.id(),

@@ -53,16 +53,6 @@ public interface DraftHead extends AutoCloseable {
      */
     dev.spindle.engine.spec.Proposal draft(long id, int anchor, int drafts, Sampling sampling);
 
-    /**
-     * Whether the proposer should ask for sampled drafts at temperature &gt; 0: DFlash2, whose selector walk is sampled by
-     * design (its q goes to the verifier). DFlash drafts its rows' argmax at every temperature, as the paper and vLLM
-     * do: a deterministic draft is verified by drawing each row's token as plain decoding would (on the device, one
-     * uniform per emitted token), where a sampled one needs the host's rule against its q.
-     */
-    default boolean samplesDrafts() {
-        return false;
-    }
-
     /** One sequence's draft in a batched call ({@link #draftAll}), as {@link #draft} takes it. */
     record Call(long id, int anchor, int drafts, Sampling sampling) {
     }

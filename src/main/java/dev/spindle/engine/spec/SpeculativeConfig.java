@@ -15,14 +15,18 @@ import java.util.Locale;
  * @param tapOffset  dflash: which residual a target_layer_id names: 1 (the paper's and HF's hidden_states[id + 1], the output of
  *                   layer id), or 2 (one layer deeper, as exllamav3 reads some checkpoints)
  * @param blockSize  dflash: rows of a draft block (0: the head's block_size); drafts per step are at most block - 1
+ * @param sampledDrafts dflash, at temperature &gt; 0: draw the drafts from the head's distribution (DFlash: each row's softmax;
+ *                   DFlash2: the sampled selector walk) and verify them against that q on the host; false (the default):
+ *                   deterministic drafts (DFlash's argmax, DFlash2's greedy walk), whose rows the device draws by plain
+ *                   sampling's rule
  */
 public record SpeculativeConfig(Method method, Path draftModel, int numTokens, int ngramMin, int ngramMax, int maxBatch, int tapOffset,
-                                int blockSize) {
-    public static final SpeculativeConfig NONE = new SpeculativeConfig(Method.NONE, null, 4, 1, 4, 16, 1, 0);
+                                int blockSize, boolean sampledDrafts) {
+    public static final SpeculativeConfig NONE = new SpeculativeConfig(Method.NONE, null, 4, 1, 4, 16, 1, 0, false);
 
-    /** Without DFlash options (the paper's tap offset, the head's block size). */
+    /** Without DFlash options (the paper's tap offset, the head's block size, deterministic drafts). */
     public SpeculativeConfig(Method method, Path draftModel, int numTokens, int ngramMin, int ngramMax, int maxBatch) {
-        this(method, draftModel, numTokens, ngramMin, ngramMax, maxBatch, 1, 0);
+        this(method, draftModel, numTokens, ngramMin, ngramMax, maxBatch, 1, 0, false);
     }
 
     public enum Method {
@@ -65,7 +69,7 @@ public record SpeculativeConfig(Method method, Path draftModel, int numTokens, i
             case DRAFT -> "draft model " + draftModel + ", up to " + numTokens + " tokens a step while at most " + maxBatch + " sequences decode";
             case NGRAM -> "prompt lookup (n " + ngramMin + ".." + ngramMax + "), up to " + numTokens + " tokens a step while at most " + maxBatch
                     + " sequences decode";
-            case DFLASH -> "DFlash head " + draftModel + " (tap offset " + tapOffset + (blockSize > 0 ? ", block " + blockSize : "") + "), up to "
+            case DFLASH -> "DFlash head " + draftModel + " (tap offset " + tapOffset + (blockSize > 0 ? ", block " + blockSize : "") + (sampledDrafts ? ", sampled drafts" : "") + "), up to "
                     + numTokens + " tokens a step while at most " + maxBatch + " sequences decode";
         };
     }

@@ -44,9 +44,14 @@ class CudaDraftHeadTest {
     }
 
     static Speculation head(CudaForwardPass gpu, Path dir, Arena arena) {
+        return head(gpu, dir, arena, false);
+    }
+
+    /** @param sampled at temperature &gt; 0, drafts drawn from the head's distribution (DFlash2: the device walk) and verified on the host */
+    static Speculation head(CudaForwardPass gpu, Path dir, Arena arena, boolean sampled) {
         DraftHeadConfig hc = DraftHeadConfig.read(dir);
         var weights = DraftHeadLoader.load(dir, hc, arena, LoadListener.NONE);
-        return new Speculation(new DFlashProposer(new CudaDraftHead(hc, weights, gpu, hc.tapLayers(1))), 7, 64);
+        return new Speculation(new DFlashProposer(new CudaDraftHead(hc, weights, gpu, hc.tapLayers(1)), sampled), 7, 64);
     }
 
     @Test
@@ -165,11 +170,11 @@ class CudaDraftHeadTest {
             List<int[]> ps = SpeculativeEngineTest.prompts.subList(0, 7);
             for (String dir : List.of("models/spindle-chat-dflash", "models/spindle-chat-dflash2")) {
                 List<String> first, second;
-                Speculation s1 = head(gpu, Path.of(dir), arena);
+                Speculation s1 = head(gpu, Path.of(dir), arena, true);
                 try (Proposer p = s1.proposer()) {
                     first = SpeculativeEngineTest.run(gpu, s1, ps, sampled).signatures();
                 }
-                Speculation s2 = head(gpu, Path.of(dir), arena);
+                Speculation s2 = head(gpu, Path.of(dir), arena, true);
                 try (Proposer p = s2.proposer()) {
                     second = SpeculativeEngineTest.run(gpu, s2, ps, sampled).signatures();
                 }

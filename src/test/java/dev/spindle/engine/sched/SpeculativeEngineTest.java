@@ -98,11 +98,16 @@ class SpeculativeEngineTest {
     }
 
     static Speculation dflash(Path dir, int k, java.lang.foreign.Arena arena) {
+        return dflash(dir, k, arena, false);
+    }
+
+    /** @param sampled at temperature &gt; 0, drafts drawn from the head's distribution and verified against it on the host */
+    static Speculation dflash(Path dir, int k, java.lang.foreign.Arena arena, boolean sampled) {
         dev.spindle.model.DraftHeadConfig hc = dev.spindle.model.DraftHeadConfig.read(dir);
         var weights = dev.spindle.model.DraftHeadLoader.load(dir, hc, arena, LoadListener.NONE);
         var cpuHead = new dev.spindle.backend.cpu.CpuDraftHead(hc, weights, target.weights().embedding().data(), target.weights().lmHead().data(),
                 target.config().vocabSize(), hc.tapLayers(1), 2, null);
-        return new Speculation(new dev.spindle.engine.spec.DFlashProposer(cpuHead), k, 64);
+        return new Speculation(new dev.spindle.engine.spec.DFlashProposer(cpuHead, sampled), k, 64);
     }
 
     /**
@@ -173,19 +178,19 @@ class SpeculativeEngineTest {
                         1, null, -1);
                 List<String> batched, again, alone = new ArrayList<>();
                 double acceptance;
-                Speculation s1 = dflash(head, 7, arena);
+                Speculation s1 = dflash(head, 7, arena, true);
                 try (Proposer p = s1.proposer()) {
                     Result r = run(pass, s1, ps, sampled);
                     batched = r.signatures();
                     acceptance = r.spec().acceptanceRate();
                 }
-                Speculation s2 = dflash(head, 7, arena);
+                Speculation s2 = dflash(head, 7, arena, true);
                 try (Proposer p = s2.proposer()) {
                     again = run(pass, s2, ps, sampled).signatures();
                 }
                 for (int i = 0; i < ps.size(); i++) {
                     int index = i;
-                    Speculation s3 = dflash(head, 7, arena);
+                    Speculation s3 = dflash(head, 7, arena, true);
                     try (Proposer p = s3.proposer()) {
                         alone.add(run(pass, s3, List.of(ps.get(i)), j -> sampled.apply(index)).signatures().getFirst());
                     }
