@@ -133,4 +133,34 @@ class CudaSpeculativeTest {
             assertEquals(a, b);
         }
     }
+
+    /**
+     * Sampled at the model's temperatures, drafted by the (greedy) draft model and by prompt lookup: every window's rows are
+     * drawn on the device with the uniforms plain decoding gives those positions, so a seeded request gives plain
+     * sampling's very tokens on the GPU, alone and in a batch of 7.
+     */
+    @Test
+    void sampledDraftingEqualsPlainSamplingOnTheGpu() {
+        try (CudaForwardPass gpu = cuda(SpeculativeEngineTest.target)) {
+            for (double t : new double[]{0.6, 1.0}) {
+                Function<Integer, SamplingParams> sampled = i -> new SamplingParams(t, 20, 0.95, 0, 6000L + i, 0, 0, 1, Map.of(), 48, Set.of(), false,
+                        -1, null, -1);
+                for (int batch : new int[]{1, 7}) {
+                    List<int[]> ps = SpeculativeEngineTest.prompts.subList(0, batch);
+                    SpeculativeEngineTest.Result plain = SpeculativeEngineTest.run(gpu, Speculation.NONE, ps, sampled);
+                    for (String method : List.of("draft", "ngram")) {
+                        Speculation spec = method.equals("draft") ? draftModel(4) : new Speculation(new NgramProposer(1, 4, 0), 4, 64);
+                        try (Proposer p = spec.proposer()) {
+                            SpeculativeEngineTest.Result drafted = SpeculativeEngineTest.run(gpu, spec, ps, sampled);
+                            assertEquals(plain.signatures(), drafted.signatures(), method + " at T " + t + ", batch " + batch);
+                            assertTrue(drafted.spec().acceptedTokens() > 0, method + ": some drafts accepted");
+                            System.out.printf("[cuda sampled drafting] %s at T %.1f top-k 20 top-p 0.95, batch %d: drafted = plain bit for bit; %d drafted, "
+                                    + "acceptance %.3f, steps %d vs %d%n", method, t, batch, drafted.spec().draftTokens(), drafted.spec().acceptanceRate(),
+                                    drafted.steps(), plain.steps());
+                        }
+                    }
+                }
+            }
+        }
+    }
 }

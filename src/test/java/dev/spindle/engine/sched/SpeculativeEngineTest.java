@@ -558,7 +558,7 @@ class SpeculativeEngineTest {
     }
 
     /**
-     * Sampled at the model's temperatures with deterministic drafts (prompt lookup, a DFlash head's argmax): each row's token
+     * Sampled at the model's temperatures with deterministic drafts (prompt lookup, the greedy draft model, a DFlash head's argmax): each row's token
      * is drawn as plain decoding draws it, with the uniform plain decoding gives that position, so a seeded request gives
      * plain sampling's very tokens, on the host and drawn on a device (the whole window at once, uniforms read ahead and
      * consumed as rows emit), alone and in a batch.
@@ -575,8 +575,12 @@ class SpeculativeEngineTest {
                     Result plain = run(pass, Speculation.NONE, ps, sampled);
                     assertEquals(plain.signatures(), run(device, Speculation.NONE, ps, sampled).signatures(), "plain sampling, host and device");
                     for (ForwardPass p : List.of(pass, device)) {
-                        for (String method : List.of("ngram", "dflash")) {
-                            Speculation spec = method.equals("ngram") ? ngram(4) : dflash(Path.of("models/spindle-chat-dflash"), 7, arena);
+                        for (String method : List.of("ngram", "draft", "dflash")) {
+                            Speculation spec = switch (method) {
+                                case "ngram" -> ngram(4);
+                                case "draft" -> draftModel(4);
+                                default -> dflash(Path.of("models/spindle-chat-dflash"), 7, arena);
+                            };
                             try (Proposer pr = spec.proposer()) {
                                 int before = device.drawn;
                                 Result drafted = run(p, spec, ps, sampled);
