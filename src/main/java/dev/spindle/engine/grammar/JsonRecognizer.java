@@ -12,12 +12,14 @@ import java.util.Set;
  * Recognizes, one character at a time, the prefixes of JSON documents that a {@link Schema}
  * accepts, in a form that always ends: whitespace between tokens is nothing, one space, or
  * one newline and at most 20 spaces or tabs of indentation; numbers have at most 16 integer
- * and 16 fraction digits and a 3-digit exponent; a document may be framed by at most 4
+ * and 16 fraction digits and a 2-digit exponent, so every number it admits is a finite double,
+ * non-zero unless written as zero (|x| &lt; 1e115, and &gt; 1e-115 otherwise: a 3-digit exponent let
+ * a sampled 4915095129.31e350 through, which clients parse as infinity); a document may be framed by at most 4
  * whitespace characters (when the root allows it). A state is a set of configurations
  * (anyOf and enums branch; usually one); a configuration is an immutable stack of frames.
  */
 public final class JsonRecognizer implements Recognizer {
-    static final int MAX_INT_DIGITS = 16, MAX_FRACTION_DIGITS = 16, MAX_EXPONENT_DIGITS = 3;
+    static final int MAX_INT_DIGITS = 16, MAX_FRACTION_DIGITS = 16, MAX_EXPONENT_DIGITS = 2;
     static final int MAX_INDENT = 20, ROOT_SPACE = 4;
     private static final int SPACE = MAX_INDENT + 2; // whitespace state after a single space
 

@@ -62,7 +62,10 @@ class JsonRecognizerTest {
         assertNull(JsonRecognizer.start(s).feed("{\"a\":  1"), "one space at most");
         assertNull(JsonRecognizer.start(s).feed("{\n" + " ".repeat(21)), "at most 20 spaces of indentation");
         assertNull(JsonRecognizer.start(s).feed("{\"a\": 1." + "1".repeat(17)), "fraction digits are bounded");
-        assertNull(JsonRecognizer.start(s).feed("{\"a\": 1e1234"), "exponent digits are bounded");
+        assertNull(JsonRecognizer.start(s).feed("{\"a\": 1e123"), "exponent digits are bounded");
+        assertTrue(accepts(s, "{\"a\": -9999999999999999.9999999999999999e+99}"), "the largest magnitude admitted");
+        assertTrue(Double.isFinite(Double.parseDouble("9999999999999999.9999999999999999e+99")) && Double.parseDouble("0.0000000000000001e-99") > 0,
+                "every admitted number is a finite double, non-zero unless written as zero");
         assertNull(JsonRecognizer.start(s).feed("{\"a\": 1}\n\n\n\n\n"), "at most 4 whitespace characters after the document");
         assertTrue(accepts(s, "\n\n{\"a\": 1}\n"), "a document framed by newlines");
     }
