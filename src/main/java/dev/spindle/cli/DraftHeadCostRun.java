@@ -66,7 +66,8 @@ final class DraftHeadCostRun implements Callable<Integer> {
         out.put("model", model.dir().toString());
         out.put("label", "DFlash heads of the published shape with random weights; the speeds are projections from the measured costs: "
                 + "drafted tok/s = batch * L * 1000 / (verify_ms + inject_ms + draft_ms), plain = batch * 1000 / decode_step_ms (a draft step: every "
-                + "sequence's block in one forward, every sequence's four committed rows in one injection)");
+                + "sequence's block in one forward, every sequence's four committed rows in one injection, read where the tapped verification step left them on the "
+                + "GPU, as the engine does; inject_4_rows_each_from_host_taps_ms: the same rows handed over from the host)");
         // a small KV pool: the heads' weights (about 6 GB each for the 33B shape) need the room
         try (CudaForwardPass gpu = CudaForwardPass.open(c, null, new CudaForwardPass.Options(model.blockSize, stepRows, Math.min(kvMemoryFraction, 0.2), 0, true,
                 model.gemmCacheDir()), dev.spindle.model.LoadListener.NONE); Arena host = Arena.ofShared()) {
@@ -119,20 +120,19 @@ final class DraftHeadCostRun implements Callable<Integer> {
                                     head.draftAll(calls); // waits for its ids: the forward's whole time
                                 }
                                 double draftMs = (System.nanoTime() - t0) / 1e6 / n;
-                                head.injectAll(rows); // grows the context arrays once
-                                rows.forEach(o -> head.truncate(o.id(), 1023));
-                                gpu.driver().sync();
-                                t0 = System.nanoTime();
-                                for (int i = 0; i < n; i++) {
-                                    head.injectAll(rows);
-                                    rows.forEach(o -> head.truncate(o.id(), 1023));
+                                double injectHostMs = injectionMs(head, rows, n, gpu.driver());
+                                // the engine's path: the verification step is tapped, its taps stay on the GPU, and the head reads
+                                // each sequence's committed rows (here its window's first four) where the step wrote them
+                                double verifyMs = ((Number) bench.verifyCost(seqs, block, 1024, 20, hc.tapLayers(1)).get("step_ms")).doubleValue();
+                                List<dev.spindle.engine.spec.Observation> onDevice = new ArrayList<>();
+                                for (int id = 1; id <= seqs; id++) {
+                                    onDevice.add(new dev.spindle.engine.spec.Observation(id, 1023, null, 4, (id - 1) * block));
                                 }
-                                gpu.driver().sync(); // the injections' device work, not only their launches
-                                double injectStepMs = (System.nanoTime() - t0) / 1e6 / n;
-                                double verifyMs = ((Number) bench.verifyCost(seqs, block, 1024, 20).get("step_ms")).doubleValue();
+                                double injectStepMs = injectionMs(head, onDevice, n, gpu.driver());
                                 Map<String, Object> pb = new LinkedHashMap<>();
                                 pb.put("batch", seqs);
                                 pb.put("inject_4_rows_each_ms", round(injectStepMs));
+                                pb.put("inject_4_rows_each_from_host_taps_ms", round(injectHostMs));
                                 pb.put("draft_forward_ms", round(draftMs));
                                 pb.put("verify_window_ms", round(verifyMs));
                                 pb.put("decode_step_ms", stepMs[b]);
@@ -164,6 +164,20 @@ final class DraftHeadCostRun implements Callable<Integer> {
         }
         System.out.println(new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT).writeValueAsString(out));
         return 0;
+    }
+
+    /** The time of one injection of these rows (each sequence's context cut back after it), averaged over n, to the device's end. */
+    private static double injectionMs(CudaDraftHead head, List<dev.spindle.engine.spec.Observation> rows, int n, CudaDriver cuda) {
+        head.injectAll(rows); // grows the context arrays once
+        rows.forEach(o -> head.truncate(o.id(), 1023));
+        cuda.sync();
+        long t0 = System.nanoTime();
+        for (int i = 0; i < n; i++) {
+            head.injectAll(rows);
+            rows.forEach(o -> head.truncate(o.id(), 1023));
+        }
+        cuda.sync(); // the injections' device work, not only their launches
+        return (System.nanoTime() - t0) / 1e6 / n;
     }
 
     private static double round(double v) {

@@ -191,6 +191,15 @@ public final class CudaBench {
      * argmax drawn on the device (what greedy verification of rows - 1 drafts runs), the windows' K/V rewritten in place each step.
      */
     public Map<String, Object> verifyCost(int batch, int rows, int context, int steps) {
+        return verifyCost(batch, rows, context, steps, new int[0]);
+    }
+
+    /**
+     * As {@link #verifyCost(int, int, int, int)}, every window tapped after {@code tapLayers} (as a DFlash head's target
+     * steps are), the taps kept on the device: the last step's stay in the pass's tap buffer ({@link CudaForwardPass#deviceTaps}),
+     * window i's rows from row {@code i * rows} on.
+     */
+    public Map<String, Object> verifyCost(int batch, int rows, int context, int steps, int[] tapLayers) {
         List<BlockTable> tables = new ArrayList<>();
         for (int i = 0; i < batch; i++) {
             BlockTable t = reserved(context);
@@ -200,9 +209,9 @@ public final class CudaBench {
         Runnable step = () -> {
             List<Window> ws = new ArrayList<>(batch);
             for (BlockTable t : tables) {
-                ws.add(new Window(randomTokens(rows), context, t, ModelStep.allRows(rows), ModelStep.Draw.greedy(rows)));
+                ws.add(new Window(randomTokens(rows), context, t, ModelStep.allRows(rows), ModelStep.Draw.greedy(rows), tapLayers.length > 0));
             }
-            gpu.execute(new ModelStep(ws));
+            gpu.execute(new ModelStep(ws, tapLayers, false));
         };
         for (int i = 0; i < 3; i++) {
             step.run();

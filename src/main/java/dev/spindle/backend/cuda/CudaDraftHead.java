@@ -64,6 +64,9 @@ public final class CudaDraftHead implements DraftHead {
     // injection buffers (maxRows rows)
     private final long feat, ctx, ck, cv, irope;
     private final boolean deviceWalk; // DFlash2's walk on the device (its top-k and rank within the kernel's)
+    /** Captured block forwards, per (rows, drafted rows); beyond MAX_GRAPHS a forward launches kernel by kernel. */
+    private final Map<List<Integer>, MemorySegment> graphs = new HashMap<>();
+    static final int MAX_GRAPHS = 256;
     private final Arena arena = Arena.ofShared();
     private final MemorySegment logitsHost, idsHost, projHost, injectStaging;
     private float[][] lastLogits;
@@ -460,7 +463,7 @@ public final class CudaDraftHead implements DraftHead {
      * the host.
      */
     private List<Proposal> forward(List<Call> calls) {
-        int S = calls.size(), h = c.hidden(), kw = kvWidth(), qd = c.heads() * c.headDim(), in = c.intermediate(), half = c.headDim() / 2;
+        int S = calls.size(), half = c.headDim() / 2;
         int[] row0 = new int[S], drafted0 = new int[S];
         int n = 0, d = 0;
         for (int i = 0; i < S; i++) {
@@ -502,7 +505,91 @@ public final class CudaDraftHead implements DraftHead {
             }
         }
         cuda.copyToDeviceAsync(dmeta, st, st.byteSize());
-        long ids = dmeta + 4L * dsIds, inBlock = dmeta + 4L * dsInBlock, rowSeq = dmeta + 4L * dsRowSeq, gather = dmeta + 4L * dsGather;
+        boolean onDevice = false, sampledOnDevice = false; // picks made on the device, and sampled walks among them
+        int topK = c.selectorTopK();
+        blockForward(n, d);
+        for (int i = 0; i < S; i++) {
+            Call call = calls.get(i);
+            boolean sampled = sampled(call);
+            onDevice |= picksOnDevice(call);
+            if (deviceWalk) {
+                sampledOnDevice |= sampled;
+                long off = drafted0[i];
+                k.selectorWalk(logits + 2L * off * vocab, call.drafts(), vocab, proj + 2L * off * c.selectorRank(), c.selectorRank(), topK,
+                        w("candidate_selector.predecessor_codebook"), w("candidate_selector.successor_codebook"), call.anchor(), argmaxOut + 4L * off,
+                        sampled ? dmeta + dsU + 8L * off : 0L, sampled ? call.sampling().params().temperature() : 0.0, walkQ + 4L * off * topK,
+                        walkCand + 4L * off * topK, walkParts, d, drafted0[i]);
+            }
+        }
+        MemorySegment got = null;
+        if (onDevice) {
+            got = idsHost.asSlice(0, sampledOnDevice ? walkQ - walkOut + 4L * d * topK : 4L * d);
+            cuda.copyToHost(got, walkOut);
+        }
+        List<Proposal> out = new ArrayList<>(S);
+        for (int i = 0; i < S; i++) {
+            Call call = calls.get(i);
+            boolean sampled = sampled(call);
+            if (picksOnDevice(call)) {
+                int[] tokens = new int[call.drafts()];
+                MemorySegment.copy(got, ValueLayout.JAVA_INT, 4L * drafted0[i], tokens, 0, tokens.length);
+                if (!sampled) {
+                    out.add(Proposal.of(tokens));
+                    continue;
+                }
+                float[][] q = new float[call.drafts()][vocab]; // the walk's q: its candidates' probabilities, zero elsewhere
+                for (int r = 0; r < q.length; r++) {
+                    for (int j = 0; j < Math.min(topK, vocab); j++) {
+                        long at = (long) (drafted0[i] + r) * topK + j;
+                        q[r][got.getAtIndex(ValueLayout.JAVA_INT, (walkCand - walkOut) / 4 + at)] = got.getAtIndex(ValueLayout.JAVA_FLOAT, (walkQ - walkOut) / 4 + at);
+                    }
+                }
+                out.add(new Proposal(tokens, q));
+            } else {
+                out.add(onHost(call, drafted0[i]));
+            }
+        }
+        Call last = calls.getLast();
+        lastFirst = drafted0[S - 1];
+        lastDrafts = last.drafts();
+        lastLogits = null;
+        return out;
+    }
+
+    /**
+     * The block forward after its inputs are staged: embeddings, the layers, the final norm, the drafted rows' logits and their
+     * argmax (DFlash) or top-k candidates (DFlash2's device walk). Its launches depend on the rows (n) and drafted rows (d) alone,
+     * every other input being data at fixed addresses, so one CUDA graph per (n, d) replays it (as the target replays its decode
+     * steps): ~20 launches a layer cost one.
+     */
+    private void blockForward(int n, int d) {
+        if (!target.cudaGraphs()) {
+            launchBlockForward(n, d);
+            return;
+        }
+        List<Integer> key = List.of(n, d);
+        MemorySegment graph = graphs.get(key);
+        if (graph == null && graphs.size() >= MAX_GRAPHS) {
+            launchBlockForward(n, d);
+            return;
+        }
+        if (graph == null) {
+            boolean dependent = cuda.dependentLaunches(false); // draft_head.cu's kernels do not wait on a programmatic dependency
+            cuda.beginCapture();
+            try {
+                launchBlockForward(n, d);
+            } finally {
+                graph = cuda.endCapture();
+                cuda.dependentLaunches(dependent);
+            }
+            graphs.put(key, graph);
+        }
+        cuda.launchGraph(graph);
+    }
+
+    private void launchBlockForward(int n, int d) {
+        int h = c.hidden(), kw = kvWidth(), qd = c.heads() * c.headDim(), in = c.intermediate();
+        long ids = dmeta + 4L * dsIds, inBlock = dmeta + 4L * dsInBlock, gather = dmeta + 4L * dsGather, rowSeq = dmeta + 4L * dsRowSeq;
         long seqs = dmeta + 4L * dsSeqs, cosT = dmeta + dsCos, sinT = dmeta + dsSin;
         k.embed(ids, embedding, x, n, h);
         if (c.inputEmbeddingScale() != 1f) {
@@ -561,62 +648,14 @@ public final class CudaDraftHead implements DraftHead {
         if (c.outputMultiplier() != 1f || c.softcap() > 0) {
             k.shapeLogits(logits, (long) d * vocab, c.outputMultiplier(), c.softcap());
         }
-        boolean onDevice = false, sampledOnDevice = false; // picks made on the device, and sampled walks among them
         if (two) {
             linear.apply(picked, d, h, w("candidate_selector.hidden_projection.weight"), c.selectorRank(), proj);
         } else {
             k.argmax(logits, d, vocab, argmaxOut);
         }
-        int topK = c.selectorTopK();
         if (deviceWalk) {
-            k.rowTopK(logits, d, vocab, topK, walkParts); // every drafted row's candidates at once; the walks then go row by row
+            k.rowTopK(logits, d, vocab, c.selectorTopK(), walkParts); // every drafted row's candidates at once; the walks then go row by row
         }
-        for (int i = 0; i < S; i++) {
-            Call call = calls.get(i);
-            boolean sampled = sampled(call);
-            onDevice |= picksOnDevice(call);
-            if (deviceWalk) {
-                sampledOnDevice |= sampled;
-                long off = drafted0[i];
-                k.selectorWalk(logits + 2L * off * vocab, call.drafts(), vocab, proj + 2L * off * c.selectorRank(), c.selectorRank(), topK,
-                        w("candidate_selector.predecessor_codebook"), w("candidate_selector.successor_codebook"), call.anchor(), argmaxOut + 4L * off,
-                        sampled ? dmeta + dsU + 8L * off : 0L, sampled ? call.sampling().params().temperature() : 0.0, walkQ + 4L * off * topK,
-                        walkCand + 4L * off * topK, walkParts, d, drafted0[i]);
-            }
-        }
-        MemorySegment got = null;
-        if (onDevice) {
-            got = idsHost.asSlice(0, sampledOnDevice ? walkQ - walkOut + 4L * d * topK : 4L * d);
-            cuda.copyToHost(got, walkOut);
-        }
-        List<Proposal> out = new ArrayList<>(S);
-        for (int i = 0; i < S; i++) {
-            Call call = calls.get(i);
-            boolean sampled = sampled(call);
-            if (picksOnDevice(call)) {
-                int[] tokens = new int[call.drafts()];
-                MemorySegment.copy(got, ValueLayout.JAVA_INT, 4L * drafted0[i], tokens, 0, tokens.length);
-                if (!sampled) {
-                    out.add(Proposal.of(tokens));
-                    continue;
-                }
-                float[][] q = new float[call.drafts()][vocab]; // the walk's q: its candidates' probabilities, zero elsewhere
-                for (int r = 0; r < q.length; r++) {
-                    for (int j = 0; j < Math.min(topK, vocab); j++) {
-                        long at = (long) (drafted0[i] + r) * topK + j;
-                        q[r][got.getAtIndex(ValueLayout.JAVA_INT, (walkCand - walkOut) / 4 + at)] = got.getAtIndex(ValueLayout.JAVA_FLOAT, (walkQ - walkOut) / 4 + at);
-                    }
-                }
-                out.add(new Proposal(tokens, q));
-            } else {
-                out.add(onHost(call, drafted0[i]));
-            }
-        }
-        Call last = calls.getLast();
-        lastFirst = drafted0[S - 1];
-        lastDrafts = last.drafts();
-        lastLogits = null;
-        return out;
     }
 
     private static boolean sampled(Call call) {
@@ -684,6 +723,9 @@ public final class CudaDraftHead implements DraftHead {
     @Override
     public void close() {
         cuda.makeCurrent();
+        cuda.sync();
+        graphs.values().forEach(cuda::destroyGraph);
+        graphs.clear();
         contexts.clear();
         allocations.forEach(linear::forget); // the GEMMs' cached tensor maps of these buffers go with them
         allocations.forEach(cuda::free);

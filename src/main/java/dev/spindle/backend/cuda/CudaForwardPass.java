@@ -284,6 +284,11 @@ public final class CudaForwardPass implements ForwardPass {
         return slotBytes * slots;
     }
 
+    /** Whether decode steps replay CUDA graphs (a head beside this pass follows it). */
+    public boolean cudaGraphs() {
+        return opt.cudaGraphs();
+    }
+
     @Override
     public boolean drawsOnDevice() {
         return true;
