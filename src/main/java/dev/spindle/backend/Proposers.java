@@ -66,7 +66,8 @@ public final class Proposers {
      */
     static DraftHead draftHead(SpeculativeConfig cfg, Backends.Opened target, Backends.Settings settings, LoadListener listener) {
         Path dir = cfg.draftModel();
-        if (!DraftHeadConfig.isDraftHead(dir)) {
+        // a directory without config.json is reported as such by read(), not as the wrong kind of model
+        if (java.nio.file.Files.isRegularFile(dir.resolve("config.json")) && !DraftHeadConfig.isDraftHead(dir)) {
             throw new IllegalArgumentException(dir.resolve("config.json") + ": --speculative-method dflash needs a DFlash head (architectures "
                     + "DFlashDraftModel or DFlash2DraftModel); for a draft model use --speculative-method draft");
         }

@@ -140,6 +140,12 @@ public final class SpecBenchRun implements Callable<Integer> {
                 r.put("accepted_tokens", st.acceptedTokens());
                 r.put("acceptance_rate", round(st.acceptanceRate(), 3));
                 r.put("mean_tokens_per_drafted_window", round(st.meanAcceptedLength(), 3));
+                // per draft position, the share of windows whose draft there was accepted (vLLM's accepted-per-position over drafts)
+                List<Double> perPosition = new ArrayList<>();
+                for (long a : st.acceptedAtPosition()) {
+                    perPosition.add(round(st.drafts() == 0 ? 0 : (double) a / st.drafts(), 3));
+                }
+                r.put("accepted_per_position_over_windows", perPosition);
                 r.put("drafted_steps", st.draftedSteps());
                 r.put("steps", drafted.steps);
                 r.put("plain_steps", plain.steps);

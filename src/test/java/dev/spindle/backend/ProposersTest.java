@@ -27,4 +27,17 @@ class ProposersTest {
         }
         assertTrue(missing.isEmpty(), "Proposers.ClosingHead leaves these to DraftHead's defaults instead of the head's own:" + missing);
     }
+
+    /** A head directory that is not there is reported as missing, and a draft model's as the wrong kind of model. */
+    @Test
+    void aMissingOrWrongHeadDirectoryIsNamed(@org.junit.jupiter.api.io.TempDir java.nio.file.Path tmp) throws Exception {
+        java.nio.file.Path none = tmp.resolve("no-such-head");
+        RuntimeException e = org.junit.jupiter.api.Assertions.assertThrows(RuntimeException.class, () -> Proposers.draftHead(
+                new dev.spindle.engine.spec.SpeculativeConfig(dev.spindle.engine.spec.SpeculativeConfig.Method.DFLASH, none, 4, 1, 4, 16), null, null, null));
+        assertTrue(e.getMessage().contains("not found") && e.getMessage().contains("no-such-head"), e.getMessage());
+        e = org.junit.jupiter.api.Assertions.assertThrows(RuntimeException.class, () -> Proposers.draftHead(
+                new dev.spindle.engine.spec.SpeculativeConfig(dev.spindle.engine.spec.SpeculativeConfig.Method.DFLASH, java.nio.file.Path.of("models/spindle-chat-drafter"),
+                        4, 1, 4, 16), null, null, null));
+        assertTrue(e.getMessage().contains("needs a DFlash head"), e.getMessage());
+    }
 }
