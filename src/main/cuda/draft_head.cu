@@ -9,61 +9,120 @@
 // fp32 scores, an online softmax (flash-style running max and sum), fp32 accumulation, the output rounded
 // to bf16 once: sdpa's math, not bit-equal to the CPU twin's two-pass sum (the head's parity gate is KL
 // to the fp32 reference). A row's arithmetic does not depend on the other sequences. Grid: (rows, heads),
-// block 128 = 4 warps taking keys in turn; a lane holds d / 32 dims (d <= 256). The warps' partial states
-// are merged in shared memory in warp order.
+// block DA_WARPS warps taking keys in turn (warp w: keys w, w + DA_WARPS, ...), two keys in flight a warp
+// (their loads issued together, their updates applied in key order); a lane holds d / 32 dims (d <= 256),
+// loaded 8 bytes at a time where d = 128. The warps' partial states are merged in shared memory in warp
+// order. A CTA's keys are a chain (each update waits on the last), so its time is the chain's length:
+// 8 warps with two keys in flight cut a 1,024-key context's chain from 256 dependent loads (4 warps, a key
+// at a time) to 64 pairs, and at most 64 registers a thread keep 4 CTAs an SM (a 33B-shape block of 8 rows,
+// 448 CTAs, in one wave).
 #include "common.cuh"
 
-#define DA_WARPS 4
+#define DA_WARPS 8
 
-extern "C" __global__ void draft_attention(const bf16 *q, const unsigned long long *ctxKV, const int *seqs, const int *rowSeq, const bf16 *blkK,
-                                           const bf16 *blkV, bf16 *out, int rows, int heads, int kvHeads, int d, int window) {
-    dependent_launch_entry();
-    const int r = blockIdx.x, h = blockIdx.y, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    if (r >= rows || h >= heads) return;
+// a lane's P consecutive dims of row p (from dim lane * P) as floats; 8 bytes at a time where P = 4
+template <int P>
+__device__ __forceinline__ void da_load(const bf16 *p, int lane, float *v) {
+    if (P == 4) {
+        const uint2 u = *reinterpret_cast<const uint2 *>(p + lane * 4);
+        const __nv_bfloat162 a = *reinterpret_cast<const __nv_bfloat162 *>(&u.x), b = *reinterpret_cast<const __nv_bfloat162 *>(&u.y);
+        v[0] = __low2float(a); v[1] = __high2float(a); v[2] = __low2float(b); v[3] = __high2float(b);
+    } else {
+        #pragma unroll
+        for (int i = 0; i < P; i++) v[i] = ld(p, lane * P + i);
+    }
+}
+
+// one (row, head): P = d / 32 dims a lane, known at compile time so that the lane's values stay in registers
+template <int P>
+__device__ __forceinline__ void da_row(const bf16 *q, const unsigned long long *ctxKV, const int *seqs, const int *rowSeq, const bf16 *blkK,
+                                       const bf16 *blkV, bf16 *out, int r, int h, int heads, int kvHeads, int window, float *sm, float *sl,
+                                       float (*sacc)[256]) {
+    const int d = 32 * P, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int sq = rowSeq[r], *sd = seqs + 5 * sq;
     const int ctxRows = sd[0], ctxStart = sd[1], position = sd[2], row0 = sd[3], blockRows = sd[4];
     const bf16 *ctxK = reinterpret_cast<const bf16 *>(ctxKV[2 * sq]), *ctxV = reinterpret_cast<const bf16 *>(ctxKV[2 * sq + 1]);
-    const int kv = h / (heads / kvHeads), per = d / 32, kvw = kvHeads * d;
+    const int kv = h / (heads / kvHeads), kvw = kvHeads * d;
     const float scale = rsqrtf((float) d);
-    float qv[8], acc[8];
-    for (int i = 0; i < per; i++) {
-        qv[i] = ld(q, ((long) r * heads + h) * d + lane * per + i);
-        acc[i] = 0.f;
-    }
+    float qv[P], acc[P];
+    da_load<P>(q + ((long) r * heads + h) * d, lane, qv);
+    #pragma unroll
+    for (int i = 0; i < P; i++) acc[i] = 0.f;
     float m = -INFINITY, l = 0.f;
     const int qpos = position + (r - row0), keys = ctxRows + blockRows;
-    for (int j = warp; j < keys; j += DA_WARPS) {
-        const bool fromCtx = j < ctxRows;
-        const int kpos = fromCtx ? ctxStart + j : position + (j - ctxRows);
-        if (window > 0 && abs(qpos - kpos) >= window) continue;
-        const long kr0 = fromCtx ? (long) j * kvw + kv * d : (long) (row0 + j - ctxRows) * kvw + kv * d;
-        const bf16 *kr = (fromCtx ? ctxK : blkK) + kr0, *vr = (fromCtx ? ctxV : blkV) + kr0;
-        float s = 0.f;
-        for (int i = 0; i < per; i++) s = fmaf(qv[i], ld(kr, lane * per + i), s);
-        for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
-        s *= scale;
-        const float mNew = fmaxf(m, s), corr = expf(m - mNew), p = expf(s - mNew);
-        l = l * corr + p;
-        for (int i = 0; i < per; i++) acc[i] = fmaf(p, ld(vr, lane * per + i), acc[i] * corr);
-        m = mNew;
+    for (int j0 = warp; j0 < keys; j0 += 2 * DA_WARPS) {
+        float kx[2][P], vx[2][P], s[2];
+        bool live[2];
+        #pragma unroll
+        for (int u = 0; u < 2; u++) { // both keys' loads first
+            const int j = j0 + u * DA_WARPS;
+            const bool fromCtx = j < ctxRows;
+            const int kpos = fromCtx ? ctxStart + j : position + (j - ctxRows);
+            live[u] = j < keys && !(window > 0 && abs(qpos - kpos) >= window);
+            const long kr0 = fromCtx ? (long) j * kvw + kv * d : (long) (row0 + j - ctxRows) * kvw + kv * d;
+            if (live[u]) {
+                da_load<P>((fromCtx ? ctxK : blkK) + kr0, lane, kx[u]);
+                da_load<P>((fromCtx ? ctxV : blkV) + kr0, lane, vx[u]);
+            }
+        }
+        #pragma unroll
+        for (int u = 0; u < 2; u++) {
+            s[u] = 0.f;
+            #pragma unroll
+            for (int i = 0; i < P; i++) s[u] = fmaf(qv[i], live[u] ? kx[u][i] : 0.f, s[u]);
+            #pragma unroll
+            for (int o = 16; o > 0; o >>= 1) s[u] += __shfl_xor_sync(0xffffffffu, s[u], o);
+        }
+        #pragma unroll
+        for (int u = 0; u < 2; u++) { // the updates in key order
+            if (!live[u]) continue;
+            const float sc = s[u] * scale, mNew = fmaxf(m, sc), corr = expf(m - mNew), p = expf(sc - mNew);
+            l = l * corr + p;
+            #pragma unroll
+            for (int i = 0; i < P; i++) acc[i] = fmaf(p, vx[u][i], acc[i] * corr);
+            m = mNew;
+        }
     }
-    __shared__ float sm[DA_WARPS], sl[DA_WARPS], sacc[DA_WARPS][256];
     if (lane == 0) { sm[warp] = m; sl[warp] = l; }
-    for (int i = 0; i < per; i++) sacc[warp][lane * per + i] = acc[i];
+    #pragma unroll
+    for (int i = 0; i < P; i++) sacc[warp][lane * P + i] = acc[i];
     __syncthreads();
     if (warp != 0) return;
     float M = -INFINITY;
     for (int w = 0; w < DA_WARPS; w++) M = fmaxf(M, sm[w]);
     float L = 0.f;
-    float o[8];
-    for (int i = 0; i < per; i++) o[i] = 0.f;
+    float o[P];
+    #pragma unroll
+    for (int i = 0; i < P; i++) o[i] = 0.f;
     for (int w = 0; w < DA_WARPS; w++) {
         if (sm[w] == -INFINITY) continue;
         const float c = expf(sm[w] - M);
         L += sl[w] * c;
-        for (int i = 0; i < per; i++) o[i] += sacc[w][lane * per + i] * c;
+        #pragma unroll
+        for (int i = 0; i < P; i++) o[i] += sacc[w][lane * P + i] * c;
     }
-    for (int i = 0; i < per; i++) st(out, ((long) r * heads + h) * d + lane * per + i, o[i] / L);
+    #pragma unroll
+    for (int i = 0; i < P; i++) st(out, ((long) r * heads + h) * d + lane * P + i, o[i] / L);
+}
+
+// head dims 32 .. 256 in steps of 32 (d / 32 dims a lane)
+extern "C" __global__ void __launch_bounds__(32 * DA_WARPS, 4)
+draft_attention(const bf16 *q, const unsigned long long *ctxKV, const int *seqs, const int *rowSeq, const bf16 *blkK, const bf16 *blkV, bf16 *out,
+                int rows, int heads, int kvHeads, int d, int window) {
+    dependent_launch_entry();
+    const int r = blockIdx.x, h = blockIdx.y;
+    if (r >= rows || h >= heads) return;
+    __shared__ float sm[DA_WARPS], sl[DA_WARPS], sacc[DA_WARPS][256]; // the warps' partial states
+    switch (d / 32) {
+        case 1: da_row<1>(q, ctxKV, seqs, rowSeq, blkK, blkV, out, r, h, heads, kvHeads, window, sm, sl, sacc); break;
+        case 2: da_row<2>(q, ctxKV, seqs, rowSeq, blkK, blkV, out, r, h, heads, kvHeads, window, sm, sl, sacc); break;
+        case 3: da_row<3>(q, ctxKV, seqs, rowSeq, blkK, blkV, out, r, h, heads, kvHeads, window, sm, sl, sacc); break;
+        case 4: da_row<4>(q, ctxKV, seqs, rowSeq, blkK, blkV, out, r, h, heads, kvHeads, window, sm, sl, sacc); break;
+        case 5: da_row<5>(q, ctxKV, seqs, rowSeq, blkK, blkV, out, r, h, heads, kvHeads, window, sm, sl, sacc); break;
+        case 6: da_row<6>(q, ctxKV, seqs, rowSeq, blkK, blkV, out, r, h, heads, kvHeads, window, sm, sl, sacc); break;
+        case 7: da_row<7>(q, ctxKV, seqs, rowSeq, blkK, blkV, out, r, h, heads, kvHeads, window, sm, sl, sacc); break;
+        default: da_row<8>(q, ctxKV, seqs, rowSeq, blkK, blkV, out, r, h, heads, kvHeads, window, sm, sl, sacc); break;
+    }
 }
 
 // dyn_conv: DFlash2's grouped dynamic depthwise convolution over each block's rows (causal, zero before its

@@ -232,6 +232,9 @@ public final class CudaKernels {
                 values, ids, parts == 0 ? 0 : p);
     }
 
+    /** Warps of a draft_attention CTA (draft_head.cu's DA_WARPS). */
+    static final int DRAFT_ATTENTION_WARPS = 8;
+
     /**
      * A draft head's blocks (several sequences' at once) against their contexts (draft_head.cu): q (rows, heads x d),
      * ctxKV the layer's context K and V addresses per sequence (2 per sequence), seqs {ctxRows, ctxStart, position,
@@ -239,7 +242,7 @@ public final class CudaKernels {
      */
     public void draftAttention(long q, long ctxKV, long seqs, long rowSeq, long blkK, long blkV, long out, int rows, int heads, int kvHeads, int headDim,
                                int window) {
-        cuda.launch(draftAttention, rows, heads, 128, q, ctxKV, seqs, rowSeq, blkK, blkV, out, rows, heads, kvHeads, headDim, window);
+        cuda.launch(draftAttention, rows, heads, 32 * DRAFT_ATTENTION_WARPS, q, ctxKV, seqs, rowSeq, blkK, blkV, out, rows, heads, kvHeads, headDim, window);
     }
 
     /** DFlash2's grouped dynamic convolution over each block's rows (inBlock: each row's index in its block; draft_head.cu). */
