@@ -106,9 +106,9 @@ __device__ __forceinline__ void da_row(const bf16 *q, const unsigned long long *
 }
 
 // head dims 32 .. 256 in steps of 32 (d / 32 dims a lane)
-extern "C" __global__ void __launch_bounds__(32 * DA_WARPS, 4)
-draft_attention(const bf16 *q, const unsigned long long *ctxKV, const int *seqs, const int *rowSeq, const bf16 *blkK, const bf16 *blkV, bf16 *out,
-                int rows, int heads, int kvHeads, int d, int window) {
+extern "C" __global__ void __launch_bounds__(32 * DA_WARPS, 4) draft_attention(const bf16 *q, const unsigned long long *ctxKV, const int *seqs,
+                                                                             const int *rowSeq, const bf16 *blkK, const bf16 *blkV, bf16 *out,
+                                                                             int rows, int heads, int kvHeads, int d, int window) {
     dependent_launch_entry();
     const int r = blockIdx.x, h = blockIdx.y;
     if (r >= rows || h >= heads) return;
