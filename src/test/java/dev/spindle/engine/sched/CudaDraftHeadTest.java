@@ -191,26 +191,9 @@ class CudaDraftHeadTest {
     @Test
     void sampledDraftingWithDeterministicDraftsEqualsPlainSamplingOnTheGpu() {
         try (CudaForwardPass gpu = CudaSpeculativeTest.cuda(SpeculativeEngineTest.target); Arena arena = Arena.ofShared()) {
-            for (double t : new double[]{0.6, 1.0}) {
-                Function<Integer, SamplingParams> sampled = i -> new SamplingParams(t, 0, 0.95, 0, 5000L + i, 0, 0, 1, Map.of(), 48, Set.of(), false,
-                        -1, null, -1);
-                for (int batch : new int[]{1, 7}) {
-                    List<int[]> ps = SpeculativeEngineTest.prompts.subList(0, batch);
-                    SpeculativeEngineTest.Result plain = SpeculativeEngineTest.run(gpu, Speculation.NONE, ps, sampled);
-                    for (String method : List.of("dflash", "ngram")) {
-                        Speculation spec = method.equals("dflash") ? head(gpu, Path.of("models/spindle-chat-dflash"), arena)
-                                : new Speculation(new dev.spindle.engine.spec.NgramProposer(1, 4, 0), 4, 64);
-                        try (Proposer p = spec.proposer()) {
-                            SpeculativeEngineTest.Result drafted = SpeculativeEngineTest.run(gpu, spec, ps, sampled);
-                            assertEquals(plain.signatures(), drafted.signatures(), method + " at T " + t + ", batch " + batch);
-                            assertTrue(drafted.spec().acceptedTokens() > 0, method + ": some drafts accepted");
-                            System.out.printf("[cuda sampled drafting] %s at T %.1f top-p 0.95, batch %d: drafted = plain bit for bit; %d drafted, "
-                                            + "acceptance %.3f, steps %d vs %d%n", method, t, batch, drafted.spec().draftTokens(), drafted.spec().acceptanceRate(),
-                                    drafted.steps(), plain.steps());
-                        }
-                    }
-                }
-            }
+            CudaSpeculativeTest.assertSampledDraftingEqualsPlain(gpu, 0, 5000L, Map.of(
+                    "dflash", () -> head(gpu, Path.of("models/spindle-chat-dflash"), arena),
+                    "ngram", () -> new Speculation(new dev.spindle.engine.spec.NgramProposer(1, 4, 0), 4, 64)));
         }
     }
 }

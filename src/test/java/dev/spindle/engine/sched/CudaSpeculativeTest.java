@@ -142,22 +142,31 @@ class CudaSpeculativeTest {
     @Test
     void sampledDraftingEqualsPlainSamplingOnTheGpu() {
         try (CudaForwardPass gpu = cuda(SpeculativeEngineTest.target)) {
-            for (double t : new double[]{0.6, 1.0}) {
-                Function<Integer, SamplingParams> sampled = i -> new SamplingParams(t, 20, 0.95, 0, 6000L + i, 0, 0, 1, Map.of(), 48, Set.of(), false,
-                        -1, null, -1);
-                for (int batch : new int[]{1, 7}) {
-                    List<int[]> ps = SpeculativeEngineTest.prompts.subList(0, batch);
-                    SpeculativeEngineTest.Result plain = SpeculativeEngineTest.run(gpu, Speculation.NONE, ps, sampled);
-                    for (String method : List.of("draft", "ngram")) {
-                        Speculation spec = method.equals("draft") ? draftModel(4) : new Speculation(new NgramProposer(1, 4, 0), 4, 64);
-                        try (Proposer p = spec.proposer()) {
-                            SpeculativeEngineTest.Result drafted = SpeculativeEngineTest.run(gpu, spec, ps, sampled);
-                            assertEquals(plain.signatures(), drafted.signatures(), method + " at T " + t + ", batch " + batch);
-                            assertTrue(drafted.spec().acceptedTokens() > 0, method + ": some drafts accepted");
-                            System.out.printf("[cuda sampled drafting] %s at T %.1f top-k 20 top-p 0.95, batch %d: drafted = plain bit for bit; %d drafted, "
-                                    + "acceptance %.3f, steps %d vs %d%n", method, t, batch, drafted.spec().draftTokens(), drafted.spec().acceptanceRate(),
-                                    drafted.steps(), plain.steps());
-                        }
+            assertSampledDraftingEqualsPlain(gpu, 20, 6000L, Map.of("draft", () -> draftModel(4),
+                    "ngram", () -> new Speculation(new NgramProposer(1, 4, 0), 4, 64)));
+        }
+    }
+
+    /**
+     * Seeded requests sampled at T 0.6 and 1.0 (top-k topK, top-p 0.95; seeds from seed0), batches 1 and 7: drafted by each
+     * proposer (made afresh for every run) they give plain sampling's tokens, bit for bit, and some drafts are accepted.
+     */
+    static void assertSampledDraftingEqualsPlain(CudaForwardPass gpu, int topK, long seed0, Map<String, java.util.function.Supplier<Speculation>> proposers) {
+        for (double t : new double[]{0.6, 1.0}) {
+            Function<Integer, SamplingParams> sampled = i -> new SamplingParams(t, topK, 0.95, 0, seed0 + i, 0, 0, 1, Map.of(), 48, Set.of(), false,
+                    -1, null, -1);
+            for (int batch : new int[]{1, 7}) {
+                List<int[]> ps = SpeculativeEngineTest.prompts.subList(0, batch);
+                SpeculativeEngineTest.Result plain = SpeculativeEngineTest.run(gpu, Speculation.NONE, ps, sampled);
+                for (var method : new java.util.TreeMap<>(proposers).entrySet()) {
+                    Speculation spec = method.getValue().get();
+                    try (Proposer p = spec.proposer()) {
+                        SpeculativeEngineTest.Result drafted = SpeculativeEngineTest.run(gpu, spec, ps, sampled);
+                        String what = method.getKey() + " at T " + t + " top-k " + topK + " top-p 0.95, batch " + batch;
+                        assertEquals(plain.signatures(), drafted.signatures(), what);
+                        assertTrue(drafted.spec().acceptedTokens() > 0, what + ": some drafts accepted");
+                        System.out.printf("[cuda sampled drafting] %s: drafted = plain bit for bit; %d drafted, acceptance %.3f, steps %d vs %d%n", what,
+                                drafted.spec().draftTokens(), drafted.spec().acceptanceRate(), drafted.steps(), plain.steps());
                     }
                 }
             }
