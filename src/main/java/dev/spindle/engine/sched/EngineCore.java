@@ -313,7 +313,7 @@ public final class EngineCore {
         if (!model.drawsOnDevice() || s.constraint != null || !deviceDrawable(s, e.from()) || (p.temperature() > 0 && s.draftQ != null)) {
             return null;
         }
-        return p.temperature() == 0 ? ModelStep.Draw.greedy(e.count()) : new ModelStep.Draw(p.temperature(), p.topK(), p.topP(), p.minP(), s.rng.peekDoubles(e.count()));
+        return draw(p, p.temperature() > 0 ? s.rng.peekDoubles(e.count()) : new double[e.count()]);
     }
 
     /**
@@ -461,7 +461,12 @@ public final class EngineCore {
         if (!deviceDrawable(s, from)) {
             return null;
         }
-        return new ModelStep.Draw(p.temperature(), p.topK(), p.topP(), p.minP(), new double[]{p.temperature() > 0 ? s.rng.nextDouble() : 0});
+        return draw(p, new double[]{p.temperature() > 0 ? s.rng.nextDouble() : 0});
+    }
+
+    /** The device draw of a request's settings, one uniform a wanted row (a greedy draw reads none: the device takes the argmax at T 0). */
+    private static ModelStep.Draw draw(SamplingParams p, double[] u) {
+        return new ModelStep.Draw(p.temperature(), p.topK(), p.topP(), p.minP(), u);
     }
 
     /** Whether plain sampling's rule alone chooses this sequence's tokens (what the device can draw). */

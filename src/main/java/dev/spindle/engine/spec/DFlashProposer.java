@@ -19,7 +19,6 @@ import java.util.List;
 public final class DFlashProposer implements Proposer {
     private final DraftHead head;
     private final java.util.Map<Long, java.util.random.RandomGenerator> rngs = new java.util.HashMap<>();
-
     private final boolean sampledDrafts;
 
     /** Deterministic drafts at every temperature. */
