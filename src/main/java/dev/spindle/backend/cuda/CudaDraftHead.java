@@ -64,7 +64,10 @@ public final class CudaDraftHead implements DraftHead {
     // injection buffers (maxRows rows)
     private final long feat, ctx, ck, cv, irope;
     private final boolean deviceWalk; // DFlash2's walk on the device (its top-k and rank within the kernel's)
-    /** Captured block forwards, per (rows, drafted rows); beyond MAX_GRAPHS a forward launches kernel by kernel. */
+    /**
+     * Captured block forwards, per (rows, drafted rows), and injections, per (-1, rows) with host taps or (-2, rows, tap buffer
+     * rows, its address) with the target's; beyond MAX_GRAPHS they launch kernel by kernel.
+     */
     private final Map<List<Integer>, MemorySegment> graphs = new HashMap<>();
     static final int MAX_GRAPHS = 256;
     private final Arena arena = Arena.ofShared();
@@ -410,25 +413,63 @@ public final class CudaDraftHead implements DraftHead {
                 }
             }
             cuda.copyToDeviceAsync(irope, st.asSlice(featBytes), 2 * ropeBytes + 2 * addrBytes + 4L * n);
-            long sin = irope + ropeBytes, kAddr = irope + 2 * ropeBytes, vAddr = kAddr + addrBytes, stepRowIdx = vAddr + addrBytes;
-            if (onDevice) {
-                k.gatherTaps(dt.buffer(), dt.rows(), h, taps.length, stepRowIdx, feat, n);
-            } else {
+            if (!onDevice) {
                 cuda.copyToDeviceAsync(feat, st, featBytes);
             }
-            linear.apply(feat, n, in, w("fc.weight"), h, ctx);
-            k.rmsNorm(ctx, w("hidden_norm.weight"), ctx, n, h, c.rmsNormEps());
-            for (int l = 0; l < L; l++) {
-                String p = "layers." + l + ".self_attn.";
-                linear.apply(ctx, n, h, w(p + "k_proj.weight"), kw, ck);
-                linear.apply(ctx, n, h, w(p + "v_proj.weight"), kw, cv);
-                k.rmsNorm(ck, w(p + "k_norm.weight"), ck, n * c.kvHeads(), c.headDim(), c.rmsNormEps());
-                k.rope(ck, kw, irope, sin, pos, n, c.kvHeads(), c.headDim());
-                k.scatterKv(ck, cv, kw, kAddr + 8L * l * n, vAddr + 8L * l * n, n);
-            }
+            injection(n, dt);
             if (at + n < rows.size()) {
                 cuda.sync(); // the staging buffer is written again for the next piece
             }
+        }
+    }
+
+    /**
+     * The injection of n staged rows (taps gathered from the target's buffer {@code dt}, or copied from the host when it is
+     * null): fc, hidden_norm, then each layer's k and v projections, k_norm, RoPE and scatter_kv. Its launches depend on n
+     * and the tap buffer alone (the staged inputs lie at offsets set by n), so one CUDA graph per (n, tap buffer and its
+     * rows) replays them: ~5 launches a layer, each a call through the driver, cost one.
+     */
+    private void injection(int n, CudaForwardPass.DeviceTaps dt) {
+        if (!target.cudaGraphs()) {
+            launchInjection(n, dt);
+            return;
+        }
+        List<Integer> key = dt == null ? List.of(-1, n) : List.of(-2, n, dt.rows(), (int) (dt.buffer() >>> 32), (int) dt.buffer());
+        MemorySegment graph = graphs.get(key);
+        if (graph == null && graphs.size() >= MAX_GRAPHS) {
+            launchInjection(n, dt);
+            return;
+        }
+        if (graph == null) {
+            boolean dependent = cuda.dependentLaunches(true); // as the block forward's
+            cuda.beginCapture();
+            try {
+                launchInjection(n, dt);
+            } finally {
+                graph = cuda.endCapture();
+                cuda.dependentLaunches(dependent);
+            }
+            graphs.put(key, graph);
+        }
+        cuda.launchGraph(graph);
+    }
+
+    private void launchInjection(int n, CudaForwardPass.DeviceTaps dt) {
+        int h = c.hidden(), kw = kvWidth(), in = taps.length * h, half = c.headDim() / 2;
+        long ropeBytes = 4L * n * half, addrBytes = 8L * c.layers() * n;
+        long sin = irope + ropeBytes, kAddr = irope + 2 * ropeBytes, vAddr = kAddr + addrBytes, stepRowIdx = vAddr + addrBytes;
+        if (dt != null) {
+            k.gatherTaps(dt.buffer(), dt.rows(), h, taps.length, stepRowIdx, feat, n);
+        }
+        linear.apply(feat, n, in, w("fc.weight"), h, ctx);
+        k.rmsNorm(ctx, w("hidden_norm.weight"), ctx, n, h, c.rmsNormEps());
+        for (int l = 0; l < c.layers(); l++) {
+            String p = "layers." + l + ".self_attn.";
+            linear.apply(ctx, n, h, w(p + "k_proj.weight"), kw, ck);
+            linear.apply(ctx, n, h, w(p + "v_proj.weight"), kw, cv);
+            k.rmsNorm(ck, w(p + "k_norm.weight"), ck, n * c.kvHeads(), c.headDim(), c.rmsNormEps());
+            k.rope(ck, kw, irope, sin, pos, n, c.kvHeads(), c.headDim());
+            k.scatterKv(ck, cv, kw, kAddr + 8L * l * n, vAddr + 8L * l * n, n);
         }
     }
 
@@ -574,7 +615,7 @@ public final class CudaDraftHead implements DraftHead {
             return;
         }
         if (graph == null) {
-            boolean dependent = cuda.dependentLaunches(false); // draft_head.cu's kernels do not wait on a programmatic dependency
+            boolean dependent = cuda.dependentLaunches(true); // as the target's steps: every kernel waits first (common.cuh)
             cuda.beginCapture();
             try {
                 launchBlockForward(n, d);
