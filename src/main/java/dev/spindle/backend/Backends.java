@@ -157,15 +157,21 @@ public final class Backends {
         int maxBlocks = s.kvCacheTokens() > 0 ? Math.max(1, s.kvCacheTokens() / s.blockSize()) : 0;
         CudaForwardPass.Options options = new CudaForwardPass.Options(s.blockSize(), s.maxStepRows(), s.kvMemoryFraction(), maxBlocks,
                 s.cudaGraphs(), s.gemmCache(), s.reserveBytes(), s.extraKvBytesPerToken());
+        long t0 = System.nanoTime();
         LoadedModel host = format == LoadFormat.DUMMY ? null : ModelLoader.load(dir, format, listener);
         ModelConfig c = host != null ? host.config() : ConfigParser.read(dir.resolve("config.json"));
+        double mapSeconds = (System.nanoTime() - t0) / 1e9;
         try {
+            long t1 = System.nanoTime();
             CudaForwardPass gpu = CudaForwardPass.open(c, host == null ? null : host.weights(), options, listener);
-            String desc = String.format("the CUDA backend (%s) on %s: %.1f GB of weights %s in %.1f s (%.1f GB/s); KV pool %d blocks of %d tokens"
-                            + " (%,d tokens, %.1f GiB); CUDA graphs %s",
+            // the start's phases, as bench's "load": the checkpoint mapped, validated and read in; the upload; the pass's setup
+            // (kernels, cuBLASLt's GEMM choices or their cache, linear_rows checks and tensor maps, the KV pool)
+            double setupSeconds = (System.nanoTime() - t1) / 1e9 - gpu.weights().seconds();
+            String desc = String.format("the CUDA backend (%s) on %s: %.1f GB of weights %s in %.2f s (%.1f GB/s); checkpoint mapped and read in %.2f s,"
+                            + " setup (kernels, GEMM choices, tensor maps, KV pool) %.2f s; KV pool %d blocks of %d tokens (%,d tokens, %.1f GiB); CUDA graphs %s",
                     why, gpu.driver().deviceName(), gpu.weights().bytes() / 1e9, host == null ? "generated" : "uploaded", gpu.weights().seconds(),
-                    gpu.weights().bytes() / 1e9 / Math.max(1e-9, gpu.weights().seconds()), gpu.kvCapacity().blocks(), s.blockSize(),
-                    (long) gpu.kvCapacity().blocks() * s.blockSize(), gpu.kvPoolBytes() / (double) (1L << 30), s.cudaGraphs() ? "on" : "off");
+                    gpu.weights().bytes() / 1e9 / Math.max(1e-9, gpu.weights().seconds()), mapSeconds, setupSeconds, gpu.kvCapacity().blocks(),
+                    s.blockSize(), (long) gpu.kvCapacity().blocks() * s.blockSize(), gpu.kvPoolBytes() / (double) (1L << 30), s.cudaGraphs() ? "on" : "off");
             if (host != null) {
                 host.close(); // the weights live on the device now; unmap the files
             }
