@@ -152,6 +152,15 @@ public final class Backends {
         }
     }
 
+    /** How the start log describes an opened CUDA backend: the device, the start's phases, the KV pool. */
+    static String cudaDescription(String why, String device, long weightBytes, boolean generated, double uploadSeconds, double mapSeconds,
+                                  double setupSeconds, int kvBlocks, int blockSize, long kvPoolBytes, boolean cudaGraphs) {
+        return String.format(java.util.Locale.ROOT, "the CUDA backend (%s) on %s: %.1f GB of weights %s in %.2f s (%.1f GB/s); checkpoint mapped and read in %.2f s,"
+                        + " setup (kernels, GEMM choices, tensor maps, KV pool) %.2f s; KV pool %d blocks of %d tokens (%,d tokens, %.1f GiB); CUDA graphs %s",
+                why, device, weightBytes / 1e9, generated ? "generated" : "uploaded", uploadSeconds, weightBytes / 1e9 / Math.max(1e-9, uploadSeconds),
+                mapSeconds, setupSeconds, kvBlocks, blockSize, (long) kvBlocks * blockSize, kvPoolBytes / (double) (1L << 30), cudaGraphs ? "on" : "off");
+    }
+
     private static Opened openCuda(Path dir, LoadFormat format, Settings s, LoadListener listener, String why) {
         // the options first: a setting the backend refuses is reported before any weight is read
         int maxBlocks = s.kvCacheTokens() > 0 ? Math.max(1, s.kvCacheTokens() / s.blockSize()) : 0;
@@ -167,11 +176,8 @@ public final class Backends {
             // the start's phases, as bench's "load": the checkpoint mapped, validated and read in; the upload; the pass's setup
             // (kernels, cuBLASLt's GEMM choices or their cache, linear_rows checks and tensor maps, the KV pool)
             double setupSeconds = (System.nanoTime() - t1) / 1e9 - gpu.weights().seconds();
-            String desc = String.format("the CUDA backend (%s) on %s: %.1f GB of weights %s in %.2f s (%.1f GB/s); checkpoint mapped and read in %.2f s,"
-                            + " setup (kernels, GEMM choices, tensor maps, KV pool) %.2f s; KV pool %d blocks of %d tokens (%,d tokens, %.1f GiB); CUDA graphs %s",
-                    why, gpu.driver().deviceName(), gpu.weights().bytes() / 1e9, host == null ? "generated" : "uploaded", gpu.weights().seconds(),
-                    gpu.weights().bytes() / 1e9 / Math.max(1e-9, gpu.weights().seconds()), mapSeconds, setupSeconds, gpu.kvCapacity().blocks(),
-                    s.blockSize(), (long) gpu.kvCapacity().blocks() * s.blockSize(), gpu.kvPoolBytes() / (double) (1L << 30), s.cudaGraphs() ? "on" : "off");
+            String desc = cudaDescription(why, gpu.driver().deviceName(), gpu.weights().bytes(), host == null, gpu.weights().seconds(), mapSeconds,
+                    setupSeconds, gpu.kvCapacity().blocks(), s.blockSize(), gpu.kvPoolBytes(), s.cudaGraphs());
             if (host != null) {
                 host.close(); // the weights live on the device now; unmap the files
             }
