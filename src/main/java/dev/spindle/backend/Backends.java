@@ -155,7 +155,7 @@ public final class Backends {
     /** How the start log describes an opened CUDA backend: the device, the start's phases, the KV pool. */
     static String cudaDescription(String why, String device, long weightBytes, boolean generated, double uploadSeconds, double mapSeconds,
                                   double setupSeconds, int kvBlocks, int blockSize, long kvPoolBytes, boolean cudaGraphs) {
-        return String.format(java.util.Locale.ROOT, "the CUDA backend (%s) on %s: %.1f GB of weights %s in %.2f s (%.1f GB/s); checkpoint mapped and read in %.2f s,"
+        return String.format(Locale.ROOT, "the CUDA backend (%s) on %s: %.1f GB of weights %s in %.2f s (%.1f GB/s); checkpoint mapped and read in %.2f s,"
                         + " setup (kernels, GEMM choices, tensor maps, KV pool) %.2f s; KV pool %d blocks of %d tokens (%,d tokens, %.1f GiB); CUDA graphs %s",
                 why, device, weightBytes / 1e9, generated ? "generated" : "uploaded", uploadSeconds, weightBytes / 1e9 / Math.max(1e-9, uploadSeconds),
                 mapSeconds, setupSeconds, kvBlocks, blockSize, (long) kvBlocks * blockSize, kvPoolBytes / (double) (1L << 30), cudaGraphs ? "on" : "off");
