@@ -430,21 +430,25 @@ public final class CudaDraftHead implements DraftHead {
      * rows) replays them: ~5 launches a layer, each a call through the driver, cost one.
      */
     private void injection(int n, CudaForwardPass.DeviceTaps dt) {
-        if (!target.cudaGraphs()) {
-            launchInjection(n, dt);
-            return;
-        }
-        List<Integer> key = dt == null ? List.of(-1, n) : List.of(-2, n, dt.rows(), (int) (dt.buffer() >>> 32), (int) dt.buffer());
-        MemorySegment graph = graphs.get(key);
-        if (graph == null && graphs.size() >= MAX_GRAPHS) {
-            launchInjection(n, dt);
+        replay(dt == null ? List.of(-1, n) : List.of(-2, n, dt.rows(), (int) (dt.buffer() >>> 32), (int) dt.buffer()), () -> launchInjection(n, dt));
+    }
+
+    /**
+     * Runs {@code launches} as the CUDA graph captured for {@code key} (captured at its first run, with programmatic dependent
+     * launch as the target's steps: every kernel they launch waits first, common.cuh), or kernel by kernel where graphs are off
+     * or MAX_GRAPHS are held.
+     */
+    private void replay(List<Integer> key, Runnable launches) {
+        MemorySegment graph = target.cudaGraphs() ? graphs.get(key) : null;
+        if (graph == null && (!target.cudaGraphs() || graphs.size() >= MAX_GRAPHS)) {
+            launches.run();
             return;
         }
         if (graph == null) {
-            boolean dependent = cuda.dependentLaunches(true); // as the block forward's
+            boolean dependent = cuda.dependentLaunches(true);
             cuda.beginCapture();
             try {
-                launchInjection(n, dt);
+                launches.run();
             } finally {
                 graph = cuda.endCapture();
                 cuda.dependentLaunches(dependent);
@@ -604,28 +608,7 @@ public final class CudaDraftHead implements DraftHead {
      * steps): ~20 launches a layer cost one.
      */
     private void blockForward(int n, int d) {
-        if (!target.cudaGraphs()) {
-            launchBlockForward(n, d);
-            return;
-        }
-        List<Integer> key = List.of(n, d);
-        MemorySegment graph = graphs.get(key);
-        if (graph == null && graphs.size() >= MAX_GRAPHS) {
-            launchBlockForward(n, d);
-            return;
-        }
-        if (graph == null) {
-            boolean dependent = cuda.dependentLaunches(true); // as the target's steps: every kernel waits first (common.cuh)
-            cuda.beginCapture();
-            try {
-                launchBlockForward(n, d);
-            } finally {
-                graph = cuda.endCapture();
-                cuda.dependentLaunches(dependent);
-            }
-            graphs.put(key, graph);
-        }
-        cuda.launchGraph(graph);
+        replay(List.of(n, d), () -> launchBlockForward(n, d));
     }
 
     private void launchBlockForward(int n, int d) {
