@@ -33,9 +33,16 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class DFlashSamplingDistributionTest {
     static final int REQUESTS = 400, TOKENS = 4;
 
+    /** Plain sampling's replies at T 1.0 and 0.8, shared by both heads' cases. */
+    static List<int[]> plain, colder;
+
     @BeforeAll
     static void load() {
         SpeculativeEngineTest.loadTarget();
+        try (CpuForwardPass pass = SpeculativeEngineTest.targetPass()) {
+            plain = replies(pass, Speculation.NONE, 1.0, 0);
+            colder = replies(pass, Speculation.NONE, 0.8, 2 * REQUESTS);
+        }
     }
 
     @AfterAll
@@ -48,12 +55,10 @@ class DFlashSamplingDistributionTest {
     void sampledDraftsVerifiedAgainstTheirQEmitPlainSamplingsDistribution(String dir) {
         long t0 = System.nanoTime();
         try (CpuForwardPass pass = SpeculativeEngineTest.targetPass(); java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofShared()) {
-            List<int[]> plain = replies(pass, Speculation.NONE, 1.0, 0);
-            List<int[]> colder = replies(pass, Speculation.NONE, 0.8, 2 * REQUESTS);
             Speculation spec = SpeculativeEngineTest.dflash(Path.of(dir), 7, arena, true);
             List<int[]> drafted;
             double acceptance;
-            try (Proposer p = spec.proposer()) {
+            try (Proposer proposer = spec.proposer()) {
                 SpeculativeEngineTest.Result r = run(pass, spec, 1.0, REQUESTS);
                 drafted = tokens(r);
                 acceptance = r.spec().acceptanceRate();
