@@ -416,7 +416,7 @@ public final class CudaDraftHead implements DraftHead {
             if (!onDevice) {
                 cuda.copyToDeviceAsync(feat, st, featBytes);
             }
-            injection(n, dt);
+            injection(n, ropeBytes, addrBytes, dt);
             if (at + n < rows.size()) {
                 cuda.sync(); // the staging buffer is written again for the next piece
             }
@@ -429,8 +429,9 @@ public final class CudaDraftHead implements DraftHead {
      * and the tap buffer alone (the staged inputs lie at offsets set by n), so one CUDA graph per (n, tap buffer and its
      * rows) replays them: ~5 launches a layer, each a call through the driver, cost one.
      */
-    private void injection(int n, CudaForwardPass.DeviceTaps dt) {
-        replay(dt == null ? List.of(-1, n) : List.of(-2, n, dt.rows(), (int) (dt.buffer() >>> 32), (int) dt.buffer()), () -> launchInjection(n, dt));
+    private void injection(int n, long ropeBytes, long addrBytes, CudaForwardPass.DeviceTaps dt) {
+        replay(dt == null ? List.of(-1, n) : List.of(-2, n, dt.rows(), (int) (dt.buffer() >>> 32), (int) dt.buffer()),
+                () -> launchInjection(n, ropeBytes, addrBytes, dt));
     }
 
     /**
@@ -458,9 +459,9 @@ public final class CudaDraftHead implements DraftHead {
         cuda.launchGraph(graph);
     }
 
-    private void launchInjection(int n, CudaForwardPass.DeviceTaps dt) {
-        int h = c.hidden(), kw = kvWidth(), in = taps.length * h, half = c.headDim() / 2;
-        long ropeBytes = 4L * n * half, addrBytes = 8L * c.layers() * n;
+    /** The injection's launches; ropeBytes and addrBytes: the staged inputs' layout as injectAll wrote it (set by n). */
+    private void launchInjection(int n, long ropeBytes, long addrBytes, CudaForwardPass.DeviceTaps dt) {
+        int h = c.hidden(), kw = kvWidth(), in = taps.length * h;
         long sin = irope + ropeBytes, kAddr = irope + 2 * ropeBytes, vAddr = kAddr + addrBytes, stepRowIdx = vAddr + addrBytes;
         if (dt != null) {
             k.gatherTaps(dt.buffer(), dt.rows(), h, taps.length, stepRowIdx, feat, n);
