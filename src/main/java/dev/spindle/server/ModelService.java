@@ -90,9 +90,10 @@ public class ModelService {
         var texts = dev.spindle.engine.grammar.TokenTexts.load(dir.resolve("tokenizer.json"), mc.vocabSize());
         long tw = System.nanoTime();
         warmUp(engine, tokenizer);
+        long ready = System.nanoTime();
         Log.infof("serving %s (%s, %d layers%s, %,d parameters) on %s; ready in %.1f s (the warm-up generation %.2f s of it)",
                 servedName, mc.architecture(), mc.numLayers(), mc.numLoops() > 1 ? " x " + mc.numLoops() + " loops" : "", mc.parameterCount(),
-                backend.description(), (System.nanoTime() - t0) / 1e9, (System.nanoTime() - tw) / 1e9);
+                backend.description(), (ready - t0) / 1e9, (ready - tw) / 1e9);
         return new Loaded(backend, tokenizer, template, engine, servedName, readGenerationConfig(dir.resolve("generation_config.json")),
                 texts, eos);
     }
