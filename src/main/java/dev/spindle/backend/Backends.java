@@ -121,10 +121,11 @@ public final class Backends {
         if (s.tensorParallel() != 1) {
             // the split is checked against the model before anything else is read (at least 1, and which divisors it allows)
             TensorParallelLayout.of(ConfigParser.read(dir.resolve("config.json")), s.tensorParallel());
-            if (chosen.cuda()) {
-                throw new IllegalArgumentException("tensor-parallel-size " + s.tensorParallel() + ": the CUDA backend runs a model on one GPU;"
-                        + " tensor parallelism over several GPUs is not available yet (issue 21). The CPU backend computes a "
-                        + s.tensorParallel() + "-rank split's numerics (--backend cpu); beyond one GPU, run replicas");
+            int gpus = chosen.cuda() ? dev.spindle.backend.cuda.CudaDriver.deviceCount() : 0;
+            if (chosen.cuda() && gpus < s.tensorParallel()) {
+                throw new IllegalArgumentException("tensor-parallel-size " + s.tensorParallel() + " needs " + s.tensorParallel()
+                        + " GPUs (one a rank, GPUs 0 to " + (s.tensorParallel() - 1) + "); this machine has " + gpus
+                        + ". The CPU backend computes the split's numerics (--backend cpu)");
             }
         }
         if (chosen.cuda()) {
@@ -161,6 +162,15 @@ public final class Backends {
                 mapSeconds, setupSeconds, kvBlocks, blockSize, (long) kvBlocks * blockSize, kvPoolBytes / (double) (1L << 30), cudaGraphs ? "on" : "off");
     }
 
+    /** The start line's tensor-parallel part: each rank's GPU and memory (nothing at one rank). */
+    static String tensorParallelDescription(java.util.List<String> ranks) {
+        if (ranks.isEmpty()) {
+            return "";
+        }
+        return String.format(Locale.ROOT, "; tensor-parallel over %d ranks, all-reduce in fp32 in rank order over peer memory (the figures above"
+                + " are rank 0's): %s", ranks.size(), String.join("; ", ranks));
+    }
+
     private static Opened openCuda(Path dir, LoadFormat format, Settings s, LoadListener listener, String why) {
         // the options first: a setting the backend refuses is reported before any weight is read
         int maxBlocks = s.kvCacheTokens() > 0 ? Math.max(1, s.kvCacheTokens() / s.blockSize()) : 0;
@@ -172,12 +182,14 @@ public final class Backends {
         double mapSeconds = (System.nanoTime() - t0) / 1e9;
         try {
             long t1 = System.nanoTime();
-            CudaForwardPass gpu = CudaForwardPass.open(c, host == null ? null : host.weights(), options, listener);
+            CudaForwardPass gpu = CudaForwardPass.openTensorParallel(c, host == null ? null : host.weights(), options, listener,
+                    CudaForwardPass.Placement.oneGpuEach(s.tensorParallel()));
             // the start's phases, as bench's "load": the checkpoint mapped, validated and read in; the upload; the pass's setup
             // (kernels, cuBLASLt's GEMM choices or their cache, linear_rows checks and tensor maps, the KV pool)
             double setupSeconds = (System.nanoTime() - t1) / 1e9 - gpu.weights().seconds();
             String desc = cudaDescription(why, gpu.driver().deviceName(), gpu.weights().bytes(), host == null, gpu.weights().seconds(), mapSeconds,
-                    setupSeconds, gpu.kvCapacity().blocks(), s.blockSize(), gpu.kvPoolBytes(), s.cudaGraphs());
+                    setupSeconds, gpu.kvCapacity().blocks(), s.blockSize(), gpu.kvPoolBytes(), s.cudaGraphs())
+                    + tensorParallelDescription(gpu.tensorParallelMemory());
             if (host != null) {
                 host.close(); // the weights live on the device now; unmap the files
             }

@@ -49,6 +49,19 @@ public record TensorParallelLayout(int ranks, int qHeads, int kvHeads, int inter
         return s.toString();
     }
 
+    /**
+     * The shapes one rank computes, as a model config: its query and KV heads and MLP columns (the rest as {@code config}).
+     * A backend runs a rank as this narrower model whose o_proj and down_proj outputs are partials to all-reduce.
+     */
+    public ModelConfig rankConfig(ModelConfig config) {
+        if (ranks == 1) {
+            return config;
+        }
+        return new ModelConfig(config.family(), config.architecture(), config.vocabSize(), config.hiddenSize(), intermediate,
+                config.numLayers(), qHeads, kvHeads, config.headDim(), config.maxPositions(), config.rmsNormEps(), config.ropeTheta(),
+                config.tiedEmbeddings(), config.numLoops(), config.skipLoopFinalNorm(), config.bosTokenId(), config.eosTokenIds());
+    }
+
     /** A rank's query dims: heads times head dim. */
     public int qDim() {
         return qHeads * headDim;

@@ -69,6 +69,10 @@ final class BenchCommand implements Callable<Integer> {
                     + "a small pool lets Nsight Compute's kernel replay save and restore device memory).")
     double kvMemoryFraction;
 
+    @Option(names = "--tensor-parallel-size", defaultValue = "1", paramLabel = "N",
+            description = "cuda: split the model over N GPUs (0 to N-1) as tensor-parallel ranks (default 1); the JSON gives each rank's memory.")
+    int tensorParallel;
+
     @Option(names = "--grammar-tokenizer", paramLabel = "FILE",
             description = "Measure constrained decoding's mask per step over this tokenizer.json (.gz too) instead of a model; no --model needed.")
     java.nio.file.Path grammarTokenizer;
@@ -125,7 +129,8 @@ final class BenchCommand implements Callable<Integer> {
             return new DraftHeadCostRun(model, stepRows, kvMemoryFraction, draftHeadLayers).call();
         }
         if (backend.equals("cuda")) {
-            return new CudaBenchRun(model, prefillLengths, decodeContexts, concurrency, decodeTokens, stepRows, cudaGraphs, kvMemoryFraction).call();
+            return new CudaBenchRun(model, prefillLengths, decodeContexts, concurrency, decodeTokens, stepRows, cudaGraphs, kvMemoryFraction,
+                    tensorParallel).call();
         }
         if (!backend.equals("cpu")) {
             throw new picocli.CommandLine.ParameterException(new picocli.CommandLine(this), "--backend: expected cpu or cuda, got " + backend);

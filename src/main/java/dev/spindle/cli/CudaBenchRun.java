@@ -26,9 +26,11 @@ final class CudaBenchRun implements Callable<Integer> {
     private final int decodeSteps, stepRows;
     private final boolean cudaGraphs;
     private final double kvMemoryFraction;
+    private final int tensorParallel;
 
     CudaBenchRun(ModelOptions model, int[] prefillLengths, int[] decodeContexts, int[] concurrency, int decodeSteps, int stepRows,
-                 boolean cudaGraphs, double kvMemoryFraction) {
+                 boolean cudaGraphs, double kvMemoryFraction, int tensorParallel) {
+        this.tensorParallel = tensorParallel;
         this.cudaGraphs = cudaGraphs;
         this.kvMemoryFraction = kvMemoryFraction;
         this.model = model;
@@ -67,8 +69,13 @@ final class CudaBenchRun implements Callable<Integer> {
         }
         double hostSeconds = (System.nanoTime() - t0) / 1e9;
         ProgressBar bar = ProgressBar.forTerminal("loading " + model.dir().getFileName() + " to " + cuda.deviceName());
-        try (CudaForwardPass gpu = CudaForwardPass.open(c, host == null ? null : host.weights(),
-                new CudaForwardPass.Options(model.blockSize, stepRows, kvMemoryFraction, 0, cudaGraphs, model.gemmCacheDir()), bar)) {
+        if (tensorParallel > 1 && CudaDriver.deviceCount() < tensorParallel) {
+            throw new CudaException("--tensor-parallel-size " + tensorParallel + " needs " + tensorParallel + " GPUs; this machine has "
+                    + CudaDriver.deviceCount());
+        }
+        try (CudaForwardPass gpu = CudaForwardPass.openTensorParallel(c, host == null ? null : host.weights(),
+                new CudaForwardPass.Options(model.blockSize, stepRows, kvMemoryFraction, 0, cudaGraphs, model.gemmCacheDir()), bar,
+                CudaForwardPass.Placement.oneGpuEach(tensorParallel))) {
             bar.done();
             double load = (System.nanoTime() - t0) / 1e9;
             out.put("architecture", c.architecture());
@@ -85,6 +92,10 @@ final class CudaBenchRun implements Callable<Integer> {
             loadInfo.put("kv_pool_bytes", gpu.kvPoolBytes());
             loadInfo.put("kv_blocks", gpu.kvCapacity().blocks());
             out.put("load", loadInfo);
+            if (tensorParallel > 1) {
+                out.put("tensor_parallel_size", tensorParallel);
+                out.put("tensor_parallel_ranks", gpu.tensorParallelMemory());
+            }
             out.put("gemm_algorithms", gpu.gemmChoices());
             CudaBench bench = new CudaBench(gpu);
             bench.prefill(Math.min(512, stepRows), stepRows, peak); // warm-up

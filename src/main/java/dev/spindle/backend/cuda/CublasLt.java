@@ -53,8 +53,15 @@ public final class CublasLt {
     private static final System.Logger LOG = System.getLogger("dev.spindle.cuda");
     private GemmAlgorithmCache cache;
 
-    private CublasLt(CudaDriver cuda, NativeLibrary lib, RandomFill fill) {
+    /** Whether y is fp32 (the GEMM's accumulators, unrounded) rather than bf16. */
+    private final boolean f32Out;
+    /** Bytes of one output element: 2 (bf16) or 4 (fp32). */
+    private final int outBytes;
+
+    private CublasLt(CudaDriver cuda, NativeLibrary lib, RandomFill fill, boolean f32Out) {
         this.cuda = cuda;
+        this.f32Out = f32Out;
+        this.outBytes = f32Out ? 4 : 2;
         this.fill = fill;
         this.lib = lib;
         matmul = lib.function("cublasLtMatmul", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS, JAVA_LONG, ADDRESS,
@@ -82,8 +89,18 @@ public final class CublasLt {
     }
 
     public static Optional<CublasLt> open(CudaKernels kernels) {
+        return open(kernels, false);
+    }
+
+    /**
+     * cuBLASLt on the kernels' device and stream; with {@code f32Out} every {@link #linear} writes fp32 outputs (each
+     * output's fp32 accumulator, not rounded: a tensor-parallel rank's partial), its algorithms pinned by the same rules
+     * and cached apart from the bf16 ones.
+     */
+    public static Optional<CublasLt> open(CudaKernels kernels, boolean f32Out) {
         RandomFill fill = (p, n, seed) -> kernels.fillDummy(p, n, seed, 0f, 1f);
-        return NativeLibrary.open(List.of("libcublasLt.so.13", "libcublasLt.so", "cublasLt64_13.dll")).map(l -> new CublasLt(kernels.driver(), l, fill));
+        return NativeLibrary.open(List.of("libcublasLt.so.13", "libcublasLt.so", "cublasLt64_13.dll"))
+                .map(l -> new CublasLt(kernels.driver(), l, fill, f32Out));
     }
 
     private int call(String name, FunctionDescriptor fd, Object... args) {
@@ -113,14 +130,17 @@ public final class CublasLt {
             long[][] dims = {{k, nOut, k}, {k, n, k}, {nOut, n, nOut}};
             for (int i = 0; i < 3; i++) {
                 MemorySegment out = arena.allocate(ADDRESS);
-                call("cublasLtMatrixLayoutCreate", fd, out, R_16BF, dims[i][0], dims[i][1], dims[i][2]);
+                call("cublasLtMatrixLayoutCreate", fd, out, i == 2 && f32Out ? R_32F : R_16BF, dims[i][0], dims[i][1], dims[i][2]);
                 l[i] = out.get(ADDRESS, 0);
             }
             return l;
         });
     }
 
-    /** y (n, nOut) = bf16(x (n, k) @ W^T), W (nOut, k): row-major bf16 device arrays; in stream order. */
+    /**
+     * y (n, nOut) = bf16(x (n, k) @ W^T), W (nOut, k): row-major bf16 device arrays; in stream order. On an fp32-output
+     * instance ({@link #open(CudaKernels, boolean)}) y is fp32 and not rounded.
+     */
     public void linear(long x, int n, int k, long w, int nOut, long y) {
         Pinned p = pinned.get(((long) k << 32) | nOut);
         if (p == null) {
@@ -143,7 +163,7 @@ public final class CublasLt {
         } catch (Throwable t) {
             throw new CudaException("cublasLtGetVersion: " + t);
         }
-        cache = GemmAlgorithmCache.open(dir, cuda.deviceName(), cc[0], cc[1], version);
+        cache = GemmAlgorithmCache.open(dir, cuda.deviceName() + (f32Out ? " fp32-out" : ""), cc[0], cc[1], version);
         cache.problems().forEach(p -> LOG.log(System.Logger.Level.WARNING, p));
     }
 
@@ -190,11 +210,11 @@ public final class CublasLt {
             }
             distinct.putIfAbsent(key(algo), algo);
         }
-        long x = cuda.alloc((long) PROBE * k * 2), y = cuda.alloc((long) PROBE * nOut * 2), w = cuda.alloc((long) nOut * k * 2);
+        long x = cuda.alloc((long) PROBE * k * 2), y = cuda.alloc((long) PROBE * nOut * outBytes), w = cuda.alloc((long) nOut * k * 2);
         fill.random(x, (long) PROBE * k, 11);
         fill.random(w, (long) nOut * k, 13);
         try (Arena host = Arena.ofConfined()) {
-            MemorySegment first = null, probe = host.allocate((long) PROBE * nOut * 2), one = host.allocate((long) nOut * 2);
+            MemorySegment first = null, probe = host.allocate((long) PROBE * nOut * outBytes), one = host.allocate((long) nOut * outBytes);
             for (MemorySegment algo : distinct.values()) {
                 if (!rowInvariant(algo, x, k, w, nOut, y, probe, one)) {
                     return "algorithm " + key(algo) + " gives one row other bits than it gives among " + PROBE;
@@ -314,11 +334,11 @@ public final class CublasLt {
                 unique.putIfAbsent(key(algo), algo);
             }
         }
-        long x = cuda.alloc((long) LARGE * k * 2), y = cuda.alloc((long) LARGE * nOut * 2), w = cuda.alloc((long) nOut * k * 2);
+        long x = cuda.alloc((long) LARGE * k * 2), y = cuda.alloc((long) LARGE * nOut * outBytes), w = cuda.alloc((long) nOut * k * 2);
         fill.random(x, (long) LARGE * k, 11);
         fill.random(w, (long) nOut * k, 13);
         try (Arena host = Arena.ofConfined()) {
-            MemorySegment probe = host.allocate((long) PROBE * nOut * 2), one = host.allocate((long) nOut * 2);
+            MemorySegment probe = host.allocate((long) PROBE * nOut * outBytes), one = host.allocate((long) nOut * outBytes);
             List<MemorySegment> ok = new ArrayList<>();
             List<double[]> times = new ArrayList<>();
             List<String> groups = new ArrayList<>();
@@ -417,6 +437,9 @@ public final class CublasLt {
      * (split-K allowed) on size x size x size constant-valued matrices.
      */
     public double measurePeakTflops(int size) {
+        if (f32Out) {
+            throw new IllegalStateException("the GEMM peak is measured with bf16 outputs");
+        }
         long bytes = (long) size * size * 2;
         long a = cuda.alloc(bytes), b = cuda.alloc(bytes), c = cuda.alloc(bytes);
         try {

@@ -30,17 +30,20 @@ public final class CudaDriver {
     private static final int MAX_ARGS = 24;
     /** The driver library, opened once per process; empty where there is none. */
     private static final Optional<NativeLibrary> LIBRARY = NativeLibrary.open(List.of("libcuda.so.1", "libcuda.so", "nvcuda.dll"));
-    /** One object per device ordinal (its primary context and stream), made on first use. */
-    private static final java.util.Map<Integer, Optional<CudaDriver>> DEVICES = new java.util.concurrent.ConcurrentHashMap<>();
+    /** One object per device ordinal and lane (the device's primary context, the lane's stream), made on first use. */
+    private static final java.util.Map<Lane, Optional<CudaDriver>> DEVICES = new java.util.concurrent.ConcurrentHashMap<>();
+
+    private record Lane(int ordinal, int lane) {
+    }
     /** The context current on each thread, as far as Spindle set it (cuCtxSetCurrent is per thread). */
     private static final ThreadLocal<MemorySegment> CURRENT = new ThreadLocal<>();
 
     private final NativeLibrary lib;
     private final java.util.Map<String, MethodHandle> handles = new java.util.concurrent.ConcurrentHashMap<>();
     private final MethodHandle cuLaunchKernel, cuLaunchKernelEx, cuMemcpyHtoDAsync, cuMemcpyDtoHAsync, cuStreamSynchronize, cuGetErrorName,
-            cuGraphLaunch;
+            cuGraphLaunch, cuEventRecord, cuStreamWaitEvent;
     private final String deviceName;
-    private final int device, computeMajor, computeMinor, sharedOptIn;
+    private final int device, lane, computeMajor, computeMinor, sharedOptIn;
     /** cuLaunchKernelEx's CUlaunchConfig (56 bytes) and one CUlaunchAttribute (72 bytes): programmatic stream serialization. */
     private final MemorySegment launchConfig = Arena.global().allocate(56 + 72, 8);
     private boolean dependentLaunches;
@@ -49,8 +52,11 @@ public final class CudaDriver {
     private final MemorySegment params = Arena.global().allocate(ADDRESS, MAX_ARGS);
     private final MemorySegment values = Arena.global().allocate(8L * MAX_ARGS, 8);
 
-    private CudaDriver(NativeLibrary lib, int ordinal) {
+    private CudaDriver(NativeLibrary lib, int ordinal, int lane) {
         this.lib = lib;
+        this.lane = lane;
+        cuEventRecord = lib.function("cuEventRecord", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
+        cuStreamWaitEvent = lib.function("cuStreamWaitEvent", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_INT));
         cuLaunchKernel = lib.function("cuLaunchKernel", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT, JAVA_INT,
                 JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
         cuLaunchKernelEx = lib.function("cuLaunchKernelEx", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS, ADDRESS));
@@ -93,12 +99,13 @@ public final class CudaDriver {
         }
     }
 
-    private static Optional<CudaDriver> load(int ordinal) {
+    private static Optional<CudaDriver> load(Lane at) {
+        int ordinal = at.ordinal();
         if (LIBRARY.isEmpty()) {
             return Optional.empty();
         }
         try {
-            return Optional.of(new CudaDriver(LIBRARY.get(), ordinal));
+            return Optional.of(new CudaDriver(LIBRARY.get(), ordinal, at.lane()));
         } catch (CudaException | UnsatisfiedLinkError e) {
             System.err.println("spindle: CUDA device " + ordinal + " unusable: " + e.getMessage());
             return Optional.empty();
@@ -116,12 +123,111 @@ public final class CudaDriver {
      * each from its own thread (tensor parallelism), or one after the other from one thread.
      */
     public static Optional<CudaDriver> device(int ordinal) {
-        return DEVICES.computeIfAbsent(ordinal, CudaDriver::load);
+        return device(ordinal, 0);
+    }
+
+    /**
+     * Lane {@code lane} of device {@code ordinal}: lane 0 is {@link #device(int)}; another lane is a second object on the
+     * same device (its primary context, so memory and kernels are shared) with its own stream and launch buffers, for two
+     * tensor-parallel ranks placed on one GPU (how the multi-rank path runs on a single GPU).
+     */
+    public static Optional<CudaDriver> device(int ordinal, int lane) {
+        if (lane < 0) {
+            throw new IllegalArgumentException("lane " + lane);
+        }
+        return DEVICES.computeIfAbsent(new Lane(ordinal, lane), CudaDriver::load);
+    }
+
+    /** How many CUDA devices this machine has (0 without a driver). */
+    public static int deviceCount() {
+        return get().map(d -> {
+            try (Arena a = Arena.ofConfined()) {
+                MemorySegment count = a.allocate(JAVA_INT);
+                d.call("cuDeviceGetCount", FunctionDescriptor.of(JAVA_INT, ADDRESS), count);
+                return count.get(JAVA_INT, 0);
+            }
+        }).orElse(0);
     }
 
     /** The device's ordinal. */
     public int ordinal() {
         return device;
+    }
+
+    /** This object's lane on its device (0: the device's first). */
+    public int lane() {
+        return lane;
+    }
+
+    /** Whether {@code other} is on the same GPU (another lane of it, or this one). */
+    public boolean sameDevice(CudaDriver other) {
+        return other.device == device;
+    }
+
+    /**
+     * Lets kernels on this device read {@code peer}'s memory (CUDA peer access, over NVLink or PCIe); nothing to do on
+     * the same device.
+     *
+     * @throws CudaException naming both GPUs when they cannot reach each other's memory
+     */
+    public void enablePeerAccess(CudaDriver peer) {
+        if (sameDevice(peer)) {
+            return;
+        }
+        makeCurrent();
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment can = a.allocate(JAVA_INT);
+            call("cuDeviceCanAccessPeer", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT), can, device, peer.device);
+            if (can.get(JAVA_INT, 0) == 0) {
+                throw new CudaException("GPU " + device + " cannot read GPU " + peer.device + "'s memory (no peer access between them),"
+                        + " which tensor parallelism's all-reduce needs");
+            }
+            MethodHandle h = handles.computeIfAbsent("cuCtxEnablePeerAccess", n -> lib.function(n, FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT)));
+            int status = (int) h.invokeExact(peer.context, 0);
+            if (status != 0 && status != 704 /* CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED */) {
+                check("cuCtxEnablePeerAccess", status);
+            }
+        } catch (CudaException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new CudaException("cuCtxEnablePeerAccess: " + t);
+        }
+    }
+
+    /** An event (no timing) for ordering one stream's work after another's: {@link #record}, {@link #waitFor}. */
+    public MemorySegment createEvent() {
+        makeCurrent();
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment e = a.allocate(ADDRESS);
+            call("cuEventCreate", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT), e, 2 /* CU_EVENT_DISABLE_TIMING */);
+            return e.get(ADDRESS, 0);
+        }
+    }
+
+    public void destroyEvent(MemorySegment e) {
+        call("cuEventDestroy_v2", FunctionDescriptor.of(JAVA_INT, ADDRESS), e);
+    }
+
+    /** Records {@code e} after the stream's work so far (inside a capture: a node other streams' waits join). */
+    public void record(MemorySegment e) {
+        try {
+            check("cuEventRecord", (int) cuEventRecord.invokeExact(e, stream));
+        } catch (CudaException x) {
+            throw x;
+        } catch (Throwable t) {
+            throw new CudaException("cuEventRecord: " + t);
+        }
+    }
+
+    /** The stream's later work waits for the work before {@code e}'s last record (any stream, any device of the process). */
+    public void waitFor(MemorySegment e) {
+        try {
+            check("cuStreamWaitEvent", (int) cuStreamWaitEvent.invokeExact(stream, e, 0));
+        } catch (CudaException x) {
+            throw x;
+        } catch (Throwable t) {
+            throw new CudaException("cuStreamWaitEvent: " + t);
+        }
     }
 
     /**

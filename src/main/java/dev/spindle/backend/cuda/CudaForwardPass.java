@@ -58,6 +58,8 @@ public final class CudaForwardPass implements ForwardPass {
         }
     }
 
+    /** The model's config (what {@link #config()} gives); {@code c} is the shapes this pass computes (one rank's under tensor parallelism). */
+    private final ModelConfig model;
     private final ModelConfig c;
     private final CudaDriver cuda;
     private final CudaKernels k;
@@ -90,8 +92,54 @@ public final class CudaForwardPass implements ForwardPass {
     private int tapRows; // rows of the last step's taps (0: none)
     private int[] stepTaps = new int[0];
     private int ropeFilled, partialCapacity;
+    /** A tensor-parallel rank's fp32 partial buffers (o_proj's, down_proj's: rows x hidden), or null at one rank. */
+    private final long[] partial;
+    /** Whether this pass computes the head (every pass but a tensor-parallel group's other ranks). */
+    private final boolean head;
+    /** The other ranks, where this pass leads a tensor-parallel group; null otherwise. */
+    private TensorParallelGroup group;
+    /** Whether a buffer a captured step holds moved since {@link #takeMoved} (a group's leader drops its graphs then). */
+    private boolean movedSinceTaken;
+
+    boolean takeMoved() {
+        boolean m = movedSinceTaken;
+        movedSinceTaken = false;
+        return m;
+    }
+
+    /** Partial buffer {@code i} (0: o_proj's, 1: down_proj's) of a tensor-parallel rank. */
+    long partialBuffer(int i) {
+        return partial[i];
+    }
+
+    /** The row-parallel layers' output buffer (rows x hidden bf16), which the all-reduce writes. */
+    long projBuffer() {
+        return proj;
+    }
+
+    /** Each rank's memory (weights, KV pool), where this pass leads a tensor-parallel group (empty otherwise). */
+    public List<String> tensorParallelMemory() {
+        return group == null ? List.of() : group.memorySplit();
+    }
+
+    /** Tensor-parallel ranks this pass computes with (1: none). */
+    public int tensorParallelSize() {
+        return group == null ? 1 : group.size();
+    }
 
     public CudaForwardPass(ModelConfig config, CudaKernels kernels, CublasLt lt, CudaWeights weights, Options options) {
+        this(config, config, kernels, lt, null, weights, options, true);
+    }
+
+    /**
+     * A pass computing {@code shapes} (a tensor-parallel rank's heads and columns: {@link dev.spindle.backend.TensorParallelLayout#rankConfig})
+     * of {@code model}; with {@code partialLt} (fp32 outputs) its o_proj and down_proj write partials for the group's all-reduce;
+     * the head only where {@code head}.
+     */
+    CudaForwardPass(ModelConfig model, ModelConfig config, CudaKernels kernels, CublasLt lt, CublasLt partialLt, CudaWeights weights, Options options,
+                    boolean head) {
+        this.model = model;
+        this.head = head;
         if (!CudaKernels.supportsHeadDim(config.headDim())) {
             throw new CudaException("head_dim " + config.headDim() + " is not supported by the CUDA attention kernel (16, 32, 64 or 128)");
         }
@@ -118,11 +166,12 @@ public final class CudaForwardPass implements ForwardPass {
         gateUp = buffer((long) n * 2 * in * 2);
         act = buffer((long) n * in * 2);
         logitRowsMax = Math.min(n, Math.max(1, (int) ((1L << 30) / ((long) c.vocabSize() * 2))));
-        logits = buffer((long) logitRowsMax * c.vocabSize() * 2);
-        picked = buffer((long) logitRowsMax * h * 2);
+        logits = head ? buffer((long) logitRowsMax * c.vocabSize() * 2) : 0;
+        picked = head ? buffer((long) logitRowsMax * h * 2) : 0;
         ensureMeta(16 * n + 4096);
-        logitsHost = cuda.allocHost((long) logitRowsMax * c.vocabSize() * 2);
-        drawer = new DeviceDraws(k, c.vocabSize());
+        logitsHost = head ? cuda.allocHost((long) logitRowsMax * c.vocabSize() * 2) : null;
+        drawer = head ? new DeviceDraws(k, c.vocabSize()) : null;
+        partial = partialLt == null ? null : new long[]{buffer((long) n * h * 4), buffer((long) n * h * 4)};
         cos = buffer((long) c.maxPositions() * c.headDim() / 2 * 4);
         sin = buffer((long) c.maxPositions() * c.headDim() / 2 * 4);
         ensureRope(Math.min(c.maxPositions(), 4096));
@@ -130,24 +179,43 @@ public final class CudaForwardPass implements ForwardPass {
         // pin every GEMM's algorithm now (from the cache, or timing candidates), never in the middle of a step
         if (options.gemmCache() != null) {
             lt.useCache(options.gemmCache());
+            if (partialLt != null) {
+                partialLt.useCache(options.gemmCache());
+            }
+        }
+        if (partialLt != null) {
+            linear.usePartials(partialLt);
         }
         linear.prepare(h, w.layer(0).qkv(), qkvDim);
-        linear.prepare(c.qDim(), w.layer(0).o(), h);
         linear.prepare(h, w.layer(0).gateUp(), 2 * in);
-        linear.prepare(in, w.layer(0).down(), h);
-        linear.prepare(h, w.lmHead(), c.vocabSize());
-        // the few-row kernel's tensor maps: every weight, and the buffers the linear layers read
+        if (partial == null) {
+            linear.prepare(c.qDim(), w.layer(0).o(), h);
+            linear.prepare(in, w.layer(0).down(), h);
+        } else {
+            linear.preparePartial(c.qDim(), w.layer(0).o(), h);
+            linear.preparePartial(in, w.layer(0).down(), h);
+        }
+        if (head) {
+            linear.prepare(h, w.lmHead(), c.vocabSize());
+        }
+        // the few-row kernel's tensor maps: every weight it may read, and the buffers the linear layers read
         for (int l = 0; l < c.numLayers(); l++) {
             linear.weight(w.layer(l).qkv(), h, qkvDim);
-            linear.weight(w.layer(l).o(), c.qDim(), h);
             linear.weight(w.layer(l).gateUp(), h, 2 * in);
-            linear.weight(w.layer(l).down(), in, h);
+            if (partial == null) {
+                linear.weight(w.layer(l).o(), c.qDim(), h);
+                linear.weight(w.layer(l).down(), in, h);
+            }
         }
-        linear.weight(w.lmHead(), h, c.vocabSize());
         linear.input(xn, n, h);
-        linear.input(att, n, c.qDim());
-        linear.input(act, n, in);
-        linear.input(picked, logitRowsMax, h);
+        if (partial == null) {
+            linear.input(att, n, c.qDim());
+            linear.input(act, n, in);
+        }
+        if (head) {
+            linear.weight(w.lmHead(), h, c.vocabSize());
+            linear.input(picked, logitRowsMax, h);
+        }
         cuda.sync();
         slots = c.executedLayers();
         long bytesPerBlock = (long) slots * 2 * options.blockSize() * c.kvDim() * 2;
@@ -253,6 +321,11 @@ public final class CudaForwardPass implements ForwardPass {
 
     @Override
     public ModelConfig config() {
+        return model;
+    }
+
+    /** The shapes this pass computes: the model's, or one tensor-parallel rank's. */
+    ModelConfig shapes() {
         return c;
     }
 
@@ -477,7 +550,8 @@ public final class CudaForwardPass implements ForwardPass {
         }
         if (graph == null) {
             cuda.beginCapture();
-            boolean dependent = cuda.dependentLaunches(true);
+            // programmatic dependent launch between a stream's kernels; not where the ranks' streams wait for each other
+            boolean dependent = cuda.dependentLaunches(group == null);
             try {
                 layers(p);
                 head(p, 0, p.logitRows);
@@ -551,7 +625,7 @@ public final class CudaForwardPass implements ForwardPass {
     }
 
     /** Uploads the step's integers (one copy); the device buffers they need are in place. */
-    private StepPlan prepare(ModelStep step, int fixedSplits) {
+    StepPlan prepare(ModelStep step, int fixedSplits) {
         List<Window> windows = step.windows();
         int n = step.rows();
         if (n > opt.maxStepRows()) {
@@ -562,67 +636,125 @@ public final class CudaForwardPass implements ForwardPass {
         boolean moved = ensureMeta(p.data.length);
         ensureRope(p.maxPosition + 1);
         moved |= ensurePartials(p.partials);
+        if (group != null) {
+            moved |= group.prepare(step, fixedSplits); // the other ranks' plans (a captured step holds their buffers too)
+        }
         if (moved) {
             dropGraphs(); // graphs hold the old buffers' addresses
+            movedSinceTaken = true;
         }
         MemorySegment.copy(p.data, 0, metaHost, ValueLayout.JAVA_INT, 0, p.data.length);
         cuda.copyToDeviceAsync(meta, metaHost, p.data.length * 4L);
+        if (group != null) {
+            group.uploaded(); // this stream's next work (a step's launches, or its graph) after the other ranks' uploads
+        }
         return p;
     }
 
     private void layers(StepPlan p) {
+        if (group != null) {
+            group.layers(p);
+            return;
+        }
+        for (List<Runnable> segment : program(p).segments()) {
+            segment.forEach(Runnable::run);
+        }
+    }
+
+    /**
+     * A step's launches, in order, cut after each row-parallel GEMM (o_proj, down_proj) of a tensor-parallel rank: the
+     * next segment reads proj, which the group's all-reduce fills from every rank's partial ({@link TensorParallelGroup}).
+     * At one rank there is no cut (the GEMMs write proj in bf16) and the segments run back to back.
+     *
+     * @param cutBuffers per cut, the partial buffer (0: o_proj's, 1: down_proj's) its GEMM wrote
+     */
+    record Program(List<List<Runnable>> segments, List<Integer> cutBuffers) {
+        Program() {
+            this(new ArrayList<>(List.of(new ArrayList<>())), new ArrayList<>());
+        }
+
+        void add(Runnable launch) {
+            segments.getLast().add(launch);
+        }
+
+        void cut(int buffer) {
+            cutBuffers.add(buffer);
+            segments.add(new ArrayList<>());
+        }
+    }
+
+    Program program(StepPlan p) {
+        Program prog = new Program();
         int n = p.rows, h = c.hiddenSize(), qd = c.qDim(), kvd = c.kvDim(), in = c.intermediateSize(), stride = qd + 2 * kvd;
         float eps = c.rmsNormEps(), scale = (float) Math.pow(c.headDim(), -0.5);
         long m = meta;
-        op("embed", () -> k.embed(m + 4L * p.tokens, w.embedding(), x, n, h));
+        prog.add(() -> op("embed", () -> k.embed(m + 4L * p.tokens, w.embedding(), x, n, h)));
         boolean pending = false;
         for (int loop = 0; loop < c.numLoops(); loop++) {
             for (int l = 0; l < c.numLayers(); l++) {
                 CudaWeights.Layer lw = w.layer(l);
                 int slot = l + loop * c.numLayers();
                 if (pending) {
-                    op("norms", () -> k.addRmsNorm(x, proj, lw.inputNorm(), xn, n, h, eps));
+                    prog.add(() -> op("norms", () -> k.addRmsNorm(x, proj, lw.inputNorm(), xn, n, h, eps)));
                 } else {
-                    op("norms", () -> k.rmsNorm(x, lw.inputNorm(), xn, n, h, eps));
+                    prog.add(() -> op("norms", () -> k.rmsNorm(x, lw.inputNorm(), xn, n, h, eps)));
                 }
-                op("gemm qkv", () -> linear.apply(xn, n, h, lw.qkv(), stride, qkv));
+                prog.add(() -> op("gemm qkv", () -> linear.apply(xn, n, h, lw.qkv(), stride, qkv)));
                 // one layer's blocks stay within few pages
                 long kvSlot = kv + slot * slotBytes;
-                op("rope_kv_write", () -> k.ropeKvWrite(qkv, stride, cos, sin, m + 4L * p.positions, n, c.numHeads(), c.numKvHeads(), c.headDim(),
-                        kvSlot, m + 4L * p.slotMap, opt.blockSize()));
+                prog.add(() -> op("rope_kv_write", () -> k.ropeKvWrite(qkv, stride, cos, sin, m + 4L * p.positions, n, c.numHeads(), c.numKvHeads(),
+                        c.headDim(), kvSlot, m + 4L * p.slotMap, opt.blockSize())));
                 int heads = c.numHeads(), kvh = c.numKvHeads(), hd = c.headDim(), bs = opt.blockSize();
                 long tables = m + 4L * p.tables, desc = m + 4L * p.desc, cdesc = m + 4L * p.cdesc;
                 if (p.decodeRows > 0) {
-                    op("attention decode splits", () -> k.attention(CudaKernels.DECODE, p.decodeCtas, qkv, stride, att, kvSlot, tables, desc, partO, partML,
-                            heads, kvh, hd, bs, scale));
-                    op("attention decode merge", () -> k.attentionMerge(p.decodeRows, p.partials / p.decodeRows, partO, partML, cdesc, att, heads, hd));
+                    prog.add(() -> op("attention decode splits", () -> k.attention(CudaKernels.DECODE, p.decodeCtas, qkv, stride, att, kvSlot, tables, desc,
+                            partO, partML, heads, kvh, hd, bs, scale)));
+                    prog.add(() -> op("attention decode merge", () -> k.attentionMerge(p.decodeRows, p.partials / p.decodeRows, partO, partML, cdesc, att,
+                            heads, hd)));
                 }
                 if (p.ctas > p.decodeCtas) {
                     int kernel = prefillKernel();
-                    op("attention prefill", () -> k.attention(kernel, p.ctas - p.decodeCtas, qkv, stride, att, kvSlot, tables, desc + 32L * p.decodeCtas,
-                            partO, partML, heads, kvh, hd, bs, scale));
+                    prog.add(() -> op("attention prefill", () -> k.attention(kernel, p.ctas - p.decodeCtas, qkv, stride, att, kvSlot, tables,
+                            desc + 32L * p.decodeCtas, partO, partML, heads, kvh, hd, bs, scale)));
                 }
-                op("gemm o", () -> linear.apply(att, n, qd, lw.o(), h, proj));
-                op("norms", () -> k.addRmsNorm(x, proj, lw.postAttnNorm(), xn, n, h, eps));
-                op("gemm gate_up", () -> linear.apply(xn, n, h, lw.gateUp(), 2 * in, gateUp));
-                op("swiglu", () -> k.swiglu(gateUp, act, n, in));
-                op("gemm down", () -> linear.apply(act, n, in, lw.down(), h, proj));
+                rowParallel(prog, "gemm o", att, n, qd, lw.o(), 0);
+                prog.add(() -> op("norms", () -> k.addRmsNorm(x, proj, lw.postAttnNorm(), xn, n, h, eps)));
+                prog.add(() -> op("gemm gate_up", () -> linear.apply(xn, n, h, lw.gateUp(), 2 * in, gateUp)));
+                prog.add(() -> op("swiglu", () -> k.swiglu(gateUp, act, n, in)));
+                rowParallel(prog, "gemm down", act, n, in, lw.down(), 1);
                 pending = true;
                 int executed = l + loop * c.numLayers();
                 for (int t = 0; t < stepTaps.length; t++) {
                     if (stepTaps[t] == executed) {
                         // the residual stream after this layer is x + proj (the add is fused into the next norm): written out here
-                        k.residualSum(tapBuf + (long) t * n * h * 2, x, proj, (long) n * h);
+                        long dst = tapBuf + (long) t * n * h * 2;
+                        prog.add(() -> k.residualSum(dst, x, proj, (long) n * h));
                     }
                 }
             }
             if (!c.skipLoopFinalNorm() || loop == c.numLoops() - 1) {
-                op("norms", () -> {
+                prog.add(() -> op("norms", () -> {
                     k.residualAdd(x, proj, (long) n * h);
                     k.rmsNorm(x, w.finalNorm(), x, n, h, eps);
-                });
+                }));
                 pending = false;
             }
+        }
+        return prog;
+    }
+
+    /**
+     * A row-parallel linear layer (o_proj, down_proj) into proj: at one rank its bf16 output; at several, this rank's fp32
+     * partial into partial buffer {@code buffer}, and a cut, after which the group's all-reduce writes proj.
+     */
+    private void rowParallel(Program prog, String name, long in, int n, int k, long weight, int buffer) {
+        int h = c.hiddenSize();
+        if (partial == null) {
+            prog.add(() -> op(name, () -> linear.apply(in, n, k, weight, h, proj)));
+        } else {
+            long out = partial[buffer];
+            prog.add(() -> op(name, () -> linear.applyPartial(in, n, k, weight, h, out)));
+            prog.cut(buffer);
         }
     }
 
@@ -668,7 +800,7 @@ public final class CudaForwardPass implements ForwardPass {
 
     private java.util.Map<String, Double> profile;
 
-    private void op(String name, Runnable r) {
+    void op(String name, Runnable r) {
         if (profile == null) {
             r.run();
         } else {
@@ -697,6 +829,10 @@ public final class CudaForwardPass implements ForwardPass {
 
     @Override
     public void close() {
+        if (group != null) {
+            group.close();
+            group = null;
+        }
         cuda.makeCurrent();
         dropGraphs();
         for (long b : buffers) {
@@ -707,14 +843,18 @@ public final class CudaForwardPass implements ForwardPass {
             cuda.free(partO);
             cuda.free(partML);
         }
-        drawer.close();
+        if (drawer != null) {
+            drawer.close();
+        }
         linear.close();
         if (tapCapacity > 0) {
             cuda.free(tapBuf);
         }
         cuda.free(meta);
         cuda.freeHost(metaHost);
-        cuda.freeHost(logitsHost);
+        if (logitsHost != null) {
+            cuda.freeHost(logitsHost);
+        }
         w.close();
     }
 
@@ -740,6 +880,77 @@ public final class CudaForwardPass implements ForwardPass {
                 : CudaWeights.upload(kernels.driver(), config, hostWeights, listener);
         try {
             return new CudaForwardPass(config, kernels, lt, w, options);
+        } catch (RuntimeException e) {
+            w.close();
+            throw e;
+        }
+    }
+
+    /** Where a tensor-parallel rank runs: device {@code ordinal}, lane {@code lane} of it ({@link CudaDriver#device(int, int)}). */
+    public record Placement(int ordinal, int lane) {
+        /** Rank r on GPU r, for each of {@code ranks} ranks. */
+        public static List<Placement> oneGpuEach(int ranks) {
+            List<Placement> out = new ArrayList<>();
+            for (int r = 0; r < ranks; r++) {
+                out.add(new Placement(r, 0));
+            }
+            return out;
+        }
+    }
+
+    /**
+     * Opens the model split over {@code placements.size()} tensor-parallel ranks ({@link dev.spindle.backend.TensorParallelLayout}),
+     * rank r at placements[r]: each rank's weights uploaded from {@code hostWeights} (or generated, without host weights), its
+     * KV pool and buffers; returns rank 0, which leads the others (its {@link #execute} runs every rank; it computes the head)
+     * and closes them with itself. Each rank's KV pool has as many blocks as rank 0's (the smallest, as rank 0 holds the head
+     * too). One placement: {@link #open(ModelConfig, dev.spindle.model.ModelWeights, Options, dev.spindle.model.LoadListener, int)}.
+     */
+    public static CudaForwardPass openTensorParallel(ModelConfig config, dev.spindle.model.ModelWeights hostWeights, Options options,
+                                                     dev.spindle.model.LoadListener listener, List<Placement> placements) {
+        int n = placements.size();
+        dev.spindle.backend.TensorParallelLayout tp = dev.spindle.backend.TensorParallelLayout.of(config, n);
+        if (n == 1) {
+            return open(config, hostWeights, options, listener, placements.getFirst().ordinal());
+        }
+        if (n > CudaKernels.MAX_RANKS) {
+            throw new CudaException("tensor-parallel size " + n + ": the all-reduce adds at most " + CudaKernels.MAX_RANKS + " ranks");
+        }
+        ModelConfig shapes = tp.rankConfig(config);
+        List<CudaForwardPass> others = new ArrayList<>();
+        try {
+            int blocks = options.maxKvBlocks() > 0 ? options.maxKvBlocks() : Integer.MAX_VALUE;
+            for (int r = 1; r < n; r++) {
+                CudaForwardPass p = openRank(config, shapes, tp, r, hostWeights, options, listener, placements.get(r));
+                others.add(p);
+                blocks = Math.min(blocks, p.kvCapacity().blocks());
+            }
+            Options leadOptions = new Options(options.blockSize(), options.maxStepRows(), options.kvMemoryFraction(), blocks, options.cudaGraphs(),
+                    options.gemmCache(), options.reserveBytes(), options.extraKvBytesPerToken());
+            CudaForwardPass lead = openRank(config, shapes, tp, 0, hostWeights, leadOptions, listener, placements.getFirst());
+            lead.group = new TensorParallelGroup(lead, others);
+            return lead;
+        } catch (RuntimeException e) {
+            for (CudaForwardPass p : others) {
+                p.close();
+            }
+            throw e;
+        }
+    }
+
+    private static CudaForwardPass openRank(ModelConfig config, ModelConfig shapes, dev.spindle.backend.TensorParallelLayout tp, int rank,
+                                            dev.spindle.model.ModelWeights hostWeights, Options options, dev.spindle.model.LoadListener listener,
+                                            Placement at) {
+        CudaKernels kernels = CudaKernels.load(at.ordinal(), at.lane()).orElseThrow(() -> new CudaException("tensor-parallel rank " + rank
+                + ": the CUDA backend is unavailable on device " + at.ordinal() + ": "
+                + (at.ordinal() == 0 ? CudaKernels.unavailableReason() : "no such device, or no kernels in this build")));
+        kernels.driver().makeCurrent();
+        CublasLt lt = CublasLt.open(kernels).orElseThrow(() -> new CudaException("the CUDA backend needs cuBLASLt (libcublasLt.so.13) on the library path"));
+        CublasLt partialLt = CublasLt.open(kernels, true).orElseThrow();
+        boolean head = rank == 0;
+        CudaWeights w = hostWeights == null ? CudaWeights.dummy(kernels.driver(), kernels, shapes, 0x5EED + 7919L * rank, listener, head)
+                : CudaWeights.upload(kernels.driver(), config, hostWeights, listener, tp, rank, head);
+        try {
+            return new CudaForwardPass(config, shapes, kernels, lt, partialLt, w, options, head);
         } catch (RuntimeException e) {
             w.close();
             throw e;

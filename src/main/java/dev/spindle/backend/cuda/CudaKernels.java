@@ -45,7 +45,7 @@ public final class CudaKernels {
 
     private final CudaDriver cuda;
     private final MemorySegment embed, rmsNorm, addRmsNorm, rope, ropeKvWrite, swiglu, residualAdd, kvWrite, attentionMerge, attentionMergeLong, argmax, sample,
-            fillDummy;
+            fillDummy, allReduceSum;
     private final java.util.Map<Integer, MemorySegment> attention = new java.util.HashMap<>();
     /**
      * A linear_rows kernel (sm_90a): up to 8 {@code tiles} rows, stages of {@code boxes} 64-key boxes,
@@ -104,6 +104,7 @@ public final class CudaKernels {
         ropeKvWrite = cuda.function(module, "rope_kv_write");
         swiglu = cuda.function(module, "swiglu");
         residualAdd = cuda.function(module, "residual_add");
+        allReduceSum = cuda.function(module, "all_reduce_sum");
         kvWrite = cuda.function(module, "kv_write");
         int[] cc = cuda.computeCapability();
         boolean hopper = cc[0] == 9 && cc[1] == 0;
@@ -261,15 +262,20 @@ public final class CudaKernels {
     }
 
     /** The kernels on device {@code ordinal} (the module loaded into its primary context), if this build has them and the device is here. */
-    public static synchronized Optional<CudaKernels> load(int ordinal) {
-        return loaded.computeIfAbsent(ordinal, CudaKernels::read);
+    public static Optional<CudaKernels> load(int ordinal) {
+        return load(ordinal, 0);
     }
 
-    /** The module is loaded once per device into its primary context; every pass on that device shares it. */
-    private static final java.util.Map<Integer, Optional<CudaKernels>> loaded = new java.util.HashMap<>();
+    /** The kernels on lane {@code lane} of device {@code ordinal} ({@link CudaDriver#device(int, int)}): they launch on that lane's stream. */
+    public static synchronized Optional<CudaKernels> load(int ordinal, int lane) {
+        return loaded.computeIfAbsent(List.of(ordinal, lane), key -> read(ordinal, lane));
+    }
 
-    private static Optional<CudaKernels> read(int ordinal) {
-        Optional<CudaDriver> cuda = CudaDriver.device(ordinal);
+    /** The module is loaded once per device lane into the device's primary context; every pass on that lane shares it. */
+    private static final java.util.Map<List<Integer>, Optional<CudaKernels>> loaded = new java.util.HashMap<>();
+
+    private static Optional<CudaKernels> read(int ordinal, int lane) {
+        Optional<CudaDriver> cuda = CudaDriver.device(ordinal, lane);
         if (cuda.isEmpty()) {
             return Optional.empty();
         }
@@ -346,6 +352,27 @@ public final class CudaKernels {
     /** dst = x + y over n bf16 elements (one rounding, as residualAdd's). */
     public void residualSum(long dst, long x, long y, long n) {
         cuda.launch(residualAdd, grid(n), 1, 256, dst, x, y, n);
+    }
+
+    /** Ranks an {@link #allReduceSum} adds at most (all_reduce.cu's pointer arguments). */
+    public static final int MAX_RANKS = 8;
+
+    /**
+     * out = bf16(partials[0] + partials[1] + ...) over n elements: the ranks' fp32 partials (device addresses this
+     * device can read: its own, or a peer's with peer access on) added in rank order, rounded once.
+     */
+    public void allReduceSum(long out, long[] partials, long n) {
+        if (partials.length < 1 || partials.length > MAX_RANKS) {
+            throw new IllegalArgumentException(partials.length + " partials; all_reduce_sum adds 1 to " + MAX_RANKS);
+        }
+        Object[] args = new Object[3 + MAX_RANKS];
+        args[0] = out;
+        args[1] = partials.length;
+        args[2] = n;
+        for (int r = 0; r < MAX_RANKS; r++) {
+            args[3 + r] = r < partials.length ? partials[r] : 0L;
+        }
+        cuda.launch(allReduceSum, grid(n), 1, 256, args);
     }
 
     /** K and V of each qkv row into the pool at slotMap[row]. */

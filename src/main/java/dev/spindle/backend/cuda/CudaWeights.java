@@ -47,38 +47,42 @@ public final class CudaWeights implements AutoCloseable {
 
     /** Uploads host weights (mapped safetensors or converted) to the device. */
     public static CudaWeights upload(CudaDriver cuda, ModelConfig c, ModelWeights w, LoadListener listener) {
+        return upload(cuda, c, w, listener, dev.spindle.backend.TensorParallelLayout.of(c, 1), 0, true);
+    }
+
+    /**
+     * Uploads tensor-parallel rank {@code rank}'s share of the host weights ({@link dev.spindle.backend.TensorParallelLayout}):
+     * its rows of q, k, v, gate and up (fused as at one rank), its columns of o_proj and down_proj (gathered row by row by
+     * the copies), the norms and the embedding whole, and the head only where {@code head} (the rank that computes the
+     * logits). At one rank: every weight whole, as published.
+     */
+    public static CudaWeights upload(CudaDriver cuda, ModelConfig c, ModelWeights w, LoadListener listener,
+                                     dev.spindle.backend.TensorParallelLayout tp, int rank, boolean head) {
         CudaWeights out = new CudaWeights(cuda);
         long t0 = System.nanoTime();
-        long total = 0;
-        List<Tensor> all = new ArrayList<>();
-        all.add(w.embedding());
-        for (LayerWeights l : w.layers()) {
-            all.addAll(List.of(l.inputNorm(), l.q(), l.k(), l.v(), l.o(), l.postAttnNorm(), l.gate(), l.up(), l.down()));
-        }
-        all.add(w.finalNorm());
-        if (w.lmHead() != w.embedding()) {
-            all.add(w.lmHead());
-        }
-        for (Tensor t : all) {
-            total += t.data().byteSize();
-        }
+        int h = c.hiddenSize(), qd = tp.qDim(), kvd = tp.kvDim(), in = tp.intermediate();
+        long rowBytes = 2L * h;
+        long total = w.embedding().data().byteSize() + w.finalNorm().data().byteSize()
+                + (head && w.lmHead() != w.embedding() ? w.lmHead().data().byteSize() : 0)
+                + (long) w.layers().size() * (2 * rowBytes + rowBytes * (qd + 2L * kvd) + 2L * qd * h + 3 * rowBytes * in);
         Uploader up = new Uploader(cuda, listener, total);
         try {
             out.embedding = up.put(out.alloc(w.embedding().data().byteSize()), w.embedding());
             for (LayerWeights l : w.layers()) {
-                long qkv = out.alloc(l.q().data().byteSize() + 2 * l.k().data().byteSize());
-                up.put(qkv, l.q());
-                up.put(qkv + l.q().data().byteSize(), l.k());
-                up.put(qkv + l.q().data().byteSize() + l.k().data().byteSize(), l.v());
-                long gateUp = out.alloc(2 * l.gate().data().byteSize());
-                up.put(gateUp, l.gate());
-                up.put(gateUp + l.gate().data().byteSize(), l.up());
-                out.layers.add(new Layer(up.put(out.alloc(l.inputNorm().data().byteSize()), l.inputNorm()), qkv,
-                        up.put(out.alloc(l.o().data().byteSize()), l.o()), up.put(out.alloc(l.postAttnNorm().data().byteSize()), l.postAttnNorm()),
-                        gateUp, up.put(out.alloc(l.down().data().byteSize()), l.down())));
+                long qkv = out.alloc(rowBytes * (qd + 2L * kvd));
+                up.putRows(qkv, l.q(), tp.qStart(rank), qd);
+                up.putRows(qkv + rowBytes * qd, l.k(), tp.kvStart(rank), kvd);
+                up.putRows(qkv + rowBytes * (qd + kvd), l.v(), tp.kvStart(rank), kvd);
+                long gateUp = out.alloc(2 * rowBytes * in);
+                up.putRows(gateUp, l.gate(), tp.intermediateStart(rank), in);
+                up.putRows(gateUp + rowBytes * in, l.up(), tp.intermediateStart(rank), in);
+                long o = up.putColumns(out.alloc(2L * qd * h), l.o(), tp.qStart(rank), qd);
+                long down = up.putColumns(out.alloc(2L * in * h), l.down(), tp.intermediateStart(rank), in);
+                out.layers.add(new Layer(up.put(out.alloc(l.inputNorm().data().byteSize()), l.inputNorm()), qkv, o,
+                        up.put(out.alloc(l.postAttnNorm().data().byteSize()), l.postAttnNorm()), gateUp, down));
             }
             out.finalNorm = up.put(out.alloc(w.finalNorm().data().byteSize()), w.finalNorm());
-            out.lmHead = w.lmHead() == w.embedding() ? out.embedding : up.put(out.alloc(w.lmHead().data().byteSize()), w.lmHead());
+            out.lmHead = !head ? 0 : w.lmHead() == w.embedding() ? out.embedding : up.put(out.alloc(w.lmHead().data().byteSize()), w.lmHead());
             up.run(UPLOAD_THREADS);
             cuda.sync();
         } catch (RuntimeException e) {
@@ -91,6 +95,11 @@ public final class CudaWeights implements AutoCloseable {
 
     /** Seeded random weights of the config's shapes, generated on the device (norms near 1, linear weights with variance 1/in). */
     public static CudaWeights dummy(CudaDriver cuda, CudaKernels k, ModelConfig c, long seed, LoadListener listener) {
+        return dummy(cuda, k, c, seed, listener, true);
+    }
+
+    /** As {@link #dummy(CudaDriver, CudaKernels, ModelConfig, long, LoadListener)} for a config of one rank's shapes; no head unless {@code head}. */
+    public static CudaWeights dummy(CudaDriver cuda, CudaKernels k, ModelConfig c, long seed, LoadListener listener, boolean head) {
         CudaWeights out = new CudaWeights(cuda);
         long t0 = System.nanoTime();
         int h = c.hiddenSize(), q = c.qDim(), kv = c.kvDim(), in = c.intermediateSize();
@@ -107,7 +116,7 @@ public final class CudaWeights implements AutoCloseable {
                 out.layers.add(new Layer(norm1, qkv, o, norm2, gateUp, down));
             }
             out.finalNorm = f.norm(h);
-            out.lmHead = c.tiedEmbeddings() ? out.embedding : f.linear(c.vocabSize(), h);
+            out.lmHead = !head ? 0 : c.tiedEmbeddings() ? out.embedding : f.linear(c.vocabSize(), h);
             cuda.sync();
         } catch (RuntimeException e) {
             out.close();
@@ -195,7 +204,11 @@ public final class CudaWeights implements AutoCloseable {
     private static final class Uploader {
         private static final long PART = 32L << 20;
 
-        private record Part(long dst, MemorySegment src, String tensor, boolean last) {
+        /** rowBytes of each of the part's rows, stride apart in src (a column slice), or the whole src where rowBytes is 0. */
+        private record Part(long dst, MemorySegment src, String tensor, boolean last, long rowBytes, long stride) {
+            long bytes() {
+                return rowBytes == 0 ? src.byteSize() : ((src.byteSize() - rowBytes) / stride + 1) * rowBytes;
+            }
         }
 
         private final CudaDriver cuda;
@@ -212,10 +225,35 @@ public final class CudaWeights implements AutoCloseable {
         }
 
         long put(long dst, Tensor t) {
-            MemorySegment src = t.data();
+            return put(dst, t.data(), t.name(), true);
+        }
+
+        private long put(long dst, MemorySegment src, String name, boolean endsTensor) {
             for (long off = 0; off < src.byteSize(); off += PART) {
                 long n = Math.min(PART, src.byteSize() - off);
-                parts.add(new Part(dst + off, src.asSlice(off, n), t.name(), off + n == src.byteSize()));
+                parts.add(new Part(dst + off, src.asSlice(off, n), name, endsTensor && off + n == src.byteSize(), 0, 0));
+            }
+            return dst;
+        }
+
+        /** Rows [first, first + count) of a row-major 2-D weight (a column-parallel rank's rows): one contiguous range. */
+        long putRows(long dst, Tensor t, int first, int count) {
+            long width = t.data().byteSize() / t.dim(0);
+            return put(dst, t.data().asSlice(first * width, count * width), t.name(), (long) (first + count) == t.dim(0));
+        }
+
+        /** Columns [first, first + count) of every row of a row-major 2-D weight (a row-parallel rank's columns), packed. */
+        long putColumns(long dst, Tensor t, int first, int count) {
+            long rows = t.dim(0), stride = t.data().byteSize() / rows, rowBytes = 2L * count;
+            if (rowBytes == stride) {
+                return put(dst, t);
+            }
+            long perPart = Math.max(1, PART / rowBytes);
+            for (long r = 0; r < rows; r += perPart) {
+                long n = Math.min(perPart, rows - r);
+                // from the first row's slice to the end of the last row's
+                MemorySegment src = t.data().asSlice(r * stride + 2L * first, (n - 1) * stride + rowBytes);
+                parts.add(new Part(dst + r * rowBytes, src, t.name(), r + n == rows, rowBytes, stride));
             }
             return dst;
         }
@@ -269,8 +307,14 @@ public final class CudaWeights implements AutoCloseable {
                 for (int i = next.getAndIncrement(); i < parts.size() && failure.get() == null; i = next.getAndIncrement()) {
                     Part p = parts.get(i);
                     cuda.sync(stream[b]); // this buffer's previous copy is done
-                    MemorySegment.copy(p.src(), 0, buf[b], 0, p.src().byteSize());
-                    cuda.copyToDeviceAsync(p.dst(), buf[b], p.src().byteSize(), stream[b]);
+                    if (p.rowBytes() == 0) {
+                        MemorySegment.copy(p.src(), 0, buf[b], 0, p.src().byteSize());
+                    } else {
+                        for (long off = 0, at = 0; at < p.bytes(); off += p.stride(), at += p.rowBytes()) {
+                            MemorySegment.copy(p.src(), off, buf[b], at, p.rowBytes());
+                        }
+                    }
+                    cuda.copyToDeviceAsync(p.dst(), buf[b], p.bytes(), stream[b]);
                     progress(p);
                     b ^= 1;
                 }
@@ -291,7 +335,7 @@ public final class CudaWeights implements AutoCloseable {
         }
 
         private synchronized void progress(Part p) {
-            done += p.src().byteSize();
+            done += p.bytes();
             if (p.last()) {
                 listener.loaded(p.tensor(), done, total);
             }

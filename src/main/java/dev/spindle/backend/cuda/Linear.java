@@ -31,6 +31,8 @@ public final class Linear {
     private final Map<WeightKey, Long> weightMaps = new HashMap<>();
     private final Map<InputKey, Long> inputMaps = new HashMap<>();
     private final List<String> choices = new ArrayList<>();
+    /** cuBLASLt with fp32 outputs, for a tensor-parallel rank's row-parallel partials; null until {@link #usePartials}. */
+    private CublasLt partials;
 
     public Linear(CudaKernels kernels, CublasLt lt) {
         this.kernels = kernels;
@@ -56,6 +58,36 @@ public final class Linear {
             }
         }
         lt.linear(x, n, k, w, nOut, y);
+    }
+
+    /** Gives the layer an fp32-output cuBLASLt ({@link CublasLt#open(CudaKernels, boolean)}) for {@link #applyPartial}. */
+    public void usePartials(CublasLt f32) {
+        this.partials = f32;
+    }
+
+    /**
+     * y (n, nOut) = x (n, k) @ W^T in fp32, not rounded: a tensor-parallel rank's partial of a row-parallel layer, summed
+     * over the ranks before its one rounding (TensorParallelLayout). cuBLASLt's pinned split-free algorithms (row-invariant
+     * as the bf16 ones); linear_rows writes bf16 only.
+     */
+    public void applyPartial(long x, int n, int k, long w, int nOut, long y) {
+        if (partials == null) {
+            throw new IllegalStateException("partial outputs without usePartials()");
+        }
+        partials.linear(x, n, k, w, nOut, y);
+    }
+
+    /** Pins the partial GEMM's algorithms of weight w (nOut, k) now (from the cache, or searched), never in the middle of a step. */
+    public void preparePartial(int k, long w, int nOut) {
+        long x = cuda.alloc((long) k * 2), y = cuda.alloc((long) nOut * 4);
+        try {
+            cuda.memsetZero(x, (long) k * 2);
+            applyPartial(x, 1, k, w, nOut, y);
+            cuda.sync();
+        } finally {
+            cuda.free(x);
+            cuda.free(y);
+        }
     }
 
     /**
@@ -232,6 +264,9 @@ public final class Linear {
     public List<String> choices() {
         List<String> all = new ArrayList<>(lt.choices());
         all.addAll(choices);
+        if (partials != null) {
+            partials.choices().forEach(line -> all.add("fp32 partial " + line));
+        }
         return all;
     }
 

@@ -1,7 +1,7 @@
 package dev.spindle.backend.cpu;
 
 /** Distribution comparisons for parity tests. */
-final class Stats {
+public final class Stats {
     private Stats() {
     }
 
@@ -23,7 +23,7 @@ final class Stats {
     }
 
     /** KL(p || q) in nats, p and q given as logits. */
-    static double kl(float[] p, float[] q) {
+    public static double kl(float[] p, float[] q) {
         double[] lp = logSoftmax(p);
         double[] lq = logSoftmax(q);
         double kl = 0;

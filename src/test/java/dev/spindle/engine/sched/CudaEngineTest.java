@@ -61,6 +61,33 @@ class CudaEngineTest {
         }
     }
 
+    /** Sampled and greedy requests through the engine at 2 ranks: alone = batched under a small budget (chunked prefill beside decode rows). */
+    @Test
+    void requestsAloneEqualThemBatchedAtTwoRanks() {
+        try (Fixture f = new Fixture("llama-gqa")) {
+            Map<String, SamplingParams> params = Map.of("a", EngineCoreTest.sampled(42, 24), "b", EngineCoreTest.greedy(20),
+                    "c", EngineCoreTest.sampled(7, 30));
+            Map<String, int[]> prompts = new LinkedHashMap<>();
+            List<String> names = params.keySet().stream().sorted().toList();
+            for (int i = 0; i < names.size(); i++) {
+                prompts.put(names.get(i), f.prompts.get((i + 1) % f.prompts.size()));
+            }
+            Map<String, EngineCoreTest.Collect> solo = new LinkedHashMap<>();
+            for (String k : names) {
+                try (CudaForwardPass gpu = dev.spindle.backend.cuda.TensorParallelCudaTest.open(f.model.config(), f.model.weights(), 2)) {
+                    solo.put(k, EngineCoreTest.run(gpu, 512, Map.of(k, prompts.get(k)), params).get(k));
+                }
+            }
+            try (CudaForwardPass gpu = dev.spindle.backend.cuda.TensorParallelCudaTest.open(f.model.config(), f.model.weights(), 2)) {
+                Map<String, EngineCoreTest.Collect> together = EngineCoreTest.run(gpu, 24, prompts, params);
+                for (String k : names) {
+                    assertEquals(solo.get(k).signature(), together.get(k).signature(), k + " alone vs batched at 2 ranks");
+                }
+            }
+            System.out.println("[tensor parallel cuda] three requests (two sampled, one greedy) alone = batched at 2 ranks");
+        }
+    }
+
     private static List<Integer> tokens(EngineCoreTest.Collect c) {
         return c.events.stream().map(e -> e.token()).toList();
     }
