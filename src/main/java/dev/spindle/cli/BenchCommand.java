@@ -73,6 +73,10 @@ final class BenchCommand implements Callable<Integer> {
             description = "cuda: split the model over N GPUs (0 to N-1) as tensor-parallel ranks (default 1); the JSON gives each rank's memory.")
     int tensorParallel;
 
+    @Option(names = "--tensor-parallel-lanes", description = "cuda, with --tensor-parallel-size: every rank on GPU 0, each on its own stream"
+            + " (measures the tensor-parallel path's own cost where one GPU is all there is; not a deployment).")
+    boolean tensorParallelLanes;
+
     @Option(names = "--grammar-tokenizer", paramLabel = "FILE",
             description = "Measure constrained decoding's mask per step over this tokenizer.json (.gz too) instead of a model; no --model needed.")
     java.nio.file.Path grammarTokenizer;
@@ -130,7 +134,7 @@ final class BenchCommand implements Callable<Integer> {
         }
         if (backend.equals("cuda")) {
             return new CudaBenchRun(model, prefillLengths, decodeContexts, concurrency, decodeTokens, stepRows, cudaGraphs, kvMemoryFraction,
-                    tensorParallel).call();
+                    tensorParallel, tensorParallelLanes).call();
         }
         if (!backend.equals("cpu")) {
             throw new picocli.CommandLine.ParameterException(new picocli.CommandLine(this), "--backend: expected cpu or cuda, got " + backend);

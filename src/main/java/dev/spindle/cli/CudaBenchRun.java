@@ -27,10 +27,12 @@ final class CudaBenchRun implements Callable<Integer> {
     private final boolean cudaGraphs;
     private final double kvMemoryFraction;
     private final int tensorParallel;
+    private final boolean tensorParallelLanes;
 
     CudaBenchRun(ModelOptions model, int[] prefillLengths, int[] decodeContexts, int[] concurrency, int decodeSteps, int stepRows,
-                 boolean cudaGraphs, double kvMemoryFraction, int tensorParallel) {
+                 boolean cudaGraphs, double kvMemoryFraction, int tensorParallel, boolean tensorParallelLanes) {
         this.tensorParallel = tensorParallel;
+        this.tensorParallelLanes = tensorParallelLanes;
         this.cudaGraphs = cudaGraphs;
         this.kvMemoryFraction = kvMemoryFraction;
         this.model = model;
@@ -69,13 +71,13 @@ final class CudaBenchRun implements Callable<Integer> {
         }
         double hostSeconds = (System.nanoTime() - t0) / 1e9;
         ProgressBar bar = ProgressBar.forTerminal("loading " + model.dir().getFileName() + " to " + cuda.deviceName());
-        if (tensorParallel > 1 && CudaDriver.deviceCount() < tensorParallel) {
+        if (tensorParallel > 1 && !tensorParallelLanes && CudaDriver.deviceCount() < tensorParallel) {
             throw new CudaException("--tensor-parallel-size " + tensorParallel + " needs " + tensorParallel + " GPUs; this machine has "
                     + CudaDriver.deviceCount());
         }
         try (CudaForwardPass gpu = CudaForwardPass.openTensorParallel(c, host == null ? null : host.weights(),
                 new CudaForwardPass.Options(model.blockSize, stepRows, kvMemoryFraction, 0, cudaGraphs, model.gemmCacheDir()), bar,
-                CudaForwardPass.Placement.oneGpuEach(tensorParallel))) {
+                tensorParallelLanes ? CudaForwardPass.Placement.lanesOfGpu0(tensorParallel) : CudaForwardPass.Placement.oneGpuEach(tensorParallel))) {
             bar.done();
             double load = (System.nanoTime() - t0) / 1e9;
             out.put("architecture", c.architecture());
@@ -94,6 +96,7 @@ final class CudaBenchRun implements Callable<Integer> {
             out.put("load", loadInfo);
             if (tensorParallel > 1) {
                 out.put("tensor_parallel_size", tensorParallel);
+                out.put("tensor_parallel_placement", tensorParallelLanes ? "every rank on GPU 0 (lanes)" : "rank r on GPU r");
                 out.put("tensor_parallel_ranks", gpu.tensorParallelMemory());
             }
             out.put("gemm_algorithms", gpu.gemmChoices());

@@ -26,6 +26,7 @@ import java.util.List;
  * {@link #greedy}, token ids) come back.
  */
 public final class CudaForwardPass implements ForwardPass {
+    private static final System.Logger LOG = System.getLogger("dev.spindle.cuda");
     private static final ValueLayout.OfShort BF16 = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
 
     /**
@@ -549,18 +550,19 @@ public final class CudaForwardPass implements ForwardPass {
             return p;
         }
         if (graph == null) {
-            cuda.beginCapture();
-            // programmatic dependent launch between a stream's kernels; not where the ranks' streams wait for each other
-            boolean dependent = cuda.dependentLaunches(group == null);
             try {
-                layers(p);
-                head(p, 0, p.logitRows);
-                if (greedy) {
-                    k.argmax(logits, p.logitRows, c.vocabSize(), meta);
+                graph = capture(p, greedy);
+            } catch (CudaException e) {
+                if (group == null) {
+                    throw e;
                 }
-            } finally {
-                cuda.dependentLaunches(dependent);
-                graph = cuda.endCapture();
+                // one graph over several GPUs' streams has run on lanes of one GPU only: where a driver refuses it, the
+                // ranks launch kernel by kernel (the same launches, so the same bits), slower but serving
+                groupGraphsRefused = e.getMessage();
+                LOG.log(System.Logger.Level.WARNING, "a decode step over " + group.size() + " tensor-parallel ranks could not be captured as"
+                        + " one CUDA graph (" + e.getMessage() + "); this pass launches kernel by kernel from now on");
+                layers(p);
+                return p;
             }
             graphs.put(key, graph);
         }
@@ -569,13 +571,42 @@ public final class CudaForwardPass implements ForwardPass {
         return p;
     }
 
+    /** A decode step's launches (and the head, and the argmax when greedy) captured as one graph on this pass's stream. */
+    private MemorySegment capture(StepPlan p, boolean greedy) {
+        cuda.beginCapture();
+        // programmatic dependent launch between a stream's kernels; not where the ranks' streams wait for each other
+        boolean dependent = cuda.dependentLaunches(group == null);
+        MemorySegment graph;
+        try {
+            layers(p);
+            head(p, 0, p.logitRows);
+            if (greedy) {
+                k.argmax(logits, p.logitRows, c.vocabSize(), meta);
+            }
+        } catch (RuntimeException e) {
+            try {
+                cuda.endCapture(); // leave the capture (its graph is invalid) before the error goes up
+            } catch (CudaException ignored) {
+                // the capture failed already
+            }
+            throw e;
+        } finally {
+            cuda.dependentLaunches(dependent);
+        }
+        graph = cuda.endCapture();
+        return graph;
+    }
+
+    /** Why a tensor-parallel group's steps run without graphs (a capture over its ranks' streams was refused), or null. */
+    private String groupGraphsRefused;
+
     /**
      * The split bucket (a power of two) of a graph-eligible step, or 0 when the step runs without a graph. Eligible: windows
      * short enough that each row's attention runs as a decode row (StepPlan.rowwise: decode rows, drafted windows being
      * verified, short prompt tails), each wanting some logits, all logit rows in one pass of the head.
      */
     private int graphSplits(List<Window> windows) {
-        if (!opt.cudaGraphs() || windows.size() > logitRowsMax) {
+        if (!opt.cudaGraphs() || groupGraphsRefused != null || windows.size() > logitRowsMax) {
             return 0;
         }
         int max = 1, logitRows = 0;
@@ -893,6 +924,15 @@ public final class CudaForwardPass implements ForwardPass {
             List<Placement> out = new ArrayList<>();
             for (int r = 0; r < ranks; r++) {
                 out.add(new Placement(r, 0));
+            }
+            return out;
+        }
+
+        /** Every rank on GPU 0, rank r on lane r (tests, and measuring the path's own cost on one GPU). */
+        public static List<Placement> lanesOfGpu0(int ranks) {
+            List<Placement> out = new ArrayList<>();
+            for (int r = 0; r < ranks; r++) {
+                out.add(new Placement(0, r));
             }
             return out;
         }

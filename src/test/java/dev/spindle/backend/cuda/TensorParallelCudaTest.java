@@ -31,13 +31,8 @@ public class TensorParallelCudaTest {
         return Fixture.NAMES;
     }
 
-    /** {@code ranks} ranks on lanes 0.. of GPU 0. */
-    static List<CudaForwardPass.Placement> lanes(int ranks) {
-        return java.util.stream.IntStream.range(0, ranks).mapToObj(r -> new CudaForwardPass.Placement(0, r)).toList();
-    }
-
     public static CudaForwardPass open(ModelConfig c, dev.spindle.model.ModelWeights w, int ranks) {
-        return CudaForwardPass.openTensorParallel(c, w, CudaForwardPassTest.OPTIONS, LoadListener.NONE, lanes(ranks));
+        return CudaForwardPass.openTensorParallel(c, w, CudaForwardPassTest.OPTIONS, LoadListener.NONE, CudaForwardPass.Placement.lanesOfGpu0(ranks));
     }
 
     @ParameterizedTest
@@ -89,6 +84,7 @@ public class TensorParallelCudaTest {
         try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofShared()) {
             dev.spindle.model.ModelWeights w = dev.spindle.model.DummyWeights.create(c, 41, arena, LoadListener.NONE);
             try (CudaForwardPass one = CudaForwardPass.open(c, w, CudaForwardPassTest.OPTIONS, LoadListener.NONE); CudaForwardPass four = open(c, w, 4)) {
+                assertEquals(4, four.tensorParallelSize());
                 int[] prompt = new java.util.Random(5).ints(150, 3, c.vocabSize()).toArray();
                 float[][] a = HfParityTest.Parity.logits(one, prompt, false), b = HfParityTest.Parity.logits(four, prompt, false);
                 float[][] rows = HfParityTest.Parity.logits(four, prompt, true);

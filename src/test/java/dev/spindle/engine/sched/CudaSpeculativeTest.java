@@ -148,6 +148,35 @@ class CudaSpeculativeTest {
     }
 
     /**
+     * Drafted = plain at 2 tensor-parallel ranks (on lanes of one GPU; the drafter on rank 0's): greedy replies drawn on the
+     * device, alone and in a batch of 7, and seeded sampled ones, drafted by the draft model and by prompt lookup.
+     */
+    @Test
+    void draftedEqualsPlainAtTwoTensorParallelRanks() {
+        Function<Integer, SamplingParams> onDevice = i -> new SamplingParams(0, 0, 1, 0, null, 0, 0, 1, Map.of(), 48, Set.of(), false, -1, null, -1);
+        try (CudaForwardPass gpu = dev.spindle.backend.cuda.TensorParallelCudaTest.open(SpeculativeEngineTest.target.config(),
+                SpeculativeEngineTest.target.weights(), 2)) {
+            assertEquals(2, gpu.tensorParallelSize());
+            for (int batch : new int[]{1, 7}) {
+                List<int[]> ps = SpeculativeEngineTest.prompts.subList(0, batch);
+                SpeculativeEngineTest.Result plain = SpeculativeEngineTest.run(gpu, Speculation.NONE, ps, onDevice);
+                for (String method : List.of("draft", "ngram")) {
+                    Speculation spec = method.equals("draft") ? draftModel(4) : new Speculation(new NgramProposer(1, 4, 0), 4, 64);
+                    try (Proposer p = spec.proposer()) {
+                        SpeculativeEngineTest.Result drafted = SpeculativeEngineTest.run(gpu, spec, ps, onDevice);
+                        assertEquals(plain.signatures(), drafted.signatures(), method + " at 2 ranks, batch " + batch);
+                        assertTrue(drafted.spec().acceptedTokens() > 0);
+                        System.out.printf("[cuda speculative, 2 ranks] %s, batch %d: drafted = plain bit for bit; acceptance %.3f, steps %d vs %d%n",
+                                method, batch, drafted.spec().acceptanceRate(), drafted.steps(), plain.steps());
+                    }
+                }
+            }
+            assertSampledDraftingEqualsPlain(gpu, 20, 7000L, Map.of("draft", () -> draftModel(4),
+                    "ngram", () -> new Speculation(new NgramProposer(1, 4, 0), 4, 64)));
+        }
+    }
+
+    /**
      * Seeded requests sampled at T 0.6 and 1.0 (top-k topK, top-p 0.95; seeds from seed0), batches 1 and 7: drafted by each
      * proposer (made afresh for every run) they give plain sampling's tokens, bit for bit, and some drafts are accepted.
      */
