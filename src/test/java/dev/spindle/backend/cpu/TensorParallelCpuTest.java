@@ -22,7 +22,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * columns; o_proj and down_proj partials summed in rank order) passes the same HF fidelity gate as one rank
  * on every fixture, differs from one rank only by that sum's rounding, and keeps decode steps = the window.
  */
-class TensorParallelCpuTest {
+public class TensorParallelCpuTest {
     static List<String> fixtures() {
         return Fixture.NAMES;
     }
@@ -74,33 +74,47 @@ class TensorParallelCpuTest {
      */
     @Test
     void fourRanksStayWithinTheSumsRoundingOfOne() throws Exception {
-        com.fasterxml.jackson.databind.node.ObjectNode cfg = (com.fasterxml.jackson.databind.node.ObjectNode)
-                new com.fasterxml.jackson.databind.ObjectMapper().readTree(Path.of("src/test/resources/fixtures/llama-gqa/config.json").toFile());
-        cfg.put("num_attention_heads", 16).put("num_key_value_heads", 8).put("head_dim", 16).put("intermediate_size", 256).put("num_hidden_layers", 2);
-        ModelConfig c = ConfigParser.parse(cfg);
+        ModelConfig c = sixteenEightHeadLlama();
         try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofShared()) {
             dev.spindle.model.ModelWeights w = dev.spindle.model.DummyWeights.create(c, 41, arena, dev.spindle.model.LoadListener.NONE);
             int threads = Runtime.getRuntime().availableProcessors();
             try (CpuForwardPass one = new CpuForwardPass(c, w, 64, 16, threads, KvSlots.PER_EXECUTED_LAYER, 1);
                  CpuForwardPass four = new CpuForwardPass(c, w, 64, 16, threads, KvSlots.PER_EXECUTED_LAYER, 4)) {
-                int[] prompt = new java.util.Random(5).ints(150, 3, c.vocabSize()).toArray();
-                float[][] a = HfParityTest.Parity.logits(one, prompt, false), b = HfParityTest.Parity.logits(four, prompt, false);
-                float[][] rows = HfParityTest.Parity.logits(four, prompt, true);
-                double kl = 0, worst = 0;
-                for (int i = 0; i < a.length; i++) {
-                    kl += Stats.kl(a[i], b[i]);
-                    for (int v = 0; v < a[i].length; v++) {
-                        worst = Math.max(worst, Math.abs(a[i][v] - b[i][v]));
-                    }
-                    org.junit.jupiter.api.Assertions.assertArrayEquals(b[i], rows[i], "4 ranks: decode step " + i + " differs from the window");
-                }
-                kl /= a.length;
-                System.out.printf("[tensor parallel] random 16/8-head llama, 150 positions: 4 ranks against 1, KL %.3e, largest logit difference %.4f%n",
-                        kl, worst);
-                assertTrue(kl < 1e-4, "4 ranks moved the logits by KL " + kl);
-                assertTrue(worst < 0.25, "4 ranks moved a logit by " + worst);
+                assertWithinTheSumsRoundingOfOne("cpu", one, four, 4);
             }
         }
+    }
+
+    /** A llama with 16 query and 8 KV heads of 16 dims, 2 layers (the llama-gqa fixture's other fields): splits over 1 to 8 ranks. */
+    public static ModelConfig sixteenEightHeadLlama() throws java.io.IOException {
+        com.fasterxml.jackson.databind.node.ObjectNode cfg = (com.fasterxml.jackson.databind.node.ObjectNode)
+                new com.fasterxml.jackson.databind.ObjectMapper().readTree(Path.of("src/test/resources/fixtures/llama-gqa/config.json").toFile());
+        cfg.put("num_attention_heads", 16).put("num_key_value_heads", 8).put("head_dim", 16).put("intermediate_size", 256).put("num_hidden_layers", 2);
+        return ConfigParser.parse(cfg);
+    }
+
+    /**
+     * {@code many} (the same model split over {@code ranks}) on a seeded 150-token prompt: its decode steps equal its window bit
+     * for bit, and its logits stay within the row-parallel sums' rounding of one rank's (KL under 1e-4, no logit 0.25 apart).
+     */
+    public static void assertWithinTheSumsRoundingOfOne(String backend, dev.spindle.backend.ForwardPass one, dev.spindle.backend.ForwardPass many,
+                                                        int ranks) {
+        int[] prompt = new java.util.Random(5).ints(150, 3, one.config().vocabSize()).toArray();
+        float[][] a = HfParityTest.Parity.logits(one, prompt, false), b = HfParityTest.Parity.logits(many, prompt, false);
+        float[][] rows = HfParityTest.Parity.logits(many, prompt, true);
+        double kl = 0, worst = 0;
+        for (int i = 0; i < a.length; i++) {
+            kl += Stats.kl(a[i], b[i]);
+            for (int v = 0; v < a[i].length; v++) {
+                worst = Math.max(worst, Math.abs(a[i][v] - b[i][v]));
+            }
+            org.junit.jupiter.api.Assertions.assertArrayEquals(b[i], rows[i], ranks + " ranks: decode step " + i + " differs from the window");
+        }
+        kl /= a.length;
+        System.out.printf("[tensor parallel] %s, random 16/8-head llama, 150 positions: %d ranks against 1, KL %.3e, largest logit difference %.4f%n",
+                backend, ranks, kl, worst);
+        assertTrue(kl < 1e-4, ranks + " ranks moved the logits by KL " + kl);
+        assertTrue(worst < 0.25, ranks + " ranks moved a logit by " + worst);
     }
 
     @Test

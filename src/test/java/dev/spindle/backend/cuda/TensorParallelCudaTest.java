@@ -3,7 +3,7 @@ package dev.spindle.backend.cuda;
 import dev.spindle.Fixture;
 import dev.spindle.backend.cpu.HfParityTest;
 import dev.spindle.backend.cpu.Stats;
-import dev.spindle.model.ConfigParser;
+import dev.spindle.backend.cpu.TensorParallelCpuTest;
 import dev.spindle.model.LoadListener;
 import dev.spindle.model.ModelConfig;
 import org.junit.jupiter.api.Test;
@@ -15,7 +15,6 @@ import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * The tensor-parallel CUDA pass ({@link TensorParallelGroup}) with its ranks on lanes of one GPU (each rank its own
@@ -77,30 +76,12 @@ public class TensorParallelCudaTest {
     /** Four ranks of a random 16/8-head llama: within the sums' rounding of one rank (as on the CPU), decode steps = the window. */
     @Test
     void fourRanksStayWithinTheSumsRoundingOfOne() throws Exception {
-        com.fasterxml.jackson.databind.node.ObjectNode cfg = (com.fasterxml.jackson.databind.node.ObjectNode)
-                new com.fasterxml.jackson.databind.ObjectMapper().readTree(Path.of("src/test/resources/fixtures/llama-gqa/config.json").toFile());
-        cfg.put("num_attention_heads", 16).put("num_key_value_heads", 8).put("head_dim", 16).put("intermediate_size", 256).put("num_hidden_layers", 2);
-        ModelConfig c = ConfigParser.parse(cfg);
+        ModelConfig c = TensorParallelCpuTest.sixteenEightHeadLlama();
         try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofShared()) {
             dev.spindle.model.ModelWeights w = dev.spindle.model.DummyWeights.create(c, 41, arena, LoadListener.NONE);
             try (CudaForwardPass one = CudaForwardPass.open(c, w, CudaForwardPassTest.OPTIONS, LoadListener.NONE); CudaForwardPass four = open(c, w, 4)) {
                 assertEquals(4, four.tensorParallelSize());
-                int[] prompt = new java.util.Random(5).ints(150, 3, c.vocabSize()).toArray();
-                float[][] a = HfParityTest.Parity.logits(one, prompt, false), b = HfParityTest.Parity.logits(four, prompt, false);
-                float[][] rows = HfParityTest.Parity.logits(four, prompt, true);
-                double kl = 0, worst = 0;
-                for (int i = 0; i < a.length; i++) {
-                    kl += Stats.kl(a[i], b[i]);
-                    for (int v = 0; v < a[i].length; v++) {
-                        worst = Math.max(worst, Math.abs(a[i][v] - b[i][v]));
-                    }
-                    assertArrayEquals(b[i], rows[i], "4 ranks: decode step " + i + " differs from the window");
-                }
-                kl /= a.length;
-                System.out.printf("[tensor parallel cuda] random 16/8-head llama, 150 positions: 4 ranks against 1, KL %.3e, largest logit"
-                        + " difference %.4f%n", kl, worst);
-                assertTrue(kl < 1e-4, "4 ranks moved the logits by KL " + kl);
-                assertTrue(worst < 0.25, "4 ranks moved a logit by " + worst);
+                TensorParallelCpuTest.assertWithinTheSumsRoundingOfOne("cuda", one, four, 4);
             }
         }
     }
