@@ -91,6 +91,7 @@ final class CudaBenchRun implements Callable<Integer> {
             // cuBLASLt and its GEMM choices, linear_rows checks and tensor maps, the KV pool)
             loadInfo.put("host_map_seconds", Math.round(hostSeconds * 1000) / 1000.0);
             loadInfo.put("setup_seconds", Math.round((load - hostSeconds - gpu.weights().seconds()) * 1000) / 1000.0);
+            gpu.setupSeconds().forEach((phase, sec) -> loadInfo.put("setup_" + phase + "_seconds", Math.round(sec * 1000) / 1000.0));
             loadInfo.put("kv_pool_bytes", gpu.kvPoolBytes());
             loadInfo.put("kv_blocks", gpu.kvCapacity().blocks());
             out.put("load", loadInfo);

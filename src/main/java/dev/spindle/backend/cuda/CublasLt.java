@@ -169,6 +169,14 @@ public final class CublasLt {
 
     /** The algorithms of a shape: from the cache when its entry passes the checks, else searched (and cached). */
     private Pinned pin(int k, int nOut) {
+        long t0 = System.nanoTime();
+        Pinned p = pinUntimed(k, nOut);
+        int last = choices.size() - 1;
+        choices.set(last, choices.get(last) + String.format(java.util.Locale.ROOT, " (%.2f s)", (System.nanoTime() - t0) / 1e9));
+        return p;
+    }
+
+    private Pinned pinUntimed(int k, int nOut) {
         if (cache != null) {
             java.util.Optional<List<byte[]>> stored = cache.get(k, nOut);
             if (stored.isPresent()) {

@@ -99,6 +99,13 @@ public final class CudaForwardPass implements ForwardPass {
     private final boolean head;
     /** The other ranks, where this pass leads a tensor-parallel group; null otherwise. */
     private TensorParallelGroup group;
+    /** Seconds of the constructor's phases: the GEMM choices (cuBLASLt's and linear_rows'), the tensor maps, the KV pool. */
+    private final java.util.Map<String, Double> setupSeconds;
+
+    public java.util.Map<String, Double> setupSeconds() {
+        return setupSeconds;
+    }
+
     /** Whether a buffer a captured step holds moved since {@link #takeMoved} (a group's leader drops its graphs then). */
     private boolean movedSinceTaken;
 
@@ -177,6 +184,7 @@ public final class CudaForwardPass implements ForwardPass {
         sin = buffer((long) c.maxPositions() * c.headDim() / 2 * 4);
         ensureRope(Math.min(c.maxPositions(), 4096));
         ensurePartials(4096);
+        long tBuffers = System.nanoTime();
         // pin every GEMM's algorithm now (from the cache, or timing candidates), never in the middle of a step
         if (options.gemmCache() != null) {
             lt.useCache(options.gemmCache());
@@ -199,6 +207,7 @@ public final class CudaForwardPass implements ForwardPass {
         if (head) {
             linear.prepare(h, w.lmHead(), c.vocabSize());
         }
+        long tGemms = System.nanoTime();
         // the few-row kernel's tensor maps: every weight it may read, and the buffers the linear layers read
         for (int l = 0; l < c.numLayers(); l++) {
             linear.weight(w.layer(l).qkv(), h, qkvDim);
@@ -218,6 +227,7 @@ public final class CudaForwardPass implements ForwardPass {
             linear.input(picked, logitRowsMax, h);
         }
         cuda.sync();
+        long tMaps = System.nanoTime();
         slots = c.executedLayers();
         long bytesPerBlock = (long) slots * 2 * options.blockSize() * c.kvDim() * 2;
         long free = cuda.memInfo()[0];
@@ -238,6 +248,9 @@ public final class CudaForwardPass implements ForwardPass {
         cuda.memsetZero(kv, (long) blocks * bytesPerBlock);
         cuda.sync();
         capacity = new KvCapacity(blocks, options.blockSize());
+        long tEnd = System.nanoTime();
+        setupSeconds = java.util.Map.of("gemm_choices", (tGemms - tBuffers) / 1e9, "tensor_maps", (tMaps - tGemms) / 1e9,
+                "kv_pool", (tEnd - tMaps) / 1e9);
     }
 
     private long buffer(long bytes) {

@@ -160,6 +160,7 @@ public final class Linear {
         if (plans.containsKey(key)) {
             return;
         }
+        long t0 = System.nanoTime();
         int max = 64;
         long x = cuda.alloc((long) max * k * 2), y1 = cuda.alloc((long) max * nOut * 2), y2 = cuda.alloc((long) max * nOut * 2);
         CudaKernels.LinearRowsVariant[] plan = new CudaKernels.LinearRowsVariant[BUCKETS.length];
@@ -225,8 +226,9 @@ public final class Linear {
                 CudaKernels.LinearRowsVariant v = plan[bi];
                 use.append(String.format(" <=%d rows %s;", BUCKETS[bi][1], v == null ? "cuBLASLt" : "linear_rows " + v.label()));
             }
-            choices.add(String.format("%d x %d: linear_rows variants with cuBLASLt's bits: %d of %d%s; use:%s timed:%s", nOut, k, agree.size(),
-                    kernels.linearRowsVariants().size(), refused, use, timed));
+            choices.add(String.format(java.util.Locale.ROOT, "%d x %d: linear_rows variants with cuBLASLt's bits: %d of %d%s; use:%s timed:%s"
+                            + " (with cuBLASLt's choice, %.2f s)", nOut, k, agree.size(), kernels.linearRowsVariants().size(), refused, use, timed,
+                    (System.nanoTime() - t0) / 1e9));
         } finally {
             cuda.sync();
             for (CudaKernels.LinearRowsVariant v : kernels.linearRowsVariants()) {
