@@ -302,7 +302,7 @@ public final class CublasLt {
         return true;
     }
 
-    /** A candidate whose first large run is within this factor of the best so far is timed again (the mean of two runs). */
+    /** A candidate whose first run at a row count is within this factor of the best so far is timed again (the mean of two runs). */
     private static final double CONTENDER = 1.5;
     /** Between 1 and {@value #LARGE} rows, a candidate is timed where it is within this factor of its group's best at either end. */
     private static final double CONTENDER_ENDS = 2.0;
@@ -424,8 +424,10 @@ public final class CublasLt {
                         continue;
                     }
                     MemorySegment algo = ok.get(i);
-                    double t = n == 1 ? times.get(i)[0] : n == LARGE ? times.get(i)[1]
-                            : cuda.time(() -> { for (int r = 0; r < 2; r++) run(x, n, k, w, nOut, y, algo); }) / 2;
+                    double t = n == 1 ? times.get(i)[0] : n == LARGE ? times.get(i)[1] : cuda.time(() -> run(x, n, k, w, nOut, y, algo));
+                    if (n != 1 && n != LARGE && t < CONTENDER * bestTime) {
+                        t = cuda.time(() -> { for (int r = 0; r < 2; r++) run(x, n, k, w, nOut, y, algo); }) / 2; // a contender: two more runs
+                    }
                     if (t < bestTime) {
                         bestTime = t;
                         best = i;
