@@ -78,7 +78,7 @@ public final class WeightBinder {
     }
 
     /** Threads that read mapped tensors into memory at once. */
-    static final int PREFAULT_THREADS = Math.max(1, Math.min(16, Runtime.getRuntime().availableProcessors()));
+    static final int PREFAULT_THREADS = Math.max(1, Math.min(8, Runtime.getRuntime().availableProcessors()));
 
     /**
      * Reads every mapped tensor's pages into memory (from the page cache or the disk), so that the first

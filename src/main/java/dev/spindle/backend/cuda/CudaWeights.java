@@ -21,7 +21,7 @@ public final class CudaWeights implements AutoCloseable {
      * Threads that copy weights to the device at once (each with two 32 MiB pinned buffers): reading the
      * host mapping (the page cache) is the slow side of the copy, so it runs in parallel.
      */
-    static final int UPLOAD_THREADS = Math.max(1, Math.min(16, Runtime.getRuntime().availableProcessors()));
+    static final int UPLOAD_THREADS = Math.max(1, Math.min(8, Runtime.getRuntime().availableProcessors()));
 
     /** Device addresses of one layer's weights. */
     public record Layer(long inputNorm, long qkv, long o, long postAttnNorm, long gateUp, long down) {
