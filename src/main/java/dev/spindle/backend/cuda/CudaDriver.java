@@ -41,7 +41,7 @@ public final class CudaDriver {
     private final NativeLibrary lib;
     private final java.util.Map<String, MethodHandle> handles = new java.util.concurrent.ConcurrentHashMap<>();
     private final MethodHandle cuLaunchKernel, cuLaunchKernelEx, cuMemcpyHtoDAsync, cuMemcpyDtoHAsync, cuStreamSynchronize, cuGetErrorName,
-            cuGraphLaunch, cuEventRecord, cuStreamWaitEvent;
+            cuGraphLaunch, cuEventRecord, cuStreamWaitEvent, cuEventSynchronize;
     private final String deviceName;
     private final int device, lane, computeMajor, computeMinor, sharedOptIn;
     /** cuLaunchKernelEx's CUlaunchConfig (56 bytes) and one CUlaunchAttribute (72 bytes): programmatic stream serialization. */
@@ -57,6 +57,7 @@ public final class CudaDriver {
         this.lane = lane;
         cuEventRecord = lib.function("cuEventRecord", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
         cuStreamWaitEvent = lib.function("cuStreamWaitEvent", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_INT));
+        cuEventSynchronize = lib.function("cuEventSynchronize", FunctionDescriptor.of(JAVA_INT, ADDRESS));
         cuLaunchKernel = lib.function("cuLaunchKernel", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT, JAVA_INT,
                 JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
         cuLaunchKernelEx = lib.function("cuLaunchKernelEx", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS, ADDRESS));
@@ -216,6 +217,17 @@ public final class CudaDriver {
             throw x;
         } catch (Throwable t) {
             throw new CudaException("cuEventRecord: " + t);
+        }
+    }
+
+    /** Waits on the host until the work before {@code e}'s last record is done (at once if it never was recorded). */
+    public void syncEvent(MemorySegment e) {
+        try {
+            check("cuEventSynchronize", (int) cuEventSynchronize.invokeExact(e));
+        } catch (CudaException x) {
+            throw x;
+        } catch (Throwable t) {
+            throw new CudaException("cuEventSynchronize: " + t);
         }
     }
 

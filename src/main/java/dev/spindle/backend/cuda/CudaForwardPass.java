@@ -80,6 +80,8 @@ public final class CudaForwardPass implements ForwardPass {
     private final int logitRowsMax;
     private long meta;
     private MemorySegment metaHost;
+    /** Recorded after each copy from {@link #metaHost}: the next step rewrites the buffer only once it has been read. */
+    private final MemorySegment metaUploaded;
     private int metaInts;
     private final java.util.Map<java.util.List<Integer>, MemorySegment> graphs = new java.util.HashMap<>();
     /** Captured graphs kept at most (one per step shape); a step of a new shape beyond it launches kernel by kernel. */
@@ -148,6 +150,7 @@ public final class CudaForwardPass implements ForwardPass {
                     boolean head) {
         this.model = model;
         this.head = head;
+        this.metaUploaded = kernels.driver().createEvent();
         if (!CudaKernels.supportsHeadDim(config.headDim())) {
             throw new CudaException("head_dim " + config.headDim() + " is not supported by the CUDA attention kernel (16, 32, 64 or 128)");
         }
@@ -687,8 +690,12 @@ public final class CudaForwardPass implements ForwardPass {
             dropGraphs(); // graphs hold the old buffers' addresses
             movedSinceTaken = true;
         }
+        // the previous step's copy from metaHost may still wait in the stream (a step without logits returns without a sync, and
+        // several such steps, a long prompt's chunks, run ahead of the GPU): it must have read the buffer before it is rewritten
+        cuda.syncEvent(metaUploaded);
         MemorySegment.copy(p.data, 0, metaHost, ValueLayout.JAVA_INT, 0, p.data.length);
         cuda.copyToDeviceAsync(meta, metaHost, p.data.length * 4L);
+        cuda.record(metaUploaded);
         if (group != null) {
             group.uploaded(); // this stream's next work (a step's launches, or its graph) after the other ranks' uploads
         }
@@ -896,6 +903,7 @@ public final class CudaForwardPass implements ForwardPass {
         }
         cuda.free(meta);
         cuda.freeHost(metaHost);
+        cuda.destroyEvent(metaUploaded);
         if (logitsHost != null) {
             cuda.freeHost(logitsHost);
         }

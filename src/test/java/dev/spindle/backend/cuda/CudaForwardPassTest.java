@@ -88,4 +88,40 @@ class CudaForwardPassTest {
             }
         }
     }
+
+    /**
+     * A long prompt prefilled in chunks that want no logits gives its last row the logits of one window, bit for bit. Such
+     * steps return without waiting for the GPU, so on a model where a chunk takes the GPU far longer than the host takes to
+     * queue the next (the 3B shape with dummy weights, 1,024-row chunks) the host runs several steps ahead: each step's
+     * integers must have been copied from the pinned staging buffer before the next step rewrites it.
+     */
+    @org.junit.jupiter.api.Test
+    void chunksWithoutLogitsRunningAheadEqualOneWindow() {
+        ModelConfig c = ConfigParser.read(Path.of("models/shapes/nanbeige4.1-3b-shape/config.json"));
+        try (CudaForwardPass gpu = CudaForwardPass.open(c, null, new CudaForwardPass.Options(16, 8192, 0.3, 2048, true), LoadListener.NONE)) {
+            int[] prompt = new Random(3).ints(8192, 3, c.vocabSize()).toArray();
+            BlockTable whole = new BlockTable(dev.spindle.backend.TestSteps.pool(gpu));
+            float[] one;
+            try {
+                one = dev.spindle.backend.TestSteps.forward(gpu, List.of(dev.spindle.backend.TestSteps.window(prompt, whole, false, true))).getFirst()[0];
+            } finally {
+                whole.release();
+            }
+            BlockTable chunked = new BlockTable(dev.spindle.backend.TestSteps.pool(gpu));
+            try {
+                float[] last = null;
+                for (int at = 0; at < prompt.length; at += 1024) {
+                    boolean end = at + 1024 == prompt.length;
+                    List<float[][]> out = dev.spindle.backend.TestSteps.forward(gpu,
+                            List.of(dev.spindle.backend.TestSteps.window(Arrays.copyOfRange(prompt, at, at + 1024), chunked, false, end)));
+                    if (end) {
+                        last = out.getFirst()[0];
+                    }
+                }
+                assertArrayEquals(one, last, "8 chunks of 1,024 rows (7 without logits) give the last row other logits than one window");
+            } finally {
+                chunked.release();
+            }
+        }
+    }
 }
