@@ -592,7 +592,6 @@ public final class CudaForwardPass implements ForwardPass {
         cuda.beginCapture();
         // programmatic dependent launch between a stream's kernels; not where the ranks' streams wait for each other
         boolean dependent = cuda.dependentLaunches(group == null);
-        MemorySegment graph;
         try {
             layers(p);
             head(p, 0, p.logitRows);
@@ -609,8 +608,7 @@ public final class CudaForwardPass implements ForwardPass {
         } finally {
             cuda.dependentLaunches(dependent);
         }
-        graph = cuda.endCapture();
-        return graph;
+        return cuda.endCapture();
     }
 
     /** Why a tensor-parallel group's steps run without graphs (a capture over its ranks' streams was refused), or null. */

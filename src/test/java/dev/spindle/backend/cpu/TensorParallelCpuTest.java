@@ -126,6 +126,17 @@ public class TensorParallelCpuTest {
         assertEquals(22016 / 4, four.intermediate());
         assertEquals(3 * 14 * 128, four.qStart(3));
         assertEquals(3 * 2 * 128, four.kvStart(3));
+        // a rank computed as a narrower model (how the CUDA backend runs it): its heads and columns, the rest the model's
+        ModelConfig rank = four.rankConfig(c);
+        assertEquals(14, rank.numHeads());
+        assertEquals(2, rank.numKvHeads());
+        assertEquals(22016 / 4, rank.intermediateSize());
+        assertEquals(c.hiddenSize(), rank.hiddenSize());
+        assertEquals(c.vocabSize(), rank.vocabSize());
+        assertEquals(c.numLayers(), rank.numLayers());
+        assertEquals(c.headDim(), rank.headDim());
+        assertEquals(c.numHeads() / c.numKvHeads(), rank.numHeads() / rank.numKvHeads(), "GQA groups stay whole");
+        assertTrue(TensorParallelLayout.of(c, 1).rankConfig(c) == c, "one rank computes the model itself");
         List<String> errors = new ArrayList<>();
         for (int ranks : new int[]{0, 3, 16}) {
             errors.add(assertThrows(IllegalArgumentException.class, () -> TensorParallelLayout.of(c, ranks)).getMessage());
