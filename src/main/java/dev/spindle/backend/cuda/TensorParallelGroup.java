@@ -22,6 +22,7 @@ final class TensorParallelGroup implements AutoCloseable {
     private final CudaForwardPass lead;
     /** Every rank, in rank order (the leader first). */
     private final List<CudaForwardPass> ranks;
+    /** Per rank: its partial is written; per rank after the leader (index 0 unused): its step integers are uploaded, its step is done. */
     private final MemorySegment[] partialReady, uploaded, done;
     private final MemorySegment fork;
     /** The other ranks' plans of the current step (index: rank). */
@@ -44,8 +45,10 @@ final class TensorParallelGroup implements AutoCloseable {
         for (int r = 0; r < ranks.size(); r++) {
             CudaDriver d = ranks.get(r).driver();
             partialReady[r] = d.createEvent();
-            uploaded[r] = d.createEvent();
-            done[r] = d.createEvent();
+            if (r > 0) {
+                uploaded[r] = d.createEvent();
+                done[r] = d.createEvent();
+            }
         }
         fork = lead.driver().createEvent();
         lead.driver().makeCurrent();
@@ -54,11 +57,6 @@ final class TensorParallelGroup implements AutoCloseable {
     /** How many ranks. */
     int size() {
         return ranks.size();
-    }
-
-    /** The ranks after the leader. */
-    List<CudaForwardPass> others() {
-        return ranks.subList(1, ranks.size());
     }
 
     /** The other ranks upload their step integers for {@code step}; true when a buffer a captured step holds has moved. */
@@ -166,8 +164,10 @@ final class TensorParallelGroup implements AutoCloseable {
             d.makeCurrent();
             d.sync();
             d.destroyEvent(partialReady[r]);
-            d.destroyEvent(uploaded[r]);
-            d.destroyEvent(done[r]);
+            if (r > 0) {
+                d.destroyEvent(uploaded[r]);
+                d.destroyEvent(done[r]);
+            }
         }
         lead.driver().makeCurrent();
         lead.driver().destroyEvent(fork);
