@@ -62,10 +62,7 @@ public final class CudaWeights implements AutoCloseable {
         long t0 = System.nanoTime();
         int h = c.hiddenSize(), qd = tp.qDim(), kvd = tp.kvDim(), in = tp.intermediate();
         long rowBytes = 2L * h;
-        long total = w.embedding().data().byteSize() + w.finalNorm().data().byteSize()
-                + (head && w.lmHead() != w.embedding() ? w.lmHead().data().byteSize() : 0)
-                + (long) w.layers().size() * (2 * rowBytes + rowBytes * (qd + 2L * kvd) + 2L * qd * h + 3 * rowBytes * in);
-        Uploader up = new Uploader(cuda, listener, total);
+        Uploader up = new Uploader(cuda, listener);
         try {
             out.embedding = up.put(out.alloc(w.embedding().data().byteSize()), w.embedding());
             for (LayerWeights l : w.layers()) {
@@ -213,15 +210,15 @@ public final class CudaWeights implements AutoCloseable {
 
         private final CudaDriver cuda;
         private final LoadListener listener;
-        private final long total;
         private final List<Part> parts = new ArrayList<>();
+        /** Bytes of every part listed, summed when the copies start. */
+        private long total;
         private final java.util.concurrent.atomic.AtomicInteger next = new java.util.concurrent.atomic.AtomicInteger();
         private long done;
 
-        Uploader(CudaDriver cuda, LoadListener listener, long total) {
+        Uploader(CudaDriver cuda, LoadListener listener) {
             this.cuda = cuda;
             this.listener = listener;
-            this.total = total;
         }
 
         long put(long dst, Tensor t) {
@@ -260,6 +257,7 @@ public final class CudaWeights implements AutoCloseable {
 
         /** Copies every part listed, with up to {@code threads} threads; returns when all are on the device. */
         void run(int threads) {
+            total = parts.stream().mapToLong(Part::bytes).sum();
             int n = Math.max(1, Math.min(threads, (parts.size() + 1) / 2));
             java.util.concurrent.atomic.AtomicReference<Throwable> failure = new java.util.concurrent.atomic.AtomicReference<>();
             // weights held by a thread-confined arena are copied by this thread alone
