@@ -3,10 +3,11 @@
 // Spindle's flash numerics (docs/ARCHITECTURE.md, "Attention numerics"; the arithmetic is attention.cuh's,
 // the CPU twin is backend/cpu/PagedAttention):
 //   s = fp32(q.k) (never rounded or scaled), masked keys -inf; c = scale log2(e). Keys are cut into fixed
-//   splits of SPLIT keys walked in tiles of KT keys. In a split, an online softmax in powers of two: per
-//   tile the running max m grows to m' = max(m, fp32(tile max * c)), the split's sum l and its
-//   unnormalised sum o of p v are rescaled by 2^(m - m'), p = 2^fma(s, c, -m') in fp32 adds to l (the
-//   canonical tile sum below) and, rounded to bf16, to o through the MMA. The splits fold in split order:
+//   splits (attention.cuh: 128 keys below 16K, then 1/64 of their octave) walked in tiles of KT keys. In a
+//   split, an online softmax in powers of two: per tile the running max m grows to m' = max(m, fp32(tile
+//   max * c)), the split's sum l and its unnormalised sum o of p v are rescaled by 2^(m - m'), p =
+//   2^fma(s, c, -m') in fp32 adds to l (the canonical tile sum below) and, rounded to bf16, to o through
+//   the MMA. The splits fold in split order:
 //   M' = max(M, m), a = 2^(M - M'), b = 2^(m - M'), L = fma(L, a, l b), O = fma(O, a, o b); out = bf16(O / L).
 // On sm_90a prefill runs attention_wgmma.cu's kernel instead of p0, with the same bits.
 // One kernel per head dim and kind (attention_hd{16,32,64,128}_{p0,p1,p0w}). Grid: (CTAs, kvHeads),
@@ -95,7 +96,7 @@ __device__ __forceinline__ void attention_impl(
     const unsigned blockRows = 2u * kvHeads * blockSize, headRow = (unsigned) g * blockSize, vRows = (unsigned) kvHeads * blockSize;
     const bf16 *column = pool + dim8, *vColumn = column + (long) vRows * HD;
     const int *table = tables + tab;
-    const int firstKey = s0 * SPLIT, lastKey = min(s1 * SPLIT, maxPos + 1);
+    const int firstKey = split_start(s0), lastKey = min(split_start(s1), maxPos + 1);
     const int tiles = lastKey > firstKey ? (lastKey - firstKey + KT - 1) / KT : 0;
     // K and V stream through two shared-memory stages with cp.async: stage i & 1 holds tile i, the next
     // tile loads while this one computes
@@ -134,7 +135,7 @@ __device__ __forceinline__ void attention_impl(
             asm volatile("cp.async.wait_group 0;\n" ::);
         }
         __syncthreads();
-        if (t0 % SPLIT == 0) {
+        if (split_begins(t0)) {
             ms[0] = ms[1] = -INFINITY;
             ls[0] = ls[1] = 0.f;
             #pragma unroll
@@ -242,7 +243,7 @@ __device__ __forceinline__ void attention_impl(
                 ls[h] = __fadd_rn(__fmul_rn(ls[h], alpha[h]), attn_tile_sum(q[h]));
             }
             // the split's o rescaled to the new max (o is still zero in a split's first tile; a factor of 1 changes nothing)
-            if (t0 % SPLIT != 0 && (alpha[0] != 1.f || alpha[1] != 1.f)) {
+            if (!split_begins(t0) && (alpha[0] != 1.f || alpha[1] != 1.f)) {
                 #pragma unroll
                 for (int c = 0; c < DNW; c++) {
                     #pragma unroll
@@ -264,13 +265,13 @@ __device__ __forceinline__ void attention_impl(
             }
         }
         __syncthreads(); // stage i & 1 is free for tile i + 2
-        if (!warpActive || !((t0 + KT) % SPLIT == 0 || i == tiles - 1)) continue;
+        if (!warpActive || !(split_begins(t0 + KT) || i == tiles - 1)) continue;
         // the split ends here
         if constexpr (DECODE) {
             #pragma unroll
             for (int h = 0; h < 2; h++) {
                 if (!valid[h] || (h == 1 && !upper)) continue;
-                long po = (long) (part + t0 / SPLIT - s0) * heads + g * G + mr[h] % G;
+                long po = (long) (part + split_of(t0) - s0) * heads + g * G + mr[h] % G;
                 if (tq == 0 && wq == 0) {
                     partML[po * 2] = ms[h];
                     partML[po * 2 + 1] = ls[h];
@@ -282,7 +283,7 @@ __device__ __forceinline__ void attention_impl(
                 }
             }
         } else {
-            const bool firstSplit = t0 / SPLIT == s0;
+            const bool firstSplit = split_of(t0) == s0;
             float fa[2], fb[2];
             #pragma unroll
             for (int h = 0; h < 2; h++) fold_factors(M[h], L[h], ms[h], ls[h], fa[h], fb[h]);

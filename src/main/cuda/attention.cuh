@@ -5,7 +5,31 @@
 #include "common.cuh"
 
 #define KT 64
-#define SPLIT 128
+// Splits (dev.spindle.backend.KeySplits): a split is 1/64 of its octave of key positions [2^e, 2^(e+1)) and
+// at least SPLIT_MIN keys, so 128-key splits below SPLIT_FLAT = 16,384 keys, then 256 up to 32K, 512 up to 64K,
+// ... (whole tiles, aligned to their size). Fixed by the keys alone, like every other boundary.
+#define SPLIT_MIN 128
+#define SPLIT_SHIFT 6
+#define SPLIT_FLAT_LOG2 14
+#define SPLIT_FLAT (1 << SPLIT_FLAT_LOG2)
+
+// the split that holds key
+__device__ __forceinline__ int split_of(int key) {
+    if (key < SPLIT_FLAT) return (unsigned) key / SPLIT_MIN;
+    const int e = 31 - __clz(key);
+    return SPLIT_FLAT / SPLIT_MIN + ((e - SPLIT_FLAT_LOG2) << SPLIT_SHIFT) + ((key - (1 << e)) >> (e - SPLIT_SHIFT));
+}
+// the first key of split s
+__device__ __forceinline__ int split_start(int s) {
+    if (s < SPLIT_FLAT / SPLIT_MIN) return s * SPLIT_MIN;
+    const int j = s - SPLIT_FLAT / SPLIT_MIN, e = SPLIT_FLAT_LOG2 + (j >> SPLIT_SHIFT);
+    return (1 << e) + ((j & ((1 << SPLIT_SHIFT) - 1)) << (e - SPLIT_SHIFT));
+}
+// whether a split begins at key (a tile's first key)
+__device__ __forceinline__ bool split_begins(int key) {
+    const int size = key < SPLIT_FLAT ? SPLIT_MIN : 1 << (31 - __clz(key) - SPLIT_SHIFT);
+    return (key & (size - 1)) == 0;
+}
 
 // two stages of K and V tiles: 2 * 2 * KT * HD bf16, then (prefill) the CTA's running O, fp32
 extern __shared__ __align__(16) bf16 attn_smem[];

@@ -1,5 +1,5 @@
 // attention_wgmma: prefill attention on Hopper's warpgroup MMA (sm_90a), the same values as attention.cu's
-// p0 bit for bit: the same tiles (KT keys), splits (SPLIT keys), canonical tile sums and fold, the same
+// p0 bit for bit: the same tiles (KT keys), splits (attention.cuh), canonical tile sums and fold, the same
 // arithmetic on every score, only the matrix products issued as wgmma (one fp32 accumulator fed k's
 // 16-wide chunks in order from zero, as mma.sync does; docs/ARCHITECTURE.md, "Attention numerics").
 //
@@ -104,7 +104,7 @@ __device__ __forceinline__ void attention_wgmma_impl(
     const unsigned blockRows = 2u * kvHeads * blockSize, headRow = (unsigned) g * blockSize, vRows = (unsigned) kvHeads * blockSize;
     const bf16 *column = pool + ch * 8, *vColumn = column + (long) vRows * HD;
     const int *table = tables + tab;
-    const int firstKey = s0 * SPLIT, lastKey = min(s1 * SPLIT, maxPos + 1);
+    const int firstKey = split_start(s0), lastKey = min(split_start(s1), maxPos + 1);
     const int tiles = lastKey > firstKey ? (lastKey - firstKey + KT - 1) / KT : 0;
     const unsigned raw = (unsigned) __cvta_generic_to_shared(attn_smem), base = (raw + 1023) & ~1023u;
     float *orun = reinterpret_cast<float *>(reinterpret_cast<unsigned char *>(attn_smem) + (base - raw) + 2 * STAGE);
@@ -225,14 +225,14 @@ __device__ __forceinline__ void attention_wgmma_impl(
     // wgmma sits in a branch (ptxas would serialise the pipeline)
     auto step = [&](int i, bool next) {
         const int t0 = firstKey + i * KT;
-        const bool splitEnds = (t0 + KT) % SPLIT == 0 || !next;
+        const bool splitEnds = split_begins(t0 + KT) || !next;
         if (next) {
             asm volatile("cp.async.wait_group 0;\n" ::);
             landed();
         }
         // the split's o rescaled to the new max (o is still zero in a split's first tile: skipped; a factor of 1
         // changes nothing, but a branch around it would put the accumulators through moves in the wgmma pipeline)
-        if (t0 % SPLIT != 0) {
+        if (!split_begins(t0)) {
             #pragma unroll
             for (int c = 0; c < DN * 4; c++) os[c] = __fmul_rn(os[c], alpha[(c & 3) >> 1]);
         }
@@ -251,7 +251,7 @@ __device__ __forceinline__ void attention_wgmma_impl(
         wg_fence();
         scores();
         #pragma unroll
-        for (int j = 0; j < 4; j++) wg_mma<HD, 1>(os, pf[j], vdi[j], j > 0 || t0 % SPLIT != 0);
+        for (int j = 0; j < 4; j++) wg_mma<HD, 1>(os, pf[j], vdi[j], j > 0 || !split_begins(t0));
         asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
         float fa[2], fb[2];
         if (splitEnds) {
@@ -281,7 +281,7 @@ __device__ __forceinline__ void attention_wgmma_impl(
             for (int r = 0; r < 4; r++) wg_pin_r(pf[j][r]);
         }
         if (splitEnds) {
-            const bool firstSplit = t0 / SPLIT == s0;
+            const bool firstSplit = split_of(t0) == s0;
             // the run's O: this thread's values c = 4 j .. 4 j + 3 at float4 j * THREADS + thread (conflict-free)
             #pragma unroll
             for (int j = 0; j < DN; j++) {

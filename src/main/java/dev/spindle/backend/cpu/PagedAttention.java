@@ -1,5 +1,6 @@
 package dev.spindle.backend.cpu;
 
+import dev.spindle.backend.KeySplits;
 import dev.spindle.engine.kv.BlockTable;
 import dev.spindle.model.Bf16;
 import jdk.incubator.vector.FloatVector;
@@ -13,7 +14,7 @@ import static dev.spindle.backend.cpu.Bf16Vectors.L;
 /**
  * Causal GQA attention over the paged KV store in Spindle's flash numerics, the rounding points of
  * the CUDA kernels (docs/ARCHITECTURE.md, "Attention numerics"): scores {@code s = fp32(q.k)} kept
- * in fp32; keys cut into fixed splits of {@link #SPLIT} walked in tiles of {@link #TILE}; in a split an
+ * in fp32; keys cut into fixed splits ({@link KeySplits}) walked in tiles of {@link #TILE}; in a split an
  * online softmax in powers of two ({@code c = fp32(scale log2 e)}; running max {@code m = fp32(max s c)};
  * per tile {@code p = 2^fma(s, c, -m)} in fp32, the split's sum {@code l} of those p, its unnormalised
  * {@code o = sum of bf16(p) v} in fp32, both rescaled by {@code 2^(m_old - m_new)} when the max grows);
@@ -23,8 +24,8 @@ import static dev.spindle.backend.cpu.Bf16Vectors.L;
  * row equals the same row in any window.
  */
 final class PagedAttention {
-    /** Keys per split and per tile, fixed in absolute key positions (the CUDA kernels' SPLIT and KT). */
-    static final int SPLIT = 128, TILE = 64;
+    /** Keys per tile, fixed in absolute key positions (the CUDA kernels' KT); the splits are KeySplits'. */
+    static final int TILE = 64;
 
     private final Parallel parallel;
 
@@ -54,10 +55,10 @@ final class PagedAttention {
                 int qo = ((firstRow + r) * heads + h) * hd;
                 float bigM = Float.NEGATIVE_INFINITY, bigL = 0f;
                 java.util.Arrays.fill(acc, 0f);
-                for (int s0 = 0; s0 <= p; s0 += SPLIT) {
+                for (int split = 0, s0 = 0; s0 <= p; s0 = KeySplits.start(++split)) {
                     float m = Float.NEGATIVE_INFINITY, l = 0f;
                     java.util.Arrays.fill(o, 0f);
-                    for (int t0 = s0; t0 < Math.min(s0 + SPLIT, p + 1); t0 += TILE) {
+                    for (int t0 = s0, s1 = Math.min(KeySplits.start(split + 1), p + 1); t0 < s1; t0 += TILE) {
                         int t1 = Math.min(t0 + TILE, p + 1);
                         float mt = Float.NEGATIVE_INFINITY;
                         for (int t = t0; t < t1; t++) {

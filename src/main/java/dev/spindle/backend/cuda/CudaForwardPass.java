@@ -1,6 +1,7 @@
 package dev.spindle.backend.cuda;
 
 import dev.spindle.backend.ForwardPass;
+import dev.spindle.backend.KeySplits;
 import dev.spindle.backend.cpu.RotaryTable;
 import dev.spindle.backend.ModelStep;
 import dev.spindle.backend.ModelStep.Draw;
@@ -615,25 +616,26 @@ public final class CudaForwardPass implements ForwardPass {
     private String groupGraphsRefused;
 
     /**
-     * The split bucket (a power of two) of a graph-eligible step, or 0 when the step runs without a graph. Eligible: windows
-     * short enough that each row's attention runs as a decode row (StepPlan.rowwise: decode rows, drafted windows being
+     * The split bucket (the splits of a power of two of keys: KeySplits.count) of a graph-eligible step, or 0 when the
+     * step runs without a graph. Eligible: windows short enough that each row's attention runs as a decode row (StepPlan.rowwise: decode rows, drafted windows being
      * verified, short prompt tails), each wanting some logits, all logit rows in one pass of the head.
      */
     private int graphSplits(List<Window> windows) {
         if (!opt.cudaGraphs() || groupGraphsRefused != null || windows.size() > logitRowsMax) {
             return 0;
         }
-        int max = 1, logitRows = 0;
+        int keys = KeySplits.MIN, logitRows = 0;
         for (Window w : windows) {
             int len = w.tokens().length, rows = w.logitRows().length;
             if (!StepPlan.rowwise(len) || rows == 0) {
                 return 0;
             }
             logitRows += rows;
-            // every row of a graph-eligible window is a decode row (StepPlan.rowwise): the bucket covers the last one's splits
-            max = Math.max(max, (w.start() + len - 1) / CudaKernels.ATTENTION_SPLIT + 1);
+            // every row of a graph-eligible window is a decode row (StepPlan.rowwise): the bucket covers the last one's keys
+            keys = Math.max(keys, w.start() + len);
         }
-        int bucket = Integer.bitCount(max) == 1 ? max : Integer.highestOneBit(max) << 1;
+        // the splits of a power of two of keys (below 16K, a power of two of splits)
+        int bucket = KeySplits.count(Integer.bitCount(keys) == 1 ? keys : Integer.highestOneBit(keys) << 1);
         int rows = windows.stream().mapToInt(w -> w.tokens().length).sum();
         // a graph gives every row the bucket's split slots: many short rows beside one long context would take gigabytes
         if (logitRows > logitRowsMax || (long) rows * bucket > GRAPH_MAX_PARTIALS) {

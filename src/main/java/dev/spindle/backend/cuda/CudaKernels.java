@@ -12,13 +12,6 @@ import java.util.Optional;
  * the kernel contract in docs/ARCHITECTURE.md). Launches are asynchronous, in stream order.
  */
 public final class CudaKernels {
-    /**
-     * Keys per attention split: fixed, so a row's reduction order never depends on its batch. 256 was measured
-     * in one H200 call against 128 (33B shape, docs/bench/ab-split-256): prefill 8K / 32K +3.3% / +5.6% (attention
-     * 409 → 367 ms at 8K), decode at 128K +4.4% (the merge 1.05 → 0.76 ms at 32K), but batch-1 decode at 1K
-     * -2.1% and 32 streams -1.7% (fewer split CTAs at short context); 128 stays.
-     */
-    public static final int ATTENTION_SPLIT = 128;
     /** Rows of one attention CTA's MMA tile (the window's rows times the heads sharing a KV head). */
     public static final int ATTENTION_TILE = 64;
     /**

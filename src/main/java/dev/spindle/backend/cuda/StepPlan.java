@@ -1,5 +1,6 @@
 package dev.spindle.backend.cuda;
 
+import dev.spindle.backend.KeySplits;
 import dev.spindle.backend.ModelStep.Window;
 import dev.spindle.engine.kv.BlockTable;
 
@@ -10,14 +11,14 @@ import java.util.List;
  * ids, positions, each row's KV slot, the windows' block tables, the attention CTA
  * descriptors (see attention.cu), the decode rows' combine descriptors and the rows whose
  * logits are wanted. Each row of a short window (decode rows, drafted windows being verified: {@link #rowwise})
- * gets one CTA per fixed-size KV split (flash-decoding); longer windows get tiles of rows that walk every split themselves.
+ * gets CTAs that each walk a run of its KV splits (flash-decoding; KeySplits), writing every split's state; longer windows get tiles of rows that walk every split themselves.
  * Either way each row's arithmetic is the same.
  */
 final class StepPlan {
     final int rows;
     final int[] data;
     final int tokens, positions, slotMap, tables, desc, cdesc, gather;
-    final int ctas, decodeCtas, decodeRows, partials, logitRows, maxPosition, splitsPerCta;
+    final int ctas, decodeCtas, decodeRows, partials, logitRows, maxPosition, keysPerCta;
     final int[] logitCounts;
     /**
      * Decode CTAs a step aims at: eight per SM of a 132-SM GPU. Re-measured with the four-warp decode
@@ -39,6 +40,7 @@ final class StepPlan {
      */
     StepPlan(List<Window> windows, int group, int kvHeads, int fixedSplits) {
         int n = 0, tableInts = 0, ctaCount = 0, dRows = 0, parts = 0, lRows = 0, maxPos = 0;
+        long slotKeys = 0;
         int tileRows = Math.max(1, CudaKernels.ATTENTION_TILE / group);
         for (Window w : windows) {
             int len = w.tokens().length, start = w.start();
@@ -47,7 +49,9 @@ final class StepPlan {
             maxPos = Math.max(maxPos, start + len - 1);
             if (rowwise(len)) {
                 for (int r = 0; r < len; r++) {
-                    parts += fixedSplits > 0 ? fixedSplits : (start + r) / CudaKernels.ATTENTION_SPLIT + 1;
+                    int slots = slotsOf(start + r, fixedSplits);
+                    parts += slots;
+                    slotKeys += KeySplits.start(slots);
                 }
                 dRows += len;
             } else {
@@ -55,16 +59,16 @@ final class StepPlan {
             }
             lRows += w.logitRows().length;
         }
-        // a decode CTA walks a run of splits (each split's state still written on its own): about eight
-        // CTAs per SM of an H100-class GPU across the KV heads (measured on the H200: one wave of five
-        // per SM, with longer CTAs, was slower)
-        splitsPerCta = Math.max(1, (int) Math.ceil(parts * (double) kvHeads / DECODE_CTAS));
+        // a decode CTA walks a run of splits (each split's state still written on its own) of about keysPerCta keys:
+        // about eight CTAs per SM of an H100-class GPU across the KV heads (measured on the H200: one wave of five
+        // per SM, with longer CTAs, was slower); whole 128-key units, so that below 16K keys a CTA walks whole splits
+        long units = (slotKeys * kvHeads + (long) DECODE_CTAS * KeySplits.MIN - 1) / ((long) DECODE_CTAS * KeySplits.MIN);
+        keysPerCta = (int) Math.max(KeySplits.MIN, units * KeySplits.MIN);
         int dCtas = 0;
         for (Window w : windows) {
             if (rowwise(w.tokens().length)) {
                 for (int r = 0; r < w.tokens().length; r++) {
-                    int splits = fixedSplits > 0 ? fixedSplits : (w.start() + r) / CudaKernels.ATTENTION_SPLIT + 1;
-                    dCtas += (splits + splitsPerCta - 1) / splitsPerCta;
+                    dCtas += ctasOfRow(slotsOf(w.start() + r, fixedSplits));
                 }
             }
         }
@@ -115,20 +119,25 @@ final class StepPlan {
                 continue;
             }
             for (int r = 0; r < w.tokens().length; r++) {
-                int start = w.start() + r, splits = start / CudaKernels.ATTENTION_SPLIT + 1, at = rowOf[wi] + r;
+                int start = w.start() + r, splits = KeySplits.count(start + 1), at = rowOf[wi] + r;
                 if (fixedSplits > 0 && splits > fixedSplits) {
                     throw new IllegalArgumentException(splits + " splits exceed the plan's " + fixedSplits);
                 }
                 data[cd++] = part;
                 data[cd++] = splits;
                 data[cd++] = at;
-                int slotsOfRow = Math.max(splits, fixedSplits), ctasOfRow = (slotsOfRow + splitsPerCta - 1) / splitsPerCta;
-                // the row's own splits spread evenly over its CTAs (a graph's fixed count is sized for the bucket)
-                int each = (splits + ctasOfRow - 1) / ctasOfRow;
+                int slotsOfRow = slotsOf(start, fixedSplits), ctasOfRow = ctasOfRow(slotsOfRow);
+                // the row's own splits spread over its CTAs by keys (a graph's fixed count is sized for the bucket): split
+                // s goes to CTA floor(start(s) ctas / keys), so CTA j walks the splits that begin in its share of the keys
+                // [j keys / ctas, (j + 1) keys / ctas); a CTA whose share no split begins in is empty (no split to walk)
+                long keys = KeySplits.start(splits);
+                int s = 0;
                 for (int j = 0; j < ctasOfRow; j++) {
-                    // splits [a, b) of the row; past the row's own splits, an empty CTA (no split to walk)
-                    int a = Math.min(j * each, splits), b = Math.min(a + each, splits);
-                    d = descriptor(d, at, 1, start, tabOffs[wi], a, b, part + a, drow);
+                    int a = s;
+                    while (s < splits && KeySplits.start(s) * (long) ctasOfRow / keys <= j) {
+                        s++;
+                    }
+                    d = descriptor(d, at, 1, start, tabOffs[wi], a, s, part + a, drow);
                 }
                 part += slotsOfRow;
                 drow++;
@@ -140,7 +149,7 @@ final class StepPlan {
             if (rowwise(len)) {
                 continue;
             }
-            int lastSplit = (start + len - 1) / CudaKernels.ATTENTION_SPLIT;
+            int lastSplit = KeySplits.of(start + len - 1);
             // the last rows (the most keys) first, so the longest CTAs start in the first wave
             for (int r = (len - 1) / tileRows * tileRows; r >= 0; r -= tileRows) {
                 d = descriptor(d, rowOf[wi] + r, Math.min(tileRows, len - r), start + r, tabOffs[wi], 0, lastSplit + 1, -1, 0);
@@ -155,6 +164,16 @@ final class StepPlan {
      * (measured on the H200, 33B shape, 1K context: a window of 2 rows cost 21.6 ms against 17.0 for one row).
      */
     static final int ROWWISE_ROWS = 17;
+
+    /** A decode row's partial slots: its splits, or a graph's fixed count. */
+    private static int slotsOf(int position, int fixedSplits) {
+        return fixedSplits > 0 ? fixedSplits : KeySplits.count(position + 1);
+    }
+
+    /** A decode row's CTAs: its slots' keys in runs of keysPerCta (the same count for every row of a graph's bucket). */
+    private int ctasOfRow(int slots) {
+        return (int) ((KeySplits.start(slots) + (long) keysPerCta - 1) / keysPerCta);
+    }
 
     static boolean rowwise(int len) {
         return len <= ROWWISE_ROWS;

@@ -1,5 +1,6 @@
 package dev.spindle.backend.cuda;
 
+import dev.spindle.backend.KeySplits;
 import org.junit.jupiter.api.Test;
 
 import java.io.IOException;
@@ -61,14 +62,20 @@ class AttentionKernelTableTest {
         }
     }
 
-    /** The split and tile sizes the host plans with are the kernels' (and the CPU twin's: PagedAttentionTest). */
+    /** The split rule and tile size the host plans with (KeySplits) are the kernels' (and the CPU twin's: PagedAttentionTest). */
     @Test
-    void splitAndTileSizesAreTheKernelFilesOwn() throws IOException {
+    void splitRuleAndTileSizeAreTheKernelFilesOwn() throws IOException {
         String source = Files.readString(Path.of("src/main/cuda/attention.cuh"));
-        Matcher split = Pattern.compile("#define SPLIT (\\d+)").matcher(source), tile = Pattern.compile("#define KT (\\d+)").matcher(source);
-        assertTrue(split.find() && tile.find(), "attention.cuh defines SPLIT and KT");
-        assertEquals(CudaKernels.ATTENTION_SPLIT, Integer.parseInt(split.group(1)));
-        assertEquals(64, Integer.parseInt(tile.group(1)));
+        assertEquals(64, define(source, "KT"));
+        assertEquals(KeySplits.MIN, define(source, "SPLIT_MIN"));
+        assertEquals(KeySplits.SHIFT, define(source, "SPLIT_SHIFT"));
+        assertEquals(KeySplits.FLAT, 1 << define(source, "SPLIT_FLAT_LOG2"));
+    }
+
+    private static int define(String source, String name) {
+        Matcher m = Pattern.compile("#define " + name + " (\\d+)").matcher(source);
+        assertTrue(m.find(), "attention.cuh defines " + name);
+        return Integer.parseInt(m.group(1));
     }
 
     /**

@@ -124,4 +124,44 @@ class CudaForwardPassTest {
             }
         }
     }
+
+    /**
+     * Past 16K keys the splits grow (KeySplits: 256 keys from 16K, 512 from 32K): decode steps at 40K of context (one row
+     * a step, a captured graph of the 64K bucket: split CTAs and the merge) give the logits of the same rows inside a
+     * 19-row window (the prefill kernel walking every split itself), bit for bit. The 3B shape with dummy weights.
+     */
+    @org.junit.jupiter.api.Test
+    void decodeStepsPastSixteenKEqualAWindow() {
+        ModelConfig c = ConfigParser.read(Path.of("models/shapes/nanbeige4.1-3b-shape/config.json"));
+        try (CudaForwardPass gpu = CudaForwardPass.open(c, null, new CudaForwardPass.Options(16, 8192, 0.3, 6144, true), LoadListener.NONE)) {
+            int n = 40_003, tail = 19;
+            int[] prompt = new Random(5).ints(n, 3, c.vocabSize()).toArray();
+            BlockTable stepped = new BlockTable(dev.spindle.backend.TestSteps.pool(gpu)), windowed = new BlockTable(dev.spindle.backend.TestSteps.pool(gpu));
+            try {
+                prefill(gpu, Arrays.copyOf(prompt, n - 3), stepped);
+                float[][] steps = new float[3][];
+                for (int i = 0; i < 3; i++) {
+                    steps[i] = dev.spindle.backend.TestSteps.forward(gpu, List.of(dev.spindle.backend.TestSteps.window(
+                            new int[]{prompt[n - 3 + i]}, stepped, false, true))).getFirst()[0];
+                }
+                prefill(gpu, Arrays.copyOf(prompt, n - tail), windowed);
+                float[][] rows = dev.spindle.backend.TestSteps.forward(gpu, List.of(dev.spindle.backend.TestSteps.window(
+                        Arrays.copyOfRange(prompt, n - tail, n), windowed, true, true))).getFirst();
+                for (int i = 0; i < 3; i++) {
+                    assertArrayEquals(rows[tail - 3 + i], steps[i], "decode step at position " + (n - 3 + i) + " differs from the window's row");
+                }
+            } finally {
+                stepped.release();
+                windowed.release();
+            }
+        }
+    }
+
+    /** Prefills tokens into table in chunks of 8,192 rows that want no logits. */
+    private static void prefill(CudaForwardPass gpu, int[] tokens, BlockTable table) {
+        for (int at = 0; at < tokens.length; at += 8192) {
+            dev.spindle.backend.TestSteps.forward(gpu, List.of(dev.spindle.backend.TestSteps.window(
+                    Arrays.copyOfRange(tokens, at, Math.min(tokens.length, at + 8192)), table, false, false)));
+        }
+    }
 }

@@ -1,5 +1,6 @@
 package dev.spindle.backend.cuda;
 
+import dev.spindle.backend.KeySplits;
 import dev.spindle.backend.cpu.CpuKernels;
 import dev.spindle.model.Bf16;
 import org.junit.jupiter.api.BeforeAll;
@@ -197,7 +198,7 @@ class KernelContractTest {
 
     /**
      * A decode row through the split path (split CTAs, then attention_merge) equals the same row computed by
-     * the prefill kernel, bit for bit, at contexts of 1 to 262 splits: the merge's chunking and staging
+     * the prefill kernel, bit for bit, at contexts of 1 to 194 splits (of 128, 256 and 512 keys: KeySplits): the merge's chunking and staging
      * (16 or 32 splits a chunk, a CTA per head or per slice of dims) must not change the split-order arithmetic. KV blocks
      * of 16 keys (the default), 4 (a 64-key tile spans 16 blocks) and 128 (a split lies in one block); 4, 12
      * and 7 query heads a KV head (a decode CTA's upper 8 MMA rows empty, used, and empty with 7 used below); head
@@ -208,7 +209,7 @@ class KernelContractTest {
     void decodeSplitPathEqualsPhaseZeroAtLongContext(int bs, int group, int hd) {
         int kvHeads = 2, heads = group * kvHeads, qd = heads * hd, kvd = kvHeads * hd, stride = qd + 2 * kvd;
         int ctx = 33_500;
-        int[] decode = {ctx - 1, 8_200, 4_100, 127, 0};
+        int[] decode = {ctx - 1, 32_800, 16_400, 8_200, 4_100, 127, 0};
         try (Arena a = Arena.ofConfined()) {
             float[] rows = randomBf16(ctx * stride, 1);
             long dq = upload(a, rows);
@@ -228,7 +229,7 @@ class KernelContractTest {
             java.util.List<int[]> desc = new java.util.ArrayList<>(), cdesc = new java.util.ArrayList<>(), zero = new java.util.ArrayList<>();
             int part = 0;
             for (int i = 0; i < decode.length; i++) {
-                int p = decode[i], splits = p / CudaKernels.ATTENTION_SPLIT + 1;
+                int p = decode[i], splits = KeySplits.count(p + 1);
                 cdesc.add(new int[]{part, splits, i});
                 for (int s = 0; s < splits; s += 3) {
                     desc.add(new int[]{p, 1, p, 0, s, Math.min(s + 3, splits), part + s, i});
@@ -273,7 +274,7 @@ class KernelContractTest {
             System.out.println("[cuda] decode split path = prefill (one warp per row group = warp pairs), KV blocks of " + bs + ", "
                     + group + " query heads a KV head, at "
                     + java.util.Arrays.toString(decode) + " (up to "
-                    + (decode[0] / CudaKernels.ATTENTION_SPLIT + 1) + " splits)");
+                    + KeySplits.count(decode[0] + 1) + " splits)");
         }
     }
 
@@ -643,7 +644,7 @@ class KernelContractTest {
     /**
      * Paged attention (kv_write, then the attention launches the forward pass makes) against a
      * double-precision reference with the kernels' rounding points (attention.cu's flash numerics): s = q.k
-     * * scale unrounded, per split (ATTENTION_SPLIT keys) an online softmax over 64-key tiles whose p = exp(s - running max)
+     * * scale unrounded, per split (KeySplits) an online softmax over 64-key tiles whose p = exp(s - running max)
      * is rounded to bf16 before it multiplies v, the splits folded in order, out = O / L. Bound per output:
      * 2 bf16 ulps of the reference, plus one bf16 step of the largest normalised |p v| term (a p whose exp
      * lands on the other side of a rounding boundary moves by one ulp: up to 2^-7 of itself, at the bottom of a
@@ -685,7 +686,7 @@ class KernelContractTest {
                 int part = 0;
                 java.util.List<int[]> cdesc = new java.util.ArrayList<>();
                 for (int p : decode) {
-                    int splits = p / CudaKernels.ATTENTION_SPLIT + 1;
+                    int splits = KeySplits.count(p + 1);
                     cdesc.add(new int[]{part, splits, p});
                     for (int s = 0; s < splits; s++) {
                         // splits in runs of two per CTA, as the planner groups them, each split's state on its own
@@ -697,7 +698,7 @@ class KernelContractTest {
                 }
                 int decodeCtas = desc.size();
                 for (int r = 0; r < window; r += tileRows) {
-                    desc.add(new int[]{r, Math.min(tileRows, window - r), r, 0, 0, (r + Math.min(tileRows, window - r) - 1) / CudaKernels.ATTENTION_SPLIT + 1, -1, 0});
+                    desc.add(new int[]{r, Math.min(tileRows, window - r), r, 0, 0, KeySplits.count(r + Math.min(tileRows, window - r)), -1, 0});
                 }
                 long ddesc = cuda.alloc(desc.size() * 32L), dcd = cuda.alloc(cdesc.size() * 12L);
                 cuda.copyToDevice(ddesc, a.allocateFrom(ValueLayout.JAVA_INT, desc.stream().flatMapToInt(java.util.Arrays::stream).toArray()));
@@ -768,7 +769,7 @@ class KernelContractTest {
 
     /**
      * The normalised weight of each key 0..p in row p's attention output (head h over KV head g) as the
-     * kernels compute it, in double: per split (ATTENTION_SPLIT keys) an online softmax over 64-key tiles, p rounded to bf16
+     * kernels compute it, in double: per split (KeySplits) an online softmax over 64-key tiles, p rounded to bf16
      * against the split's running max, the splits folded to the final max and divided by the final sum.
      */
     static double[] flashWeights(float[] rows, int stride, int qd, int hd, int h, int g, int p, float scale) {
@@ -780,10 +781,10 @@ class KernelContractTest {
             }
             s[t] = exact * scale;
         }
-        int splits = p / CudaKernels.ATTENTION_SPLIT + 1;
+        int splits = KeySplits.count(p + 1);
         double[] ms = new double[splits], ls = new double[splits];
         for (int sp = 0; sp < splits; sp++) {
-            int s0 = sp * CudaKernels.ATTENTION_SPLIT, s1 = Math.min(s0 + CudaKernels.ATTENTION_SPLIT, p + 1);
+            int s0 = KeySplits.start(sp), s1 = Math.min(KeySplits.start(sp + 1), p + 1);
             double m = Double.NEGATIVE_INFINITY, l = 0;
             for (int t0 = s0; t0 < s1; t0 += 64) {
                 int t1 = Math.min(t0 + 64, s1);

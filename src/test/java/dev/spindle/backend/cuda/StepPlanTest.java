@@ -1,5 +1,6 @@
 package dev.spindle.backend.cuda;
 
+import dev.spindle.backend.KeySplits;
 import dev.spindle.backend.ModelStep;
 import dev.spindle.backend.ModelStep.Window;
 import dev.spindle.engine.kv.BlockPool;
@@ -20,8 +21,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * captured graph relies on.
  */
 class StepPlanTest {
-    static final int SPLIT = CudaKernels.ATTENTION_SPLIT;
-    final BlockPool pool = new BlockPool(4096, 16);
+    static final int SPLIT = KeySplits.MIN;
+    final BlockPool pool = new BlockPool(8192, 16);
 
     /** A window at the table's end (blocks reserved): logits of all rows, the last, or none. */
     static Window w(int[] tokens, BlockTable t, boolean all, boolean want) {
@@ -66,7 +67,7 @@ class StepPlanTest {
     @Test
     void everySplitOfADecodeRowIsWalkedOnceInSlotOrder() {
         List<Window> ws = new ArrayList<>();
-        int[] contexts = {0, 127, 128, 700, 5000};
+        int[] contexts = {0, 127, 128, 700, 5000, 20_000, 40_000};
         for (int c : contexts) {
             ws.add(w(new int[]{1}, table(c), false, true));
         }
@@ -74,12 +75,12 @@ class StepPlanTest {
         assertEquals(contexts.length, p.decodeRows);
         int expectedParts = 0;
         for (int c : contexts) {
-            expectedParts += c / SPLIT + 1;
+            expectedParts += KeySplits.count(c + 1);
         }
         assertEquals(expectedParts, p.partials);
         for (int row = 0; row < contexts.length; row++) {
             int first = p.data[p.cdesc + 3 * row], splits = p.data[p.cdesc + 3 * row + 1];
-            assertEquals(contexts[row] / SPLIT + 1, splits);
+            assertEquals(KeySplits.count(contexts[row] + 1), splits);
             assertEquals(row, p.data[p.cdesc + 3 * row + 2]);
             boolean[] seen = new boolean[splits];
             for (int i = 0; i < p.decodeCtas; i++) {
@@ -118,7 +119,7 @@ class StepPlanTest {
             assertTrue(d[1] >= 1 && d[1] <= tile);
             assertEquals(300 + d[0], d[2]);
             assertEquals(0, d[4]);
-            assertEquals((300 + 49) / SPLIT + 1, d[5]);
+            assertEquals(KeySplits.count(300 + 50), d[5]);
             assertEquals(-1, d[6]);
             for (int r = d[0]; r < d[0] + d[1]; r++) {
                 assertTrue(!covered[r], "row " + r + " twice");
@@ -148,36 +149,48 @@ class StepPlanTest {
     }
 
     /**
-     * In a graph plan a row gets the CTAs its bucket needs; its own splits are spread over them in runs
-     * as short as that count allows (257 splits over 128 CTAs: runs of 3, not the bucket's 4), each once.
+     * In a graph plan a row gets the CTAs its bucket needs (the same count whatever its context); its own splits are
+     * spread over them by keys, each once, in slot order, so no CTA walks more than its share of the row's keys and one
+     * split: a 32K-token row in the 64K bucket (256 slots, 128 CTAs of the 33B's 8 KV heads).
      */
     @Test
-    void aGraphPlanSpreadsARowsSplitsOverAllItsCtas() {
-        StepPlan p = new StepPlan(List.of(w(new int[]{1}, table(32 * 1024), false, true)), 7, 8, 512);
-        int splits = 32 * 1024 / SPLIT + 1;
-        int busy = 0, most = 0;
+    void aGraphPlanSpreadsARowsSplitsOverAllItsCtasByKeys() {
+        int bucket = KeySplits.count(64 * 1024);
+        StepPlan p = new StepPlan(List.of(w(new int[]{1}, table(32 * 1024), false, true)), 7, 8, bucket);
+        StepPlan shortRow = new StepPlan(List.of(w(new int[]{1}, table(40), false, true)), 7, 8, bucket);
+        assertEquals(256, bucket);
+        assertEquals(128, p.decodeCtas, "64K keys of 8 KV heads in runs of 512 keys");
+        assertEquals(p.decodeCtas, shortRow.decodeCtas, "the bucket's CTA count");
+        int splits = KeySplits.count(32 * 1024 + 1), keys = KeySplits.start(splits);
+        assertEquals(193, splits);
         boolean[] seen = new boolean[splits];
+        int next = 0, most = 0;
         for (int i = 0; i < p.decodeCtas; i++) {
             int[] d = desc(p, i);
-            int n = d[5] - d[4];
-            if (n == 0) {
-                continue;
-            }
-            busy++;
-            most = Math.max(most, n);
+            assertEquals(next, d[4], "CTA " + i + " starts where the previous one ended");
+            next = d[5];
+            most = Math.max(most, KeySplits.start(d[5]) - KeySplits.start(d[4]));
             for (int s = d[4]; s < d[5]; s++) {
                 assertTrue(!seen[s], "split " + s + " twice");
                 seen[s] = true;
+                assertEquals(s, d[6] + (s - d[4]), "slot of split " + s);
             }
         }
-        for (int s = 0; s < splits; s++) {
-            assertTrue(seen[s], "split " + s + " never walked");
-        }
-        assertEquals(512 / p.splitsPerCta, p.decodeCtas, "the bucket's CTA count");
-        // the longest run is as short as the CTA count allows (the bucket's own run length would be longer)
-        int shortest = (splits + p.decodeCtas - 1) / p.decodeCtas;
-        assertEquals(shortest, most, "longest run");
-        assertTrue(most < p.splitsPerCta, most + " splits a CTA, the bucket's run is " + p.splitsPerCta);
-        assertEquals((splits + most - 1) / most, busy, "busy CTAs");
+        assertEquals(splits, next, "every split walked");
+        int share = (keys + p.decodeCtas - 1) / p.decodeCtas;
+        assertTrue(most <= share + KeySplits.size(keys - 1), most + " keys in one CTA, a share is " + share);
+    }
+
+    /** Below 16K keys (128-key splits) a CTA walks whole runs of splits, as many CTAs as eight an SM of 132 give. */
+    @Test
+    void shortRowsRunInWholeSplitsOverTheSmsCtas() {
+        StepPlan p = new StepPlan(List.of(w(new int[]{1}, table(4096), false, true)), 7, 8);
+        int splits = 4096 / SPLIT + 1;
+        assertEquals(splits, p.partials);
+        assertEquals(SPLIT, p.keysPerCta, "33 splits of 8 KV heads fill fewer than 1,056 CTAs: one split a CTA");
+        assertEquals(splits, p.decodeCtas);
+        StepPlan batch = new StepPlan(List.of(w(new int[]{1}, table(9000), false, true), w(new int[]{1}, table(9000), false, true)), 7, 8);
+        assertEquals(2 * SPLIT, batch.keysPerCta, "2 x 71 splits of 8 KV heads: two splits a CTA");
+        assertEquals(2 * 36, batch.decodeCtas);
     }
 }
