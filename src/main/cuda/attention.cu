@@ -16,12 +16,14 @@
 // described by 8 ints in desc:
 //   [0] first qkv row of its rows, [1] rows (R <= 64 / G, G = heads / kvHeads), [2] position of the
 //   first row, [3] offset of its sequence's block table in tables, [4] first split, [5] end split,
-//   [6] partial slot of split s0 (decode CTAs), [7] the decode row (written by StepPlan, read by no kernel).
+//   [6] partial slot of split s0 (decode CTAs; -1: the CTA walks all of its row's splits and folds them itself, as
+//   prefill does), [7] the decode row (written by StepPlan, read by no kernel).
 // p0 and p0w (prefill windows) walk every split of their rows and fold them in the CTA, O in shared
 // memory after the stages, and write out. p1 (decode rows, one row per CTA) takes a run of splits
 // [s0, s1) of one row and writes every split's state on its own, (m, l) to partML and o to partO at
 // slot part + (s - s0); attention_merge folds a row's split states in split order with the same
-// arithmetic and writes out.
+// arithmetic and writes out. A p1 CTA without a partial slot walks all of its row's splits and folds
+// them itself, as p0 does (the merge skips that row).
 //
 // The order of every reduction is fixed by the keys alone (never by the batch, the window or the CTA),
 // and keys past a row's position contribute exact zeros (a split past it is an exact no-op of the
@@ -266,8 +268,9 @@ __device__ __forceinline__ void attention_impl(
         }
         __syncthreads(); // stage i & 1 is free for tile i + 2
         if (!warpActive || !(split_begins(t0 + KT) || i == tiles - 1)) continue;
-        // the split ends here
-        if constexpr (DECODE) {
+        // the split ends here: a decode CTA with partial slots writes its state; prefill CTAs and decode CTAs that walk
+        // all of their row's splits (part < 0) fold it into the run
+        if (DECODE && part >= 0) {
             #pragma unroll
             for (int h = 0; h < 2; h++) {
                 if (!valid[h] || (h == 1 && !upper)) continue;
@@ -297,7 +300,7 @@ __device__ __forceinline__ void attention_impl(
             }
         }
     }
-    if constexpr (!DECODE) {
+    if (!DECODE || part < 0) {
         #pragma unroll
         for (int h = 0; h < 2; h++) {
             if (!valid[h] || !warpActive || !pvWarp) continue;
@@ -386,6 +389,7 @@ __device__ __forceinline__ void merge_slice(const float *partO, const float *par
     const int first = d[0], n = d[1], row = d[2], lane = threadIdx.x & 31;
     const int dim0 = slice * 32, width = min(32, HD - dim0);
     const int chunks = (n + CHUNK - 1) / CHUNK;
+    if (n == 0) return; // a row its decode CTA folded itself (StepPlan: part < 0)
     auto load = [&](int c) {
         if (c < chunks) {
             const int c0 = c * CHUNK, cnt = min(CHUNK, n - c0);

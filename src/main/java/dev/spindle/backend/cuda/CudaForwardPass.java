@@ -760,8 +760,10 @@ public final class CudaForwardPass implements ForwardPass {
                 if (p.decodeRows > 0) {
                     prog.add(() -> op("attention decode splits", () -> k.attention(CudaKernels.DECODE, p.decodeCtas, qkv, stride, att, kvSlot, tables, desc,
                             partO, partML, heads, kvh, hd, bs, scale)));
-                    prog.add(() -> op("attention decode merge", () -> k.attentionMerge(p.decodeRows, p.partials / p.decodeRows, partO, partML, cdesc, att,
-                            heads, hd)));
+                    if (p.partials > 0) { // none when every decode row's CTA folds its splits itself (StepPlan.folds)
+                        prog.add(() -> op("attention decode merge", () -> k.attentionMerge(p.decodeRows, p.partials / p.decodeRows, partO, partML, cdesc,
+                                att, heads, hd)));
+                    }
                 }
                 if (p.ctas > p.decodeCtas) {
                     int kernel = prefillKernel();

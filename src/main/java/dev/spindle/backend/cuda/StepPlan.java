@@ -49,9 +49,7 @@ final class StepPlan {
             maxPos = Math.max(maxPos, start + len - 1);
             if (rowwise(len)) {
                 for (int r = 0; r < len; r++) {
-                    int slots = slotsOf(start + r, fixedSplits);
-                    parts += slots;
-                    slotKeys += KeySplits.start(slots);
+                    slotKeys += KeySplits.start(slotsOf(start + r, fixedSplits));
                 }
                 dRows += len;
             } else {
@@ -64,11 +62,15 @@ final class StepPlan {
         // per SM, with longer CTAs, was slower); whole 128-key units, so that below 16K keys a CTA walks whole splits
         long units = (slotKeys * kvHeads + (long) DECODE_CTAS * KeySplits.MIN - 1) / ((long) DECODE_CTAS * KeySplits.MIN);
         keysPerCta = (int) Math.max(KeySplits.MIN, units * KeySplits.MIN);
+        foldRows = (long) dRows * kvHeads >= FOLD_MIN_CTAS;
         int dCtas = 0;
         for (Window w : windows) {
             if (rowwise(w.tokens().length)) {
                 for (int r = 0; r < w.tokens().length; r++) {
-                    dCtas += ctasOfRow(slotsOf(w.start() + r, fixedSplits));
+                    int slots = slotsOf(w.start() + r, fixedSplits), ctas = ctasOfRow(slots);
+                    boolean folds = folds(ctas);
+                    dCtas += folds ? 1 : ctas;
+                    parts += folds ? 0 : slots;
                 }
             }
         }
@@ -123,10 +125,19 @@ final class StepPlan {
                 if (fixedSplits > 0 && splits > fixedSplits) {
                     throw new IllegalArgumentException(splits + " splits exceed the plan's " + fixedSplits);
                 }
+                int slotsOfRow = slotsOf(start, fixedSplits), ctasOfRow = ctasOfRow(slotsOfRow);
+                if (folds(ctasOfRow)) {
+                    // one CTA walks all of the row's splits and folds them itself (no partial slots; the merge skips the row)
+                    data[cd++] = part;
+                    data[cd++] = 0;
+                    data[cd++] = at;
+                    d = descriptor(d, at, 1, start, tabOffs[wi], 0, splits, -1, drow);
+                    drow++;
+                    continue;
+                }
                 data[cd++] = part;
                 data[cd++] = splits;
                 data[cd++] = at;
-                int slotsOfRow = slotsOf(start, fixedSplits), ctasOfRow = ctasOfRow(slotsOfRow);
                 // the row's own splits spread over its CTAs by keys (a graph's fixed count is sized for the bucket): split
                 // s goes to CTA floor(start(s) ctas / keys), so CTA j walks the splits that begin in its share of the keys
                 // [j keys / ctas, (j + 1) keys / ctas); a CTA whose share no split begins in is empty (no split to walk)
@@ -164,6 +175,19 @@ final class StepPlan {
      * (measured on the H200, 33B shape, 1K context: a window of 2 rows cost 21.6 ms against 17.0 for one row).
      */
     static final int ROWWISE_ROWS = 17;
+
+    /**
+     * A decode row that its split CTAs would cover in at most this many CTAs, in a step of at least
+     * {@link #FOLD_MIN_CTAS} rows times KV heads, gets one CTA that walks all of its splits and folds them as a
+     * prefill CTA does (the same bits): no split states written and read back, no merge for it.
+     */
+    static final int FOLD_MAX_CTAS = 4, FOLD_MIN_CTAS = 256;
+    /** Whether this step's decode rows are many enough to fold their splits in their CTAs when few CTAs would cover them. */
+    private final boolean foldRows;
+
+    private boolean folds(int ctasOfRow) {
+        return foldRows && ctasOfRow <= FOLD_MAX_CTAS;
+    }
 
     /** A decode row's partial slots: its splits, or a graph's fixed count. */
     private static int slotsOf(int position, int fixedSplits) {

@@ -227,6 +227,7 @@ class KernelContractTest {
             cuda.copyToDevice(dtab, a.allocateFrom(ValueLayout.JAVA_INT, table));
             k.kvWrite(dq, stride, qd, kvd, hd, dpool, dslot, bs, ctx);
             java.util.List<int[]> desc = new java.util.ArrayList<>(), cdesc = new java.util.ArrayList<>(), zero = new java.util.ArrayList<>();
+            java.util.List<int[]> folded = new java.util.ArrayList<>();
             int part = 0;
             for (int i = 0; i < decode.length; i++) {
                 int p = decode[i], splits = KeySplits.count(p + 1);
@@ -234,6 +235,8 @@ class KernelContractTest {
                 for (int s = 0; s < splits; s += 3) {
                     desc.add(new int[]{p, 1, p, 0, s, Math.min(s + 3, splits), part + s, i});
                 }
+                // the decode kernel walking all of the row's splits and folding them itself (no partial slot), output row i
+                folded.add(new int[]{i, 1, p, 0, 0, splits, -1, i});
                 part += splits;
                 // phase 0 writes row r of its output at qkv row r: the decode row alone, at its position
                 zero.add(new int[]{p, 1, p, 0, 0, splits, -1, 0});
@@ -257,6 +260,14 @@ class KernelContractTest {
             float[] pairs = download(a, zeroOut, ctx * qd);
             k.attention(CudaKernels.PREFILL, zero.size(), dq, stride, zeroOut, dpool, dtab, dzero, partO, partML, heads, kvHeads, hd, bs, scale);
             float[] split = download(a, splitOut, decode.length * qd), whole = download(a, zeroOut, ctx * qd);
+            // decode rows folded in their CTA read their queries at qkv row i: the decode rows' queries copied there
+            long fq = cuda.alloc((long) decode.length * stride * 2), fdesc = cuda.alloc(folded.size() * 32L), foldOut = cuda.alloc((long) decode.length * qd * 2);
+            for (int i = 0; i < decode.length; i++) {
+                cuda.copyDeviceToDevice(fq + (long) i * stride * 2, dq + (long) decode[i] * stride * 2, (long) stride * 2);
+            }
+            cuda.copyToDevice(fdesc, a.allocateFrom(ValueLayout.JAVA_INT, folded.stream().flatMapToInt(java.util.Arrays::stream).toArray()));
+            k.attention(CudaKernels.DECODE, folded.size(), fq, stride, foldOut, dpool, dtab, fdesc, partO, partML, heads, kvHeads, hd, bs, scale);
+            float[] foldedRows = download(a, foldOut, decode.length * qd);
             assertEquals(0, compare(whole, pairs)[1], "prefill with warp pairs differs from one warp per row group");
             // the wgmma prefill (sm_90a) computes the same bits
             if (k.hasAttention(hd, CudaKernels.PREFILL_WGMMA)) {
@@ -268,6 +279,8 @@ class KernelContractTest {
                 float[] want = java.util.Arrays.copyOfRange(whole, decode[i] * qd, (decode[i] + 1) * qd);
                 float[] got = java.util.Arrays.copyOfRange(split, i * qd, (i + 1) * qd);
                 assertEquals(0, compare(want, got)[1], "decode row at position " + decode[i] + " differs from the prefill kernel");
+                assertEquals(0, compare(want, java.util.Arrays.copyOfRange(foldedRows, i * qd, (i + 1) * qd))[1],
+                        "decode row at position " + decode[i] + " folded in its CTA differs from the prefill kernel");
                 float[] gotLong = java.util.Arrays.copyOfRange(splitLong, i * qd, (i + 1) * qd);
                 assertEquals(0, compare(want, gotLong)[1], "decode row at position " + decode[i] + " through attention_merge_long differs from the prefill kernel");
             }

@@ -193,4 +193,33 @@ class StepPlanTest {
         assertEquals(2 * SPLIT, batch.keysPerCta, "2 x 71 splits of 8 KV heads: two splits a CTA");
         assertEquals(2 * 36, batch.decodeCtas);
     }
+
+    /**
+     * 32 decode rows of 1K context (8 KV heads: 256 CTAs of whole rows) would take 4 split CTAs each: each gets one CTA
+     * that walks all of its splits and folds them (no partial slot, no merge); one such row alone keeps its split CTAs.
+     */
+    @Test
+    void manyShortRowsFoldTheirSplitsInOneCtaEach() {
+        List<Window> ws = new ArrayList<>();
+        for (int i = 0; i < 32; i++) {
+            ws.add(w(new int[]{1}, table(1000 + i % 20), false, true));
+        }
+        StepPlan p = new StepPlan(ws, 7, 8);
+        assertEquals(32, p.decodeCtas);
+        assertEquals(0, p.partials);
+        for (int i = 0; i < 32; i++) {
+            int[] d = desc(p, i);
+            assertEquals(i, d[0]);
+            assertEquals(0, d[4]);
+            assertEquals(8, d[5], "all of the row's splits");
+            assertEquals(-1, d[6], "no partial slot");
+            assertEquals(0, p.data[p.cdesc + 3 * i + 1], "nothing for the merge");
+            assertEquals(i, p.data[p.cdesc + 3 * i + 2]);
+        }
+        StepPlan alone = new StepPlan(List.of(w(new int[]{1}, table(1000), false, true)), 7, 8);
+        assertEquals(8, alone.decodeCtas, "one split a CTA");
+        assertEquals(8, alone.partials);
+        StepPlan graph = new StepPlan(ws.subList(0, 32), 7, 8, KeySplits.count(1024));
+        assertEquals(32, graph.decodeCtas, "a graph's bucket of 1K keys folds the same");
+    }
 }
