@@ -380,8 +380,10 @@ public final class CudaKernels {
     static int attentionSharedBytes(int headDim, int kind) {
         int stage = 2 * 64 * headDim * 2;
         // the wgmma kernel aligns its stages to 1024 bytes (the 128-byte swizzle's atom)
-        // prefill's running O of 64 MMA rows, a decode CTA's of its 16 (when it folds its row's splits itself)
-        return 2 * stage + (PREFILL_KERNELS.contains(kind) ? 64 * headDim * 4 : kind == DECODE ? 16 * headDim * 4 : 0) + (kind == PREFILL_WGMMA ? 1024 : 0);
+        // prefill's running O of 64 MMA rows; a decode CTA's (when it folds its row's splits itself): four floats of each
+        // of its 128 threads per 8-dim group the thread's warp holds, at least one group (attention.cu: DNW)
+        int runningO = PREFILL_KERNELS.contains(kind) ? 64 * headDim * 4 : kind == DECODE ? 4 * 128 * 4 * Math.max(1, headDim / 32) : 0;
+        return 2 * stage + runningO + (kind == PREFILL_WGMMA ? 1024 : 0);
     }
 
     /** Whether the attention kernel of {@code phase} for {@code headDim} is loaded (its shared memory fits this GPU). */

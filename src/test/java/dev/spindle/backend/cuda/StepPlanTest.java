@@ -177,7 +177,8 @@ class StepPlanTest {
             }
         }
         assertEquals(splits, next, "every split walked");
-        int share = (keys + p.decodeCtas - 1) / p.decodeCtas;
+        int share = ((keys + p.decodeCtas - 1) / p.decodeCtas + SPLIT - 1) / SPLIT * SPLIT;
+        assertEquals(384, share, "260 keys a CTA, rounded up to 128-key units");
         assertTrue(most <= share + KeySplits.size(keys - 1), most + " keys in one CTA, a share is " + share);
     }
 
