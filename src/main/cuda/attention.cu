@@ -127,6 +127,9 @@ __device__ __forceinline__ void attention_impl(
     float M[2] = {-INFINITY, -INFINITY}, L[2] = {0.f, 0.f}, ms[2] = {-INFINITY, -INFINITY}, ls[2] = {0.f, 0.f};
     float os[DNW][4];
     float *orun = reinterpret_cast<float *>(attn_smem + 2 * STAGE);
+    // values a thread keeps in orun per 8-dim group: four (its two rows' two dims), or, in a decode CTA of at most 8 query
+    // heads a KV head (no upper rows), the first row's two (half the shared memory: a CTA then fits three to an SM)
+    const int OE = DECODE && G <= 8 ? 2 : 4;
     if (tiles > 0) load(0);
     for (int i = 0; i < tiles; i++) {
         const int t0 = firstKey + i * KT;
@@ -294,7 +297,8 @@ __device__ __forceinline__ void attention_impl(
             for (int c = 0; c < DNW; c++) {
                 #pragma unroll
                 for (int e = 0; e < 4; e++) {
-                    float *o = orun + (c * 4 + e) * THREADS + threadIdx.x;
+                    if (e >= OE) break;
+                    float *o = orun + (c * OE + e) * THREADS + threadIdx.x;
                     *o = fold_value(firstSplit ? 0.f : *o, fa[e >> 1], os[c][e], fb[e >> 1]);
                 }
             }
@@ -308,7 +312,7 @@ __device__ __forceinline__ void attention_impl(
             bf16 *op = out + (long) (row0 + r) * heads * HD + (long) qh * HD;
             #pragma unroll
             for (int c = 0; c < DNW; c++) {
-                float o0 = orun[(c * 4 + 2 * h) * THREADS + threadIdx.x], o1 = orun[(c * 4 + 2 * h + 1) * THREADS + threadIdx.x];
+                float o0 = orun[(c * OE + 2 * h) * THREADS + threadIdx.x], o1 = orun[(c * OE + 2 * h + 1) * THREADS + threadIdx.x];
                 *reinterpret_cast<__nv_bfloat162 *>(op + 8 * (dn0 + c) + 2 * tq) = __floats2bfloat162_rn(__fdiv_rn(o0, L[h]), __fdiv_rn(o1, L[h]));
             }
         }

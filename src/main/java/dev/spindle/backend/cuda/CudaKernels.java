@@ -375,14 +375,24 @@ public final class CudaKernels {
 
     /**
      * Two stages of a 64-key tile's K and V, rows unpadded (the STAGE of attention.cu, swizzled); prefill adds its
-     * CTA's running O (fp32, 64 MMA rows x headDim: the same bytes for 128 or 256 threads). In bytes.
+     * CTA's running O (fp32, 64 MMA rows x headDim: the same bytes for 128 or 256 threads). In bytes. The most any
+     * launch of the kind asks (the decode kernel's: {@link #attentionSharedBytes(int, int, int)} with 16 query heads a KV head).
      */
     static int attentionSharedBytes(int headDim, int kind) {
+        return attentionSharedBytes(headDim, kind, 16);
+    }
+
+    /**
+     * As {@link #attentionSharedBytes(int, int)} for {@code group} query heads a KV head: a decode CTA that folds its row's
+     * splits itself keeps its running O after the stages, four floats of each of its 128 threads per 8-dim group its warp
+     * holds (at least one group: attention.cu's DNW), two where the group has at most 8 heads (no upper MMA rows): 4 KiB at
+     * head dim 128, so that three decode CTAs still fit an SM of 228 KiB (8 KiB made it two, measured slower).
+     */
+    static int attentionSharedBytes(int headDim, int kind, int group) {
         int stage = 2 * 64 * headDim * 2;
+        int runningO = PREFILL_KERNELS.contains(kind) ? 64 * headDim * 4
+                : kind == DECODE ? (group <= 8 ? 2 : 4) * 128 * 4 * Math.max(1, headDim / 32) : 0;
         // the wgmma kernel aligns its stages to 1024 bytes (the 128-byte swizzle's atom)
-        // prefill's running O of 64 MMA rows; a decode CTA's (when it folds its row's splits itself): four floats of each
-        // of its 128 threads per 8-dim group the thread's warp holds, at least one group (attention.cu: DNW)
-        int runningO = PREFILL_KERNELS.contains(kind) ? 64 * headDim * 4 : kind == DECODE ? 4 * 128 * 4 * Math.max(1, headDim / 32) : 0;
         return 2 * stage + runningO + (kind == PREFILL_WGMMA ? 1024 : 0);
     }
 
@@ -408,7 +418,7 @@ public final class CudaKernels {
             throw new IllegalStateException("attention_hd" + headDim + "_" + ATTENTION_KERNELS.get(phase) + " is not loaded on this GPU (shared memory)");
         }
         cuda.launchShared(f, ctas, kvHeads, attentionThreads(phase),
-                attentionSharedBytes(headDim, phase), qkv, stride, out,
+                attentionSharedBytes(headDim, phase, heads / kvHeads), qkv, stride, out,
                 pool, tables, desc, partO, partML, heads, kvHeads, blockSize, scale);
     }
 

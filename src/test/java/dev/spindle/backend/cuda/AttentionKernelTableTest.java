@@ -62,6 +62,15 @@ class AttentionKernelTableTest {
         }
     }
 
+    /** A decode CTA of the Nanbeige models (7 and 5 query heads a KV head) fits three to an SM of 228 KiB, folding or not. */
+    @Test
+    void threeDecodeCtasFitAnSm() {
+        for (int group : new int[]{5, 7}) {
+            int bytes = CudaKernels.attentionSharedBytes(128, CudaKernels.DECODE, group);
+            assertTrue(3 * (bytes + 3328 + 1024) <= 228 * 1024, bytes + " bytes of dynamic shared memory at " + group + " heads a KV head");
+        }
+    }
+
     /** The split rule and tile size the host plans with (KeySplits) are the kernels' (and the CPU twin's: PagedAttentionTest). */
     @Test
     void splitRuleAndTileSizeAreTheKernelFilesOwn() throws IOException {
