@@ -22,6 +22,7 @@ import java.util.List;
 import java.util.Random;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -153,6 +154,48 @@ class CudaForwardPassTest {
             } finally {
                 stepped.release();
                 windowed.release();
+            }
+        }
+    }
+
+    /**
+     * A decode step of 64 rows (the 3B shape's 4 KV heads: 256 CTAs of whole rows, each folding its splits itself,
+     * StepPlan.folds; a captured graph) gives every row the logits of that row decoded alone (split CTAs and the merge), bit
+     * for bit. Dummy weights; contexts of 300 to 1,245 tokens.
+     */
+    @org.junit.jupiter.api.Test
+    void aFoldedBatchOfDecodeRowsEqualsEachRowAlone() {
+        ModelConfig c = ConfigParser.read(Path.of("models/shapes/nanbeige4.1-3b-shape/config.json"));
+        try (CudaForwardPass gpu = CudaForwardPass.open(c, null, new CudaForwardPass.Options(16, 8192, 0.3, 6144, true), LoadListener.NONE)) {
+            int n = 64;
+            Random random = new Random(9);
+            List<BlockTable> tables = new java.util.ArrayList<>();
+            try {
+                int[] next = new int[n];
+                for (int i = 0; i < n; i++) {
+                    BlockTable t = new BlockTable(dev.spindle.backend.TestSteps.pool(gpu));
+                    tables.add(t);
+                    prefill(gpu, random.ints(300 + 15 * i, 3, c.vocabSize()).toArray(), t);
+                    next[i] = 3 + random.nextInt(c.vocabSize() - 3);
+                }
+                List<dev.spindle.backend.ModelStep.Window> batch = new java.util.ArrayList<>();
+                for (int i = 0; i < n; i++) {
+                    batch.add(dev.spindle.backend.TestSteps.window(new int[]{next[i]}, tables.get(i), false, true));
+                }
+                // the plan of the step's graph (its bucket: the splits of 2,048 keys)
+                StepPlan plan = gpu.prepare(new dev.spindle.backend.ModelStep(batch), dev.spindle.backend.KeySplits.count(2048));
+                assertEquals(0, plan.partials, "every row folds its splits in its CTA");
+                List<float[][]> together = dev.spindle.backend.TestSteps.forward(gpu, batch);
+                for (int i = 0; i < n; i++) {
+                    // the same step again, alone: the row's table cut back to its context (the step rewrites the same KV slot)
+                    BlockTable t = tables.get(i);
+                    t.truncate(t.tokens() - 1);
+                    dev.spindle.backend.ModelStep.Window w = dev.spindle.backend.TestSteps.window(new int[]{next[i]}, t, false, true);
+                    float[] alone = dev.spindle.backend.TestSteps.forward(gpu, List.of(w)).getFirst()[0];
+                    assertArrayEquals(alone, together.get(i)[0], "row " + i + " in a folded batch of " + n + " differs from it alone");
+                }
+            } finally {
+                tables.forEach(BlockTable::release);
             }
         }
     }
