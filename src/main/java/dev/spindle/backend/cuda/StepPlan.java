@@ -138,17 +138,23 @@ final class StepPlan {
                 data[cd++] = part;
                 data[cd++] = splits;
                 data[cd++] = at;
-                // the row's own splits spread over its CTAs by keys (a graph's fixed count is sized for the bucket): CTA j
-                // walks the splits that begin in [j share, (j + 1) share), share = the row's keys over its CTAs rounded up
-                // to whole 128-key units (runs of ceil(splits / CTAs) splits where all are 128 keys: fewer, longer
-                // CTAs than an even spread, measured faster); CTAs past the row's keys are empty (no split to walk)
+                // the row's own splits packed in order into its CTAs (a graph's fixed count is sized for the bucket): each
+                // CTA takes splits while they fit its share, the row's keys over its CTAs rounded up to whole 128-key units
+                // (at least one split; the last CTA takes what is left), so no CTA walks more keys than a share unless one
+                // split is larger; where all splits are 128 keys these are the runs of ceil(splits / CTAs) splits of the
+                // plan before the splits grew. CTAs past the row's splits are empty (no split to walk)
                 long keys = KeySplits.start(splits);
                 long share = ((keys + ctasOfRow - 1) / ctasOfRow + KeySplits.MIN - 1) / KeySplits.MIN * KeySplits.MIN;
                 int s = 0;
                 for (int j = 0; j < ctasOfRow; j++) {
                     int a = s;
-                    while (s < splits && KeySplits.start(s) / share <= j) {
+                    if (j == ctasOfRow - 1) {
+                        s = splits;
+                    } else if (s < splits) {
                         s++;
+                        while (s < splits && KeySplits.start(s + 1) - KeySplits.start(a) <= share) {
+                            s++;
+                        }
                     }
                     d = descriptor(d, at, 1, start, tabOffs[wi], a, s, part + a, drow);
                 }
