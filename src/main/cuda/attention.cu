@@ -128,7 +128,8 @@ __device__ __forceinline__ void attention_impl(
     float os[DNW][4];
     float *orun = reinterpret_cast<float *>(attn_smem + 2 * STAGE);
     // values a thread keeps in orun per 8-dim group: four (its two rows' two dims), or, in a decode CTA of at most 8 query
-    // heads a KV head (no upper rows), the first row's two (half the shared memory: a CTA then fits three to an SM)
+    // heads a KV head (no upper rows: a folding decode CTA holds one row, StepPlan), the first row's two (half the shared
+    // memory: a CTA then fits three to an SM)
     const int OE = DECODE && G <= 8 ? 2 : 4;
     if (tiles > 0) load(0);
     for (int i = 0; i < tiles; i++) {

@@ -761,7 +761,7 @@ public final class CudaForwardPass implements ForwardPass {
                     prog.add(() -> op("attention decode splits", () -> k.attention(CudaKernels.DECODE, p.decodeCtas, qkv, stride, att, kvSlot, tables, desc,
                             partO, partML, heads, kvh, hd, bs, scale)));
                     if (p.partials > 0) { // none when every decode row's CTA folds its splits itself (StepPlan.folds)
-                        prog.add(() -> op("attention decode merge", () -> k.attentionMerge(p.decodeRows, p.partials / p.decodeRows, partO, partML, cdesc,
+                        prog.add(() -> op("attention decode merge", () -> k.attentionMerge(p.decodeRows, p.mergeSplits, partO, partML, cdesc,
                                 att, heads, hd)));
                     }
                 }

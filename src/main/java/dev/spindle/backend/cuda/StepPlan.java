@@ -19,6 +19,8 @@ final class StepPlan {
     final int[] data;
     final int tokens, positions, slotMap, tables, desc, cdesc, gather;
     final int ctas, decodeCtas, decodeRows, partials, logitRows, maxPosition, keysPerCta;
+    /** The most split slots of a decode row the merge folds (0: every row folds its splits in its CTA); picks the merge kernel. */
+    final int mergeSplits;
     final int[] logitCounts;
     /**
      * Decode CTAs a step aims at: eight per SM of a 132-SM GPU. Re-measured with the four-warp decode
@@ -63,7 +65,7 @@ final class StepPlan {
         long units = (slotKeys * kvHeads + (long) DECODE_CTAS * KeySplits.MIN - 1) / ((long) DECODE_CTAS * KeySplits.MIN);
         keysPerCta = (int) Math.max(KeySplits.MIN, units * KeySplits.MIN);
         foldRows = (long) dRows * kvHeads >= FOLD_MIN_CTAS;
-        int dCtas = 0;
+        int dCtas = 0, mergeMost = 0;
         for (Window w : windows) {
             if (rowwise(w.tokens().length)) {
                 for (int r = 0; r < w.tokens().length; r++) {
@@ -71,6 +73,7 @@ final class StepPlan {
                     boolean folds = folds(ctas);
                     dCtas += folds ? 1 : ctas;
                     parts += folds ? 0 : slots;
+                    mergeMost = folds ? mergeMost : Math.max(mergeMost, slots);
                 }
             }
         }
@@ -80,6 +83,7 @@ final class StepPlan {
         decodeCtas = dCtas;
         decodeRows = dRows;
         partials = parts;
+        mergeSplits = mergeMost;
         logitRows = lRows;
         maxPosition = maxPos;
         tokens = 0;
@@ -127,7 +131,8 @@ final class StepPlan {
                 }
                 int slotsOfRow = slotsOf(start, fixedSplits), ctasOfRow = ctasOfRow(slotsOfRow);
                 if (folds(ctasOfRow)) {
-                    // one CTA walks all of the row's splits and folds them itself (no partial slots; the merge skips the row)
+                    // one CTA walks all of the row's splits and folds them itself (no partial slots; the merge skips the row);
+                    // one row a CTA, which attention.cu's folded running O relies on (no upper MMA rows at <= 8 heads a KV head)
                     data[cd++] = part;
                     data[cd++] = 0;
                     data[cd++] = at;
@@ -139,18 +144,19 @@ final class StepPlan {
                 data[cd++] = splits;
                 data[cd++] = at;
                 // the row's own splits packed in order into its CTAs (a graph's fixed count is sized for the bucket): each
-                // CTA takes splits while they fit its share, the row's keys over its CTAs rounded up to whole 128-key units
-                // (at least one split; the last CTA takes what is left), so no CTA walks more keys than a share unless one
-                // split is larger; where all splits are 128 keys these are the runs of ceil(splits / CTAs) splits of the
-                // plan before the splits grew. CTAs past the row's splits are empty (no split to walk)
-                long keys = KeySplits.start(splits);
-                long share = ((keys + ctasOfRow - 1) / ctasOfRow + KeySplits.MIN - 1) / KeySplits.MIN * KeySplits.MIN;
+                // CTA takes splits while they fit its share, the keys left over the CTAs left rounded up to whole 128-key
+                // units (at least one split; the last CTA takes what is left), so a CTA walks at most a share or one
+                // split, and a CTA that stops short (the next split did not fit) raises the shares after it; where all
+                // splits are 128 keys the longest run is ceil(splits / CTAs) splits, as in the plan before the splits
+                // grew. CTAs past the row's splits are empty (no split to walk)
                 int s = 0;
                 for (int j = 0; j < ctasOfRow; j++) {
                     int a = s;
                     if (j == ctasOfRow - 1) {
                         s = splits;
                     } else if (s < splits) {
+                        long left = KeySplits.start(splits) - KeySplits.start(s), ctasLeft = ctasOfRow - j;
+                        long share = ((left + ctasLeft - 1) / ctasLeft + KeySplits.MIN - 1) / KeySplits.MIN * KeySplits.MIN;
                         s++;
                         while (s < splits && KeySplits.start(s + 1) - KeySplits.start(a) <= share) {
                             s++;

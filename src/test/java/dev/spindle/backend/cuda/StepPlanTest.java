@@ -223,4 +223,40 @@ class StepPlanTest {
         StepPlan graph = new StepPlan(ws.subList(0, 32), 7, 8, KeySplits.count(1024));
         assertEquals(32, graph.decodeCtas, "a graph's bucket of 1K keys folds the same");
     }
+
+    /**
+     * At any context to 512K, alone or in a graph's bucket, 8 or 4 KV heads, no CTA of a decode row walks more than twice
+     * the larger of an even share of the row's keys and its largest split (a packing that falls behind would leave the
+     * last CTA the rest of the row: tens of thousands of keys, measured by a review's probe before this test).
+     */
+    @Test
+    void noDecodeCtaWalksFarMoreThanItsShare() {
+        BlockPool big = new BlockPool(40_000, 16);
+        java.util.Random random = new java.util.Random(11);
+        for (int trial = 0; trial < 300; trial++) {
+            int position = trial < 19 ? (1 << trial) * 3 / 2 : random.nextInt(512 * 1024 - 20);
+            int kvHeads = trial % 2 == 0 ? 8 : 4;
+            BlockTable t = new BlockTable(big);
+            t.reserve(position + 1);
+            t.advance(position);
+            Window w = w(new int[]{1}, t, false, true);
+            int keys = position + 1, bucketKeys = Math.max(KeySplits.MIN, Integer.highestOneBit(keys - 1) << 1);
+            for (int fixed : new int[]{0, KeySplits.count(bucketKeys)}) {
+                StepPlan p = new StepPlan(List.of(w), 7, kvHeads, fixed);
+                int splits = KeySplits.count(keys), rowKeys = KeySplits.start(splits), most = 0, next = 0;
+                for (int i = 0; i < p.decodeCtas; i++) {
+                    int[] d = desc(p, i);
+                    assertEquals(next, d[4]);
+                    next = d[5];
+                    most = Math.max(most, KeySplits.start(d[5]) - KeySplits.start(d[4]));
+                }
+                assertEquals(splits, next, "every split walked");
+                int even = (rowKeys + p.decodeCtas - 1) / p.decodeCtas, largest = KeySplits.size(rowKeys - 1);
+                assertTrue(most <= 2 * Math.max(even + KeySplits.MIN, largest),
+                        "position " + position + ", " + kvHeads + " KV heads, bucket " + fixed + ": a CTA walks " + most + " keys, an even share is "
+                                + even + ", the largest split " + largest);
+            }
+            t.release();
+        }
+    }
 }
