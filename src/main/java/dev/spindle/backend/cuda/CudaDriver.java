@@ -211,35 +211,17 @@ public final class CudaDriver {
 
     /** Records {@code e} after the stream's work so far (inside a capture: a node other streams' waits join). */
     public void record(MemorySegment e) {
-        try {
-            check("cuEventRecord", (int) cuEventRecord.invokeExact(e, stream));
-        } catch (CudaException x) {
-            throw x;
-        } catch (Throwable t) {
-            throw new CudaException("cuEventRecord: " + t);
-        }
+        checked("cuEventRecord", () -> (int) cuEventRecord.invokeExact(e, stream));
     }
 
     /** Waits on the host until the work before {@code e}'s last record is done (at once if it never was recorded). */
     public void syncEvent(MemorySegment e) {
-        try {
-            check("cuEventSynchronize", (int) cuEventSynchronize.invokeExact(e));
-        } catch (CudaException x) {
-            throw x;
-        } catch (Throwable t) {
-            throw new CudaException("cuEventSynchronize: " + t);
-        }
+        checked("cuEventSynchronize", () -> (int) cuEventSynchronize.invokeExact(e));
     }
 
     /** The stream's later work waits for the work before {@code e}'s last record (any stream, any device of the process). */
     public void waitFor(MemorySegment e) {
-        try {
-            check("cuStreamWaitEvent", (int) cuStreamWaitEvent.invokeExact(stream, e, 0));
-        } catch (CudaException x) {
-            throw x;
-        } catch (Throwable t) {
-            throw new CudaException("cuStreamWaitEvent: " + t);
-        }
+        checked("cuStreamWaitEvent", () -> (int) cuStreamWaitEvent.invokeExact(stream, e, 0));
     }
 
     /**
@@ -283,6 +265,23 @@ public final class CudaDriver {
             // keep the number
         }
         return "CUDA error " + status;
+    }
+
+    /** A driver call of the hot paths (its invokeExact), returning the driver's status. */
+    @FunctionalInterface
+    private interface Status {
+        int get() throws Throwable;
+    }
+
+    /** Makes a hot-path driver call and checks its status; anything the downcall throws is reported under the call's name. */
+    private void checked(String call, Status downcall) {
+        int status;
+        try {
+            status = downcall.get();
+        } catch (Throwable t) {
+            throw new CudaException(call + ": " + t);
+        }
+        check(call, status);
     }
 
     private void check(String call, int status) {
@@ -426,24 +425,12 @@ public final class CudaDriver {
 
     /** Waits for the work of {@code s}. */
     public void sync(MemorySegment s) {
-        try {
-            check("cuStreamSynchronize", (int) cuStreamSynchronize.invokeExact(s));
-        } catch (CudaException e) {
-            throw e;
-        } catch (Throwable t) {
-            throw new CudaException("cuStreamSynchronize: " + t);
-        }
+        checked("cuStreamSynchronize", () -> (int) cuStreamSynchronize.invokeExact(s));
     }
 
     /** Copies host to device in the order of stream {@code s} (asynchronous when src is pinned). */
     public void copyToDeviceAsync(long dst, MemorySegment src, long bytes, MemorySegment s) {
-        try {
-            check("cuMemcpyHtoDAsync", (int) cuMemcpyHtoDAsync.invokeExact(dst, src, bytes, s));
-        } catch (CudaException e) {
-            throw e;
-        } catch (Throwable t) {
-            throw new CudaException("cuMemcpyHtoDAsync: " + t);
-        }
+        checked("cuMemcpyHtoDAsync", () -> (int) cuMemcpyHtoDAsync.invokeExact(dst, src, bytes, s));
     }
 
     /** Copies and waits. */
@@ -454,24 +441,12 @@ public final class CudaDriver {
 
     /** Copies device to host after the stream's earlier work, and waits. */
     public void copyToHost(MemorySegment dst, long src) {
-        try {
-            check("cuMemcpyDtoHAsync", (int) cuMemcpyDtoHAsync.invokeExact(dst, src, dst.byteSize(), stream));
-        } catch (CudaException e) {
-            throw e;
-        } catch (Throwable t) {
-            throw new CudaException("cuMemcpyDtoHAsync: " + t);
-        }
+        checked("cuMemcpyDtoHAsync", () -> (int) cuMemcpyDtoHAsync.invokeExact(dst, src, dst.byteSize(), stream));
         sync();
     }
 
     public void sync() {
-        try {
-            check("cuStreamSynchronize", (int) cuStreamSynchronize.invokeExact(stream));
-        } catch (CudaException e) {
-            throw e;
-        } catch (Throwable t) {
-            throw new CudaException("cuStreamSynchronize: " + t);
-        }
+        checked("cuStreamSynchronize", () -> (int) cuStreamSynchronize.invokeExact(stream));
     }
 
     /**
@@ -552,13 +527,7 @@ public final class CudaDriver {
     }
 
     public void launchGraph(MemorySegment exec) {
-        try {
-            check("cuGraphLaunch", (int) cuGraphLaunch.invokeExact(exec, stream));
-        } catch (CudaException e) {
-            throw e;
-        } catch (Throwable t) {
-            throw new CudaException("cuGraphLaunch: " + t);
-        }
+        checked("cuGraphLaunch", () -> (int) cuGraphLaunch.invokeExact(exec, stream));
     }
 
     public void destroyGraph(MemorySegment exec) {
