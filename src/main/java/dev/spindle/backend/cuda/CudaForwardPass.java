@@ -617,8 +617,9 @@ public final class CudaForwardPass implements ForwardPass {
 
     /**
      * The split bucket (the splits of a power of two of keys: KeySplits.count) of a graph-eligible step, or 0 when the
-     * step runs without a graph. Eligible: windows short enough that each row's attention runs as a decode row (StepPlan.rowwise: decode rows, drafted windows being
-     * verified, short prompt tails), each wanting some logits, all logit rows in one pass of the head.
+     * step runs without a graph. Eligible: windows short enough that each row's attention runs as a decode row
+     * (StepPlan.rowwise: decode rows, drafted windows being verified, short prompt tails), each wanting some logits, all
+     * logit rows in one pass of the head.
      */
     private int graphSplits(List<Window> windows) {
         if (!opt.cudaGraphs() || groupGraphsRefused != null || windows.size() > logitRowsMax) {

@@ -11,7 +11,8 @@ import java.util.List;
  * ids, positions, each row's KV slot, the windows' block tables, the attention CTA
  * descriptors (see attention.cu), the decode rows' combine descriptors and the rows whose
  * logits are wanted. Each row of a short window (decode rows, drafted windows being verified: {@link #rowwise})
- * gets CTAs that each walk a run of its KV splits (flash-decoding; KeySplits), writing every split's state; longer windows get tiles of rows that walk every split themselves.
+ * gets CTAs that each walk a run of its KV splits (flash-decoding; KeySplits), writing every split's state (or, in a step
+ * of many rows, one CTA that folds them all: {@link #folds}); longer windows get tiles of rows that walk every split themselves.
  * Either way each row's arithmetic is the same.
  */
 final class StepPlan {
@@ -62,8 +63,7 @@ final class StepPlan {
         // a decode CTA walks a run of splits (each split's state still written on its own) of about keysPerCta keys:
         // about eight CTAs per SM of an H100-class GPU across the KV heads (measured on the H200: one wave of five
         // per SM, with longer CTAs, was slower); whole 128-key units, so that below 16K keys a CTA walks whole splits
-        long units = (slotKeys * kvHeads + (long) DECODE_CTAS * KeySplits.MIN - 1) / ((long) DECODE_CTAS * KeySplits.MIN);
-        keysPerCta = (int) Math.max(KeySplits.MIN, units * KeySplits.MIN);
+        keysPerCta = (int) Math.max(KeySplits.MIN, Math.ceilDiv(slotKeys * kvHeads, (long) DECODE_CTAS * KeySplits.MIN) * KeySplits.MIN);
         foldRows = (long) dRows * kvHeads >= FOLD_MIN_CTAS;
         int dCtas = 0, mergeMost = 0;
         for (Window w : windows) {
@@ -130,19 +130,17 @@ final class StepPlan {
                     throw new IllegalArgumentException(splits + " splits exceed the plan's " + fixedSplits);
                 }
                 int slotsOfRow = slotsOf(start, fixedSplits), ctasOfRow = ctasOfRow(slotsOfRow);
-                if (folds(ctasOfRow)) {
-                    // one CTA walks all of the row's splits and folds them itself (no partial slots; the merge skips the row);
-                    // one row a CTA, which attention.cu's folded running O relies on (no upper MMA rows at <= 8 heads a KV head)
-                    data[cd++] = part;
-                    data[cd++] = 0;
-                    data[cd++] = at;
+                boolean folds = folds(ctasOfRow);
+                data[cd++] = part;
+                data[cd++] = folds ? 0 : splits; // the merge skips a folded row
+                data[cd++] = at;
+                if (folds) {
+                    // one CTA walks all of the row's splits and folds them itself (no partial slots); one row a CTA, which
+                    // attention.cu's folded running O relies on (no upper MMA rows at <= 8 heads a KV head)
                     d = descriptor(d, at, 1, start, tabOffs[wi], 0, splits, -1, drow);
                     drow++;
                     continue;
                 }
-                data[cd++] = part;
-                data[cd++] = splits;
-                data[cd++] = at;
                 // the row's own splits packed in order into its CTAs (a graph's fixed count is sized for the bucket): each
                 // CTA takes splits while they fit its share, the keys left over the CTAs left rounded up to whole 128-key
                 // units (at least one split; the last CTA takes what is left), so a CTA walks at most a share or one
@@ -156,7 +154,7 @@ final class StepPlan {
                         s = splits;
                     } else if (s < splits) {
                         long left = KeySplits.start(splits) - KeySplits.start(s), ctasLeft = ctasOfRow - j;
-                        long share = ((left + ctasLeft - 1) / ctasLeft + KeySplits.MIN - 1) / KeySplits.MIN * KeySplits.MIN;
+                        long share = Math.ceilDiv(Math.ceilDiv(left, ctasLeft), KeySplits.MIN) * KeySplits.MIN;
                         s++;
                         while (s < splits && KeySplits.start(s + 1) - KeySplits.start(a) <= share) {
                             s++;
@@ -210,7 +208,7 @@ final class StepPlan {
 
     /** A decode row's CTAs: its slots' keys in runs of keysPerCta (the same count for every row of a graph's bucket). */
     private int ctasOfRow(int slots) {
-        return (int) ((KeySplits.start(slots) + (long) keysPerCta - 1) / keysPerCta);
+        return Math.ceilDiv(KeySplits.start(slots), keysPerCta);
     }
 
     static boolean rowwise(int len) {
