@@ -20,7 +20,30 @@
 // copies of the tensor maps of x (box 8 NT rows x 64) and W (box RB x 64); a stage is BOXES boxes of each
 // (64 BOXES keys); grid ceil(nOut / RB), block 128, dynamic shared memory STAGES * BOXES * (128 RB + 1024 NT)
 // + 128 (64 - RB) (the last box's overread) + 1024 (alignment) + 8 STAGES (mbarriers) bytes.
-#include "common.cuh"
+//
+// linear_rows_paired_n{NT}_b{BOXES}_s{STAGES}(mapX, n, k, mapW, nOut, y, mode, group, span, pair, cos, sin, positions,
+// qHeads, kvHeads, headDim, pool, slotMap, blockSize): the same weight stream and accumulators (so the same bits), with
+// each CTA's 64 weight rows taken as two halves of 32 whose outputs its epilogue combines, so that a small kernel after
+// the GEMM falls away: CTA c takes rows [a, a + 32) and [a + pair, a + pair + 32), a = (c / group) * span + (c % group) * 32
+// (mapW's box is 32 rows), rounds its outputs to bf16 as linear_rows writes them, stages them in shared memory, then
+//   mode 1 (swiglu, group 1, span 32, pair = width): W is gate|up (2 width rows); y (n, width) = swiglu's output, as
+//          the swiglu kernel computes it from the gate|up rows (swiglu.cuh);
+//   mode 2 (rope_kv_write, group headDim / 64, span headDim, pair headDim / 2; headDim 64 or 128): W is q|k|v; y (n, nOut)
+//          = the qkv rows after rope_kv_write, and K and V in the pool at slotMap, as rope_kv_write writes them (rope.cuh).
+// Grid nOut / 64 (nOut a multiple of 64), block 128, the shared memory of the 64-row variant.
+#include "rope.cuh"
+#include "swiglu.cuh"
+
+// A paired CTA's epilogue (see above); mode 0: none (plain linear_rows).
+struct LrPaired {
+    int mode, group, span, pair;
+    const float *cos, *sin;
+    const int *positions;
+    int qHeads, kvHeads, headDim;
+    bf16 *pool;
+    const int *slotMap;
+    int blockSize;
+};
 
 extern __shared__ __align__(16) unsigned char lr_smem[];
 
@@ -77,13 +100,52 @@ __device__ __forceinline__ void lr_wgmma4<64>(float *d, unsigned long long da, u
                  : LR_D4(0), LR_D4(4), LR_D4(8), LR_D4(12), LR_D4(16), LR_D4(20), LR_D4(24), LR_D4(28) : "l"(da), "l"(db) : "memory");
 }
 
-template <int NT, int BOXES, int STAGES, int RB>
-__device__ __forceinline__ void linear_rows_impl(const void *mapX, int n, int k, const void *mapW, int nOut, bf16 *y) {
+// rows a and a + pair of a paired CTA's outputs meet in its epilogue
+__device__ __forceinline__ void lr_paired_epilogue(const LrPaired &pr, const bf16 *stg, int xn, int n, int nOut, bf16 *y) {
+    const int c = blockIdx.x, a = (c / pr.group) * pr.span + (c % pr.group) * 32;
+    for (int t = threadIdx.x; t < 32 * n; t += blockDim.x) {
+        const int j = t & 31, r = t >> 5;
+        const float lo = __bfloat162float(stg[j * xn + r]), hi = __bfloat162float(stg[(32 + j) * xn + r]);
+        if (pr.mode == 1) {
+            y[(long) r * pr.pair + a + j] = __float2bfloat16_rn(swiglu1(lo, hi));
+            continue;
+        }
+        const int hd = pr.headDim, half = hd / 2, h = a / hd, i = a % hd + j;
+        float nlo = lo, nhi = hi;
+        if (h < pr.qHeads + pr.kvHeads) {
+            const long t2 = (long) pr.positions[r] * half + i;
+            const float cs = pr.cos[t2], sn = pr.sin[t2];
+            nlo = rope_lo(lo, hi, cs, sn);
+            nhi = rope_hi(lo, hi, cs, sn);
+        }
+        const bf16 blo = __float2bfloat16_rn(nlo), bhi = __float2bfloat16_rn(nhi);
+        y[(long) r * nOut + a + j] = blo;
+        y[(long) r * nOut + a + j + pr.pair] = bhi;
+        if (h >= pr.qHeads) {
+            const bool isV = h >= pr.qHeads + pr.kvHeads;
+            const int kvh = h - pr.qHeads - (isV ? pr.kvHeads : 0);
+            const long phys = pr.slotMap[r], blk = phys / pr.blockSize, off = phys % pr.blockSize, kvDim = (long) pr.kvHeads * hd;
+            bf16 *dst = pr.pool + (blk * 2 + (isV ? 1 : 0)) * pr.blockSize * kvDim + ((long) kvh * pr.blockSize + off) * hd;
+            dst[i] = blo;
+            dst[i + half] = bhi;
+        }
+    }
+}
+
+template <int NT, int BOXES, int STAGES, int RB, bool PAIRED>
+__device__ __forceinline__ void linear_rows_impl(const void *mapX, int n, int k, const void *mapW, int nOut, bf16 *y, const LrPaired &pr) {
     // a stage: BOXES boxes of 64 keys of W (RB rows each), then as many of x; KS keys a stage. The wgmma's A
     // (64 rows) reads 64 - RB rows past a box of RB < 64 (the next boxes, or PAD bytes after the last stage):
     // their outputs are never written
     constexpr int XN = 8 * NT, WB = RB * 64 * 2, XB = XN * 64 * 2, SB = BOXES * (WB + XB), KS = 64 * BOXES, PAD = (64 - RB) * 128;
     const int o0 = blockIdx.x * RB, warp = threadIdx.x >> 5, lane = threadIdx.x & 31, blocks = k / KS;
+    // a paired CTA's two 32-row halves (PAIRED: RB is 64, mapW's box 32 rows; the halves lie 4 KiB apart, whole
+    // 1024-byte swizzle groups, so the wgmma reads them as one 64-row tile)
+    const int a0 = PAIRED ? (blockIdx.x / pr.group) * pr.span + (blockIdx.x % pr.group) * 32 : o0, a1 = PAIRED ? a0 + pr.pair : 0;
+    auto loadW = [&](unsigned dst, int col, unsigned b) {
+        lr_tma(dst, mapW, col, a0, b);
+        if (PAIRED) lr_tma(dst + 32 * 128, mapW, col, a1, b);
+    };
     const unsigned base = ((unsigned) __cvta_generic_to_shared(lr_smem) + 1023) & ~1023u, bars = base + STAGES * SB + PAD;
     auto bar = [&](int b) { return bars + 8 * (b % STAGES); };
     auto slot = [&](int b) { return base + (b % STAGES) * SB; };
@@ -95,7 +157,7 @@ __device__ __forceinline__ void linear_rows_impl(const void *mapX, int n, int k,
         for (int b = 0; b < STAGES - 1 && b < blocks; b++) {
             asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" :: "r"(bar(b)), "r"(SB) : "memory");
             #pragma unroll
-            for (int j = 0; j < BOXES; j++) lr_tma(slot(b) + j * WB, mapW, b * KS + 64 * j, o0, bar(b));
+            for (int j = 0; j < BOXES; j++) loadW(slot(b) + j * WB, b * KS + 64 * j, bar(b));
         }
     }
     dependent_launch_entry();
@@ -123,7 +185,7 @@ __device__ __forceinline__ void linear_rows_impl(const void *mapX, int n, int k,
             asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" :: "r"(bar(nb)), "r"(SB) : "memory");
             #pragma unroll
             for (int j = 0; j < BOXES; j++) {
-                lr_tma(slot(nb) + j * WB, mapW, nb * KS + 64 * j, o0, bar(nb));
+                loadW(slot(nb) + j * WB, nb * KS + 64 * j, bar(nb));
                 lr_tma(slot(nb) + BOXES * WB + j * XB, mapX, nb * KS + 64 * j, 0, bar(nb));
             }
         }
@@ -131,6 +193,24 @@ __device__ __forceinline__ void linear_rows_impl(const void *mapX, int n, int k,
     asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
     // d: weight rows 16 warp + gr (+8) of the 64 (the CTA's RB first), x rows 8j + 2tq (+1)
     const int gr = lane >> 2, tq = lane & 3;
+    if (PAIRED) {
+        // every warp's wgmmas are done (wait_group above, warpgroup-wide) and no copy is in flight: the stages' memory
+        // takes the CTA's 64 x XN outputs, rounded to bf16 as linear_rows writes them
+        bf16 *stg = reinterpret_cast<bf16 *>(lr_smem + (base - (unsigned) __cvta_generic_to_shared(lr_smem)));
+        __syncthreads();
+        #pragma unroll
+        for (int j = 0; j < NT; j++) {
+            #pragma unroll
+            for (int e = 0; e < 4; e++) {
+                // (written only where row < n: unconditional stores here made ptxas serialize the wgmmas at 4 and 8 tiles)
+                const int row = 8 * j + 2 * tq + (e & 1), wr = 16 * warp + gr + 8 * (e >> 1);
+                if (row < n) stg[wr * XN + row] = __float2bfloat16_rn(d[4 * j + e]);
+            }
+        }
+        __syncthreads();
+        lr_paired_epilogue(pr, stg, XN, n, nOut, y);
+        return;
+    }
     if (16 * warp >= RB) return;
     #pragma unroll
     for (int j = 0; j < NT; j++) {
@@ -148,17 +228,29 @@ __device__ __forceinline__ void linear_rows_impl(const void *mapX, int n, int k,
 // narrow weight (the 3B's 2,560 outputs are 40 CTAs of 64 rows, on 132 SMs) and spread a wide one more
 // evenly (the 33B's 9,216 are 144). Built for sm_90a only (elsewhere the backend does not load them and
 // the body traps).
+// Each 64-row variant has its paired twin (linear_rows_paired_...).
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-#define LR_BODY(nt, boxes, stages, rb) linear_rows_impl<nt, boxes, stages, rb>(mapX, n, k, mapW, nOut, y);
+#define LR_BODY(nt, boxes, stages, rb) linear_rows_impl<nt, boxes, stages, rb, false>(mapX, n, k, mapW, nOut, y, LrPaired{});
+#define LR_PAIRED_BODY(nt, boxes, stages) \
+    linear_rows_impl<nt, boxes, stages, 64, true>(mapX, n, k, mapW, nOut, y, \
+        LrPaired{mode, group, span, pair, cos, sin, positions, qHeads, kvHeads, headDim, pool, slotMap, blockSize});
 #else
 #define LR_BODY(nt, boxes, stages, rb) __trap();
+#define LR_PAIRED_BODY(nt, boxes, stages) __trap();
 #endif
 #define LINEAR_ROWS_RB(nt, boxes, stages, rb, suffix) \
     extern "C" __global__ void __launch_bounds__(128) linear_rows_n##nt##_b##boxes##_s##stages##suffix( \
             const void *mapX, int n, int k, const void *mapW, int nOut, bf16 *y) { \
         LR_BODY(nt, boxes, stages, rb) \
     }
-#define LINEAR_ROWS(nt, boxes, stages) LINEAR_ROWS_RB(nt, boxes, stages, 64, )
+#define LINEAR_ROWS_PAIRED(nt, boxes, stages) \
+    extern "C" __global__ void __launch_bounds__(128) linear_rows_paired_n##nt##_b##boxes##_s##stages( \
+            const void *mapX, int n, int k, const void *mapW, int nOut, bf16 *y, int mode, int group, int span, int pair, \
+            const float *cos, const float *sin, const int *positions, int qHeads, int kvHeads, int headDim, bf16 *pool, \
+            const int *slotMap, int blockSize) { \
+        LR_PAIRED_BODY(nt, boxes, stages) \
+    }
+#define LINEAR_ROWS(nt, boxes, stages) LINEAR_ROWS_RB(nt, boxes, stages, 64, ) LINEAR_ROWS_PAIRED(nt, boxes, stages)
 LINEAR_ROWS(1, 1, 8)
 LINEAR_ROWS(1, 2, 6)
 LINEAR_ROWS(1, 2, 8)

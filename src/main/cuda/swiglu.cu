@@ -2,12 +2,7 @@
 // gate|up rows (rows, 2 * width) into (rows, width). Grid: (column chunks, min(rows, 65535)) striding
 // over rows, block 256; a thread takes 8 columns with 16-byte loads when width % 8 == 0, else one.
 // expf may differ from the CPU twin's correctly rounded exp by an fp32 ulp: within 1 bf16 ulp.
-#include "common.cuh"
-
-__device__ __forceinline__ float swiglu1(float g, float u) {
-    float act = rnd(__fdiv_rn(g, __fadd_rn(1.f, expf(-g))));
-    return __fmul_rn(act, u);
-}
+#include "swiglu.cuh"
 
 extern "C" __global__ void swiglu(const bf16 *gateUp, bf16 *out, int rows, int width) {
     dependent_launch_entry();

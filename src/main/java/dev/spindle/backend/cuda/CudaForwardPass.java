@@ -67,6 +67,10 @@ public final class CudaForwardPass implements ForwardPass {
     private final CudaKernels k;
     private final CublasLt lt;
     private final Linear linear;
+    /** gate|up with SwiGLU and q|k|v with rope_kv_write in one launch each, where that is faster (decode steps on Hopper). */
+    private final PairedLinear paired;
+    /** Whether this pass's shapes have paired kernels: intermediate size a multiple of 32, head dim 64 or 128. */
+    private final boolean pairedShapes;
     private final CudaWeights w;
     private final Options opt;
     private final KvCapacity capacity;
@@ -166,6 +170,7 @@ public final class CudaForwardPass implements ForwardPass {
         this.cuda = kernels.driver();
         this.lt = lt;
         this.linear = new Linear(kernels, lt);
+        this.paired = new PairedLinear(kernels, linear);
         this.w = weights;
         this.opt = options;
         this.rotary = new RotaryTable(c.headDim(), c.ropeTheta());
@@ -201,6 +206,11 @@ public final class CudaForwardPass implements ForwardPass {
         }
         linear.prepare(h, w.layer(0).qkv(), qkvDim);
         linear.prepare(h, w.layer(0).gateUp(), 2 * in);
+        pairedShapes = in % 32 == 0 && (c.headDim() == 64 || c.headDim() == 128);
+        if (pairedShapes) {
+            paired.prepare(swigluShape(), h, w.layer(0).gateUp());
+            paired.prepare(ropeShape(), h, w.layer(0).qkv());
+        }
         if (partial == null) {
             linear.prepare(c.qDim(), w.layer(0).o(), h);
             linear.prepare(in, w.layer(0).down(), h);
@@ -216,6 +226,10 @@ public final class CudaForwardPass implements ForwardPass {
         for (int l = 0; l < c.numLayers(); l++) {
             linear.weight(w.layer(l).qkv(), h, qkvDim);
             linear.weight(w.layer(l).gateUp(), h, 2 * in);
+            if (pairedShapes) {
+                paired.weight(swigluShape(), w.layer(l).gateUp(), h);
+                paired.weight(ropeShape(), w.layer(l).qkv(), h);
+            }
             if (partial == null) {
                 linear.weight(w.layer(l).o(), c.qDim(), h);
                 linear.weight(w.layer(l).down(), in, h);
@@ -751,11 +765,15 @@ public final class CudaForwardPass implements ForwardPass {
                 } else {
                     prog.add(() -> op("norms", () -> k.rmsNorm(x, lw.inputNorm(), xn, n, h, eps)));
                 }
-                prog.add(() -> op("gemm qkv", () -> linear.apply(xn, n, h, lw.qkv(), stride, qkv)));
                 // one layer's blocks stay within few pages
                 long kvSlot = kv + slot * slotBytes;
-                prog.add(() -> op("rope_kv_write", () -> k.ropeKvWrite(qkv, stride, cos, sin, m + 4L * p.positions, n, c.numHeads(), c.numKvHeads(),
-                        c.headDim(), kvSlot, m + 4L * p.slotMap, opt.blockSize())));
+                if (pairs(true, n)) {
+                    prog.add(() -> op("gemm qkv + rope_kv_write", () -> paired.apply(rope(p, m, kvSlot), xn, n, h, lw.qkv(), qkv, 0)));
+                } else {
+                    prog.add(() -> op("gemm qkv", () -> linear.apply(xn, n, h, lw.qkv(), stride, qkv)));
+                    prog.add(() -> op("rope_kv_write", () -> k.ropeKvWrite(qkv, stride, cos, sin, m + 4L * p.positions, n, c.numHeads(), c.numKvHeads(),
+                            c.headDim(), kvSlot, m + 4L * p.slotMap, opt.blockSize())));
+                }
                 int heads = c.numHeads(), kvh = c.numKvHeads(), hd = c.headDim(), bs = opt.blockSize();
                 long tables = m + 4L * p.tables, desc = m + 4L * p.desc, cdesc = m + 4L * p.cdesc;
                 if (p.decodeRows > 0) {
@@ -773,8 +791,12 @@ public final class CudaForwardPass implements ForwardPass {
                 }
                 rowParallel(prog, "gemm o", att, n, qd, lw.o(), 0);
                 prog.add(() -> op("norms", () -> k.addRmsNorm(x, proj, lw.postAttnNorm(), xn, n, h, eps)));
-                prog.add(() -> op("gemm gate_up", () -> linear.apply(xn, n, h, lw.gateUp(), 2 * in, gateUp)));
-                prog.add(() -> op("swiglu", () -> k.swiglu(gateUp, act, n, in)));
+                if (pairs(false, n)) {
+                    prog.add(() -> op("gemm gate_up + swiglu", () -> paired.apply(swigluShape(), xn, n, h, lw.gateUp(), act, gateUp)));
+                } else {
+                    prog.add(() -> op("gemm gate_up", () -> linear.apply(xn, n, h, lw.gateUp(), 2 * in, gateUp)));
+                    prog.add(() -> op("swiglu", () -> k.swiglu(gateUp, act, n, in)));
+                }
                 rowParallel(prog, "gemm down", act, n, in, lw.down(), 1);
                 pending = true;
                 int executed = l + loop * c.numLayers();
@@ -795,6 +817,27 @@ public final class CudaForwardPass implements ForwardPass {
             }
         }
         return prog;
+    }
+
+    /** The paired SwiGLU of this pass's gate|up ({@link PairedLinear}). */
+    private PairedEpilogue.Swiglu swigluShape() {
+        return new PairedEpilogue.Swiglu(c.intermediateSize());
+    }
+
+    /** The sizes of this pass's paired rope_kv_write (the pointers of a step: {@link #rope}). */
+    private PairedEpilogue.RopeKvWrite ropeShape() {
+        return new PairedEpilogue.RopeKvWrite(0, 0, 0, c.numHeads(), c.numKvHeads(), c.headDim(), 0, 0, opt.blockSize());
+    }
+
+    /** rope_kv_write of step p's rows (its integers at device address m) into one KV slot's pool. */
+    private PairedEpilogue.RopeKvWrite rope(StepPlan p, long m, long kvSlot) {
+        return new PairedEpilogue.RopeKvWrite(cos, sin, m + 4L * p.positions, c.numHeads(), c.numKvHeads(), c.headDim(), kvSlot,
+                m + 4L * p.slotMap, opt.blockSize());
+    }
+
+    /** Whether n rows run q|k|v and rope_kv_write ({@code rope}), or gate|up and SwiGLU, as one paired launch. */
+    private boolean pairs(boolean rope, int n) {
+        return pairedShapes && paired.pairs(rope ? ropeShape() : swigluShape(), c.hiddenSize(), n);
     }
 
     /**
@@ -901,6 +944,7 @@ public final class CudaForwardPass implements ForwardPass {
             drawer.close();
         }
         linear.close();
+        paired.close();
         if (tapCapacity > 0) {
             cuda.free(tapBuf);
         }
@@ -1023,6 +1067,8 @@ public final class CudaForwardPass implements ForwardPass {
 
     /** One line per weight shape: the GEMM algorithms pinned, where linear_rows runs, and their timings. */
     public java.util.List<String> gemmChoices() {
-        return linear.choices();
+        List<String> all = new ArrayList<>(linear.choices());
+        all.addAll(paired.choices());
+        return all;
     }
 }

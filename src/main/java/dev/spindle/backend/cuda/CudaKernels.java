@@ -63,6 +63,14 @@ public final class CudaKernels {
             return "linear_rows_n" + tiles + "_b" + boxes + "_s" + stages + (weightRows == 64 ? "" : "_r" + weightRows);
         }
 
+        /** The paired twin of a 64-row variant (linear_rows.cu): the same weight stream, an epilogue ({@link PairedEpilogue}). */
+        String pairedKernel() {
+            if (weightRows != 64) {
+                throw new IllegalStateException(kernel() + " has no paired twin (64 weight rows a CTA only)");
+            }
+            return "linear_rows_paired_n" + tiles + "_b" + boxes + "_s" + stages;
+        }
+
         /** How the backend's choices name it: boxes, stages, and weight rows where not 64. */
         public String label() {
             return "b" + boxes + " s" + stages + (weightRows == 64 ? "" : " r" + weightRows);
@@ -86,6 +94,8 @@ public final class CudaKernels {
 
     /** The variants whose shared memory this device allows, with their functions. */
     private final java.util.Map<LinearRowsVariant, MemorySegment> linearRows = new java.util.LinkedHashMap<>();
+    /** The paired twins (linear_rows_paired_...) of the 64-row variants among them. */
+    private final java.util.Map<LinearRowsVariant, MemorySegment> pairedRows = new java.util.LinkedHashMap<>();
 
     private CudaKernels(CudaDriver cuda, byte[] fatbin) {
         this.cuda = cuda;
@@ -128,6 +138,11 @@ public final class CudaKernels {
                 MemorySegment f = cuda.function(module, v.kernel());
                 cuda.allowSharedMemory(f, v.sharedBytes());
                 linearRows.put(v, f);
+                if (v.weightRows() == 64) {
+                    MemorySegment pf = cuda.function(module, v.pairedKernel());
+                    cuda.allowSharedMemory(pf, v.sharedBytes());
+                    pairedRows.put(v, pf);
+                }
             }
         }
         attentionMerge = cuda.function(module, "attention_merge");
@@ -434,6 +449,33 @@ public final class CudaKernels {
                     + " rows and k a multiple of " + v.keys() + ", not " + n + " rows, k " + k));
         }
         cuda.launchShared(f, (nOut + v.weightRows() - 1) / v.weightRows(), 1, 128, v.sharedBytes(), mapX, n, k, mapW, nOut, y);
+    }
+
+    /**
+     * The paired twin of variant v: y as {@link #linearRows} then epilogue e's kernel would leave it (for SwiGLU: the
+     * (n, width) output, gate|up not written; for rope_kv_write: the rotated qkv rows and the pool), bit for bit, in one
+     * launch (linear_rows.cu). mapW: W's tensor map with a box of 32 rows x 64 (each CTA reads two 32-row halves).
+     */
+    public void linearRowsPaired(LinearRowsVariant v, long mapX, int n, int k, long mapW, int nOut, long y, PairedEpilogue e) {
+        MemorySegment f = pairedRows.get(v);
+        if (f == null || n < 1 || n > v.rows() || k % v.keys() != 0 || nOut != e.outputs()) {
+            throw new IllegalArgumentException(v.pairedKernel() + (f == null ? " is not available on this device" : " takes 1 to " + v.rows()
+                    + " rows, k a multiple of " + v.keys() + " and the epilogue's " + e.outputs() + " outputs, not " + n + " rows, k " + k
+                    + ", " + nOut + " outputs"));
+        }
+        int ctas = nOut / 64, shared = v.sharedBytes();
+        switch (e) {
+            case PairedEpilogue.Swiglu s -> cuda.launchShared(f, ctas, 1, 128, shared, mapX, n, k, mapW, nOut, y, 1, 1, 32, s.width(),
+                    0L, 0L, 0L, 0, 0, 64, 0L, 0L, 1);
+            case PairedEpilogue.RopeKvWrite r -> cuda.launchShared(f, ctas, 1, 128, shared, mapX, n, k, mapW, nOut, y, 2, r.headDim() / 64,
+                    r.headDim(), r.headDim() / 2, r.cos(), r.sin(), r.positions(), r.qHeads(), r.kvHeads(), r.headDim(), r.pool(), r.slotMap(),
+                    r.blockSize());
+        }
+    }
+
+    /** The 64-row linear_rows variants whose paired twins this device runs. */
+    public List<LinearRowsVariant> pairedRowsVariants() {
+        return List.copyOf(pairedRows.keySet());
     }
 
     /** The linear_rows variants this device runs. */

@@ -19,8 +19,8 @@ import java.util.Map;
 public final class Linear {
     private static final System.Logger LOG = System.getLogger("dev.spindle.cuda");
     /** Row buckets; each is timed at its first row count (one row: decode at batch 1). */
-    private static final int[][] BUCKETS = {{1, 8}, {16, 16}, {32, 32}, {64, 64}};
-    private static final int[] CHECKED_ROWS = {1, 3, 8, 9, 16, 17, 32, 33, 63, 64};
+    static final int[][] BUCKETS = {{1, 8}, {16, 16}, {32, 32}, {64, 64}};
+    static final int[] CHECKED_ROWS = {1, 3, 8, 9, 16, 17, 32, 33, 63, 64};
 
     private final CudaKernels kernels;
     private final CudaDriver cuda;
@@ -150,6 +150,11 @@ public final class Linear {
         return new InputKey(x, k, tiles);
     }
 
+    /** The tensor map {@link #input} made of buffer x for k and row tiles, or null. */
+    Long inputMap(long x, int k, int tiles) {
+        return inputMaps.get(inputKey(x, k, tiles));
+    }
+
     /**
      * Pins cuBLASLt's algorithms for this weight, checks every linear_rows variant against them (the same
      * bits at every checked row count it takes) and gives each row bucket the faster of the agreeing
@@ -249,7 +254,7 @@ public final class Linear {
     }
 
     /** Seconds per call: one untimed call, then the mean of ten. */
-    private double time(Runnable call) {
+    double time(Runnable call) {
         call.run();
         return cuda.time(() -> { for (int i = 0; i < 10; i++) call.run(); }) / 10;
     }

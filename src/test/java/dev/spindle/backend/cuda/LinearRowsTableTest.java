@@ -33,6 +33,11 @@ class LinearRowsTableTest {
             declared.add(new CudaKernels.LinearRowsVariant(Integer.parseInt(m.group(1)), Integer.parseInt(m.group(2)), Integer.parseInt(m.group(3)), rows));
         }
         assertEquals(declared, CudaKernels.LINEAR_ROWS, "linear_rows.cu's LINEAR_ROWS(...) lines and CudaKernels.LINEAR_ROWS");
+        // every 64-row variant defines its paired twin (CudaKernels loads it by LinearRowsVariant.pairedKernel())
+        assertTrue(Pattern.compile("(?m)^#define LINEAR_ROWS\\(nt, boxes, stages\\) LINEAR_ROWS_RB\\(nt, boxes, stages, 64, \\) LINEAR_ROWS_PAIRED\\(nt, boxes, stages\\)$")
+                .matcher(source).find(), "LINEAR_ROWS(nt, boxes, stages) defines the 64-row kernel and its paired twin");
+        assertTrue(source.contains("void __launch_bounds__(128) linear_rows_paired_n##nt##_b##boxes##_s##stages("),
+                "the paired twin's name is LinearRowsVariant.pairedKernel()'s");
         for (CudaKernels.LinearRowsVariant v : CudaKernels.LINEAR_ROWS) {
             assertTrue(v.sharedBytes() <= 232_448, v + " needs " + v.sharedBytes() + " bytes of shared memory, more than an H100/H200 block may have");
             assertTrue(List.of(1, 2, 4, 8).contains(v.tiles()), v + ": wgmma shapes exist for 8, 16, 32 and 64 rows");
