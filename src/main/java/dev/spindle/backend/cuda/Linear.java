@@ -194,6 +194,7 @@ public final class Linear {
                         if (n > v.rows()) {
                             continue;
                         }
+                        cuda.memsetZero(y2, (long) n * nOut * 2); // a variant that leaves outputs unwritten must not pass on an earlier one's
                         apply(v, x, n, k, w, nOut, y2);
                         cuda.copyToHost(b, y2);
                         long at = a.asSlice(0, (long) n * nOut * 2).mismatch(b.asSlice(0, (long) n * nOut * 2));
@@ -253,10 +254,44 @@ public final class Linear {
         kernels.linearRows(v, inputMaps.get(inputKey(x, k, v.tiles())), n, k, weightMaps.get(new WeightKey(w, v.weightRows())), nOut, y);
     }
 
-    /** Seconds per call: one untimed call, then the mean of ten. */
+    /**
+     * Seconds per call on the GPU, as in a decode step's graph: one untimed call (any lazy work of cuBLASLt's done outside
+     * a capture), then {@code reps} calls captured into one graph launched with programmatic dependent launch, the best of
+     * two timed launches over reps; reps makes the graph about 200 us (2 to 16 calls). Launched one by one, a kernel of a
+     * few microseconds timed the host's launch path (~5 us a launch through FFM) rather than itself, which favoured
+     * whichever way launched fewer kernels.
+     */
     double time(Runnable call) {
-        call.run();
-        return cuda.time(() -> { for (int i = 0; i < 10; i++) call.run(); }) / 10;
+        double once = cuda.time(call);
+        int reps = (int) Math.max(2, Math.min(16, Math.ceil(200e-6 / Math.max(once, 1e-7))));
+        cuda.beginCapture();
+        boolean dependent = cuda.dependentLaunches(true);
+        try {
+            for (int i = 0; i < reps; i++) {
+                call.run();
+            }
+        } catch (RuntimeException e) {
+            try {
+                cuda.endCapture(); // leave the capture (its graph is invalid) before the error goes up
+            } catch (CudaException ignored) {
+                // the capture failed already
+            }
+            throw e;
+        } finally {
+            cuda.dependentLaunches(dependent);
+        }
+        MemorySegment graph = cuda.endCapture();
+        try {
+            cuda.launchGraph(graph);
+            double best = Double.MAX_VALUE;
+            for (int i = 0; i < 2; i++) {
+                best = Math.min(best, cuda.time(() -> cuda.launchGraph(graph)));
+            }
+            return best / reps;
+        } finally {
+            cuda.sync();
+            cuda.destroyGraph(graph);
+        }
     }
 
     /** Frees the tensor maps (the weights and buffers they describe belong to the caller). */

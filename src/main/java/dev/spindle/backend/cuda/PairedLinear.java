@@ -140,6 +140,7 @@ final class PairedLinear {
                     if (n > v.rows()) {
                         continue;
                     }
+                    s.clear2(); // a variant that leaves outputs unwritten must not pass on an earlier one's
                     kernels.linearRowsPaired(v, linear.inputMap(s.x, k, v.tiles()), n, k, mw, nOut, s.out2, s.e2);
                     long at = want.mismatch(s.bits(host, s.out2, s.pool2, n));
                     if (at != -1) {
@@ -252,12 +253,18 @@ final class PairedLinear {
             return p;
         }
 
+        /** Zeroes the first way's output and pool. */
         void clear() {
-            for (long p : new long[]{out1, out2}) {
-                cuda.memsetZero(p, outBytes);
-            }
+            cuda.memsetZero(out1, outBytes);
             if (poolBytes > 0) {
                 cuda.memsetZero(pool1, poolBytes);
+            }
+        }
+
+        /** Zeroes the paired way's output and pool. */
+        void clear2() {
+            cuda.memsetZero(out2, outBytes);
+            if (poolBytes > 0) {
                 cuda.memsetZero(pool2, poolBytes);
             }
         }

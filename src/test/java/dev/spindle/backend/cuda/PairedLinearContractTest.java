@@ -107,9 +107,12 @@ class PairedLinearContractTest {
                 cuda.copyToDevice(sin, a.allocateFrom(ValueLayout.JAVA_FLOAT, sn));
                 int blocks = 16;
                 int[] pos = new int[max], slots = new int[max];
+                // distinct slots (two rows writing one slot would race) scattered over the blocks
+                List<Integer> free = new java.util.ArrayList<>(java.util.stream.IntStream.range(0, blocks * bs).boxed().toList());
+                java.util.Collections.shuffle(free, rnd);
                 for (int r = 0; r < max; r++) {
                     pos[r] = r < 4 ? positions - 1 - r : rnd.nextInt(positions);
-                    slots[r] = (blocks - 1 - r % blocks) * bs + (r * 7) % bs;
+                    slots[r] = free.get(r);
                 }
                 long dp = uploadInts(a, pos), ds = uploadInts(a, slots);
                 long poolBytes = (long) blocks * 2 * bs * kvh * hd * 2, outBytes = (long) max * nOut * 2;
@@ -134,9 +137,9 @@ class PairedLinearContractTest {
                         k.linearRowsPaired(v, mx, n, kk, mw, nOut, y2, e2);
                         long atY = wantY.mismatch(download(a, y2, (long) n * nOut * 2)), atPool = wantPool.mismatch(download(a, pool2, poolBytes));
                         cuda.free(mx);
-                        assertEquals(-1, atY, String.format("paired %s, %d x %d, %d rows: qkv differs at row %d, output %d", v.label(), nOut, kk, n,
+                        assertEquals(-1, atY, String.format("paired %s (%d rows), %d x %d, %d rows: qkv differs at row %d, output %d", v.label(), v.rows(), nOut, kk, n,
                                 atY / 2 / nOut, atY / 2 % nOut));
-                        assertEquals(-1, atPool, String.format("paired %s, %d x %d, %d rows: the pool differs at element %d", v.label(), nOut, kk, n,
+                        assertEquals(-1, atPool, String.format("paired %s (%d rows), %d x %d, %d rows: the pool differs at element %d", v.label(), v.rows(), nOut, kk, n,
                                 atPool / 2));
                         checked++;
                     }
