@@ -9,4 +9,6 @@ for p in d.get("prefill", []):
 for key in ("decode", "aggregate_decode", "decode_sampled_on_device"):
     for r in d.get(key, []):
         print(f"{key} b{r['batch']} ctx {r['context_tokens']}: {r['tokens_per_second']:.1f} tok/s, {r['step_ms']} ms ({r['fraction_of_copy_bandwidth']})")
+for r in d.get("decode_paired_epilogues", []):
+    print(f"paired epilogues {'on ' if r['paired_epilogues'] else 'off'} b{r['batch']} ctx {r['context_tokens']}: {r['tokens_per_second']:.1f} tok/s, {r['step_ms']} ms")
 print("ttft", d.get("time_to_first_token"))

@@ -8,6 +8,7 @@
 #   device-run.sh ncu-bench ARGS... -- BENCH_ARGS...   that bench under Nsight Compute with ARGS (give the bench
 #                                  --no-cuda-graphs and a small --kv-memory-fraction for kernel replay)
 #   device-run.sh ab ARGS...       the same bench on the base classes (device-bundle.sh --base REV), then on these
+#   device-run.sh variants ROUNDS DIR,DIR,... ARGS...   the same bench on each classes folder in turn, ROUNDS times
 #   device-run.sh serve-check      the packaged server on CUDA against itself and the CPU backend (bundled chat model)
 set -uo pipefail
 mkdir -p /tmp/spindle-jre && [ -x /tmp/spindle-jre/jre25/bin/java ] || tar xJf "$(ls .dist/jre.txz .dist-server/jre.txz 2>/dev/null | head -1)" -C /tmp/spindle-jre
@@ -41,6 +42,18 @@ case "$what" in
       "${java[@]}" -cp "$classes:.dist/lib/*" dev.spindle.cli.SpindleCli bench --backend cuda "$@" > "${OUT:-/tmp}/ab-$v.json" 2> "${OUT:-/tmp}/ab-$v.err"
     done
     for v in base current; do echo "== $v"; python3 scripts/bench-summary.py "${OUT:-/tmp}/ab-$v.json"; done ;;
+  variants)
+    # device-run.sh variants ROUNDS DIR,DIR,... BENCH_ARGS...: the same bench on each classes folder (.dist/base-classes,
+    # .dist/classes, or another built the same way), in turn, ROUNDS times (alternated, so a drift of the machine
+    # shows as a drift, not as a difference); JSON to $OUT/var-<folder>-<round>.json, then every summary
+    rounds="$1"; IFS=, read -r -a dirs <<< "$2"; shift 2
+    for r in $(seq 1 "$rounds"); do
+      for d in "${dirs[@]}"; do
+        n="$(basename "$d")"
+        "${java[@]}" -cp "$d:.dist/lib/*" dev.spindle.cli.SpindleCli bench --backend cuda "$@" > "${OUT:-/tmp}/var-$n-$r.json" 2> "${OUT:-/tmp}/var-$n-$r.err"
+      done
+    done
+    for r in $(seq 1 "$rounds"); do for d in "${dirs[@]}"; do n="$(basename "$d")"; echo "== $n round $r"; python3 scripts/bench-summary.py "${OUT:-/tmp}/var-$n-$r.json"; done; done ;;
   serve-check)
     # the packaged server on the CUDA backend (port 8002) against the same model on the CPU backend (port 8001):
     # scripts/serve_check.py, then scripts/serve_bench.py on CUDA at the given concurrencies
@@ -54,5 +67,5 @@ case "$what" in
     for c in 1 16 64; do python3 scripts/serve_bench.py http://localhost:8002 "$c" 4 128; done
     kill "$cpu" "$gpu"; wait
     exit "$rc" ;;
-  *) echo "usage: device-run.sh tests|test|ncu|ncu-bench|bench|ab|serve-check ..." >&2; exit 2 ;;
+  *) echo "usage: device-run.sh tests|test|ncu|ncu-bench|bench|ab|variants|serve-check ..." >&2; exit 2 ;;
 esac

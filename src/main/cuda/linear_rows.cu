@@ -21,7 +21,7 @@
 // (64 BOXES keys); grid ceil(nOut / RB), block 128, dynamic shared memory STAGES * BOXES * (128 RB + 1024 NT)
 // + 128 (64 - RB) (the last box's overread) + 1024 (alignment) + 8 STAGES (mbarriers) bytes.
 //
-// linear_rows_paired_n{NT}_b{BOXES}_s{STAGES}(mapX, n, k, mapW, nOut, y, mode, group, span, pair, cos, sin, positions,
+// linear_rows_paired_n1_b{BOXES}_s{STAGES}(mapX, n, k, mapW, nOut, y, mode, group, span, pair, cos, sin, positions,
 // qHeads, kvHeads, headDim, pool, slotMap, blockSize): the same weight stream and accumulators (so the same bits), with
 // each CTA's 64 weight rows taken as two halves of 32 whose outputs its epilogue combines, so that a small kernel after
 // the GEMM falls away: CTA c takes rows [a, a + 32) and [a + pair, a + pair + 32), a = (c / group) * span + (c % group) * 32
@@ -228,7 +228,8 @@ __device__ __forceinline__ void linear_rows_impl(const void *mapX, int n, int k,
 // narrow weight (the 3B's 2,560 outputs are 40 CTAs of 64 rows, on 132 SMs) and spread a wide one more
 // evenly (the 33B's 9,216 are 144). Built for sm_90a only (elsewhere the backend does not load them and
 // the body traps).
-// Each 64-row variant has its paired twin (linear_rows_paired_...).
+// The 64-row variants of one row tile (up to 8 rows: decode steps of batch 1 to 8, where PairingChoice times them in
+// the step) have paired twins (linear_rows_paired_...), declared after the table.
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define LR_BODY(nt, boxes, stages, rb) linear_rows_impl<nt, boxes, stages, rb, false>(mapX, n, k, mapW, nOut, y, LrPaired{});
 #define LR_PAIRED_BODY(nt, boxes, stages) \
@@ -250,7 +251,7 @@ __device__ __forceinline__ void linear_rows_impl(const void *mapX, int n, int k,
             const int *slotMap, int blockSize) { \
         LR_PAIRED_BODY(nt, boxes, stages) \
     }
-#define LINEAR_ROWS(nt, boxes, stages) LINEAR_ROWS_RB(nt, boxes, stages, 64, ) LINEAR_ROWS_PAIRED(nt, boxes, stages)
+#define LINEAR_ROWS(nt, boxes, stages) LINEAR_ROWS_RB(nt, boxes, stages, 64, )
 LINEAR_ROWS(1, 1, 8)
 LINEAR_ROWS(1, 2, 6)
 LINEAR_ROWS(1, 2, 8)
@@ -265,3 +266,7 @@ LINEAR_ROWS_RB(1, 4, 8, 16, _r16)
 LINEAR_ROWS_RB(1, 2, 8, 32, _r32)
 LINEAR_ROWS_RB(2, 4, 6, 16, _r16)
 LINEAR_ROWS_RB(4, 2, 8, 16, _r16)
+LINEAR_ROWS_PAIRED(1, 1, 8)
+LINEAR_ROWS_PAIRED(1, 2, 6)
+LINEAR_ROWS_PAIRED(1, 2, 8)
+LINEAR_ROWS_PAIRED(1, 4, 4)

@@ -127,6 +127,25 @@ final class CudaBenchRun implements Callable<Integer> {
                 sampled.add(bench.decode(b, 1024, decodeSteps, copy, true));
             }
             out.put("decode_sampled_on_device", sampled);
+            if (tensorParallel == 1) {
+                // the paired launches (gate|up with SwiGLU, q|k|v with rope_kv_write) where chosen per shape, against the two
+                // launches, alternated in this process, so that both run on the same GEMM choices (the pass's own choice:
+                // gemm_algorithms' "paired launches" line)
+                boolean chosen = gpu.pairedEpilogues();
+                List<Object> paired = new ArrayList<>();
+                for (int b : new int[]{1, 32}) {
+                    for (int round = 0; round < 2; round++) {
+                        for (boolean on : new boolean[]{true, false}) {
+                            gpu.pairedEpilogues(on);
+                            Map<String, Object> r = new LinkedHashMap<>(bench.decode(b, 1024, decodeSteps, copy));
+                            r.put("paired_epilogues", on);
+                            paired.add(r);
+                        }
+                    }
+                }
+                gpu.pairedEpilogues(chosen);
+                out.put("decode_paired_epilogues", paired);
+            }
             out.put("profile_prefill_" + Math.min(8192, stepRows), bench.profile(Math.min(8192, stepRows), 0, 1));
             Map<String, Object> attention = new LinkedHashMap<>();
             for (int n : prefillLengths) {

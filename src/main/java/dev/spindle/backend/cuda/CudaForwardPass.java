@@ -837,7 +837,28 @@ public final class CudaForwardPass implements ForwardPass {
 
     /** Whether n rows run q|k|v and rope_kv_write ({@code rope}), or gate|up and SwiGLU, as one paired launch. */
     private boolean pairs(boolean rope, int n) {
-        return pairedShapes && paired.pairs(rope ? ropeShape() : swigluShape(), c.hiddenSize(), n);
+        return pairedShapes && pairedOn && paired.pairs(rope ? ropeShape() : swigluShape(), c.hiddenSize(), n);
+    }
+
+    /** Whether the paired launches run where {@link PairedLinear} chose them, or never (PairingChoice decides at open). */
+    private boolean pairedOn = true;
+
+    /**
+     * Runs the paired launches where chosen ({@code on}, the default) or never: for comparing the two ways in one process,
+     * with the same GEMM choices (the bench's decode_paired_epilogues). They compute the same bits. Drops the captured graphs.
+     */
+    /** Whether the paired launches run where chosen ({@link #pairedEpilogues(boolean)}, PairingChoice). */
+    public boolean pairedEpilogues() {
+        return pairedOn;
+    }
+
+    public void pairedEpilogues(boolean on) {
+        if (group != null) {
+            throw new IllegalStateException("paired epilogues are switched per pass, not over a tensor-parallel group");
+        }
+        cuda.makeCurrent();
+        dropGraphs();
+        pairedOn = on;
     }
 
     /**
@@ -977,11 +998,39 @@ public final class CudaForwardPass implements ForwardPass {
         CublasLt lt = CublasLt.open(kernels).orElseThrow(() -> new CudaException("the CUDA backend needs cuBLASLt (libcublasLt.so.13) on the library path"));
         CudaWeights w = hostWeights == null ? CudaWeights.dummy(kernels.driver(), kernels, config, 0x5EED, listener)
                 : CudaWeights.upload(kernels.driver(), config, hostWeights, listener);
+        CudaForwardPass pass;
         try {
-            return new CudaForwardPass(config, kernels, lt, w, options);
+            pass = new CudaForwardPass(config, kernels, lt, w, options);
         } catch (RuntimeException e) {
             w.close();
             throw e;
+        }
+        try {
+            pass.choosePairing();
+        } catch (RuntimeException e) {
+            pass.close();
+            throw e;
+        }
+        return pass;
+    }
+
+    /** What {@link PairingChoice} (or its absence) decided, for the GEMM choices; null until decided. */
+    private String pairingChoice;
+
+    /**
+     * Keeps the paired launches only where whole decode steps run faster with them (PairingChoice): with CUDA graphs (what
+     * decode steps run), where PairedLinear chose one for steps of up to 8 rows; off otherwise.
+     */
+    private void choosePairing() {
+        boolean planned = pairedShapes && (paired.pairs(ropeShape(), c.hiddenSize(), 1) || paired.pairs(swigluShape(), c.hiddenSize(), 1));
+        if (!planned) {
+            pairedOn = false;
+            pairingChoice = "paired launches: none chosen per shape";
+        } else if (!opt.cudaGraphs()) {
+            pairedOn = false;
+            pairingChoice = "paired launches: off (decode steps without CUDA graphs)";
+        } else {
+            pairingChoice = PairingChoice.choose(this);
         }
     }
 
@@ -1035,6 +1084,12 @@ public final class CudaForwardPass implements ForwardPass {
             Options leadOptions = new Options(options.blockSize(), options.maxStepRows(), options.kvMemoryFraction(), blocks, options.cudaGraphs(),
                     options.gemmCache(), options.reserveBytes(), options.extraKvBytesPerToken());
             CudaForwardPass lead = openRank(config, shapes, tp, 0, hostWeights, leadOptions, listener, placements.getFirst());
+            for (CudaForwardPass p : others) {
+                p.pairedOn = false;
+            }
+            // not timed in whole steps over the ranks (PairingChoice runs on one pass)
+            lead.pairedOn = false;
+            lead.pairingChoice = "paired launches: off (tensor parallelism)";
             lead.group = new TensorParallelGroup(lead, others);
             return lead;
         } catch (RuntimeException e) {
@@ -1069,6 +1124,9 @@ public final class CudaForwardPass implements ForwardPass {
     public java.util.List<String> gemmChoices() {
         List<String> all = new ArrayList<>(linear.choices());
         all.addAll(paired.choices());
+        if (pairingChoice != null) {
+            all.add(pairingChoice);
+        }
         return all;
     }
 }

@@ -63,10 +63,15 @@ public final class CudaKernels {
             return "linear_rows_n" + tiles + "_b" + boxes + "_s" + stages + (weightRows == 64 ? "" : "_r" + weightRows);
         }
 
-        /** The paired twin of a 64-row variant (linear_rows.cu): the same weight stream, an epilogue ({@link PairedEpilogue}). */
+        /** Whether linear_rows.cu defines its paired twin: the 64-row variants of one row tile (up to 8 rows). */
+        public boolean hasPairedTwin() {
+            return weightRows == 64 && tiles == 1;
+        }
+
+        /** The paired twin (linear_rows.cu): the same weight stream, an epilogue ({@link PairedEpilogue}). */
         String pairedKernel() {
-            if (weightRows != 64) {
-                throw new IllegalStateException(kernel() + " has no paired twin (64 weight rows a CTA only)");
+            if (!hasPairedTwin()) {
+                throw new IllegalStateException(kernel() + " has no paired twin (64 weight rows a CTA, one row tile, only)");
             }
             return "linear_rows_paired_n" + tiles + "_b" + boxes + "_s" + stages;
         }
@@ -94,7 +99,7 @@ public final class CudaKernels {
 
     /** The variants whose shared memory this device allows, with their functions. */
     private final java.util.Map<LinearRowsVariant, MemorySegment> linearRows = new java.util.LinkedHashMap<>();
-    /** The paired twins (linear_rows_paired_...) of the 64-row variants among them. */
+    /** The paired twins (linear_rows_paired_...) among them ({@link LinearRowsVariant#hasPairedTwin}). */
     private final java.util.Map<LinearRowsVariant, MemorySegment> pairedRows = new java.util.LinkedHashMap<>();
 
     private CudaKernels(CudaDriver cuda, byte[] fatbin) {
@@ -138,7 +143,7 @@ public final class CudaKernels {
                 MemorySegment f = cuda.function(module, v.kernel());
                 cuda.allowSharedMemory(f, v.sharedBytes());
                 linearRows.put(v, f);
-                if (v.weightRows() == 64) {
+                if (v.hasPairedTwin()) {
                     MemorySegment pf = cuda.function(module, v.pairedKernel());
                     cuda.allowSharedMemory(pf, v.sharedBytes());
                     pairedRows.put(v, pf);
@@ -473,7 +478,7 @@ public final class CudaKernels {
         }
     }
 
-    /** The 64-row linear_rows variants whose paired twins this device runs. */
+    /** The linear_rows variants whose paired twins this device runs (up to 8 rows). */
     public List<LinearRowsVariant> pairedRowsVariants() {
         return List.copyOf(pairedRows.keySet());
     }

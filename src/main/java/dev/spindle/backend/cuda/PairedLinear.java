@@ -16,7 +16,8 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
  * epilogue to the outputs linear_rows computes, so the result is that of {@link Linear} followed by the kernel, bit for
  * bit, and one launch of a decode layer's ten falls away for each. That is checked, not assumed: {@link #prepare} runs
  * every paired variant on each weight shape (its real weights, random rows) at {@link Linear#CHECKED_ROWS} against the
- * layer then the kernel, and gives each row bucket the faster of the agreeing variants and the two launches.
+ * layer then the kernel, and gives steps of up to 8 rows the faster of the agreeing variants and the two launches (more
+ * rows always run the two launches). {@link PairingChoice} then checks the choice in whole decode steps.
  */
 final class PairedLinear {
     private static final System.Logger LOG = System.getLogger("dev.spindle.cuda");
@@ -153,7 +154,8 @@ final class PairedLinear {
                 }
             }
             StringBuilder timed = new StringBuilder();
-            for (int bi = 0; bi < Linear.BUCKETS.length && !agree.isEmpty(); bi++) {
+            // the paired twins take up to 8 rows: the first bucket (decode steps of batch 1 to 8)
+            for (int bi = 0; bi < 1 && !agree.isEmpty(); bi++) {
                 int n = Linear.BUCKETS[bi][0], rows = Linear.BUCKETS[bi][1];
                 double best = linear.time(() -> unpaired(s.e1, s.x, n, k, w, s.out1, s.scratch));
                 timed.append(String.format(" %d rows: two launches %.1f", n, best * 1e6));
@@ -171,9 +173,7 @@ final class PairedLinear {
                 timed.append(" us;");
             }
             StringBuilder use = new StringBuilder();
-            for (int bi = 0; bi < Linear.BUCKETS.length; bi++) {
-                use.append(String.format(" <=%d rows %s;", Linear.BUCKETS[bi][1], plan[bi] == null ? "two launches" : "paired " + plan[bi].label()));
-            }
+            use.append(String.format(" <=%d rows %s; more rows two launches;", Linear.BUCKETS[0][1], plan[0] == null ? "two launches" : "paired " + plan[0].label()));
             choices.add(String.format(java.util.Locale.ROOT, "%s %d x %d: paired linear_rows variants with the two launches' bits: %d of %d%s; use:%s"
                     + " timed:%s (%.2f s)", name, nOut, k, agree.size(), kernels.pairedRowsVariants().size(), refused, use, timed, (System.nanoTime() - t0) / 1e9));
             plans.put(key, plan);

@@ -33,9 +33,14 @@ class LinearRowsTableTest {
             declared.add(new CudaKernels.LinearRowsVariant(Integer.parseInt(m.group(1)), Integer.parseInt(m.group(2)), Integer.parseInt(m.group(3)), rows));
         }
         assertEquals(declared, CudaKernels.LINEAR_ROWS, "linear_rows.cu's LINEAR_ROWS(...) lines and CudaKernels.LINEAR_ROWS");
-        // every 64-row variant defines its paired twin (CudaKernels loads it by LinearRowsVariant.pairedKernel())
-        assertTrue(Pattern.compile("(?m)^#define LINEAR_ROWS\\(nt, boxes, stages\\) LINEAR_ROWS_RB\\(nt, boxes, stages, 64, \\) LINEAR_ROWS_PAIRED\\(nt, boxes, stages\\)$")
-                .matcher(source).find(), "LINEAR_ROWS(nt, boxes, stages) defines the 64-row kernel and its paired twin");
+        // the paired twins: LINEAR_ROWS_PAIRED(1, boxes, stages) for every 64-row variant of one row tile, none other
+        Matcher pm = Pattern.compile("(?m)^LINEAR_ROWS_PAIRED\\((\\d+), (\\d+), (\\d+)\\)$").matcher(source);
+        List<CudaKernels.LinearRowsVariant> paired = new ArrayList<>();
+        while (pm.find()) {
+            paired.add(new CudaKernels.LinearRowsVariant(Integer.parseInt(pm.group(1)), Integer.parseInt(pm.group(2)), Integer.parseInt(pm.group(3))));
+        }
+        assertEquals(CudaKernels.LINEAR_ROWS.stream().filter(CudaKernels.LinearRowsVariant::hasPairedTwin).toList(), paired,
+                "linear_rows.cu's LINEAR_ROWS_PAIRED(...) lines and the variants CudaKernels loads a paired twin of");
         assertTrue(source.contains("void __launch_bounds__(128) linear_rows_paired_n##nt##_b##boxes##_s##stages("),
                 "the paired twin's name is LinearRowsVariant.pairedKernel()'s");
         for (CudaKernels.LinearRowsVariant v : CudaKernels.LINEAR_ROWS) {
