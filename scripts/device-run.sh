@@ -3,6 +3,7 @@
 # toolkit's cuBLAS (and NCCL, where found) on the loader path, then runs what is asked, writing logs under $OUT:
 #   device-run.sh tests            the CUDA contract, parity and invariance tests
 #   device-run.sh test CLASS...    only the named test classes (dev.spindle.backend.cuda.LinearRowsContractTest ...)
+#   device-run.sh method CLASS#METHOD...  only the named test methods
 #   device-run.sh ncu ARGS... -- METHOD   one test method (class#method) under Nsight Compute with ARGS
 #   device-run.sh bench ARGS...    spindle bench --backend cuda ARGS...
 #   device-run.sh ncu-bench ARGS... -- BENCH_ARGS...   that bench under Nsight Compute with ARGS (give the bench
@@ -23,6 +24,10 @@ case "$what" in
            --class-path ".dist/classes:.dist/test-classes:$(ls .dist/lib/*.jar | grep -v junit | tr '\n' ':')" --select-package dev.spindle.backend.cuda --select-class dev.spindle.engine.sched.CudaEngineTest \
            --details=tree --disable-ansi-colors "$@" 2>&1 | tee "${OUT:-/tmp}/tests.log" ;;
   test) sel=(); for c in "$@"; do sel+=(--select-class "$c"); done
+        "${java[@]}" -jar .dist/lib/junit-platform-console-standalone-6.0.3.jar execute \
+           --class-path ".dist/classes:.dist/test-classes:$(ls .dist/lib/*.jar | grep -v junit | tr '\n' ':')" "${sel[@]}" \
+           --details=tree --disable-ansi-colors 2>&1 | tee "${OUT:-/tmp}/test.log" ;;
+  method) sel=(); for m in "$@"; do sel+=(--select-method "$m"); done
         "${java[@]}" -jar .dist/lib/junit-platform-console-standalone-6.0.3.jar execute \
            --class-path ".dist/classes:.dist/test-classes:$(ls .dist/lib/*.jar | grep -v junit | tr '\n' ':')" "${sel[@]}" \
            --details=tree --disable-ansi-colors 2>&1 | tee "${OUT:-/tmp}/test.log" ;;
@@ -67,5 +72,5 @@ case "$what" in
     for c in 1 16 64; do python3 scripts/serve_bench.py http://localhost:8002 "$c" 4 128; done
     kill "$cpu" "$gpu"; wait
     exit "$rc" ;;
-  *) echo "usage: device-run.sh tests|test|ncu|ncu-bench|bench|ab|variants|serve-check ..." >&2; exit 2 ;;
+  *) echo "usage: device-run.sh tests|test|method|ncu|ncu-bench|bench|ab|variants|serve-check ..." >&2; exit 2 ;;
 esac

@@ -847,6 +847,24 @@ public final class CudaForwardPass implements ForwardPass {
      * Runs the paired launches where chosen ({@code on}, the default) or never: for comparing the two ways in one process,
      * with the same GEMM choices (the bench's decode_paired_epilogues). They compute the same bits. Drops the captured graphs.
      */
+    /**
+     * Runs paired variant v for both epilogues in steps of up to 8 rows, whatever the timing and PairingChoice chose: for
+     * tests of the paired launches inside whole steps. Drops the captured graphs.
+     */
+    void usePairedVariant(CudaKernels.LinearRowsVariant v) {
+        if (!pairedShapes || group != null) {
+            throw new IllegalStateException("this pass's shapes have no paired launches, or it leads a tensor-parallel group");
+        }
+        int h = c.hiddenSize();
+        paired.use(swigluShape(), h, v);
+        paired.use(ropeShape(), h, v);
+        for (int l = 0; l < c.numLayers(); l++) {
+            paired.weight(swigluShape(), w.layer(l).gateUp(), h);
+            paired.weight(ropeShape(), w.layer(l).qkv(), h);
+        }
+        pairedEpilogues(true);
+    }
+
     /** Whether the paired launches run where chosen ({@link #pairedEpilogues(boolean)}, PairingChoice). */
     public boolean pairedEpilogues() {
         return pairedOn;

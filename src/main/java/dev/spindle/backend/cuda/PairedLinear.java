@@ -92,6 +92,16 @@ final class PairedLinear {
         }
     }
 
+    /** Runs variant v (a paired twin) for steps of up to 8 rows of this epilogue and k, whatever the timing chose (tests). */
+    void use(PairedEpilogue shape, int k, CudaKernels.LinearRowsVariant v) {
+        CudaKernels.LinearRowsVariant[] plan = plans.get(key(shape, k));
+        if (plan == null || !kernels.pairedRowsVariants().contains(v) || k % v.keys() != 0) {
+            throw new IllegalArgumentException("paired " + v + " for " + shape + ", k " + k + ": not prepared, not on this device, or k not a multiple of "
+                    + v.keys());
+        }
+        plan[0] = v;
+    }
+
     /** The paired kernel's tensor map of a weight whose plan uses it somewhere (nothing otherwise). Call before capturing steps. */
     void weight(PairedEpilogue shape, long w, int k) {
         CudaKernels.LinearRowsVariant[] plan = plans.get(key(shape, k));

@@ -200,6 +200,68 @@ class CudaForwardPassTest {
         }
     }
 
+    /**
+     * Decode steps through each paired launch (gate|up with SwiGLU and q|k|v with rope_kv_write in one launch, forced
+     * whatever the start's timing chose; captured graphs) give the logits of the same rows inside a 12-row window (which
+     * runs the two launches each), bit for bit; and 7 decode rows in one step give each row's logits alone. The 3B shape
+     * with dummy weights, a 1,500-token context.
+     */
+    @org.junit.jupiter.api.Test
+    void decodeStepsThroughPairedLaunchesEqualAWindow() {
+        ModelConfig c = ConfigParser.read(Path.of("models/shapes/nanbeige4.1-3b-shape/config.json"));
+        try (CudaForwardPass gpu = CudaForwardPass.open(c, null, new CudaForwardPass.Options(16, 8192, 0.3, 2048, true), LoadListener.NONE)) {
+            org.junit.jupiter.api.Assumptions.assumeTrue(!gpu.kernels().pairedRowsVariants().isEmpty(), "no paired linear_rows variant on this GPU (sm_90a only)");
+            int n = 1_500, tail = 12;
+            int[] prompt = new Random(13).ints(n, 3, c.vocabSize()).toArray();
+            BlockTable windowed = new BlockTable(dev.spindle.backend.TestSteps.pool(gpu));
+            float[][] rows;
+            try {
+                prefill(gpu, Arrays.copyOf(prompt, n - tail), windowed);
+                rows = dev.spindle.backend.TestSteps.forward(gpu, List.of(dev.spindle.backend.TestSteps.window(
+                        Arrays.copyOfRange(prompt, n - tail, n), windowed, true, true))).getFirst();
+            } finally {
+                windowed.release();
+            }
+            for (CudaKernels.LinearRowsVariant v : gpu.kernels().pairedRowsVariants()) {
+                gpu.usePairedVariant(v);
+                BlockTable stepped = new BlockTable(dev.spindle.backend.TestSteps.pool(gpu));
+                try {
+                    prefill(gpu, Arrays.copyOf(prompt, n - 3), stepped);
+                    for (int i = 0; i < 3; i++) {
+                        float[] step = dev.spindle.backend.TestSteps.forward(gpu, List.of(dev.spindle.backend.TestSteps.window(
+                                new int[]{prompt[n - 3 + i]}, stepped, false, true))).getFirst()[0];
+                        assertArrayEquals(rows[tail - 3 + i], step, "paired " + v + ": decode step at position " + (n - 3 + i) + " differs from the window's row");
+                    }
+                } finally {
+                    stepped.release();
+                }
+            }
+            List<BlockTable> tables = new java.util.ArrayList<>();
+            try {
+                Random random = new Random(17);
+                List<dev.spindle.backend.ModelStep.Window> batch = new java.util.ArrayList<>();
+                int[] next = new int[7];
+                for (int i = 0; i < 7; i++) {
+                    BlockTable t = new BlockTable(dev.spindle.backend.TestSteps.pool(gpu));
+                    tables.add(t);
+                    prefill(gpu, random.ints(200 + 97 * i, 3, c.vocabSize()).toArray(), t);
+                    next[i] = 3 + random.nextInt(c.vocabSize() - 3);
+                    batch.add(dev.spindle.backend.TestSteps.window(new int[]{next[i]}, t, false, true));
+                }
+                List<float[][]> together = dev.spindle.backend.TestSteps.forward(gpu, batch);
+                for (int i = 0; i < 7; i++) {
+                    BlockTable t = tables.get(i);
+                    t.truncate(t.tokens() - 1);
+                    float[] alone = dev.spindle.backend.TestSteps.forward(gpu, List.of(dev.spindle.backend.TestSteps.window(new int[]{next[i]}, t, false, true)))
+                            .getFirst()[0];
+                    assertArrayEquals(alone, together.get(i)[0], "row " + i + " of 7 through the paired launches differs from it alone");
+                }
+            } finally {
+                tables.forEach(BlockTable::release);
+            }
+        }
+    }
+
     /** Prefills tokens into table in chunks of 8,192 rows that want no logits. */
     private static void prefill(CudaForwardPass gpu, int[] tokens, BlockTable table) {
         for (int at = 0; at < tokens.length; at += 8192) {
