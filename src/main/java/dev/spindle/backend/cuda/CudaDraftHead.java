@@ -446,14 +446,7 @@ public final class CudaDraftHead implements DraftHead {
             return;
         }
         if (graph == null) {
-            boolean dependent = cuda.dependentLaunches(true);
-            cuda.beginCapture();
-            try {
-                launches.run();
-            } finally {
-                graph = cuda.endCapture();
-                cuda.dependentLaunches(dependent);
-            }
+            graph = cuda.capture(true, launches);
             graphs.put(key, graph);
         }
         cuda.launchGraph(graph);

@@ -526,6 +526,29 @@ public final class CudaDriver {
         }
     }
 
+    /**
+     * The stream's launches of {@code work} captured into an instantiated graph, Spindle's kernels launched with
+     * programmatic dependent launch where {@code dependent} (restored after). If work throws, the capture is ended and
+     * what it made destroyed before the error goes up.
+     */
+    public MemorySegment capture(boolean dependent, Runnable work) {
+        beginCapture();
+        boolean was = dependentLaunches(dependent);
+        try {
+            work.run();
+        } catch (RuntimeException e) {
+            try {
+                destroyGraph(endCapture()); // leave the capture before the error goes up
+            } catch (CudaException ignored) {
+                // the capture was invalidated already: nothing was made
+            }
+            throw e;
+        } finally {
+            dependentLaunches(was);
+        }
+        return endCapture();
+    }
+
     public void launchGraph(MemorySegment exec) {
         checked("cuGraphLaunch", () -> (int) cuGraphLaunch.invokeExact(exec, stream));
     }

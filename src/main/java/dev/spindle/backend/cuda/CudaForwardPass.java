@@ -604,26 +604,14 @@ public final class CudaForwardPass implements ForwardPass {
 
     /** A decode step's launches (and the head, and the argmax when greedy) captured as one graph on this pass's stream. */
     private MemorySegment capture(StepPlan p, boolean greedy) {
-        cuda.beginCapture();
         // programmatic dependent launch between a stream's kernels; not where the ranks' streams wait for each other
-        boolean dependent = cuda.dependentLaunches(group == null);
-        try {
+        return cuda.capture(group == null, () -> {
             layers(p);
             head(p, 0, p.logitRows);
             if (greedy) {
                 k.argmax(logits, p.logitRows, c.vocabSize(), meta);
             }
-        } catch (RuntimeException e) {
-            try {
-                cuda.endCapture(); // leave the capture (its graph is invalid) before the error goes up
-            } catch (CudaException ignored) {
-                // the capture failed already
-            }
-            throw e;
-        } finally {
-            cuda.dependentLaunches(dependent);
-        }
-        return cuda.endCapture();
+        });
     }
 
     /** Why a tensor-parallel group's steps run without graphs (a capture over its ranks' streams was refused), or null. */

@@ -264,23 +264,11 @@ public final class Linear {
     double time(Runnable call) {
         double once = cuda.time(call);
         int reps = (int) Math.max(2, Math.min(16, Math.ceil(200e-6 / Math.max(once, 1e-7))));
-        cuda.beginCapture();
-        boolean dependent = cuda.dependentLaunches(true);
-        try {
+        MemorySegment graph = cuda.capture(true, () -> {
             for (int i = 0; i < reps; i++) {
                 call.run();
             }
-        } catch (RuntimeException e) {
-            try {
-                cuda.endCapture(); // leave the capture (its graph is invalid) before the error goes up
-            } catch (CudaException ignored) {
-                // the capture failed already
-            }
-            throw e;
-        } finally {
-            cuda.dependentLaunches(dependent);
-        }
-        MemorySegment graph = cuda.endCapture();
+        });
         try {
             cuda.launchGraph(graph);
             double best = Double.MAX_VALUE;
