@@ -832,10 +832,6 @@ public final class CudaForwardPass implements ForwardPass {
     private boolean pairedOn = true;
 
     /**
-     * Runs the paired launches where chosen ({@code on}, the default) or never: for comparing the two ways in one process,
-     * with the same GEMM choices (the bench's decode_paired_epilogues). They compute the same bits. Drops the captured graphs.
-     */
-    /**
      * Runs paired variant v for both epilogues in steps of up to 8 rows, whatever the timing and PairingChoice chose: for
      * tests of the paired launches inside whole steps. Drops the captured graphs.
      */
@@ -858,6 +854,11 @@ public final class CudaForwardPass implements ForwardPass {
         return pairedOn;
     }
 
+    /**
+     * Runs the paired launches where PairedLinear chose them ({@code on}) or never: PairingChoice's switch, and for comparing
+     * the two ways in one process on the same GEMM choices (the bench's decode_paired_epilogues). They compute the same
+     * bits. Drops the captured graphs.
+     */
     public void pairedEpilogues(boolean on) {
         if (group != null) {
             throw new IllegalStateException("paired epilogues are switched per pass, not over a tensor-parallel group");
