@@ -12,12 +12,10 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
-import java.util.Optional;
 import java.util.Random;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
  * Each CUDA kernel against its CPU twin (the reference backend's kernel), on random
@@ -345,15 +343,14 @@ class KernelContractTest {
      */
     @Test
     void cublasLinearWithinBoundAndBatchInvariant() {
-        Optional<CublasLt> blas = CublasLt.open(k);
-        assumeTrue(blas.isPresent(), "libcublas.so.13 is not on the loader path");
+        CublasLt blas = RequiresGpu.Kernels.cublasLt(k);
         try (Arena a = Arena.ofConfined()) {
             int n = 7, k = 2560, nOut = 1024;
             float[] x = randomBf16(n * k, 1), w = randomBf16(nOut * k, 0.02f);
             float[] want = new float[n * nOut];
             CpuKernels.linear(x, n, k, bf16Segment(a, w), nOut, want);
             long dx = upload(a, x), dw = upload(a, w), dy = cuda.alloc(n * nOut * 2L);
-            blas.get().linear(dx, n, k, dw, nOut, dy);
+            blas.linear(dx, n, k, dw, nOut, dy);
             float[] got = download(a, dy, n * nOut);
             int[] c = compare(want, got);
             double worst = worstLinearRatio(x, w, want, got, n, k, nOut);
@@ -364,14 +361,14 @@ class KernelContractTest {
             int big = 300;
             float[] xs = randomBf16(big * k, 1);
             long dxs = upload(a, xs), dys = cuda.alloc((long) big * nOut * 2);
-            blas.get().linear(dxs, big, k, dw, nOut, dys);
+            blas.linear(dxs, big, k, dw, nOut, dys);
             float[] all = download(a, dys, big * nOut);
             for (int rows : new int[]{1, 7, 64, 129}) {
-                blas.get().linear(dxs, rows, k, dw, nOut, dys);
+                blas.linear(dxs, rows, k, dw, nOut, dys);
                 float[] part = download(a, dys, rows * nOut);
                 assertEquals(0, compare(java.util.Arrays.copyOf(all, rows * nOut), part)[1], rows + " rows differ from the same rows among " + big);
             }
-            blas.get().choices().forEach(line -> System.out.println("[cuda] cublasLt pinned " + line));
+            blas.choices().forEach(line -> System.out.println("[cuda] cublasLt pinned " + line));
         }
     }
 
@@ -840,8 +837,7 @@ class KernelContractTest {
     /** The pinned cuBLASLt algorithms on the fixtures' small shapes: within the bound, and row-invariant. */
     @Test
     void cublasSmallShapes() {
-        Optional<CublasLt> blas = CublasLt.open(k);
-        assumeTrue(blas.isPresent(), "libcublasLt.so.13 is not on the loader path");
+        CublasLt blas = RequiresGpu.Kernels.cublasLt(k);
         int[][] shapes = {{192, 128}, {640, 128}, {128, 320}, {512, 128}, {128, 128}, {192, 96}, {512, 96}, {96, 256}};
         try (Arena a = Arena.ofConfined()) {
             for (int[] sh : shapes) {
@@ -850,10 +846,10 @@ class KernelContractTest {
                 float[] want = new float[n * nOut];
                 CpuKernels.linear(x, n, kk, bf16Segment(a, w), nOut, want);
                 long dx = upload(a, x), dw = upload(a, w), dy = cuda.alloc((long) n * nOut * 2);
-                blas.get().linear(dx, n, kk, dw, nOut, dy);
+                blas.linear(dx, n, kk, dw, nOut, dy);
                 float[] got = download(a, dy, n * nOut);
                 double worst = worstLinearRatio(x, w, want, got, n, kk, nOut);
-                blas.get().linear(dx, 1, kk, dw, nOut, dy);
+                blas.linear(dx, 1, kk, dw, nOut, dy);
                 int[] c1 = compare(java.util.Arrays.copyOf(got, nOut), download(a, dy, nOut));
                 System.out.printf("[cuda] cublasLt %d x %d: worst |diff| / bound = %.3f; row 0 alone differs in %d outputs%n", nOut, kk, worst, c1[1]);
                 assertTrue(worst <= 1, nOut + " x " + kk + " exceeds its bound: " + worst);

@@ -7,7 +7,6 @@ import org.junit.jupiter.api.Test;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.util.Optional;
 import java.util.Random;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -32,9 +31,7 @@ class LinearRowsContractTest {
     static void gpu() {
         k = RequiresGpu.Kernels.load();
         cuda = k.driver();
-        Optional<CublasLt> lt = CublasLt.open(k);
-        assumeTrue(lt.isPresent(), "libcublasLt.so.13 is not on the loader path");
-        blas = lt.get();
+        blas = RequiresGpu.Kernels.cublasLt(k);
     }
 
     /** Gaussian values scaled by 2^e, e uniform in [-spread, spread], rounded to bf16. */

@@ -11,7 +11,6 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.List;
-import java.util.Optional;
 import java.util.Random;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -35,9 +34,7 @@ class PairedLinearContractTest {
     static void gpu() {
         k = RequiresGpu.Kernels.load();
         cuda = k.driver();
-        Optional<CublasLt> lt = CublasLt.open(k);
-        assumeTrue(lt.isPresent(), "libcublasLt.so.13 is not on the loader path");
-        blas = lt.get();
+        blas = RequiresGpu.Kernels.cublasLt(k);
         assumeTrue(!k.pairedRowsVariants().isEmpty(), "no paired linear_rows variant on this device (sm_90a only)");
     }
 

@@ -31,6 +31,13 @@ public @interface RequiresGpu {
             org.junit.jupiter.api.Assumptions.assumeTrue(kernels.isPresent(), CudaKernels.unavailableReason());
             return kernels.get();
         }
+
+        /** cuBLASLt on the kernels' device; skips the test, saying why, where libcublasLt.so.13 is not on the loader path. */
+        public static CublasLt cublasLt(CudaKernels k) {
+            java.util.Optional<CublasLt> lt = CublasLt.open(k);
+            org.junit.jupiter.api.Assumptions.assumeTrue(lt.isPresent(), "libcublasLt.so.13 is not on the loader path");
+            return lt.get();
+        }
     }
 
     final class Condition implements ExecutionCondition {
