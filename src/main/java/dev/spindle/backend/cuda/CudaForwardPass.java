@@ -206,7 +206,7 @@ public final class CudaForwardPass implements ForwardPass {
         }
         linear.prepare(h, w.layer(0).qkv(), qkvDim);
         linear.prepare(h, w.layer(0).gateUp(), 2 * in);
-        pairedShapes = in % 32 == 0 && (c.headDim() == 64 || c.headDim() == 128);
+        pairedShapes = PairedEpilogue.Swiglu.takes(in) && PairedEpilogue.RopeKvWrite.takes(c.headDim());
         if (pairedShapes) {
             paired.prepare(swigluShape(), h, w.layer(0).gateUp());
             paired.prepare(ropeShape(), h, w.layer(0).qkv());

@@ -19,7 +19,7 @@ import java.util.Map;
 public final class Linear {
     private static final System.Logger LOG = System.getLogger("dev.spindle.cuda");
     /** Row buckets; each is timed at its first row count (one row: decode at batch 1). */
-    static final int[][] BUCKETS = {{1, 8}, {16, 16}, {32, 32}, {64, 64}};
+    private static final int[][] BUCKETS = {{1, 8}, {16, 16}, {32, 32}, {64, 64}};
     static final int[] CHECKED_ROWS = {1, 3, 8, 9, 16, 17, 32, 33, 63, 64};
 
     private final CudaKernels kernels;

@@ -11,13 +11,18 @@ sealed interface PairedEpilogue {
     /** SwiGLU of gate|up (2 width weight rows): the output is (rows, width), as the swiglu kernel writes it. */
     record Swiglu(int width) implements PairedEpilogue {
         public Swiglu {
-            if (width < 32 || width % 32 != 0) {
+            if (!takes(width)) {
                 throw new IllegalArgumentException("a paired SwiGLU takes a width that is a multiple of 32, not " + width);
             }
         }
 
         public int outputs() {
             return 2 * width;
+        }
+
+        /** Whether the paired kernel takes this width: whole 32-column halves of a CTA. */
+        public static boolean takes(int width) {
+            return width >= 32 && width % 32 == 0;
         }
     }
 
@@ -29,13 +34,18 @@ sealed interface PairedEpilogue {
     record RopeKvWrite(long cos, long sin, long positions, int qHeads, int kvHeads, int headDim, long pool, long slotMap, int blockSize)
             implements PairedEpilogue {
         public RopeKvWrite {
-            if (headDim != 64 && headDim != 128) {
+            if (!takes(headDim)) {
                 throw new IllegalArgumentException("a paired rope_kv_write takes head dim 64 or 128 (a CTA's 32 pairs within one head), not " + headDim);
             }
         }
 
         public int outputs() {
             return (qHeads + 2 * kvHeads) * headDim;
+        }
+
+        /** Whether the paired kernel takes this head dim: a CTA's 32 rotation pairs within one head. */
+        public static boolean takes(int headDim) {
+            return headDim == 64 || headDim == 128;
         }
     }
 }

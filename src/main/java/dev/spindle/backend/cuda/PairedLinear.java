@@ -15,7 +15,7 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
  * decode steps on Hopper: linear_rows' paired CTAs ({@link CudaKernels#linearRowsPaired}) apply the kernel in their
  * epilogue to the outputs linear_rows computes, so the result is that of {@link Linear} followed by the kernel, bit for
  * bit, and one launch of a decode layer's ten falls away for each. That is checked, not assumed: {@link #prepare} runs
- * every paired variant on each weight shape (its real weights, random rows) at {@link Linear#CHECKED_ROWS} against the
+ * every paired variant on each weight shape (its real weights, random rows) at {@link Linear#CHECKED_ROWS} of up to 8 against the
  * layer then the kernel, and gives steps of up to 8 rows the faster of the agreeing variants and the two launches (more
  * rows always run the two launches). {@link PairingChoice} then checks the choice in whole decode steps.
  */
@@ -25,8 +25,10 @@ final class PairedLinear {
     private final CudaKernels kernels;
     private final CudaDriver cuda;
     private final Linear linear;
-    /** Per epilogue kind and weight shape: the paired variant of each of {@link Linear#BUCKETS} (null: the layer, then the kernel). */
-    private final Map<PlanKey, CudaKernels.LinearRowsVariant[]> plans = new HashMap<>();
+    /** Per epilogue kind and weight shape (once prepared): the paired variant of steps of up to {@link #ROWS} rows, or null (the layer, then the kernel). */
+    private final Map<PlanKey, CudaKernels.LinearRowsVariant> plans = new HashMap<>();
+    /** Rows a paired twin takes (one row tile): decode steps of batch 1 to 8; more rows run the two launches. */
+    static final int ROWS = 8;
     /** The paired kernel's tensor map (a box of 32 rows x 64) of each weight it reads. */
     private final Map<Long, Long> weightMaps = new HashMap<>();
     private final List<String> choices = new ArrayList<>();
@@ -65,16 +67,11 @@ final class PairedLinear {
     }
 
     private CudaKernels.LinearRowsVariant variant(PairedEpilogue e, int k, int n) {
-        CudaKernels.LinearRowsVariant[] plan = plans.get(key(e, k));
-        if (plan == null) {
+        PlanKey key = key(e, k);
+        if (!plans.containsKey(key)) {
             throw new IllegalStateException("paired " + e.getClass().getSimpleName() + " " + e.outputs() + " x " + k + " used before prepare()");
         }
-        for (int b = 0; b < Linear.BUCKETS.length; b++) {
-            if (n <= Linear.BUCKETS[b][1]) {
-                return plan[b];
-            }
-        }
-        return null;
+        return n <= ROWS ? plans.get(key) : null;
     }
 
     /** The layer, then the epilogue's own kernel. */
@@ -94,25 +91,24 @@ final class PairedLinear {
 
     /** Runs variant v (a paired twin) for steps of up to 8 rows of this epilogue and k, whatever the timing chose (tests). */
     void use(PairedEpilogue shape, int k, CudaKernels.LinearRowsVariant v) {
-        CudaKernels.LinearRowsVariant[] plan = plans.get(key(shape, k));
-        if (plan == null || !kernels.pairedRowsVariants().contains(v) || k % v.keys() != 0) {
+        PlanKey key = key(shape, k);
+        if (!plans.containsKey(key) || !kernels.pairedRowsVariants().contains(v) || k % v.keys() != 0) {
             throw new IllegalArgumentException("paired " + v + " for " + shape + ", k " + k + ": not prepared, not on this device, or k not a multiple of "
                     + v.keys());
         }
-        plan[0] = v;
+        plans.put(key, v);
     }
 
     /** The paired kernel's tensor map of a weight whose plan uses it somewhere (nothing otherwise). Call before capturing steps. */
     void weight(PairedEpilogue shape, long w, int k) {
-        CudaKernels.LinearRowsVariant[] plan = plans.get(key(shape, k));
-        if (plan != null && java.util.Arrays.stream(plan).anyMatch(java.util.Objects::nonNull)) {
+        if (plans.get(key(shape, k)) != null) {
             weightMaps.computeIfAbsent(w, key -> cuda.tensorMap2d(w, shape.outputs(), k, k, 32, 64));
         }
     }
 
     /**
      * Checks every paired variant on weight w against the layer (its plan from {@link Linear#prepare}, which must have run)
-     * then the kernel, and times the agreeing ones per row bucket against the two launches. {@code shape} gives the
+     * then the kernel at the row counts the twins take, and times the agreeing ones at one row against the two launches. {@code shape} gives the
      * epilogue's kind and sizes; its pointers are not read (the check makes its own tables, positions and pool).
      * Synchronizes; call before capturing or timing steps.
      */
@@ -122,8 +118,7 @@ final class PairedLinear {
             return;
         }
         long t0 = System.nanoTime();
-        int max = 64, nOut = shape.outputs();
-        CudaKernels.LinearRowsVariant[] plan = new CudaKernels.LinearRowsVariant[Linear.BUCKETS.length];
+        int max = ROWS, nOut = shape.outputs();
         List<CudaKernels.LinearRowsVariant> agree = new ArrayList<>();
         for (CudaKernels.LinearRowsVariant v : kernels.pairedRowsVariants()) {
             if (k % v.keys() == 0) {
@@ -132,7 +127,7 @@ final class PairedLinear {
         }
         String name = shape instanceof PairedEpilogue.Swiglu ? "gate_up + swiglu" : "qkv + rope_kv_write";
         if (agree.isEmpty()) {
-            plans.put(key, plan);
+            plans.put(key, null);
             choices.add(String.format("%s %d x %d: no paired linear_rows variant on this device for k %d: two launches", name, nOut, k, k));
             return;
         }
@@ -143,6 +138,9 @@ final class PairedLinear {
         try (Arena host = Arena.ofConfined()) {
             linear.input(s.x, max, k);
             for (int n : Linear.CHECKED_ROWS) {
+                if (n > ROWS) {
+                    continue; // rows no twin takes
+                }
                 s.clear();
                 unpaired(s.e1, s.x, n, k, w, s.out1, s.scratch);
                 MemorySegment want = s.bits(host, s.out1, s.pool1, n);
@@ -163,30 +161,22 @@ final class PairedLinear {
                     }
                 }
             }
-            StringBuilder timed = new StringBuilder();
-            // the paired twins take up to 8 rows: the first bucket (decode steps of batch 1 to 8)
-            for (int bi = 0; bi < 1 && !agree.isEmpty(); bi++) {
-                int n = Linear.BUCKETS[bi][0], rows = Linear.BUCKETS[bi][1];
-                double best = linear.time(() -> unpaired(s.e1, s.x, n, k, w, s.out1, s.scratch));
-                timed.append(String.format(" %d rows: two launches %.1f", n, best * 1e6));
-                for (CudaKernels.LinearRowsVariant v : agree) {
-                    if (v.rows() != rows) {
-                        continue;
-                    }
-                    double t = linear.time(() -> kernels.linearRowsPaired(v, linear.inputMap(s.x, k, v.tiles()), n, k, mw, nOut, s.out2, s.e2));
-                    timed.append(String.format(", %s %.1f", v.label(), t * 1e6));
-                    if (t < best) {
-                        best = t;
-                        plan[bi] = v;
-                    }
+            // the two launches, then each agreeing twin, at one row (a batch-1 decode step's GEMM)
+            CudaKernels.LinearRowsVariant chosen = null;
+            double best = linear.time(() -> unpaired(s.e1, s.x, 1, k, w, s.out1, s.scratch));
+            StringBuilder timed = new StringBuilder(String.format(" 1 row: two launches %.1f", best * 1e6));
+            for (CudaKernels.LinearRowsVariant v : agree) {
+                double t = linear.time(() -> kernels.linearRowsPaired(v, linear.inputMap(s.x, k, v.tiles()), 1, k, mw, nOut, s.out2, s.e2));
+                timed.append(String.format(", %s %.1f", v.label(), t * 1e6));
+                if (t < best) {
+                    best = t;
+                    chosen = v;
                 }
-                timed.append(" us;");
             }
-            StringBuilder use = new StringBuilder();
-            use.append(String.format(" <=%d rows %s; more rows two launches;", Linear.BUCKETS[0][1], plan[0] == null ? "two launches" : "paired " + plan[0].label()));
+            String use = String.format(" <=%d rows %s; more rows two launches;", ROWS, chosen == null ? "two launches" : "paired " + chosen.label());
             choices.add(String.format(java.util.Locale.ROOT, "%s %d x %d: paired linear_rows variants with the two launches' bits: %d of %d%s; use:%s"
-                    + " timed:%s (%.2f s)", name, nOut, k, agree.size(), kernels.pairedRowsVariants().size(), refused, use, timed, (System.nanoTime() - t0) / 1e9));
-            plans.put(key, plan);
+                    + " timed:%s us (%.2f s)", name, nOut, k, agree.size(), kernels.pairedRowsVariants().size(), refused, use, timed, (System.nanoTime() - t0) / 1e9));
+            plans.put(key, chosen);
         } finally {
             cuda.sync();
             // the weight's map is made again by weight() where the plan uses it (the layers' other weights need theirs too)
