@@ -118,7 +118,7 @@ final class PairedLinear {
             return;
         }
         long t0 = System.nanoTime();
-        int max = ROWS, nOut = shape.outputs();
+        int max = 64, nOut = shape.outputs(); // scratch rows: Linear.input makes x's maps for every variant's box, up to 64 rows
         List<CudaKernels.LinearRowsVariant> agree = new ArrayList<>();
         for (CudaKernels.LinearRowsVariant v : kernels.pairedRowsVariants()) {
             if (k % v.keys() == 0) {
