@@ -100,6 +100,7 @@ __device__ __forceinline__ void attention_wgmma_impl(
     const bool full = warp * 16 + 16 <= rows * G;
     const int firstPos = pos0 + warp * 16 / G;
     constexpr int KSTEP = THREADS / DN;
+    static_assert(KSTEP % 8 == 0, "a thread's keys KSTEP apart share their swizzle (key mod 8)");
     const int lk = threadIdx.x / DN, ch = threadIdx.x % DN, bsh = __ffs(blockSize) - 1;
     const unsigned blockRows = 2u * kvHeads * blockSize, headRow = (unsigned) g * blockSize, vRows = (unsigned) kvHeads * blockSize;
     const bf16 *column = pool + ch * 8, *vColumn = column + (long) vRows * HD;
@@ -108,18 +109,37 @@ __device__ __forceinline__ void attention_wgmma_impl(
     const int tiles = lastKey > firstKey ? (lastKey - firstKey + KT - 1) / KT : 0;
     const unsigned raw = (unsigned) __cvta_generic_to_shared(attn_smem), base = (raw + 1023) & ~1023u;
     float *orun = reinterpret_cast<float *>(reinterpret_cast<unsigned char *>(attn_smem) + (base - raw) + 2 * STAGE);
+    // tile i into stage i & 1: this thread's chunk ch of keys lk, lk + KSTEP, ... (zeros past the last key)
+    auto copy = [&](unsigned dst, const void *src, bool in) {
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(dst), "l"(src), "r"(in ? 16 : 0));
+    };
+    const unsigned off0 = wg_chunk(lk, ch); // key lk + r's chunk lies r * 128 bytes further (r a multiple of 8)
     auto load = [&](int i) {
-        const unsigned ks = base + (i & 1) * STAGE, vs = ks + STAGE / 2;
+        const unsigned ks = base + (i & 1) * STAGE + off0, vs = ks + STAGE / 2;
         const int k0 = firstKey + i * KT + lk;
-        #pragma unroll
-        for (int key = 0; key < KT; key += KSTEP) {
-            const int kj = k0 + key;
-            const unsigned off = wg_chunk(lk + key, ch);
-            const bool in = kj < lastKey;
-            const unsigned row = in ? __ldg(static_cast<const unsigned *>(mad_wide(kj >> bsh, 4, table))) * blockRows + headRow + (kj & (blockSize - 1)) : 0u;
-            const int bytes = in ? 16 : 0;
-            asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(ks + off), "l"(mad_wide(row, 2 * HD, column)), "r"(bytes));
-            asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(vs + off), "l"(mad_wide(row, 2 * HD, vColumn)), "r"(bytes));
+        if (blockSize >= 2 * KSTEP) {
+            // keys lk + 2 KSTEP m and lk + 2 KSTEP m + KSTEP share a KV block (tiles start at multiples of 64, lk < KSTEP):
+            // one table read and one address for both, the second KSTEP rows further
+            #pragma unroll
+            for (int key = 0; key < KT; key += 2 * KSTEP) {
+                const int kj = k0 + key;
+                const bool in = kj < lastKey, in2 = kj + KSTEP < lastKey;
+                const unsigned row = in ? __ldg(table + (kj >> bsh)) * blockRows + headRow + (kj & (blockSize - 1)) : 0u;
+                const bf16 *k = static_cast<const bf16 *>(mad_wide(row, 2 * HD, column)), *v = static_cast<const bf16 *>(mad_wide(row, 2 * HD, vColumn));
+                copy(ks + key * 128, k, in);
+                copy(vs + key * 128, v, in);
+                copy(ks + (key + KSTEP) * 128, k + KSTEP * HD, in2);
+                copy(vs + (key + KSTEP) * 128, v + KSTEP * HD, in2);
+            }
+        } else {
+            #pragma unroll
+            for (int key = 0; key < KT; key += KSTEP) {
+                const int kj = k0 + key;
+                const bool in = kj < lastKey;
+                const unsigned row = in ? __ldg(table + (kj >> bsh)) * blockRows + headRow + (kj & (blockSize - 1)) : 0u;
+                copy(ks + key * 128, mad_wide(row, 2 * HD, column), in);
+                copy(vs + key * 128, mad_wide(row, 2 * HD, vColumn), in);
+            }
         }
         asm volatile("cp.async.commit_group;\n" ::);
     };

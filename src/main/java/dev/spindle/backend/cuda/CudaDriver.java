@@ -393,7 +393,12 @@ public final class CudaDriver {
     }
 
     public void memsetZero(long dst, long bytes) {
-        call("cuMemsetD8Async", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, ValueLayout.JAVA_BYTE, JAVA_LONG, ADDRESS), dst, (byte) 0, bytes, stream);
+        memset(dst, (byte) 0, bytes);
+    }
+
+    /** Sets {@code bytes} bytes at dst to {@code value} (0xFF: every bf16 a NaN, for tests of what a kernel must not read). */
+    public void memset(long dst, byte value, long bytes) {
+        call("cuMemsetD8Async", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, ValueLayout.JAVA_BYTE, JAVA_LONG, ADDRESS), dst, value, bytes, stream);
     }
 
     public void copyDeviceToDevice(long dst, long src, long bytes) {
