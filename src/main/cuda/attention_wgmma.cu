@@ -109,11 +109,12 @@ __device__ __forceinline__ void attention_wgmma_impl(
     const int tiles = lastKey > firstKey ? (lastKey - firstKey + KT - 1) / KT : 0;
     const unsigned raw = (unsigned) __cvta_generic_to_shared(attn_smem), base = (raw + 1023) & ~1023u;
     float *orun = reinterpret_cast<float *>(reinterpret_cast<unsigned char *>(attn_smem) + (base - raw) + 2 * STAGE);
-    // tile i into stage i & 1: this thread's chunk ch of keys lk, lk + KSTEP, ... (zeros past the last key)
+    // one 16-byte copy, zeros where the key is past the last
     auto copy = [&](unsigned dst, const void *src, bool in) {
         asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(dst), "l"(src), "r"(in ? 16 : 0));
     };
     const unsigned off0 = wg_chunk(lk, ch); // key lk + r's chunk lies r * 128 bytes further (r a multiple of 8)
+    // tile i into stage i & 1: this thread's chunk ch of keys lk, lk + KSTEP, ...
     auto load = [&](int i) {
         const unsigned ks = base + (i & 1) * STAGE + off0, vs = ks + STAGE / 2;
         const int k0 = firstKey + i * KT + lk;
