@@ -270,7 +270,8 @@ public final class CudaBench {
     public Map<String, Object> prefillAttentionKernels(int rows) {
         Map<String, Object> m = new LinkedHashMap<>();
         Map<Integer, String> names = Map.of(CudaKernels.PREFILL, "one_warp_per_rows", CudaKernels.PREFILL_WARP_PAIRS, "warp_pairs",
-                CudaKernels.PREFILL_WGMMA, "wgmma");
+                CudaKernels.PREFILL_WGMMA, "wgmma", CudaKernels.PREFILL_WS, "warp_specialized", CudaKernels.PREFILL_WS_PINGPONG,
+                "warp_specialized_pingpong");
         try {
             for (int kernel : CudaKernels.PREFILL_KERNELS) {
                 if (!gpu.hasPrefillAttentionKernel(kernel)) {

@@ -682,7 +682,8 @@ public final class CudaForwardPass implements ForwardPass {
             throw new IllegalArgumentException(n + " rows in one step exceed the CUDA backend's " + opt.maxStepRows() + " (max step rows)");
         }
         ForwardPass.checkWindows(this, step);
-        StepPlan p = new StepPlan(windows, c.numHeads() / c.numKvHeads(), c.numKvHeads(), fixedSplits);
+        StepPlan p = new StepPlan(windows, c.numHeads() / c.numKvHeads(), c.numKvHeads(), fixedSplits,
+                CudaKernels.attentionTileRows(prefillKernel()));
         boolean moved = ensureMeta(p.data.length);
         ensureRope(p.maxPosition + 1);
         moved |= ensurePartials(p.partials);

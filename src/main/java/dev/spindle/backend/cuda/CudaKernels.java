@@ -12,29 +12,49 @@ import java.util.Optional;
  * the kernel contract in docs/ARCHITECTURE.md). Launches are asynchronous, in stream order.
  */
 public final class CudaKernels {
-    /** Rows of one attention CTA's MMA tile (the window's rows times the heads sharing a KV head). */
+    /** Rows of one attention CTA's MMA tile (the window's rows times the heads sharing a KV head), but the warp-specialised prefill's. */
     public static final int ATTENTION_TILE = 64;
     /**
      * The attention kernels (one pass over the keys each): prefill windows with one warp per 16 MMA rows,
      * decode rows' split CTAs (their split states folded by {@link #attentionMerge}), and prefill with two
      * warps per 16 MMA rows, each taking half of every tile's keys (256 threads: twice the warps per SM,
      * half the chain per warp), and prefill on Hopper's warpgroup MMA (attention_wgmma.cu: sm_90a, head dim 128;
-     * one warpgroup per 64 MMA rows). The prefill kernels compute the same values.
+     * one warpgroup per 64 MMA rows), and warp-specialised on Hopper (attention_ws.cu: a producer warpgroup copying
+     * K/V tiles for two consumer warpgroups of 64 MMA rows each; with or without their ping-pong). The prefill
+     * kernels compute the same values.
      */
-    public static final int PREFILL = 0, DECODE = 1, PREFILL_WARP_PAIRS = 2, PREFILL_WGMMA = 3;
+    public static final int PREFILL = 0, DECODE = 1, PREFILL_WARP_PAIRS = 2, PREFILL_WGMMA = 3, PREFILL_WS = 4, PREFILL_WS_PINGPONG = 5;
     /** The prefill kernels, for comparisons. */
-    public static final List<Integer> PREFILL_KERNELS = List.of(PREFILL, PREFILL_WARP_PAIRS, PREFILL_WGMMA);
-    /** The kernel suffixes, by kind index (attention_hd{headDim}_{suffix}; p0g in attention_wgmma.cu, the rest in attention.cu). */
-    static final List<String> ATTENTION_KERNELS = List.of("p0", "p1", "p0w", "p0g");
+    public static final List<Integer> PREFILL_KERNELS = List.of(PREFILL, PREFILL_WARP_PAIRS, PREFILL_WGMMA, PREFILL_WS, PREFILL_WS_PINGPONG);
+    /**
+     * The kernel suffixes, by kind index (attention_hd{headDim}_{suffix}; p0g in attention_wgmma.cu, p0s and p0sp in
+     * attention_ws.cu, the rest in attention.cu).
+     */
+    static final List<String> ATTENTION_KERNELS = List.of("p0", "p1", "p0w", "p0g", "p0s", "p0sp");
+    /** The Hopper-only prefill kernels (sm_90a: wgmma, setmaxnreg), built for {@link #hasWgmmaPrefill} head dims. */
+    static final List<Integer> HOPPER_PREFILL = List.of(PREFILL_WGMMA, PREFILL_WS, PREFILL_WS_PINGPONG);
     /** Head dims the wgmma prefill is built for: 128, the family's (its code takes any multiple of 64; 64 has not run on a GPU). */
     static boolean hasWgmmaPrefill(int headDim) {
         return headDim == 128;
     }
 
-    /** Threads of an attention CTA: 128 (four warps), 256 for the warp-pair prefill. */
-    static int attentionThreads(int kind) {
-        return kind == PREFILL_WARP_PAIRS ? 256 : 128;
+    /** Whether {@code kind} is a warp-specialised prefill (attention_ws.cu). */
+    static boolean warpSpecialized(int kind) {
+        return kind == PREFILL_WS || kind == PREFILL_WS_PINGPONG;
     }
+
+    /** Threads of an attention CTA: 128 (four warps), 256 for the warp-pair prefill, 384 for the warp-specialised ones (three warpgroups). */
+    static int attentionThreads(int kind) {
+        return kind == PREFILL_WARP_PAIRS ? 256 : warpSpecialized(kind) ? 384 : 128;
+    }
+
+    /** MMA rows of one CTA of {@code kind}: the host plans prefill tiles of this many rows times heads a KV head. */
+    public static int attentionTileRows(int kind) {
+        return warpSpecialized(kind) ? 2 * ATTENTION_TILE : ATTENTION_TILE;
+    }
+
+    /** attention_ws.cu's WS_STAGES: stages of K and V a warp-specialised prefill CTA keeps. */
+    static final int WS_STAGES = 4;
 
     private final CudaDriver cuda;
     private final MemorySegment embed, rmsNorm, addRmsNorm, rope, ropeKvWrite, swiglu, residualAdd, kvWrite, attentionMerge, attentionMergeLong, argmax, sample,
@@ -118,8 +138,8 @@ public final class CudaKernels {
         boolean hopper = cc[0] == 9 && cc[1] == 0;
         for (int hd : new int[]{16, 32, 64, 128}) {
             for (int phase = 0; phase < ATTENTION_KERNELS.size(); phase++) {
-                if (phase == PREFILL_WGMMA && !(hopper && hasWgmmaPrefill(hd))) {
-                    continue; // built for sm_90a only (elsewhere its body traps)
+                if (HOPPER_PREFILL.contains(phase) && !(hopper && hasWgmmaPrefill(hd))) {
+                    continue; // built for sm_90a only (elsewhere their bodies trap)
                 }
                 String name = "attention_hd" + hd + "_" + ATTENTION_KERNELS.get(phase);
                 MemorySegment f = cuda.function(module, name);
@@ -410,6 +430,11 @@ public final class CudaKernels {
      */
     static int attentionSharedBytes(int headDim, int kind, int group) {
         int stage = 2 * 64 * headDim * 2;
+        if (warpSpecialized(kind)) {
+            // attention_ws.cu: 1024 for alignment, WS_STAGES stages, the two consumer warpgroups' running O, an mbarrier
+            // full and one empty a stage
+            return 1024 + WS_STAGES * stage + 2 * 64 * headDim * 4 + 2 * 8 * WS_STAGES;
+        }
         int runningO = PREFILL_KERNELS.contains(kind) ? 64 * headDim * 4
                 : kind == DECODE ? (group <= 8 ? 2 : 4) * 128 * 4 * Math.max(1, headDim / 32) : 0;
         // the wgmma kernel aligns its stages to 1024 bytes (the 128-byte swizzle's atom)

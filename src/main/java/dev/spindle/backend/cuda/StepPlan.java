@@ -36,15 +36,21 @@ final class StepPlan {
         this(windows, group, kvHeads, 0);
     }
 
+    StepPlan(List<Window> windows, int group, int kvHeads, int fixedSplits) {
+        this(windows, group, kvHeads, fixedSplits, CudaKernels.ATTENTION_TILE);
+    }
+
     /**
      * @param fixedSplits 0: as many split CTAs as each decode row needs; else (decode steps only, for a
      *                    captured CUDA graph) exactly this many per row, the unused ones empty, so the
      *                    launches and every offset depend only on the batch size and this number
+     * @param tileMmaRows MMA rows of a prefill CTA ({@link CudaKernels#attentionTileRows} of the prefill kernel the
+     *                    step runs): its window rows are this over {@code group}
      */
-    StepPlan(List<Window> windows, int group, int kvHeads, int fixedSplits) {
+    StepPlan(List<Window> windows, int group, int kvHeads, int fixedSplits, int tileMmaRows) {
         int n = 0, tableInts = 0, ctaCount = 0, dRows = 0, parts = 0, lRows = 0, maxPos = 0;
         long slotKeys = 0;
-        int tileRows = Math.max(1, CudaKernels.ATTENTION_TILE / group);
+        int tileRows = Math.max(1, tileMmaRows / group);
         for (Window w : windows) {
             int len = w.tokens().length, start = w.start();
             n += len;

@@ -44,6 +44,18 @@ class AttentionKernelTableTest {
         for (int hd : new int[]{16, 32, 64, 128}) {
             assertEquals(dims.contains(hd), CudaKernels.hasWgmmaPrefill(hd), "the host loads p0g at head dim " + hd + " exactly where it is built");
         }
+        // attention_ws.cu: the warp-specialised prefills, three warpgroups (a producer, two consumers of 64 MMA rows: the
+        // host plans 128), built at p0g's head dims, with the host's count of stages
+        String ws = Files.readString(Path.of("src/main/cuda/attention_ws.cu"));
+        assertTrue(ws.contains("__launch_bounds__(384, 1) attention_hd##hd##_##name("), "attention_ws.cu declares its kernels for 384 threads");
+        assertEquals(CudaKernels.WS_STAGES, define(ws, "WS_STAGES"), "attention_ws.cu's stages are the host's");
+        Matcher wsBuilt = Pattern.compile("(?m)^ATTENTION_WS\\((\\d+), (\\w+), (true|false)\\)").matcher(ws);
+        while (wsBuilt.find()) {
+            assertTrue(CudaKernels.hasWgmmaPrefill(Integer.parseInt(wsBuilt.group(1))), wsBuilt.group(2) + " is built at head dim " + wsBuilt.group(1));
+            declared.put(wsBuilt.group(2), new Object[]{false, 3});
+            assertEquals(2 * CudaKernels.ATTENTION_TILE, CudaKernels.attentionTileRows(CudaKernels.ATTENTION_KERNELS.indexOf(wsBuilt.group(2))),
+                    wsBuilt.group(2) + ": the host plans two consumer warpgroups' rows a CTA");
+        }
         assertEquals(CudaKernels.ATTENTION_KERNELS.size(), declared.size(), "the ATTENTION(...) kernels: " + declared.keySet());
         for (int kind = 0; kind < CudaKernels.ATTENTION_KERNELS.size(); kind++) {
             String name = CudaKernels.ATTENTION_KERNELS.get(kind);
@@ -52,9 +64,13 @@ class AttentionKernelTableTest {
             boolean decode = (Boolean) d[0];
             assertEquals(kind == CudaKernels.DECODE, decode, name + ": decode or prefill");
             assertEquals(!decode, CudaKernels.PREFILL_KERNELS.contains(kind), name + ": listed as a prefill kernel");
-            // __launch_bounds__(decode ? 128 : 128 * wg): the block the host launches
+            // __launch_bounds__(decode ? 128 : 128 * wg), (384, 1) for attention_ws.cu's: the block the host launches
             assertEquals(decode ? 128 : 128 * (Integer) d[1], CudaKernels.attentionThreads(kind), name + ": threads a CTA");
-            if (!decode) {
+            if (CudaKernels.warpSpecialized(kind)) {
+                // one CTA an SM: at most the 227 KiB of dynamic shared memory a block of an H100/H200 may have
+                int bytes = CudaKernels.attentionSharedBytes(128, kind);
+                assertTrue(bytes <= 227 * 1024, name + " needs " + bytes + " bytes of dynamic shared memory");
+            } else if (!decode) {
                 // two CTAs an SM (228 KiB, 1 KiB reserved a block), with up to 12.5 KiB of static shared memory (p0w's exchange)
                 int bytes = CudaKernels.attentionSharedBytes(128, kind);
                 assertTrue(2 * (bytes + 12_800 + 1024) <= 228 * 1024, name + " needs " + bytes + " bytes of dynamic shared memory");

@@ -262,6 +262,54 @@ class CudaForwardPassTest {
         }
     }
 
+    /**
+     * The warp-specialised prefill kernels (attention_ws.cu: CTAs of 128 MMA rows, two consumer warpgroups fed by a producer;
+     * with and without their ping-pong) give a prompt the logits of the wgmma prefill (tiles of 64 MMA rows), bit for bit:
+     * a 64-row window after a 1,236-token prefix (every row's logits), the prefix itself prefilled in one window or, resumed,
+     * in chunks of 500 and 736 rows (CTAs whose rows start anywhere in a tile, keys past 1,024: several splits). The 3B
+     * shape with dummy weights (5 query heads a KV head: 25 rows a CTA, 125 MMA rows, the second warpgroup's last rows empty).
+     */
+    @org.junit.jupiter.api.Test
+    void warpSpecializedPrefillEqualsTheWgmmaPrefill() {
+        ModelConfig c = ConfigParser.read(Path.of("models/shapes/nanbeige4.1-3b-shape/config.json"));
+        try (CudaForwardPass gpu = CudaForwardPass.open(c, null, new CudaForwardPass.Options(16, 8192, 0.3, 2048, true), LoadListener.NONE)) {
+            org.junit.jupiter.api.Assumptions.assumeTrue(gpu.hasPrefillAttentionKernel(CudaKernels.PREFILL_WS),
+                    "the warp-specialised prefill is built for sm_90a (H100, H200) only");
+            int[] prompt = new Random(11).ints(1300, 3, c.vocabSize()).toArray();
+            float[][] want = prefillThenWindow(gpu, prompt, new int[]{1236});
+            for (int kernel : new int[]{CudaKernels.PREFILL_WS, CudaKernels.PREFILL_WS_PINGPONG}) {
+                gpu.prefillAttentionKernel(kernel);
+                try {
+                    for (int[] chunks : new int[][]{{1236}, {500, 736}}) {
+                        float[][] got = prefillThenWindow(gpu, prompt, chunks);
+                        for (int r = 0; r < want.length; r++) {
+                            assertArrayEquals(want[r], got[r], "kernel " + CudaKernels.ATTENTION_KERNELS.get(kernel) + ", prefix in chunks "
+                                    + Arrays.toString(chunks) + ": row " + (1236 + r) + " differs from the wgmma prefill's");
+                        }
+                    }
+                } finally {
+                    gpu.prefillAttentionKernel(-1);
+                }
+            }
+        }
+    }
+
+    /** The prompt's prefix prefilled in windows of these lengths (no logits), then the rest in one window: every row's logits. */
+    private static float[][] prefillThenWindow(CudaForwardPass gpu, int[] prompt, int[] chunks) {
+        BlockTable t = new BlockTable(dev.spindle.backend.TestSteps.pool(gpu));
+        try {
+            int at = 0;
+            for (int len : chunks) {
+                dev.spindle.backend.TestSteps.forward(gpu, List.of(dev.spindle.backend.TestSteps.window(Arrays.copyOfRange(prompt, at, at + len), t, false, false)));
+                at += len;
+            }
+            return dev.spindle.backend.TestSteps.forward(gpu, List.of(dev.spindle.backend.TestSteps.window(
+                    Arrays.copyOfRange(prompt, at, prompt.length), t, true, true))).getFirst();
+        } finally {
+            t.release();
+        }
+    }
+
     /** Prefills tokens into table in chunks of 8,192 rows that want no logits. */
     private static void prefill(CudaForwardPass gpu, int[] tokens, BlockTable table) {
         for (int at = 0; at < tokens.length; at += 8192) {

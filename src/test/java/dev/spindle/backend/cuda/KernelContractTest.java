@@ -276,6 +276,27 @@ class KernelContractTest {
                 k.attention(CudaKernels.PREFILL_WGMMA, zero.size(), dq, stride, zeroOut, dpool, dtab, dzero, partO, partML, heads, kvHeads, hd, bs, scale);
                 assertEquals(0, compare(whole, download(a, zeroOut, ctx * qd))[1], "the wgmma prefill differs from one warp per row group");
             }
+            // the warp-specialised prefills (sm_90a): CTAs of up to 128 MMA rows, each ending at a decode row with the rows
+            // before it (in both consumer warpgroups), the same bits at the decode rows
+            for (int ws : new int[]{CudaKernels.PREFILL_WS, CudaKernels.PREFILL_WS_PINGPONG}) {
+                if (!k.hasAttention(hd, ws)) {
+                    continue;
+                }
+                java.util.List<int[]> tiles = new java.util.ArrayList<>();
+                for (int p : decode) {
+                    int r = Math.min(CudaKernels.attentionTileRows(ws) / group, p + 1);
+                    tiles.add(new int[]{p - r + 1, r, p - r + 1, 0, 0, KeySplits.count(p + 1), -1, 0});
+                }
+                long dtiles = cuda.alloc(tiles.size() * 32L);
+                cuda.copyToDevice(dtiles, a.allocateFrom(ValueLayout.JAVA_INT, tiles.stream().flatMapToInt(java.util.Arrays::stream).toArray()));
+                cuda.memsetZero(zeroOut, (long) ctx * qd * 2);
+                k.attention(ws, tiles.size(), dq, stride, zeroOut, dpool, dtab, dtiles, partO, partML, heads, kvHeads, hd, bs, scale);
+                float[] wsOut = download(a, zeroOut, ctx * qd);
+                for (int p : decode) {
+                    assertEquals(0, compare(java.util.Arrays.copyOfRange(whole, p * qd, (p + 1) * qd), java.util.Arrays.copyOfRange(wsOut, p * qd, (p + 1) * qd))[1],
+                            "the warp-specialised prefill " + CudaKernels.ATTENTION_KERNELS.get(ws) + " differs from one warp per row group at position " + p);
+                }
+            }
             for (int i = 0; i < decode.length; i++) {
                 float[] want = java.util.Arrays.copyOfRange(whole, decode[i] * qd, (decode[i] + 1) * qd);
                 float[] got = java.util.Arrays.copyOfRange(split, i * qd, (i + 1) * qd);
@@ -736,6 +757,24 @@ class KernelContractTest {
                             partML, heads, kvHeads, hd, bs, scale);
                     assertEquals(0, compare(got, download(a, dout, ctx * qd))[1], "the wgmma prefill differs from one warp per row group (head dim " + hd + ")");
                     System.out.println("[cuda] attention hd " + hd + ": the wgmma prefill = one warp per row group, bit for bit");
+                }
+                // the warp-specialised prefills (sm_90a) on CTAs of 128 MMA rows: the window's rows in both consumer warpgroups
+                for (int ws : new int[]{CudaKernels.PREFILL_WS, CudaKernels.PREFILL_WS_PINGPONG}) {
+                    if (!k.hasAttention(hd, ws)) {
+                        continue;
+                    }
+                    int wsRows = CudaKernels.attentionTileRows(ws) / group;
+                    java.util.List<int[]> tiles = new java.util.ArrayList<>();
+                    for (int r = 0; r < window; r += wsRows) {
+                        tiles.add(new int[]{r, Math.min(wsRows, window - r), r, 0, 0, KeySplits.count(r + Math.min(wsRows, window - r)), -1, 0});
+                    }
+                    long dtiles = cuda.alloc(tiles.size() * 32L);
+                    cuda.copyToDevice(dtiles, a.allocateFrom(ValueLayout.JAVA_INT, tiles.stream().flatMapToInt(java.util.Arrays::stream).toArray()));
+                    k.attention(ws, tiles.size(), dq, stride, dout, dpool, dtab, dtiles, partO, partML, heads, kvHeads, hd, bs, scale);
+                    assertEquals(0, compare(got, download(a, dout, ctx * qd))[1], "the warp-specialised prefill " + CudaKernels.ATTENTION_KERNELS.get(ws)
+                            + " differs from one warp per row group (head dim " + hd + ")");
+                    System.out.println("[cuda] attention hd " + hd + ": the warp-specialised prefill " + CudaKernels.ATTENTION_KERNELS.get(ws)
+                            + " = one warp per row group, bit for bit");
                 }
                 double worst = 0;
                 String where = "";

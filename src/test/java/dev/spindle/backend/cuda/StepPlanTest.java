@@ -6,6 +6,8 @@ import dev.spindle.backend.ModelStep.Window;
 import dev.spindle.engine.kv.BlockPool;
 import dev.spindle.engine.kv.BlockTable;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -103,13 +105,16 @@ class StepPlanTest {
         }
     }
 
-    @Test
-    void prefillTilesCoverEveryRowOnceAndWalkAllSplits() {
+    /** Tiles of 64 MMA rows (9 rows of 7 heads: p0, p0w, p0g) and of 128 (18 rows: the warp-specialised prefills). */
+    @ParameterizedTest
+    @ValueSource(ints = {CudaKernels.PREFILL_WGMMA, CudaKernels.PREFILL_WS})
+    void prefillTilesCoverEveryRowOnceAndWalkAllSplits(int kernel) {
         BlockTable t = table(300);
         t.reserve(350);
-        StepPlan p = new StepPlan(List.of(w(new int[50], t, true, true)), 7, 8);
+        StepPlan p = new StepPlan(List.of(w(new int[50], t, true, true)), 7, 8, 0, CudaKernels.attentionTileRows(kernel));
         assertEquals(0, p.decodeCtas);
-        int tile = CudaKernels.ATTENTION_TILE / 7;
+        int tile = CudaKernels.attentionTileRows(kernel) / 7;
+        assertEquals((50 + tile - 1) / tile, p.ctas, "tiles of " + tile + " rows");
         boolean[] covered = new boolean[50];
         int previous = Integer.MAX_VALUE;
         for (int i = 0; i < p.ctas; i++) {

@@ -1,0 +1,298 @@
+// attention_wgmma.cuh: what the Hopper prefill kernels share (attention_wgmma.cu's p0g, attention_ws.cu's p0s and
+// p0sp): a CTA's descriptor and the tiles it walks, one thread's share of a tile's K/V copies, and the rows of the
+// MMA tile walking those tiles (wg_attention_rows), every warpgroup 64 MMA rows with p0's arithmetic. The kernels
+// differ only in who fills the stages and when (a Feed): p0g's warpgroup copies its own tiles, two stages deep;
+// p0s's producer warpgroup copies them for two consumer warpgroups through mbarriers.
+//
+// K and V tiles arrive by cp.async in wgmma's 128-byte swizzled layout: a tile is HD / 64 column blocks of
+// [KT rows][64 dims], 128 bytes a row, 16-byte chunk c of row r at c ^ (r mod 8), 8-row groups 1024 bytes apart;
+// K is read K-major (rows are keys, k runs along dims), V N-major (k runs along keys). A stage is a tile's K then
+// its V (2 KT HD bf16). Per tile and warpgroup:
+//   S (64 rows x 64 keys) = Q K^T: HD / 16 wgmma m64n64k16, Q from registers (p0's fragments), K from
+//   shared memory; then p0's softmax of the tile on S in registers, P packed to bf16 fragments;
+//   O (64 x HD) += P V: four wgmma m64n{HD}k16, P from registers, V from shared memory (N-major).
+#pragma once
+#include "wgmma.cuh"
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+// a prefill CTA (attention.cu's descriptor): its rows, and the keys it walks, tiles of KT from firstKey
+struct WgCta {
+    int row0, rows, pos0, tab, s0, s1;
+    __device__ __forceinline__ explicit WgCta(const int *d) : row0(d[0]), rows(d[1]), pos0(d[2]), tab(d[3]), s0(d[4]), s1(d[5]) {}
+    __device__ __forceinline__ int maxPos() const { return pos0 + rows - 1; }
+    __device__ __forceinline__ int firstKey() const { return split_start(s0); }
+    __device__ __forceinline__ int lastKey() const { return min(split_start(s1), maxPos() + 1); }
+    __device__ __forceinline__ int tiles() const {
+        const int first = firstKey(), last = lastKey();
+        return last > first ? (last - first + KT - 1) / KT : 0;
+    }
+};
+
+// One of THREADS threads' share of a tile's K and V copies: chunk ch of keys lk, lk + KSTEP, ... of the KV head's
+// tile, zeros for keys past the last (never a stale slot of the pool).
+template <int HD, int THREADS>
+struct WgTileCopy {
+    static constexpr int DN = HD / 8, KSTEP = THREADS / DN;
+    static constexpr unsigned STAGE = 2u * KT * HD * 2; // K then V of one tile, bytes
+    static_assert(KSTEP % 8 == 0, "a thread's keys KSTEP apart share their swizzle (key mod 8)");
+    const int lk, ch, bsh, blockSize, firstKey, lastKey;
+    const unsigned blockRows, headRow, vRows;
+    const bf16 *column, *vColumn;
+    const int *table;
+    unsigned off0;
+
+    __device__ __forceinline__ WgTileCopy(const bf16 *pool, const int *tables, const WgCta &c, int g, int kvHeads, int blockSize, unsigned t)
+        : lk(t / DN), ch(t % DN), bsh(__ffs(blockSize) - 1), blockSize(blockSize), firstKey(c.firstKey()), lastKey(c.lastKey()),
+          blockRows(2u * kvHeads * blockSize), headRow((unsigned) g * blockSize), vRows((unsigned) kvHeads * blockSize),
+          column(pool + ch * 8), vColumn(column + (long) vRows * HD), table(tables + c.tab) {
+        off0 = wg_chunk(lk, ch); // key lk + r's chunk lies r * 128 bytes further (r a multiple of 8)
+    }
+
+    // one 16-byte copy, zeros where the key is past the last
+    __device__ __forceinline__ static void copy(unsigned dst, const void *src, bool in) {
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(dst), "l"(src), "r"(in ? 16 : 0));
+    }
+
+    // tile i into the stage at shared address stage (not committed: the caller commits the group)
+    __device__ __forceinline__ void operator()(unsigned stage, int i) const {
+        const unsigned ks = stage + off0, vs = ks + STAGE / 2;
+        const int k0 = firstKey + i * KT + lk;
+        if (blockSize >= 2 * KSTEP) {
+            // keys lk + 2 KSTEP m and lk + 2 KSTEP m + KSTEP share a KV block (tiles start at multiples of 64, lk < KSTEP):
+            // one table read and one address for both, the second KSTEP rows further
+            #pragma unroll
+            for (int key = 0; key < KT; key += 2 * KSTEP) {
+                const int kj = k0 + key;
+                const bool in = kj < lastKey, in2 = kj + KSTEP < lastKey;
+                const unsigned row = in ? __ldg(table + (kj >> bsh)) * blockRows + headRow + (kj & (blockSize - 1)) : 0u;
+                const bf16 *k = static_cast<const bf16 *>(mad_wide(row, 2 * HD, column)), *v = static_cast<const bf16 *>(mad_wide(row, 2 * HD, vColumn));
+                copy(ks + key * 128, k, in);
+                copy(vs + key * 128, v, in);
+                copy(ks + (key + KSTEP) * 128, k + KSTEP * HD, in2);
+                copy(vs + (key + KSTEP) * 128, v + KSTEP * HD, in2);
+            }
+        } else {
+            #pragma unroll
+            for (int key = 0; key < KT; key += KSTEP) {
+                const int kj = k0 + key;
+                const bool in = kj < lastKey;
+                const unsigned row = in ? __ldg(table + (kj >> bsh)) * blockRows + headRow + (kj & (blockSize - 1)) : 0u;
+                copy(ks + key * 128, mad_wide(row, 2 * HD, column), in);
+                copy(vs + key * 128, mad_wide(row, 2 * HD, vColumn), in);
+            }
+        }
+    }
+};
+
+// The MMA rows of a CTA's consumer threads t = 0 .. THREADS - 1 (warpgroup w: MMA rows 64 w ..; p0's rows per warp)
+// walking the CTA's tiles: the scores, softmax, P V and the fold of every split into the running O (fp32, orun: this
+// thread's values c = 4 j .. 4 j + 3 at float4 j * THREADS + t), then out. The feed supplies the stages:
+//   stage(i)          the shared address of tile i's stage
+//   first()           before tile 0's scores: tile 0's K has landed
+//   before(i, next)   at the start of iteration i: tile i + 1's K (where next) and tile i's V have landed
+//   issue(), issued(i, next)   around the iteration's wgmma issue (p0sp's ping-pong between warpgroups)
+//   read(i)           tile i's stage is read (its wgmmas are done)
+//   after(i)          the end of iteration i (the split's fold is in orun)
+template <int HD, int VLBO, int VSBO, int THREADS, class Feed>
+__device__ __forceinline__ void wg_attention_rows(const bf16 *qkv, int qkvStride, bf16 *out, const WgCta &cta, int heads, int kvHeads,
+        float scale, unsigned t, float *orun, Feed &feed) {
+    constexpr int KS = HD / 16, DN = HD / 8;
+    constexpr unsigned STAGE = 2u * KT * HD * 2;
+    const int g = blockIdx.y, G = heads / kvHeads;
+    const float cl2 = attn_c(scale);
+    // warp: the first of this warp's 16 MMA rows (warpgroup w takes rows 64 w..)
+    const int warp = t >> 5, lane = t & 31, gr = lane >> 2, tq = lane & 3;
+    // this thread's two MMA rows and their Q fragments
+    const AttnRows<HD> tr(qkv, qkvStride, cta.row0, cta.rows, cta.pos0, g, G, warp * 16, gr, tq);
+    const int (&mr)[2] = tr.mr, (&pos)[2] = tr.pos;
+    const bool (&valid)[2] = tr.valid;
+    const unsigned (&qf)[KS][4] = tr.qf;
+    const bool upper = warp * 16 + 8 < cta.rows * G;
+    // whether the warp's 16 rows all hold a row, and the first one's position: tiles wholly before it need no mask
+    const bool full = warp * 16 + 16 <= cta.rows * G;
+    const int firstPos = cta.pos0 + warp * 16 / G;
+    const int firstKey = cta.firstKey(), tiles = cta.tiles();
+
+    float M[2] = {-INFINITY, -INFINITY}, L[2] = {0.f, 0.f}, ms[2] = {-INFINITY, -INFINITY}, ls[2] = {0.f, 0.f};
+    // os: the split's o (this thread's HD / 2 values, as wgmma lays them out); S: a tile's scores
+    float os[DN * 4], S[32];
+    // softmax of the tile at t0 on S (p0's arithmetic): the split's max and sum move on, P fragments out
+    // (pf[j]: keys 16 j .. 16 j + 15), alpha the factor of the split's o before this tile
+    auto softmax = [&](int t0, unsigned (&pf)[4][4], float (&alpha)[2]) {
+        if (!full || t0 + KT - 1 > firstPos) {
+            #pragma unroll
+            for (int c = 0; c < 8; c++) {
+                #pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    int h = e >> 1, key = t0 + 8 * c + 2 * tq + (e & 1);
+                    S[4 * c + e] = (valid[h] && key <= pos[h] && (h == 0 || upper)) ? S[4 * c + e] : -INFINITY;
+                }
+            }
+        }
+        float mx[2] = {-INFINITY, -INFINITY};
+        #pragma unroll
+        for (int c = 0; c < 32; c++) mx[(c & 3) >> 1] = fmaxf(mx[(c & 3) >> 1], S[c]);
+        #pragma unroll
+        for (int h = 0; h < 2; h++) {
+            if (h == 1 && !upper) break;
+            mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
+            mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
+        }
+        float mu[2], q[2][4] = {};
+        attn_new_max(ms, mx, cl2, upper, mu, alpha);
+        #pragma unroll
+        for (int c = 0; c < 32; c++) S[c] = (c & 3) >= 2 && !upper ? 0.f : attn_p(S[c], cl2, mu[(c & 3) >> 1]);
+        #pragma unroll
+        for (int h = 0; h < 2; h++) {
+            if (h == 1 && !upper) break;
+            #pragma unroll
+            for (int c = 0; c < 8; c += 2) {
+                float a = __fadd_rn(S[4 * c + 2 * h], S[4 * c + 2 * h + 1]);
+                a = __fadd_rn(a, S[4 * (c + 1) + 2 * h]);
+                q[h][c / 2] = __fadd_rn(a, S[4 * (c + 1) + 2 * h + 1]);
+            }
+        }
+        #pragma unroll
+        for (int c = 0; c < 8; c++) {
+            pf[c >> 1][(c & 1) * 2] = pack_bf16(S[4 * c], S[4 * c + 1]);
+            pf[c >> 1][(c & 1) * 2 + 1] = pack_bf16(S[4 * c + 2], S[4 * c + 3]);
+        }
+        #pragma unroll
+        for (int h = 0; h < 2; h++) {
+            if (h == 1 && !upper) break;
+            ls[h] = __fadd_rn(__fmul_rn(ls[h], alpha[h]), attn_tile_sum(q[h]));
+        }
+    };
+    // the descriptors of tile i's K chunks (kd) and V chunks (vd), made before the fence that precedes their wgmmas
+    unsigned long long kd[KS], vd[4];
+    auto descriptors = [&](int i) {
+        const unsigned ks = feed.stage(i), vs = ks + STAGE / 2;
+        #pragma unroll
+        for (int kk = 0; kk < KS; kk++) {
+            kd[kk] = wg_desc(ks + (kk >> 2) * (KT * 128) + (kk & 3) * 32, 16, 1024);
+            wg_pin_l(kd[kk]);
+        }
+        #pragma unroll
+        for (int j = 0; j < 4; j++) {
+            vd[j] = wg_desc(vs + j * 16 * 128, VLBO, VSBO);
+            wg_pin_l(vd[j]);
+        }
+    };
+    auto scores = [&]() {
+        wg_scores0(S, qf[0], kd[0]);
+        #pragma unroll
+        for (int kk = 1; kk < KS; kk++) wg_scores(S, qf[kk], kd[kk], 1);
+        asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+    };
+    // Software pipeline: iteration i issues tile i + 1's scores and tile i's P V back to back, then does
+    // tile i + 1's softmax while the tensor cores run P V.
+    unsigned pf[4][4], pn[4][4];
+    float alpha[2], an[2];
+    if (tiles > 0) {
+        feed.first();
+        descriptors(0);
+        wg_fence();
+        scores();
+        asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+        #pragma unroll
+        for (int c = 0; c < 32; c++) wg_pin(S[c]);
+        softmax(firstKey, pf, alpha);
+    }
+    // one iteration; next: a tile follows. The last iteration issues scores too (of a stale stage, unused), so no
+    // wgmma sits in a branch (ptxas would serialise the pipeline)
+    auto step = [&](int i, bool next) {
+        const int t0 = firstKey + i * KT;
+        const bool splitEnds = split_begins(t0 + KT) || !next;
+        feed.before(i, next);
+        // the split's o rescaled to the new max (o is still zero in a split's first tile: skipped; a factor of 1
+        // changes nothing, but a branch around it would put the accumulators through moves in the wgmma pipeline)
+        if (!split_begins(t0)) {
+            #pragma unroll
+            for (int c = 0; c < DN * 4; c++) os[c] = __fmul_rn(os[c], alpha[(c & 3) >> 1]);
+        }
+        // every register the wgmmas read or write is final before the fence (an asm, so no write moves past it)
+        #pragma unroll
+        for (int c = 0; c < DN * 4; c++) wg_pin(os[c]);
+        #pragma unroll
+        for (int j = 0; j < 4; j++) {
+            #pragma unroll
+            for (int r = 0; r < 4; r++) wg_pin_r(pf[j][r]);
+        }
+        unsigned long long vdi[4];
+        #pragma unroll
+        for (int j = 0; j < 4; j++) vdi[j] = vd[j];
+        descriptors(i + 1);
+        feed.issue();
+        wg_fence();
+        scores();
+        #pragma unroll
+        for (int j = 0; j < 4; j++) wg_mma<HD, 1>(os, pf[j], vdi[j], j > 0 || !split_begins(t0));
+        asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+        feed.issued(i, next);
+        float fa[2], fb[2];
+        if (splitEnds) {
+            #pragma unroll
+            for (int h = 0; h < 2; h++) fold_factors(M[h], L[h], ms[h], ls[h], fa[h], fb[h]);
+        }
+        asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+        if (next) {
+            #pragma unroll
+            for (int c = 0; c < 32; c++) wg_pin(S[c]);
+            #pragma unroll
+            for (int kk = 0; kk < KS; kk++) wg_pin_l(kd[kk]);
+            if (splitEnds) {
+                ms[0] = ms[1] = -INFINITY;
+                ls[0] = ls[1] = 0.f;
+            }
+            softmax(t0 + KT, pn, an);
+        }
+        asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+        // the wgmmas' inputs stay live (and in their registers) until they are done
+        #pragma unroll
+        for (int c = 0; c < DN * 4; c++) wg_pin(os[c]);
+        #pragma unroll
+        for (int j = 0; j < 4; j++) {
+            wg_pin_l(vdi[j]);
+            #pragma unroll
+            for (int r = 0; r < 4; r++) wg_pin_r(pf[j][r]);
+        }
+        feed.read(i);
+        if (splitEnds) {
+            const bool firstSplit = split_of(t0) == cta.s0;
+            // the run's O: this thread's values c = 4 j .. 4 j + 3 at float4 j * THREADS + t (conflict-free)
+            #pragma unroll
+            for (int j = 0; j < DN; j++) {
+                float4 *o = reinterpret_cast<float4 *>(orun) + j * THREADS + t;
+                float4 v = firstSplit ? make_float4(0.f, 0.f, 0.f, 0.f) : *o;
+                v.x = fold_value(v.x, fa[0], os[4 * j], fb[0]);
+                v.y = fold_value(v.y, fa[0], os[4 * j + 1], fb[0]);
+                v.z = fold_value(v.z, fa[1], os[4 * j + 2], fb[1]);
+                v.w = fold_value(v.w, fa[1], os[4 * j + 3], fb[1]);
+                *o = v;
+            }
+        }
+        feed.after(i);
+        #pragma unroll
+        for (int j = 0; j < 4; j++) {
+            #pragma unroll
+            for (int r = 0; r < 4; r++) pf[j][r] = pn[j][r];
+        }
+        alpha[0] = an[0];
+        alpha[1] = an[1];
+    };
+    #pragma unroll 1
+    for (int i = 0; i < tiles; i++) step(i, i + 1 < tiles);
+    #pragma unroll
+    for (int h = 0; h < 2; h++) {
+        if (!valid[h]) continue;
+        int r = mr[h] / G, qh = g * G + mr[h] % G;
+        bf16 *op = out + (long) (cta.row0 + r) * heads * HD + (long) qh * HD;
+        #pragma unroll
+        for (int j = 0; j < DN; j++) {
+            float4 v = reinterpret_cast<const float4 *>(orun)[j * THREADS + t];
+            float o0 = h ? v.z : v.x, o1 = h ? v.w : v.y;
+            *reinterpret_cast<__nv_bfloat162 *>(op + 8 * j + 2 * tq) = __floats2bfloat162_rn(__fdiv_rn(o0, L[h]), __fdiv_rn(o1, L[h]));
+        }
+    }
+}
+#endif

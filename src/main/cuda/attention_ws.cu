@@ -1,0 +1,118 @@
+// attention_ws: prefill attention on Hopper (sm_90a) with warp-specialised warpgroups, the same values as p0 and
+// p0g bit for bit (every row's arithmetic is attention_wgmma.cuh's wg_attention_rows, p0g's). FlashAttention-3's
+// structure kept to Spindle's fixed 64-key tiles and splits:
+//   warpgroup 0, the producer, copies the CTA's K/V tiles into STAGES stages (cp.async, p0g's copies; registers
+//   handed to the consumers with setmaxnreg) and marks each stage full on an mbarrier once its copies have
+//   landed and are fenced for the async proxy;
+//   warpgroups 1 and 2, the consumers, hold 64 MMA rows each (128 a CTA: the host plans tiles of 128 / G rows),
+//   read every stage both, and mark a stage empty on a second mbarrier once their wgmmas are done with it.
+// So a K/V tile is copied once for 128 MMA rows (p0g: once for 64), no consumer thread issues a copy or waits at
+// a __syncthreads, and the copies of the next tiles run while the consumers compute. p0sp adds FlashAttention-3's
+// ping-pong: the consumers take turns to issue their wgmmas (named barriers 1 and 2), so one's softmax runs under
+// the other's matrix products.
+// Kernels attention_hd128_p0s and attention_hd128_p0sp: p0's arguments and descriptors (attention.cu; a CTA's rows
+// up to 128 / G), grid (CTAs, kvHeads), block 384 threads, one CTA an SM. Dynamic shared memory: 1024 bytes for
+// alignment, STAGES stages of K and V (32 KiB each at head dim 128), the consumers' running O (fp32, 64 KiB), then
+// 2 STAGES mbarriers. Written on the development machine and compiled for sm_90a there; see docs/ARCHITECTURE.md
+// for whether it has run on a GPU.
+#include "attention_wgmma.cuh"
+
+#define WS_STAGES 4
+// tiles the producer keeps in flight before it marks the oldest full (its stages number at least WS_LAG + 2: the
+// consumers free a stage only after reading the next one, which the producer must already have marked)
+#define WS_LAG 2
+// registers a thread of the producer keeps, and of the consumers (128 P + 256 C <= 65,536)
+#define WS_PRODUCER_REGS 40
+#define WS_CONSUMER_REGS 232
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+// the consumers' stages: tile i in stage i % S, full[s] set by the producer's 128 threads, empty[s] by the
+// consumers' 256; PP: the two consumer warpgroups take turns to issue their wgmmas
+template <int HD, int S, bool PP>
+struct WsFeed {
+    static constexpr unsigned STAGE = 2u * KT * HD * 2;
+    const unsigned base, bars; // stage 0, and full[0] (full[s] at bars + 8 s, empty[s] at bars + 8 (S + s))
+    const int w;               // this consumer warpgroup, 0 or 1
+    __device__ __forceinline__ unsigned stage(int i) const { return base + ((unsigned) i % S) * STAGE; }
+    __device__ __forceinline__ void waitFull(int i) const { mbar_wait(bars + 8 * ((unsigned) i % S), ((unsigned) i / S) & 1); }
+    __device__ __forceinline__ void first() const {
+        if (PP && w == 1) named_arrive(1, 256); // warpgroup 0 issues first
+        waitFull(0);
+    }
+    __device__ __forceinline__ void before(int i, bool next) const {
+        if (next) waitFull(i + 1);
+    }
+    __device__ __forceinline__ void issue() const {
+        if (PP) named_sync(1 + w, 256);
+    }
+    // the other warpgroup's turn (warpgroup 1 gives none after its last issue: warpgroup 0 waits for no more)
+    __device__ __forceinline__ void issued(int, bool next) const {
+        if (PP && (w == 0 || next)) named_arrive(2 - w, 256);
+    }
+    __device__ __forceinline__ void read(int i) const { mbar_arrive(bars + 8 * (S + (unsigned) i % S)); }
+    __device__ __forceinline__ void after(int) const {}
+};
+
+template <int HD, int S, bool PP, int VLBO, int VSBO>
+__device__ __forceinline__ void attention_ws_impl(
+        const bf16 *qkv, int qkvStride, bf16 *out, const bf16 *pool, const int *tables, const int *desc,
+        int heads, int kvHeads, int blockSize, float scale) {
+    static_assert(S >= WS_LAG + 2 && (S & (S - 1)) == 0, "stages: a power of two, at least WS_LAG + 2");
+    constexpr unsigned STAGE = 2u * KT * HD * 2;
+    const WgCta cta(desc + blockIdx.x * 8);
+    dependent_launch_entry();
+    const unsigned raw = (unsigned) __cvta_generic_to_shared(attn_smem), base = (raw + 1023) & ~1023u;
+    unsigned char *aligned = reinterpret_cast<unsigned char *>(attn_smem) + (base - raw);
+    float *orun = reinterpret_cast<float *>(aligned + S * STAGE);
+    const unsigned bars = base + S * STAGE + 2 * 64 * HD * 4;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < S; s++) {
+            mbar_init(bars + 8 * s, 128);
+            mbar_init(bars + 8 * (S + s), 256);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+    const int tiles = cta.tiles();
+    if (threadIdx.x < 128) {
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" :: "n"(WS_PRODUCER_REGS));
+        const WgTileCopy<HD, 128> copy(pool, tables, cta, blockIdx.y, kvHeads, blockSize, threadIdx.x);
+        // tile i: wait until the consumers have read the stage's previous tile (i - S), copy, and mark tile i - WS_LAG
+        // full once this thread's copies of it have landed (fenced for the wgmmas' async proxy, then released)
+        #pragma unroll 1
+        for (int i = 0; i < tiles; i++) {
+            if (i >= S) mbar_wait(bars + 8 * (S + i % S), (i / S - 1) & 1);
+            copy(base + (i % S) * STAGE, i);
+            asm volatile("cp.async.commit_group;\n" ::);
+            if (i >= WS_LAG) {
+                asm volatile("cp.async.wait_group %0;\n" :: "n"(WS_LAG));
+                asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+                mbar_arrive(bars + 8 * ((i - WS_LAG) % S));
+            }
+        }
+        asm volatile("cp.async.wait_group 0;\n" ::);
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+        #pragma unroll 1
+        for (int i = max(0, tiles - WS_LAG); i < tiles; i++) mbar_arrive(bars + 8 * (i % S));
+    } else {
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(WS_CONSUMER_REGS));
+        const unsigned t = threadIdx.x - 128;
+        WsFeed<HD, S, PP> feed{base, bars, (int) (t >> 7)};
+        wg_attention_rows<HD, VLBO, VSBO, 256>(qkv, qkvStride, out, cta, heads, kvHeads, scale, t, orun, feed);
+    }
+}
+#define WS_BODY(hd, pp) attention_ws_impl<hd, WS_STAGES, pp, 8192, 1024>(qkv, qkvStride, out, pool, tables, desc, heads, kvHeads, blockSize, scale);
+#else
+#define WS_BODY(hd, pp) __trap();
+#endif
+
+// p0's signature (partO and partML unused: prefill writes out)
+#define ATTENTION_WS(hd, name, pp) \
+    extern "C" __global__ void __launch_bounds__(384, 1) attention_hd##hd##_##name( \
+            const bf16 *qkv, int qkvStride, bf16 *out, const bf16 *pool, const int *tables, const int *desc, float *partO, \
+            float *partML, int heads, int kvHeads, int blockSize, float scale) { \
+        WS_BODY(hd, pp) \
+    }
+// head dim 128 only (the family's), as p0g
+ATTENTION_WS(128, p0s, false)
+ATTENTION_WS(128, p0sp, true)
