@@ -14,7 +14,7 @@
 // block: 128 threads (4 warps; p0w 256, 8 warps). The G query heads of one KV head and R rows stack into
 // the 64 rows of the MMA tile (m = r * G + j), so K/V tiles are read once per KV head. Each CTA is
 // described by 8 ints in desc:
-//   [0] first qkv row of its rows, [1] rows (R <= 64 / G, G = heads / kvHeads), [2] position of the
+//   [0] first qkv row of its rows, [1] rows (R <= 64 / G, G = heads / kvHeads; 128 / G for attention_ws.cu's), [2] position of the
 //   first row, [3] offset of its sequence's block table in tables, [4] first split, [5] end split,
 //   [6] partial slot of split s0 (decode CTAs; -1: the CTA walks all of its row's splits and folds them itself, as
 //   prefill does), [7] the decode row (written by StepPlan, read by no kernel).

@@ -53,19 +53,32 @@ struct WgTileCopy {
         asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(dst), "l"(src), "r"(in ? 16 : 0));
     }
 
-    // tile i into the stage at shared address stage (not committed: the caller commits the group)
-    __device__ __forceinline__ void operator()(unsigned stage, int i) const {
+    // whether a thread's keys KSTEP apart come in pairs that share a KV block (tiles start at multiples of 64, lk < KSTEP)
+    __device__ __forceinline__ bool paired() const { return blockSize >= 2 * KSTEP; }
+
+    // the pool rows of this thread's keys of tile i (paired: of each pair's first key, in row[0 .. KT / (2 KSTEP))),
+    // 0 past the last key: the table reads, which need no stage
+    __device__ __forceinline__ void rows(int i, unsigned (&row)[KT / KSTEP]) const {
+        const int k0 = firstKey + i * KT + lk, step = paired() ? 2 * KSTEP : KSTEP;
+        #pragma unroll
+        for (int m = 0; m < KT / KSTEP; m++) {
+            const int kj = k0 + m * step;
+            row[m] = m * step < KT && kj < lastKey ? __ldg(table + (kj >> bsh)) * blockRows + headRow + (kj & (blockSize - 1)) : 0u;
+        }
+    }
+
+    // tile i into the stage at shared address stage from its rows (not committed: the caller commits the group)
+    __device__ __forceinline__ void copy(unsigned stage, int i, const unsigned (&row)[KT / KSTEP]) const {
         const unsigned ks = stage + off0, vs = ks + STAGE / 2;
         const int k0 = firstKey + i * KT + lk;
-        if (blockSize >= 2 * KSTEP) {
-            // keys lk + 2 KSTEP m and lk + 2 KSTEP m + KSTEP share a KV block (tiles start at multiples of 64, lk < KSTEP):
-            // one table read and one address for both, the second KSTEP rows further
+        if (paired()) {
+            // one address for both keys of a pair, the second KSTEP rows further
             #pragma unroll
             for (int key = 0; key < KT; key += 2 * KSTEP) {
                 const int kj = k0 + key;
                 const bool in = kj < lastKey, in2 = kj + KSTEP < lastKey;
-                const unsigned row = in ? __ldg(table + (kj >> bsh)) * blockRows + headRow + (kj & (blockSize - 1)) : 0u;
-                const bf16 *k = static_cast<const bf16 *>(mad_wide(row, 2 * HD, column)), *v = static_cast<const bf16 *>(mad_wide(row, 2 * HD, vColumn));
+                const unsigned r = row[key / (2 * KSTEP)];
+                const bf16 *k = static_cast<const bf16 *>(mad_wide(r, 2 * HD, column)), *v = static_cast<const bf16 *>(mad_wide(r, 2 * HD, vColumn));
                 copy(ks + key * 128, k, in);
                 copy(vs + key * 128, v, in);
                 copy(ks + (key + KSTEP) * 128, k + KSTEP * HD, in2);
@@ -74,13 +87,18 @@ struct WgTileCopy {
         } else {
             #pragma unroll
             for (int key = 0; key < KT; key += KSTEP) {
-                const int kj = k0 + key;
-                const bool in = kj < lastKey;
-                const unsigned row = in ? __ldg(table + (kj >> bsh)) * blockRows + headRow + (kj & (blockSize - 1)) : 0u;
-                copy(ks + key * 128, mad_wide(row, 2 * HD, column), in);
-                copy(vs + key * 128, mad_wide(row, 2 * HD, vColumn), in);
+                const bool in = k0 + key < lastKey;
+                copy(ks + key * 128, mad_wide(row[key / KSTEP], 2 * HD, column), in);
+                copy(vs + key * 128, mad_wide(row[key / KSTEP], 2 * HD, vColumn), in);
             }
         }
+    }
+
+    // tile i into the stage at shared address stage (not committed)
+    __device__ __forceinline__ void operator()(unsigned stage, int i) const {
+        unsigned row[KT / KSTEP];
+        rows(i, row);
+        copy(stage, i, row);
     }
 };
 

@@ -1,9 +1,9 @@
 // attention_ws: prefill attention on Hopper (sm_90a) with warp-specialised warpgroups, the same values as p0 and
 // p0g bit for bit (every row's arithmetic is attention_wgmma.cuh's wg_attention_rows, p0g's). FlashAttention-3's
 // structure kept to Spindle's fixed 64-key tiles and splits:
-//   warpgroup 0, the producer, copies the CTA's K/V tiles into STAGES stages (cp.async, p0g's copies; registers
-//   handed to the consumers with setmaxnreg) and marks each stage full on an mbarrier once its copies have
-//   landed and are fenced for the async proxy;
+//   warpgroup 0, the producer, copies the CTA's K/V tiles into WS_STAGES stages (cp.async, p0g's copies, a tile's
+//   block-table reads made before its stage is free; registers handed to the consumers with setmaxnreg) and marks
+//   each stage full on an mbarrier once its copies have landed and are fenced for the async proxy;
 //   warpgroups 1 and 2, the consumers, hold 64 MMA rows each (128 a CTA: the host plans tiles of 128 / G rows),
 //   read every stage both, and mark a stage empty on a second mbarrier once their wgmmas are done with it.
 // So a K/V tile is copied once for 128 MMA rows (p0g: once for 64), no consumer thread issues a copy or waits at
@@ -12,15 +12,19 @@
 // the other's matrix products.
 // Kernels attention_hd128_p0s and attention_hd128_p0sp: p0's arguments and descriptors (attention.cu; a CTA's rows
 // up to 128 / G), grid (CTAs, kvHeads), block 384 threads, one CTA an SM. Dynamic shared memory: 1024 bytes for
-// alignment, STAGES stages of K and V (32 KiB each at head dim 128), the consumers' running O (fp32, 64 KiB), then
-// 2 STAGES mbarriers. Written on the development machine and compiled for sm_90a there; see docs/ARCHITECTURE.md
+// alignment, WS_STAGES stages of K and V (32 KiB each at head dim 128), the consumers' running O (fp32, 64 KiB), then
+// 2 WS_STAGES mbarriers. A wait for an mbarrier that lasts seconds traps (wgmma.cuh's mbar_wait): a broken pipeline
+// fails the launch instead of hanging the GPU. Written on the development machine and compiled for sm_90a there; see docs/ARCHITECTURE.md
 // for whether it has run on a GPU.
 #include "attention_wgmma.cuh"
 
 #define WS_STAGES 4
-// tiles the producer keeps in flight before it marks the oldest full (its stages number at least WS_LAG + 2: the
-// consumers free a stage only after reading the next one, which the producer must already have marked)
-#define WS_LAG 2
+// The producer marks tile i - WS_LAG full after issuing tile i's copies, which wait for tile i - S's stage to be empty:
+// the consumers empty it at the end of their iteration i - S, which began by waiting for tile i - S + 1 to be full.
+// So S >= WS_LAG + 2 (or nothing moves), and consumer iteration j, which needs tile j + 1 full, waits for the end of
+// their own iteration j + 1 + WS_LAG - S and the producer's round trip after it: S - WS_LAG - 2 iterations of slack
+// (one here; WS_LAG 2 of 4 stages left none, and every consumer iteration would wait on the producer).
+#define WS_LAG 1
 // registers a thread of the producer keeps, and of the consumers (128 P + 256 C <= 65,536)
 #define WS_PRODUCER_REGS 40
 #define WS_CONSUMER_REGS 232
@@ -36,18 +40,25 @@ struct WsFeed {
     __device__ __forceinline__ unsigned stage(int i) const { return base + ((unsigned) i % S) * STAGE; }
     __device__ __forceinline__ void waitFull(int i) const { mbar_wait(bars + 8 * ((unsigned) i % S), ((unsigned) i / S) & 1); }
     __device__ __forceinline__ void first() const {
-        if (PP && w == 1) named_arrive(1, 256); // warpgroup 0 issues first
+        if (PP && w == 1) named_arrive<1>(256); // warpgroup 0 issues first
         waitFull(0);
     }
     __device__ __forceinline__ void before(int i, bool next) const {
         if (next) waitFull(i + 1);
     }
+    // barrier 1: warpgroup 0's turn, 2: warpgroup 1's (immediate ids: ptxas then reserves three barriers, not sixteen)
     __device__ __forceinline__ void issue() const {
-        if (PP) named_sync(1 + w, 256);
+        if (PP) {
+            if (w == 0) named_sync<1>(256);
+            else named_sync<2>(256);
+        }
     }
     // the other warpgroup's turn (warpgroup 1 gives none after its last issue: warpgroup 0 waits for no more)
     __device__ __forceinline__ void issued(int, bool next) const {
-        if (PP && (w == 0 || next)) named_arrive(2 - w, 256);
+        if (PP) {
+            if (w == 0) named_arrive<2>(256);
+            else if (next) named_arrive<1>(256);
+        }
     }
     __device__ __forceinline__ void read(int i) const { mbar_arrive(bars + 8 * (S + (unsigned) i % S)); }
     __device__ __forceinline__ void after(int) const {}
@@ -77,12 +88,14 @@ __device__ __forceinline__ void attention_ws_impl(
     if (threadIdx.x < 128) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" :: "n"(WS_PRODUCER_REGS));
         const WgTileCopy<HD, 128> copy(pool, tables, cta, blockIdx.y, kvHeads, blockSize, threadIdx.x);
-        // tile i: wait until the consumers have read the stage's previous tile (i - S), copy, and mark tile i - WS_LAG
-        // full once this thread's copies of it have landed (fenced for the wgmmas' async proxy, then released)
+        // tile i: its table reads, then wait until the consumers have read the stage's previous tile (i - S), copy, and mark
+        // tile i - WS_LAG full once this thread's copies of it have landed (fenced for the wgmmas' async proxy, released)
         #pragma unroll 1
         for (int i = 0; i < tiles; i++) {
+            unsigned row[KT / WgTileCopy<HD, 128>::KSTEP];
+            copy.rows(i, row);
             if (i >= S) mbar_wait(bars + 8 * (S + i % S), (i / S - 1) & 1);
-            copy(base + (i % S) * STAGE, i);
+            copy.copy(base + (i % S) * STAGE, i, row);
             asm volatile("cp.async.commit_group;\n" ::);
             if (i >= WS_LAG) {
                 asm volatile("cp.async.wait_group %0;\n" :: "n"(WS_LAG));

@@ -74,12 +74,16 @@ __device__ __forceinline__ void mbar_init(unsigned bar, int count) {
 __device__ __forceinline__ void mbar_arrive(unsigned bar) {
     asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" :: "r"(bar) : "memory");
 }
-// until the phase of parity `parity` of bar has completed
+// until the phase of parity `parity` of bar has completed. A phase waited for 2^26 tries (seconds, each try may suspend
+// the thread a while; a tile's copies take microseconds) never will: the launch fails (trap) instead of hanging the GPU
 __device__ __forceinline__ void mbar_wait(unsigned bar, int parity) {
-    asm volatile("{\n .reg .pred p;\n WAIT_%=:\n mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n @!p bra WAIT_%=;\n}\n"
+    asm volatile("{\n .reg .pred p;\n .reg .u32 n;\n mov.u32 n, 0;\n WAIT_%=:\n mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+                 " @p bra DONE_%=;\n add.u32 n, n, 1;\n setp.eq.u32 p, n, 67108864;\n @p trap;\n bra WAIT_%=;\n DONE_%=:\n}\n"
                  :: "r"(bar), "r"(parity) : "memory");
 }
-// named barriers (id 1 and up; 0 is __syncthreads'): wait for `threads` arrivals, or arrive without waiting
-__device__ __forceinline__ void named_sync(int id, int threads) { asm volatile("bar.sync %0, %1;\n" :: "r"(id), "r"(threads) : "memory"); }
-__device__ __forceinline__ void named_arrive(int id, int threads) { asm volatile("bar.arrive %0, %1;\n" :: "r"(id), "r"(threads) : "memory"); }
+// named barrier ID (1 and up; 0 is __syncthreads'): wait for `threads` arrivals, or arrive without waiting
+template <int ID>
+__device__ __forceinline__ void named_sync(int threads) { asm volatile("bar.sync %0, %1;\n" :: "n"(ID), "r"(threads) : "memory"); }
+template <int ID>
+__device__ __forceinline__ void named_arrive(int threads) { asm volatile("bar.arrive %0, %1;\n" :: "n"(ID), "r"(threads) : "memory"); }
 #endif
