@@ -12,7 +12,10 @@ import java.util.Optional;
  * the kernel contract in docs/ARCHITECTURE.md). Launches are asynchronous, in stream order.
  */
 public final class CudaKernels {
-    /** Rows of one attention CTA's MMA tile (the window's rows times the heads sharing a KV head), but the warp-specialised prefill's. */
+    /**
+     * Rows of one attention CTA's MMA tile (the window's rows times the heads sharing a KV head); a warp-specialised prefill
+     * CTA holds two ({@link #attentionTileRows}).
+     */
     public static final int ATTENTION_TILE = 64;
     /**
      * The attention kernels (one pass over the keys each): prefill windows with one warp per 16 MMA rows,

@@ -200,8 +200,9 @@ class KernelContractTest {
      * (16 or 32 splits a chunk, a CTA per head or per slice of dims) must not change the split-order arithmetic. KV blocks
      * of 16 keys (the default), 4 (a 64-key tile spans 16 blocks) and 128 (a split lies in one block); 4, 12
      * and 7 query heads a KV head (a decode CTA's upper 8 MMA rows empty, used, and empty with 7 used below); head
-     * dim 16, and 128 (the 33B's, where the wgmma prefill runs on sm_90a and must give the same bits; blocks of 8, 16 and
-     * 128 keys, where its copies take one, two or eight keys of a block a thread and tile). The pool's unwritten slots hold NaNs.
+     * dim 16, and 128 (the 33B's, where the wgmma prefill and the warp-specialised ones run on sm_90a and must give the same
+     * bits, the latter on CTAs of up to 128 MMA rows ending at each decode row; blocks of 8, 16 and 128 keys, where
+     * their copies take one, two or eight keys of a block a thread and tile). The pool's unwritten slots hold NaNs.
      */
     @ParameterizedTest
     @CsvSource({"16, 4, 16", "4, 12, 16", "128, 7, 16", "16, 7, 128", "8, 7, 128", "128, 5, 128"})
@@ -686,7 +687,7 @@ class KernelContractTest {
      * exact 0.52929684 rounds down), plus 2^-14 of the sum of |p v| (fp32 accumulation
      * order and the fp32 scores). Head dims 16, 32, 64
      * and 128 with 4, 3, 5 and 7 query heads per KV head (the wgmma prefill, where loaded, must give p0's bits at
-     * 64 and 128); a prefill window and decode rows over 2, 3 and 6 splits.
+     * 64 and 128, and the warp-specialised prefills at 128 on CTAs of 128 MMA rows); a prefill window and decode rows over 2, 3 and 6 splits.
      */
     @Test
     void attentionWithinBoundOfFlashNumerics() {
