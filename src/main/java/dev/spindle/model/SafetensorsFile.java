@@ -116,14 +116,16 @@ public final class SafetensorsFile {
         long[] shape = new long[sh.size()];
         for (int i = 0; i < shape.length; i++) {
             JsonNode d = sh.get(i);
-            if (!d.isIntegralNumber() || d.asLong() < 0) {
-                throw fail(path, "tensor '" + name + "': shape " + sh + " must hold non-negative integers");
+            // canConvertToLong: a number past a long would be read as its low 64 bits (2^64 as 0)
+            if (!d.isIntegralNumber() || !d.canConvertToLong() || d.asLong() < 0) {
+                throw fail(path, "tensor '" + name + "': shape " + sh + " must hold non-negative integers of at most 63 bits");
             }
             shape[i] = d.asLong();
         }
         JsonNode off = t.get("data_offsets");
-        if (off == null || !off.isArray() || off.size() != 2 || !off.get(0).isIntegralNumber() || !off.get(1).isIntegralNumber()) {
-            throw fail(path, "tensor '" + name + "': data_offsets must be [begin, end]");
+        if (off == null || !off.isArray() || off.size() != 2 || !off.get(0).isIntegralNumber() || !off.get(1).isIntegralNumber()
+                || !off.get(0).canConvertToLong() || !off.get(1).canConvertToLong()) {
+            throw fail(path, "tensor '" + name + "': data_offsets must be [begin, end], integers of at most 63 bits");
         }
         long begin = off.get(0).asLong();
         long end = off.get(1).asLong();
@@ -145,14 +147,19 @@ public final class SafetensorsFile {
         return info;
     }
 
+    /** No two tensors of at least one byte share a byte (empty tensors occupy none, wherever their offsets point). */
     private static void checkNoOverlap(Path path, Iterable<TensorInfo> infos) {
         List<TensorInfo> sorted = new ArrayList<>();
-        infos.forEach(sorted::add);
+        infos.forEach(t -> {
+            if (t.end() > t.begin()) {
+                sorted.add(t);
+            }
+        });
         sorted.sort(Comparator.comparingLong(TensorInfo::begin).thenComparingLong(TensorInfo::end));
         for (int i = 1; i < sorted.size(); i++) {
             TensorInfo a = sorted.get(i - 1);
             TensorInfo b = sorted.get(i);
-            if (b.begin() < a.end() && b.end() > b.begin()) {
+            if (b.begin() < a.end()) {
                 throw fail(path, "tensors '" + a.name() + "' [" + a.begin() + ", " + a.end() + ") and '" + b.name() + "' ["
                         + b.begin() + ", " + b.end() + ") overlap in the data section");
             }
