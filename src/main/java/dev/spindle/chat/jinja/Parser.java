@@ -12,6 +12,8 @@ import java.util.Set;
 final class Parser {
     private final List<Token> tokens;
     private int p;
+    /** for-loop bodies around the statement being parsed (a macro's body starts outside any): where break and continue may stand */
+    private int loops;
 
     private Parser(List<Token> tokens) {
         this.tokens = tokens;
@@ -119,13 +121,13 @@ final class Parser {
                 endTag("endgeneration");
                 yield new Node.Block(body);
             }
-            case "break" -> {
+            case "break", "continue" -> {
+                if (loops == 0) {
+                    p--;
+                    throw error("'" + head.text() + "' outside a for loop");
+                }
                 expect(Kind.BLOCK_END, null);
-                yield new Node.Break();
-            }
-            case "continue" -> {
-                expect(Kind.BLOCK_END, null);
-                yield new Node.Continue();
+                yield head.text().equals("break") ? new Node.Break() : new Node.Continue();
             }
             default -> {
                 p--;
@@ -186,7 +188,9 @@ final class Parser {
             throw error("recursive loops are not supported");
         }
         expect(Kind.BLOCK_END, null);
+        loops++;
         List<Stmt> body = statements(Set.of("else", "endfor"));
+        loops--;
         List<Stmt> otherwise = List.of();
         expect(Kind.BLOCK_BEGIN, null);
         if (expectName().equals("else")) {
@@ -242,7 +246,10 @@ final class Parser {
         }
         next();
         expect(Kind.BLOCK_END, null);
+        int outer = loops;
+        loops = 0; // a macro runs wherever it is called: a loop around its definition is not around its body
         List<Stmt> body = statements(Set.of("endmacro"));
+        loops = outer;
         endTag("endmacro");
         return new Node.Macro(name, params, defaults, body);
     }

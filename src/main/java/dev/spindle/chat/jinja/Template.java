@@ -17,9 +17,13 @@ public final class Template {
         this.body = body;
     }
 
-    /** @throws TemplateException naming the line of a syntax error */
+    /** @throws TemplateException naming the line of a syntax error, or nesting too deep to parse */
     public static Template compile(String source) {
-        return new Template(Parser.parse(source));
+        try {
+            return new Template(Parser.parse(source));
+        } catch (StackOverflowError e) {
+            throw new TemplateException("template nesting too deep to parse");
+        }
     }
 
     /** @throws TemplateException (or {@link RaisedException} for the template's own raise_exception) */
