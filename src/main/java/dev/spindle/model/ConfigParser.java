@@ -64,7 +64,8 @@ public final class ConfigParser {
         }
         int hidden = requiredInt(c, "hidden_size");
         int heads = requiredInt(c, "num_attention_heads");
-        int headDim = c.hasNonNull("head_dim") ? requiredInt(c, "head_dim") : hidden / heads;
+        // without head_dim, hidden / heads (a count of heads that is not positive is refused by ModelConfig, by name)
+        int headDim = c.hasNonNull("head_dim") ? requiredInt(c, "head_dim") : heads > 0 ? hidden / heads : 0;
         int numLoops = 1;
         boolean skipFinal = false;
         if (family == Family.NANBEIGE_LOOPED) {
@@ -140,12 +141,12 @@ public final class ConfigParser {
         if (e == null || e.isNull()) {
             return out;
         }
-        if (e.isArray()) {
-            e.forEach(x -> out.add(x.asInt()));
-        } else if (e.isIntegralNumber()) {
-            out.add(e.asInt());
-        } else {
-            throw new ModelLoadException("config: field 'eos_token_id' must be an integer or a list of integers, found " + e);
+        // each id as written: 2.7, "7" or 2^33 are refused (asInt would read them as 2, 0 and 0)
+        for (JsonNode id : e.isArray() ? e : List.of(e)) {
+            if (!id.isIntegralNumber() || !id.canConvertToInt()) {
+                throw new ModelLoadException("config: field 'eos_token_id' must be an integer or a list of integers, found " + e);
+            }
+            out.add(id.intValue());
         }
         return out;
     }

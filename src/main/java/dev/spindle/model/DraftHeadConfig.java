@@ -79,11 +79,17 @@ public record DraftHeadConfig(Kind kind, int hidden, int layers, int heads, int 
         if (!act.equals("silu")) {
             throw new ModelLoadException("field 'hidden_act' is '" + act + "'; only silu is implemented");
         }
-        int hidden = requiredInt(c, "hidden_size");
-        int layers = requiredInt(c, "num_hidden_layers");
-        int heads = requiredInt(c, "num_attention_heads");
-        int kvHeads = c.hasNonNull("num_key_value_heads") ? requiredInt(c, "num_key_value_heads") : heads;
-        int headDim = c.hasNonNull("head_dim") ? requiredInt(c, "head_dim") : hidden / heads;
+        int hidden = positiveInt(c, "hidden_size");
+        int layers = positiveInt(c, "num_hidden_layers");
+        if (layers > ModelConfig.MAX_LAYERS) {
+            throw new ModelLoadException("field 'num_hidden_layers' = " + layers + " is past " + ModelConfig.MAX_LAYERS + " (a corrupt config?)");
+        }
+        int heads = positiveInt(c, "num_attention_heads");
+        int kvHeads = c.hasNonNull("num_key_value_heads") ? positiveInt(c, "num_key_value_heads") : heads;
+        int headDim = c.hasNonNull("head_dim") ? positiveInt(c, "head_dim") : hidden / heads;
+        if (headDim <= 0) {
+            throw new ModelLoadException("field 'hidden_size' (" + hidden + ") over 'num_attention_heads' (" + heads + ") leaves no head dimension; give head_dim");
+        }
         if (heads % kvHeads != 0) {
             throw new ModelLoadException("field 'num_attention_heads' (" + heads + ") must be a multiple of 'num_key_value_heads' (" + kvHeads + ")");
         }
@@ -93,20 +99,20 @@ public record DraftHeadConfig(Kind kind, int hidden, int layers, int heads, int 
         }
         int[] target = new int[ids.size()];
         for (int i = 0; i < target.length; i++) {
-            if (!ids.get(i).isIntegralNumber() || ids.get(i).asInt() < 0) {
+            if (!exactInt(ids.get(i)) || ids.get(i).intValue() < 0) {
                 throw new ModelLoadException("field 'dflash_config.target_layer_ids[" + i + "]' must be a layer index >= 0, found " + ids.get(i));
             }
-            target[i] = ids.get(i).asInt();
+            target[i] = ids.get(i).intValue();
         }
         JsonNode mask = draft(c, d, "mask_token_id");
-        if (mask == null || !mask.isIntegralNumber()) {
-            throw new ModelLoadException("field 'dflash_config.mask_token_id' is required (the token that fills a block's unknown positions)");
+        if (mask == null || !exactInt(mask)) {
+            throw new ModelLoadException("field 'dflash_config.mask_token_id' is required (the token that fills a block's unknown positions), an integer, found " + mask);
         }
         JsonNode block = draft(c, d, "block_size");
-        int blockSize = block == null ? 16 : block.asInt();
-        if (blockSize < 2) {
-            throw new ModelLoadException("field 'block_size' must be at least 2, found " + block);
+        if (block != null && (!exactInt(block) || block.intValue() < 2)) {
+            throw new ModelLoadException("field 'block_size' must be an integer of at least 2, found " + block);
         }
+        int blockSize = block == null ? 16 : block.intValue();
         boolean[] sliding = new boolean[layers];
         JsonNode types = c.get("layer_types");
         if (types != null && !types.isNull()) {
@@ -147,7 +153,7 @@ public record DraftHeadConfig(Kind kind, int hidden, int layers, int heads, int 
             throw new ModelLoadException("field 'is_causal' (or sliding layer_types without it) makes the block causal; Spindle implements the "
                     + "published bidirectional block (is_causal false)");
         }
-        float softcap = (float) number(draft(c, d, "final_logit_softcapping"), 0);
+        float softcap = (float) number(draft(c, d, "final_logit_softcapping"), "final_logit_softcapping", 0);
         int convKernel = 0, convGroup = 0, rank = 0, topK = 0;
         if (kind == Kind.DFLASH2) {
             convKernel = requiredDraftInt(c, d, "conv_kernel_size");
@@ -159,10 +165,11 @@ public record DraftHeadConfig(Kind kind, int hidden, int layers, int heads, int 
                         + hidden + "; found " + convKernel + " and " + convGroup);
             }
         }
-        return new DraftHeadConfig(kind, hidden, layers, heads, kvHeads, headDim, requiredInt(c, "intermediate_size"),
-                (float) number(c.get("rms_norm_eps"), 1e-6), ConfigParser.ropeTheta(c), blockSize, mask.asInt(), target,
+        return new DraftHeadConfig(kind, hidden, layers, heads, kvHeads, headDim, positiveInt(c, "intermediate_size"),
+                (float) number(c.get("rms_norm_eps"), "rms_norm_eps", 1e-6), ConfigParser.ropeTheta(c), blockSize, mask.intValue(), target,
                 c.hasNonNull("num_target_layers") ? requiredInt(c, "num_target_layers") : -1, sliding, window, false,
-                (float) number(draft(c, d, "input_embedding_scale"), 1), (float) number(draft(c, d, "output_multiplier"), 1), softcap,
+                (float) number(draft(c, d, "input_embedding_scale"), "input_embedding_scale", 1),
+                (float) number(draft(c, d, "output_multiplier"), "output_multiplier", 1), softcap,
                 convKernel, convGroup, rank, topK, c.hasNonNull("vocab_size") ? requiredInt(c, "vocab_size") : -1);
     }
 
@@ -252,26 +259,39 @@ public record DraftHeadConfig(Kind kind, int hidden, int layers, int heads, int 
 
     private static int requiredDraftInt(JsonNode c, JsonNode d, String field) {
         JsonNode v = draft(c, d, field);
-        if (v == null || !v.isIntegralNumber()) {
+        if (v == null || !exactInt(v)) {
             throw new ModelLoadException("field 'dflash_config." + field + "' is required for a DFlash2 head (an integer), found " + v);
         }
-        return v.asInt();
+        return v.intValue();
     }
 
     private static int requiredInt(JsonNode c, String field) {
         JsonNode v = c.get(field);
-        if (v == null || !v.isIntegralNumber() || !v.canConvertToInt()) {
+        if (v == null || !exactInt(v)) {
             throw new ModelLoadException("field '" + field + "' is required (an integer), found " + v);
         }
-        return v.asInt();
+        return v.intValue();
     }
 
-    private static double number(JsonNode v, double dflt) {
+    private static int positiveInt(JsonNode c, String field) {
+        int v = requiredInt(c, field);
+        if (v <= 0) {
+            throw new ModelLoadException("field '" + field + "' must be a positive integer, found " + v);
+        }
+        return v;
+    }
+
+    /** An integer as written, in int range (asInt would read 2.7 as 2 and 2^33 as 0). */
+    private static boolean exactInt(JsonNode v) {
+        return v.isIntegralNumber() && v.canConvertToInt();
+    }
+
+    private static double number(JsonNode v, String field, double dflt) {
         if (v == null || v.isNull()) {
             return dflt;
         }
         if (!v.isNumber()) {
-            throw new ModelLoadException("a number was expected, found " + v);
+            throw new ModelLoadException("field '" + field + "' must be a number, found " + v);
         }
         return v.asDouble();
     }

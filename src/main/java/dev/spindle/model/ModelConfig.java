@@ -28,6 +28,12 @@ public record ModelConfig(
         int bosTokenId,
         List<Integer> eosTokenIds) {
 
+    /**
+     * The most layers a config may name: far past any published model (the 33B has 52); a larger count is a corrupt
+     * config, refused before the weight layout or the draft head's per-layer arrays are sized by it.
+     */
+    public static final int MAX_LAYERS = 4096;
+
     public ModelConfig {
         eosTokenIds = List.copyOf(eosTokenIds);
         requirePositive("vocab_size", vocabSize);
@@ -39,6 +45,10 @@ public record ModelConfig(
         requirePositive("head_dim", headDim);
         requirePositive("max_position_embeddings", maxPositions);
         requirePositive("num_loops", numLoops);
+        if ((long) numLayers * numLoops > MAX_LAYERS) {
+            throw new ModelLoadException("config: num_hidden_layers = " + numLayers + (numLoops > 1 ? " run " + numLoops + " times" : "")
+                    + " is past " + MAX_LAYERS + " executed layers (a corrupt config?)");
+        }
         if (numHeads % numKvHeads != 0) {
             throw new ModelLoadException("config: num_key_value_heads = " + numKvHeads + " must divide num_attention_heads = " + numHeads);
         }
