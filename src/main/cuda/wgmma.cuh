@@ -62,10 +62,6 @@ __device__ __forceinline__ void wg_mma<128, 1>(float *d, const unsigned *a, unsi
 }
 
 __device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void wg_commit_wait() {
-    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-}
 
 // mbarrier steps (shared::cta; arrive releases, the wait acquires): a producer's stage filled, a consumer's stage read
 __device__ __forceinline__ void mbar_init(unsigned bar, int count) {
