@@ -77,6 +77,11 @@ final class BenchCommand implements Callable<Integer> {
             + " (measures the tensor-parallel path's own cost where one GPU is all there is; not a deployment).")
     boolean tensorParallelLanes;
 
+    @Option(names = "--cold-page-cache", description = "Start from the disk (Linux, the checkpoint on a disk rather than tmpfs): the "
+            + "checkpoint's files are read once with direct I/O (the disk's read speed, measured in this run) and dropped from the page "
+            + "cache before the load; the JSON's cold_page_cache gives the load's read speed against the disk's.")
+    boolean coldPageCache;
+
     @Option(names = "--grammar-tokenizer", paramLabel = "FILE",
             description = "Measure constrained decoding's mask per step over this tokenizer.json (.gz too) instead of a model; no --model needed.")
     java.nio.file.Path grammarTokenizer;
@@ -134,11 +139,12 @@ final class BenchCommand implements Callable<Integer> {
         }
         if (backend.equals("cuda")) {
             return new CudaBenchRun(model, prefillLengths, decodeContexts, concurrency, decodeTokens, stepRows, cudaGraphs, kvMemoryFraction,
-                    tensorParallel, tensorParallelLanes).call();
+                    tensorParallel, tensorParallelLanes, coldPageCache).call();
         }
         if (!backend.equals("cpu")) {
             throw new picocli.CommandLine.ParameterException(new picocli.CommandLine(this), "--backend: expected cpu or cuda, got " + backend);
         }
+        ColdStart cold = coldPageCache ? ColdStart.prepare(model.dir(), model.format()) : null;
         long t0 = System.nanoTime();
         try (LoadedModel m = model.load()) {
             double loadSeconds = (System.nanoTime() - t0) / 1e9;
@@ -181,6 +187,9 @@ final class BenchCommand implements Callable<Integer> {
                 out.put("architecture", c.architecture());
                 out.put("parameters", c.parameterCount());
                 out.put("load_seconds", round(loadSeconds, 3));
+                if (cold != null) {
+                    out.set("cold_page_cache", json.valueToTree(cold.report(loadSeconds, 0)));
+                }
                 ObjectNode pre = out.putObject("prefill");
                 pre.put("tokens", promptTokens);
                 pre.put("seconds", round(prefillSeconds, 3));

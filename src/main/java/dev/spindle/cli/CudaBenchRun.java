@@ -28,9 +28,11 @@ final class CudaBenchRun implements Callable<Integer> {
     private final double kvMemoryFraction;
     private final int tensorParallel;
     private final boolean tensorParallelLanes;
+    private final boolean coldPageCache;
 
     CudaBenchRun(ModelOptions model, int[] prefillLengths, int[] decodeContexts, int[] concurrency, int decodeSteps, int stepRows,
-                 boolean cudaGraphs, double kvMemoryFraction, int tensorParallel, boolean tensorParallelLanes) {
+                 boolean cudaGraphs, double kvMemoryFraction, int tensorParallel, boolean tensorParallelLanes, boolean coldPageCache) {
+        this.coldPageCache = coldPageCache;
         this.tensorParallel = tensorParallel;
         this.tensorParallelLanes = tensorParallelLanes;
         this.cudaGraphs = cudaGraphs;
@@ -60,6 +62,10 @@ final class CudaBenchRun implements Callable<Integer> {
         limits.put("device_copy_gb_per_second", Math.round(copy));
         limits.put("bf16_gemm_peak_tflops", Math.round(peak));
         out.put("limits", limits);
+        ColdStart cold = coldPageCache ? ColdStart.prepare(model.dir(), model.format()) : null;
+        if (cold != null) {
+            limits.put("disk_direct_read_gb_per_second", Math.round(cold.diskGBs() * 100) / 100.0);
+        }
         long t0 = System.nanoTime();
         ModelConfig c;
         LoadedModel host = null;
@@ -94,6 +100,9 @@ final class CudaBenchRun implements Callable<Integer> {
             gpu.setupSeconds().forEach((phase, sec) -> loadInfo.put("setup_" + phase + "_seconds", Math.round(sec * 1000) / 1000.0));
             loadInfo.put("kv_pool_bytes", gpu.kvPoolBytes());
             loadInfo.put("kv_blocks", gpu.kvCapacity().blocks());
+            if (cold != null) {
+                loadInfo.put("cold_page_cache", cold.report(hostSeconds, gpu.weights().seconds()));
+            }
             out.put("load", loadInfo);
             if (tensorParallel > 1) {
                 out.put("tensor_parallel_size", tensorParallel);

@@ -10,6 +10,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 
@@ -67,6 +68,21 @@ public final class Checkpoint {
             throw new ModelLoadException(dir + ": no " + SINGLE + " or " + INDEX + " (is this a Hugging Face model directory?)");
         }
         return new Checkpoint(tensors, files);
+    }
+
+    /**
+     * The safetensors files of a model directory, in the order {@link #open} maps them (the shards its index names,
+     * or the single file), without mapping or reading them.
+     */
+    public static List<Path> files(Path dir) {
+        Path index = dir.resolve(INDEX);
+        Path single = dir.resolve(SINGLE);
+        if (Files.isRegularFile(index)) {
+            return new java.util.LinkedHashSet<>(readIndex(index).values()).stream().map(dir::resolve).toList();
+        } else if (Files.isRegularFile(single)) {
+            return List.of(single);
+        }
+        throw new ModelLoadException(dir + ": no " + SINGLE + " or " + INDEX + " (is this a Hugging Face model directory?)");
     }
 
     private static Map<String, String> readIndex(Path index) {
