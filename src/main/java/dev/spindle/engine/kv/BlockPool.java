@@ -10,15 +10,18 @@ import java.util.Map;
  * memory: a backend's KV store holds the bytes of block {@code id}.
  *
  * <p>A full block may be registered under the hash of its tokens (chained with its
- * predecessors'); when its last reference goes, it stays cached, in least-recently-
- * released order, until a fresh block is needed and none is free. Looking a hash up
- * revives the block.
+ * predecessors', {@link PrefixHash}), with those tokens and its parent's hash; when its
+ * last reference goes, it stays cached, in least-recently-released order, until a fresh
+ * block is needed and none is free. Looking a hash up revives the block, if its tokens and
+ * parent hash are the ones asked for (a hash collision is a miss, never another prefix's K/V).
  */
 public final class BlockPool {
     private final int blockSize;
     private final int[] refs;
     private final long[] hashOf;
     private final boolean[] hashed;
+    private final long[] parentOf;  // a cached block's parent hash
+    private final int[] tokensOf;   // (numBlocks, blockSize): a cached block's tokens
     private final ArrayDeque<Integer> free = new ArrayDeque<>();
     private final LinkedHashSet<Integer> evictable = new LinkedHashSet<>(); // cached, unreferenced; oldest first
     private final Map<Long, Integer> byHash = new HashMap<>();
@@ -32,6 +35,8 @@ public final class BlockPool {
         this.refs = new int[numBlocks];
         this.hashOf = new long[numBlocks];
         this.hashed = new boolean[numBlocks];
+        this.parentOf = new long[numBlocks];
+        this.tokensOf = new int[Math.multiplyExact(numBlocks, blockSize)];
         for (int i = 0; i < numBlocks; i++) {
             free.add(i);
         }
@@ -100,20 +105,32 @@ public final class BlockPool {
         return refs[id];
     }
 
-    /** Registers a full, written block under its chained hash (first registration wins). */
-    public void cache(int id, long hash) {
+    /**
+     * Registers a full, written block under its chained hash (first registration wins).
+     *
+     * @param hash   {@link PrefixHash#of} its tokens after {@code parent}
+     * @param parent the hash of the prefix before it ({@link PrefixHash#ROOT} for a first block)
+     * @param tokens its tokens are {@code tokens[from, from + blockSize)}
+     */
+    public void cache(int id, long hash, long parent, int[] tokens, int from) {
         if (hashed[id] || byHash.containsKey(hash)) {
             return;
         }
         hashed[id] = true;
         hashOf[id] = hash;
+        parentOf[id] = parent;
+        System.arraycopy(tokens, from, tokensOf, id * blockSize, blockSize);
         byHash.put(hash, id);
     }
 
-    /** The cached block for {@code hash}, with a reference taken, or -1. */
-    public int lookup(long hash) {
+    /**
+     * The cached block for {@code hash}, with a reference taken, or -1: also where the block under {@code hash} holds
+     * other tokens or follows another parent (a collision).
+     */
+    public int lookup(long hash, long parent, int[] tokens, int from) {
         Integer id = byHash.get(hash);
-        if (id == null) {
+        if (id == null || parentOf[id] != parent
+                || !java.util.Arrays.equals(tokensOf, id * blockSize, (id + 1) * blockSize, tokens, from, from + blockSize)) {
             return -1;
         }
         if (refs[id] == 0) {

@@ -22,6 +22,7 @@ import java.util.random.RandomGenerator;
  */
 public final class Scheduler {
     private final BlockPool pool;
+    private final PrefixHash prefixHash = PrefixHash.random(); // keys the pool's cached blocks, under a key of this engine's
     private final int maxBatchedTokens;
     private final int maxSequences;
     private final int vocab;
@@ -173,8 +174,8 @@ public final class Scheduler {
         long hash = PrefixHash.ROOT;
         List<Integer> hits = new ArrayList<>();
         for (int b = 0; b < full; b++) {
-            long h = PrefixHash.of(hash, s.tokens, b * bs, (b + 1) * bs);
-            int id = pool.lookup(h);
+            long h = prefixHash.of(hash, s.tokens, b * bs, (b + 1) * bs);
+            int id = pool.lookup(h, hash, s.tokens, b * bs);
             if (id < 0) {
                 break;
             }
@@ -202,8 +203,9 @@ public final class Scheduler {
         int full = s.computed() / bs;
         while (s.registeredBlocks < full) {
             int b = s.registeredBlocks;
-            s.lastHash = PrefixHash.of(s.lastHash, s.tokens, b * bs, (b + 1) * bs);
-            pool.cache(s.table.block(b), s.lastHash);
+            long parent = s.lastHash;
+            s.lastHash = prefixHash.of(parent, s.tokens, b * bs, (b + 1) * bs);
+            pool.cache(s.table.block(b), s.lastHash, parent, s.tokens, b * bs);
             s.registeredBlocks++;
         }
     }

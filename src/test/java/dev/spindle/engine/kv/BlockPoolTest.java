@@ -44,4 +44,17 @@ class BlockPoolTest {
         t.reserve(4);
         assertThrows(IllegalArgumentException.class, () -> t.advance(5));
     }
+
+    @Test
+    void aHashCollisionIsAMissNotAnotherPrefix() {
+        BlockPool pool = new BlockPool(4, 2);
+        int id = pool.allocate();
+        pool.cache(id, 42, PrefixHash.ROOT, new int[]{3, 4}, 0);
+        pool.release(id);
+        assertEquals(-1, pool.lookup(42, PrefixHash.ROOT, new int[]{3, 5}, 0), "other tokens under the same hash");
+        assertEquals(-1, pool.lookup(42, 17, new int[]{3, 4}, 0), "the same tokens after another prefix");
+        assertEquals(1, pool.cachedBlocks());
+        assertEquals(id, pool.lookup(42, PrefixHash.ROOT, new int[]{9, 3, 4}, 1));
+        assertEquals(1, pool.refCount(id));
+    }
 }
