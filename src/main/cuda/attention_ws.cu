@@ -14,8 +14,8 @@
 // up to 128 / G), grid (CTAs, kvHeads), block 384 threads, one CTA an SM. Dynamic shared memory: 1024 bytes for
 // alignment, WS_STAGES stages of K and V (32 KiB each at head dim 128), the consumers' running O (fp32, 64 KiB), then
 // 2 WS_STAGES mbarriers. A wait for an mbarrier that lasts seconds traps (wgmma.cuh's mbar_wait): a broken pipeline
-// fails the launch instead of hanging the GPU. Written on the development machine and compiled for sm_90a there; see docs/ARCHITECTURE.md
-// for whether it has run on a GPU.
+// fails the launch instead of hanging the GPU. Written without a GPU; first run, tested and measured on the H200 on
+// 2026-12-05 (docs/ARCHITECTURE.md, docs/bench/ab-warp-specialized-prefill).
 #include "attention_wgmma.cuh"
 
 #define WS_STAGES 4

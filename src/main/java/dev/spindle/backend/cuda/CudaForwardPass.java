@@ -889,12 +889,15 @@ public final class CudaForwardPass implements ForwardPass {
      * every GPU (96 KiB of shared memory a block at head dim 128) and, in one pass, was faster than warp pairs at
      * every length on the 33B shape (H200, attention of all layers, one warp / warp pairs, ms: 512 tokens 3.61 /
      * 4.02, 2K 29.2 / 37.7, 8K 406 / 519; docs/bench/ab-one-pass-attention). On an H100/H200 (sm_90a) prefill runs
-     * {@link CudaKernels#PREFILL_WGMMA} (8K window, 33B shape, one layer: 3.74 ms against 5.81 for this kernel). They
-     * compute the same values; the bench times each (prefill_attention_kernels in its JSON).
+     * the warp-specialised {@link CudaKernels#PREFILL_WS_PINGPONG} (33B shape, attention of all layers, H200, one call:
+     * 8K 200.6 ms against 244.0 for {@link CudaKernels#PREFILL_WGMMA} and 367 for this kernel; 2K 15.1 / 17.9 / 26.9).
+     * They compute the same values; the bench times each (prefill_attention_kernels in its JSON).
      */
     static final int PREFILL_KERNEL = CudaKernels.PREFILL;
+    /** On sm_90a, the fastest loaded first (the warp-specialised kernels at head dim 128, else wgmma). */
+    static final java.util.List<Integer> HOPPER_PREFILL_ORDER = java.util.List.of(CudaKernels.PREFILL_WS_PINGPONG, CudaKernels.PREFILL_WGMMA);
 
-    /** -1: the default ({@link #PREFILL_KERNEL}, or the wgmma kernel where loaded); else every prefill step runs this kernel. */
+    /** -1: the default ({@link #PREFILL_KERNEL}, or the first Hopper kernel loaded); else every prefill step runs this kernel. */
     private int prefillKernelOverride = -1;
 
     /** The prefill kernel steps run. */
@@ -902,7 +905,12 @@ public final class CudaForwardPass implements ForwardPass {
         if (prefillKernelOverride >= 0) {
             return prefillKernelOverride;
         }
-        return k.hasAttention(c.headDim(), CudaKernels.PREFILL_WGMMA) ? CudaKernels.PREFILL_WGMMA : PREFILL_KERNEL;
+        for (int kernel : HOPPER_PREFILL_ORDER) {
+            if (k.hasAttention(c.headDim(), kernel)) {
+                return kernel;
+            }
+        }
+        return PREFILL_KERNEL;
     }
 
     /** Whether prefill attention kernel {@code kernel} is loaded for this model's head dim on this GPU. */
