@@ -20,7 +20,6 @@ import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * The operating system's page cache over a checkpoint's files (Linux): how much of a file is in memory,
@@ -180,54 +179,33 @@ public final class PageCache {
         }
         AtomicInteger next = new AtomicInteger();
         AtomicLong read = new AtomicLong();
-        AtomicReference<RuntimeException> failure = new AtomicReference<>();
-        Runnable work = () -> {
-            ByteBuffer bytes = null;
-            try {
-                for (int i = next.getAndIncrement(); i < chunks.size() && failure.get() == null; i = next.getAndIncrement()) {
-                    Chunk c = chunks.get(i);
-                    try (FileChannel ch = FileChannel.open(c.file(), StandardOpenOption.READ, com.sun.nio.file.ExtendedOpenOption.DIRECT)) {
-                        int align = (int) Files.getFileStore(c.file()).getBlockSize();
-                        if (bytes == null) {
-                            bytes = ByteBuffer.allocateDirect(buffer + align).alignedSlice(align);
-                        }
-                        for (long done = 0; done < c.length(); ) {
-                            // whole blocks, at most the chunk's rest (a short read at the file's end)
-                            long rest = (c.length() - done + align - 1) / align * align;
-                            bytes.clear().limit((int) Math.min(bytes.capacity() / align * align, rest));
-                            int n = ch.read(bytes, c.offset() + done);
-                            if (n <= 0) {
-                                throw new ModelLoadException(c.file() + ": ended at byte " + (c.offset() + done) + " while read directly");
-                            }
-                            done += n;
-                            read.addAndGet(n);
-                        }
-                    } catch (IOException | UnsupportedOperationException e) {
-                        throw new ModelLoadException(c.file() + ": cannot be read with direct I/O (a file system such as tmpfs keeps files "
-                                + "in memory and has no disk to measure): " + e, e);
-                    }
-                }
-            } catch (RuntimeException e) {
-                failure.compareAndSet(null, e);
-            }
-        };
         long t0 = System.nanoTime();
-        List<Thread> workers = new ArrayList<>();
-        for (int w = 1; w < Math.max(1, threads); w++) {
-            workers.add(Thread.ofPlatform().name("spindle-disk-read-" + w).start(work));
-        }
-        work.run();
-        for (Thread t : workers) {
-            try {
-                t.join();
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new ModelLoadException("interrupted while measuring the disk's read speed", e);
+        LoadThreads.run(threads, "spindle-disk-read", "measuring the disk's read speed", failed -> {
+            ByteBuffer bytes = null;
+            for (int i = next.getAndIncrement(); i < chunks.size() && !failed.getAsBoolean(); i = next.getAndIncrement()) {
+                Chunk c = chunks.get(i);
+                try (FileChannel ch = FileChannel.open(c.file(), StandardOpenOption.READ, com.sun.nio.file.ExtendedOpenOption.DIRECT)) {
+                    int align = (int) Files.getFileStore(c.file()).getBlockSize();
+                    if (bytes == null) {
+                        bytes = ByteBuffer.allocateDirect(buffer + align).alignedSlice(align);
+                    }
+                    for (long done = 0; done < c.length(); ) {
+                        // whole blocks, at most the chunk's rest (a short read at the file's end)
+                        long rest = (c.length() - done + align - 1) / align * align;
+                        bytes.clear().limit((int) Math.min(bytes.capacity() / align * align, rest));
+                        int n = ch.read(bytes, c.offset() + done);
+                        if (n <= 0) {
+                            throw new ModelLoadException(c.file() + ": ended at byte " + (c.offset() + done) + " while read directly");
+                        }
+                        done += n;
+                        read.addAndGet(n);
+                    }
+                } catch (IOException | UnsupportedOperationException e) {
+                    throw new ModelLoadException(c.file() + ": cannot be read with direct I/O (a file system such as tmpfs keeps files "
+                            + "in memory and has no disk to measure): " + e, e);
+                }
             }
-        }
-        if (failure.get() != null) {
-            throw failure.get();
-        }
+        });
         return new DiskRead(read.get(), (System.nanoTime() - t0) / 1e9);
     }
 

@@ -88,10 +88,12 @@ public final class WeightBinder {
      */
     private static void prefault(List<Tensor> tensors, long total, LoadListener listener) {
         java.util.concurrent.atomic.AtomicInteger next = new java.util.concurrent.atomic.AtomicInteger();
-        java.util.concurrent.atomic.AtomicReference<RuntimeException> failure = new java.util.concurrent.atomic.AtomicReference<>();
         long[] done = {0};
-        Runnable work = () -> {
-            for (int i = next.getAndIncrement(); i < tensors.size() && failure.get() == null; i = next.getAndIncrement()) {
+        // tensors of a thread-confined arena are read by this thread alone
+        Thread probe = Thread.ofPlatform().unstarted(() -> { });
+        int n = tensors.stream().allMatch(t -> t.data().isAccessibleBy(probe)) ? Math.min(PREFAULT_THREADS, tensors.size()) : 1;
+        LoadThreads.run(n, "spindle-prefault", "reading the weights", failed -> {
+            for (int i = next.getAndIncrement(); i < tensors.size() && !failed.getAsBoolean(); i = next.getAndIncrement()) {
                 Tensor t = tensors.get(i);
                 if (t.data().isMapped()) {
                     t.data().load();
@@ -101,33 +103,7 @@ public final class WeightBinder {
                     listener.loaded(t.name(), done[0], total);
                 }
             }
-        };
-        // tensors of a thread-confined arena are read by this thread alone
-        Thread probe = Thread.ofPlatform().unstarted(() -> { });
-        int n = tensors.stream().allMatch(t -> t.data().isAccessibleBy(probe)) ? Math.min(PREFAULT_THREADS, tensors.size()) : 1;
-        Runnable guarded = () -> {
-            try {
-                work.run();
-            } catch (RuntimeException e) {
-                failure.compareAndSet(null, e);
-            }
-        };
-        List<Thread> threads = new ArrayList<>();
-        for (int w = 1; w < n; w++) {
-            threads.add(Thread.ofPlatform().name("spindle-prefault-" + w).start(guarded));
-        }
-        guarded.run();
-        for (Thread t : threads) {
-            try {
-                t.join();
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new ModelLoadException("interrupted while reading the weights", e);
-            }
-        }
-        if (failure.get() != null) {
-            throw failure.get();
-        }
+        });
     }
 
     private static MemorySegment convert(MemorySegment raw, TensorInfo info, Arena arena, boolean half) {
