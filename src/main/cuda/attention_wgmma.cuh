@@ -147,9 +147,20 @@ __device__ __forceinline__ void wg_attention_rows(const bf16 *qkv, int qkvStride
                 }
             }
         }
-        float mx[2] = {-INFINITY, -INFINITY};
+        // each row's maximum as a tree (a maximum is exact: any order gives the same bits; a chain of 16 waited on each step)
+        float mx[2];
         #pragma unroll
-        for (int c = 0; c < 32; c++) mx[(c & 3) >> 1] = fmaxf(mx[(c & 3) >> 1], S[c]);
+        for (int h = 0; h < 2; h++) {
+            float m[8];
+            #pragma unroll
+            for (int c = 0; c < 8; c++) m[c] = fmaxf(S[4 * c + 2 * h], S[4 * c + 2 * h + 1]);
+            #pragma unroll
+            for (int w = 4; w > 0; w >>= 1) {
+                #pragma unroll
+                for (int c = 0; c < w; c++) m[c] = fmaxf(m[c], m[c + w]);
+            }
+            mx[h] = fmaxf(m[0], -INFINITY);
+        }
         #pragma unroll
         for (int h = 0; h < 2; h++) {
             if (h == 1 && !upper) break;
@@ -182,17 +193,20 @@ __device__ __forceinline__ void wg_attention_rows(const bf16 *qkv, int qkvStride
         }
     };
     // the descriptors of tile i's K chunks (kd) and V chunks (vd), made before the fence that precedes their wgmmas
+    // (a descriptor's start address is bits 0-13, address / 16, and shared addresses stay under 2^18: a chunk's descriptor
+    // is its stage's plus the chunk's offset / 16, no carry leaving the field)
     unsigned long long kd[KS], vd[4];
     auto descriptors = [&](int i) {
-        const unsigned ks = feed.stage(i), vs = ks + STAGE / 2;
+        const unsigned ks = feed.stage(i);
+        const unsigned long long k0 = wg_desc(ks, 16, 1024), v0 = wg_desc(ks + STAGE / 2, VLBO, VSBO);
         #pragma unroll
         for (int kk = 0; kk < KS; kk++) {
-            kd[kk] = wg_desc(ks + (kk >> 2) * (KT * 128) + (kk & 3) * 32, 16, 1024);
+            kd[kk] = k0 + (((kk >> 2) * (KT * 128) + (kk & 3) * 32) >> 4);
             wg_pin_l(kd[kk]);
         }
         #pragma unroll
         for (int j = 0; j < 4; j++) {
-            vd[j] = wg_desc(vs + j * 16 * 128, VLBO, VSBO);
+            vd[j] = v0 + ((j * 16 * 128) >> 4);
             wg_pin_l(vd[j]);
         }
     };
