@@ -156,9 +156,9 @@ public final class Backends {
     /** How the start log describes an opened CUDA backend: the device, the start's phases, the KV pool. */
     static String cudaDescription(String why, String device, long weightBytes, boolean generated, double uploadSeconds, double mapSeconds,
                                   double setupSeconds, int kvBlocks, int blockSize, long kvPoolBytes, boolean cudaGraphs) {
-        return String.format(Locale.ROOT, "the CUDA backend (%s) on %s: %.1f GB of weights %s in %.2f s (%.1f GB/s); checkpoint mapped and read in %.2f s,"
+        return String.format(Locale.ROOT, "the CUDA backend (%s) on %s: %.1f GB of weights %s in %.2f s (%.1f GB/s); checkpoint mapped and checked in %.2f s,"
                         + " setup (kernels, GEMM choices, tensor maps, KV pool) %.2f s; KV pool %d blocks of %d tokens (%,d tokens, %.1f GiB); CUDA graphs %s",
-                why, device, weightBytes / 1e9, generated ? "generated" : "uploaded", uploadSeconds, weightBytes / 1e9 / Math.max(1e-9, uploadSeconds),
+                why, device, weightBytes / 1e9, generated ? "generated" : "read and uploaded", uploadSeconds, weightBytes / 1e9 / Math.max(1e-9, uploadSeconds),
                 mapSeconds, setupSeconds, kvBlocks, blockSize, (long) kvBlocks * blockSize, kvPoolBytes / (double) (1L << 30), cudaGraphs ? "on" : "off");
     }
 
@@ -177,7 +177,8 @@ public final class Backends {
         CudaForwardPass.Options options = new CudaForwardPass.Options(s.blockSize(), s.maxStepRows(), s.kvMemoryFraction(), maxBlocks,
                 s.cudaGraphs(), s.gemmCache(), s.reserveBytes(), s.extraKvBytesPerToken());
         long t0 = System.nanoTime();
-        LoadedModel host = format == LoadFormat.DUMMY ? null : ModelLoader.load(dir, format, listener);
+        // the upload reads the checkpoint as it copies it (from a cold page cache the disk's reads and the copies overlap)
+        LoadedModel host = format == LoadFormat.DUMMY ? null : ModelLoader.load(dir, format, listener, dev.spindle.model.HostReads.AT_UPLOAD);
         ModelConfig c = host != null ? host.config() : ConfigParser.read(dir.resolve("config.json"));
         double mapSeconds = (System.nanoTime() - t0) / 1e9;
         try {

@@ -66,10 +66,11 @@ record ColdStart(List<Path> files, long bytes, double diskGBs, int threads, long
     /**
      * The figures of the start against the disk.
      *
-     * @param readSeconds   the host's load (the checkpoint mapped, validated and read into memory)
-     * @param uploadSeconds the upload to the device after it, or 0 where there is none (the CPU backend)
+     * @param readSeconds     from the start until the checkpoint was read (the CPU backend: its load, which reads it into
+     *                        memory; a device backend: the end of its upload, which reads it as it copies it)
+     * @param onDeviceSeconds from the start until the weights were on the device, or 0 where there is none (the CPU backend)
      */
-    Map<String, Object> report(double readSeconds, double uploadSeconds) {
+    Map<String, Object> report(double readSeconds, double onDeviceSeconds) {
         Map<String, Object> out = new LinkedHashMap<>();
         out.put("checkpoint_bytes", bytes);
         out.put("checkpoint_files", files.size());
@@ -79,8 +80,8 @@ record ColdStart(List<Path> files, long bytes, double diskGBs, int threads, long
         double read = bytes / readSeconds / 1e9;
         out.put("load_read_gb_per_second", round(read));
         out.put("load_read_of_disk", round(read / diskGBs));
-        if (uploadSeconds > 0) {
-            double ready = bytes / (readSeconds + uploadSeconds) / 1e9;
+        if (onDeviceSeconds > 0) {
+            double ready = bytes / onDeviceSeconds / 1e9;
             out.put("weights_on_device_gb_per_second", round(ready));
             out.put("weights_on_device_of_disk", round(ready / diskGBs));
         }

@@ -72,7 +72,7 @@ final class CudaBenchRun implements Callable<Integer> {
         if (model.format() == LoadFormat.DUMMY) {
             c = ConfigParser.read(model.dir().resolve("config.json"));
         } else {
-            host = model.load();
+            host = model.load(dev.spindle.model.HostReads.AT_UPLOAD); // the upload reads the checkpoint as it copies it
             c = host.config();
         }
         double hostSeconds = (System.nanoTime() - t0) / 1e9;
@@ -93,7 +93,7 @@ final class CudaBenchRun implements Callable<Integer> {
             loadInfo.put("weight_bytes", gpu.weights().bytes());
             loadInfo.put("weights_seconds", Math.round(gpu.weights().seconds() * 1000) / 1000.0);
             loadInfo.put("weights_gb_per_second", Math.round(gpu.weights().bytes() / gpu.weights().seconds() / 1e7) / 100.0);
-            // the phases: mapping and validating the checkpoint, the upload, then the pass's setup (kernels,
+            // the phases: mapping and validating the checkpoint, the upload (which reads it), then the pass's setup (kernels,
             // cuBLASLt and its GEMM choices, linear_rows checks and tensor maps, the KV pool)
             loadInfo.put("host_map_seconds", Math.round(hostSeconds * 1000) / 1000.0);
             loadInfo.put("setup_seconds", Math.round((load - hostSeconds - gpu.weights().seconds()) * 1000) / 1000.0);
@@ -101,7 +101,9 @@ final class CudaBenchRun implements Callable<Integer> {
             loadInfo.put("kv_pool_bytes", gpu.kvPoolBytes());
             loadInfo.put("kv_blocks", gpu.kvCapacity().blocks());
             if (cold != null) {
-                loadInfo.put("cold_page_cache", cold.report(hostSeconds, gpu.weights().seconds()));
+                // the checkpoint is read by the upload: read, and on the device, when the upload ends
+                double onDevice = hostSeconds + gpu.weights().seconds();
+                loadInfo.put("cold_page_cache", cold.report(onDevice, onDevice));
             }
             out.put("load", loadInfo);
             if (tensorParallel > 1) {

@@ -50,8 +50,13 @@ final class ModelOptions {
     }
 
     LoadedModel load() {
+        return load(dev.spindle.model.HostReads.AT_LOAD);
+    }
+
+    /** The model, its mapped tensors read into memory when {@code reads} says (a device backend's upload reads them itself). */
+    LoadedModel load(dev.spindle.model.HostReads reads) {
         ProgressBar bar = ProgressBar.forTerminal("loading " + dir().getFileName());
-        LoadedModel m = ModelLoader.load(dir(), format(), bar);
+        LoadedModel m = ModelLoader.load(dir(), format(), bar, reads);
         bar.done();
         return m;
     }

@@ -10,6 +10,11 @@ public final class ModelLoader {
     }
 
     public static LoadedModel load(Path dir, LoadFormat format, LoadListener listener) {
+        return load(dir, format, listener, HostReads.AT_LOAD);
+    }
+
+    /** As {@link #load(Path, LoadFormat, LoadListener)}, the mapped tensors read into memory when {@code reads} says. */
+    public static LoadedModel load(Path dir, LoadFormat format, LoadListener listener, HostReads reads) {
         if (!Files.isDirectory(dir)) {
             throw new ModelLoadException(dir + ": not a directory (expected a Hugging Face model directory with config.json)");
         }
@@ -17,7 +22,7 @@ public final class ModelLoader {
         Arena arena = Arena.ofShared();
         try {
             ModelWeights weights = switch (format) {
-                case SAFETENSORS -> WeightBinder.bind(config, Checkpoint.open(dir, arena), arena, listener);
+                case SAFETENSORS -> WeightBinder.bind(config, Checkpoint.open(dir, arena), arena, listener, reads);
                 case DUMMY -> DummyWeights.create(config, 0x5EED, arena, listener);
             };
             return new LoadedModel(dir, config, weights, arena);

@@ -13,7 +13,8 @@ import java.util.Map;
 /**
  * Checks a checkpoint against the layout its config implies and binds its tensors:
  * bf16 tensors are used in place (the file mapping, paged in now so the first request
- * does not pay for it); f16 and f32 tensors are converted to bf16 off-heap.
+ * does not pay for it, or left for a device backend's upload to read: {@link HostReads});
+ * f16 and f32 tensors are converted to bf16 off-heap.
  */
 public final class WeightBinder {
     private static final ValueLayout.OfShort SHORT_LE = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
@@ -23,9 +24,13 @@ public final class WeightBinder {
     }
 
     public static ModelWeights bind(ModelConfig config, Checkpoint ckpt, Arena arena, LoadListener listener) {
+        return bind(config, ckpt, arena, listener, HostReads.AT_LOAD);
+    }
+
+    public static ModelWeights bind(ModelConfig config, Checkpoint ckpt, Arena arena, LoadListener listener, HostReads reads) {
         Map<String, long[]> expected = WeightLayout.expected(config);
         Map<String, Tensor> bound = bindAll(config.architecture(), expected,
-                n -> WeightLayout.ignorable(n) || (config.tiedEmbeddings() && n.equals(WeightLayout.LM_HEAD)), ckpt, arena, listener);
+                n -> WeightLayout.ignorable(n) || (config.tiedEmbeddings() && n.equals(WeightLayout.LM_HEAD)), ckpt, arena, listener, reads);
         return WeightLayout.assemble(config, bound);
     }
 
@@ -38,6 +43,12 @@ public final class WeightBinder {
      */
     public static Map<String, Tensor> bindAll(String what, Map<String, long[]> expected, java.util.function.Predicate<String> ignorable,
                                               Checkpoint ckpt, Arena arena, LoadListener listener) {
+        return bindAll(what, expected, ignorable, ckpt, arena, listener, HostReads.AT_LOAD);
+    }
+
+    /** As {@link #bindAll(String, Map, java.util.function.Predicate, Checkpoint, Arena, LoadListener)}, read into memory when {@code reads} says. */
+    public static Map<String, Tensor> bindAll(String what, Map<String, long[]> expected, java.util.function.Predicate<String> ignorable,
+                                              Checkpoint ckpt, Arena arena, LoadListener listener, HostReads reads) {
         List<String> missing = new ArrayList<>();
         for (Map.Entry<String, long[]> e : expected.entrySet()) {
             TensorInfo info = ckpt.tensors().get(e.getKey());
@@ -73,7 +84,9 @@ public final class WeightBinder {
             };
             bound.put(name, new Tensor(name, info.shape(), bf16));
         }
-        prefault(List.copyOf(bound.values()), total, listener);
+        if (reads == HostReads.AT_LOAD) {
+            prefault(List.copyOf(bound.values()), total, listener);
+        }
         return bound;
     }
 

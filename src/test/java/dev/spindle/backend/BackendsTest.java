@@ -21,7 +21,7 @@ class BackendsTest {
     @Test
     void theCudaStartLineGivesEachPhase() {
         String line = Backends.cudaDescription("configured", "NVIDIA H200", 66_237_954_048L, false, 1.96, 0.90, 1.58, 21017, 16, 71_600_000_000L, true);
-        assertEquals("the CUDA backend (configured) on NVIDIA H200: 66.2 GB of weights uploaded in 1.96 s (33.8 GB/s); checkpoint mapped and read in"
+        assertEquals("the CUDA backend (configured) on NVIDIA H200: 66.2 GB of weights read and uploaded in 1.96 s (33.8 GB/s); checkpoint mapped and checked in"
                 + " 0.90 s, setup (kernels, GEMM choices, tensor maps, KV pool) 1.58 s; KV pool 21017 blocks of 16 tokens (336,272 tokens, 66.7 GiB);"
                 + " CUDA graphs on", line);
     }

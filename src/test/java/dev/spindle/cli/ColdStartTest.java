@@ -48,7 +48,7 @@ class ColdStartTest {
         for (Path f : cold.files()) {
             assertEquals(0, PageCache.residentBytes(f), f.toString());
         }
-        Map<String, Object> report = cold.report(2.0, 0.5);
+        Map<String, Object> report = cold.report(2.0, 2.5);
         double read = cold.bytes() / 2.0 / 1e9, onDevice = cold.bytes() / 2.5 / 1e9;
         assertEquals(Math.round(read / cold.diskGBs() * 1000) / 1000.0, report.get("load_read_of_disk"));
         assertEquals(Math.round(onDevice / cold.diskGBs() * 1000) / 1000.0, report.get("weights_on_device_of_disk"));

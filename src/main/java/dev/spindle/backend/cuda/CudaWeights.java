@@ -194,7 +194,8 @@ public final class CudaWeights implements AutoCloseable {
      * Host to device in chunks, by several threads at once: {@link #put} lists a tensor's chunks (a fused
      * matrix's parts land at their offsets: the fusion is done by the copies), {@link #run} copies them.
      * Each thread takes the next chunk, copies it from the host mapping into one of its two pinned
-     * buffers (reading the page cache, the slow part, in parallel) and sends it on that buffer's stream,
+     * buffers (reading the page cache, the slow part, in parallel; or the disk, for a checkpoint bound with
+     * {@link dev.spindle.model.HostReads#AT_UPLOAD}: the reads and the copies to the device then overlap) and sends it on that buffer's stream,
      * so a thread fills one buffer while the other's copy runs and the copies of all threads share the
      * host link.
      */
@@ -304,6 +305,11 @@ public final class CudaWeights implements AutoCloseable {
                 int b = 0;
                 for (int i = next.getAndIncrement(); i < parts.size() && failure.get() == null; i = next.getAndIncrement()) {
                     Part p = parts.get(i);
+                    if (p.src().isMapped()) {
+                        // a checkpoint bound with HostReads.AT_UPLOAD: the part's pages read now, all at once (madvise, then
+                        // a touch a page), by every thread at once, from the page cache or the disk
+                        p.src().load();
+                    }
                     cuda.sync(stream[b]); // this buffer's previous copy is done
                     if (p.rowBytes() == 0) {
                         MemorySegment.copy(p.src(), 0, buf[b], 0, p.src().byteSize());
