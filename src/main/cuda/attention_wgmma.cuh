@@ -111,9 +111,12 @@ struct WgTileCopy {
 //   issue(), issued(i, next)   around the iteration's wgmma issue (p0sp's ping-pong between warpgroups)
 //   read(i)           tile i's stage is read (its wgmmas are done)
 //   after(i)          the end of iteration i (the split's fold is in orun)
-template <int HD, int VLBO, int VSBO, int THREADS, class Feed>
+// QS (attention_ws.cu's p0sr): the warpgroup's Q staged once in shared memory at qs (its 64 MMA rows as a K tile is laid
+// out, so the scores' wgmmas read Q by descriptor) instead of in fragment registers, and the run's O kept in registers
+// instead of orun: the same values, no shared-memory round trip at a split's end.
+template <int HD, int VLBO, int VSBO, int THREADS, class Feed, bool QS = false>
 __device__ __forceinline__ void wg_attention_rows(const bf16 *qkv, int qkvStride, bf16 *out, const WgCta &cta, int heads, int kvHeads,
-        float scale, unsigned t, float *orun, Feed &feed) {
+        float scale, unsigned t, float *orun, Feed &feed, unsigned qs = 0) {
     constexpr int KS = HD / 16, DN = HD / 8;
     constexpr unsigned STAGE = 2u * KT * HD * 2;
     const int g = blockIdx.y, G = heads / kvHeads;
@@ -124,7 +127,7 @@ __device__ __forceinline__ void wg_attention_rows(const bf16 *qkv, int qkvStride
     const AttnRows<HD> tr(qkv, qkvStride, cta.row0, cta.rows, cta.pos0, g, G, warp * 16, gr, tq);
     const int (&mr)[2] = tr.mr, (&pos)[2] = tr.pos;
     const bool (&valid)[2] = tr.valid;
-    const unsigned (&qf)[KS][4] = tr.qf;
+    const unsigned (&qf)[KS][4] = tr.qf; // (QS: unused, its loads dropped)
     const bool upper = warp * 16 + 8 < cta.rows * G;
     // whether the warp's 16 rows all hold a row, and the first one's position: tiles wholly before it need no mask
     const bool full = warp * 16 + 16 <= cta.rows * G;
@@ -132,6 +135,27 @@ __device__ __forceinline__ void wg_attention_rows(const bf16 *qkv, int qkvStride
     const int firstKey = cta.firstKey(), tiles = cta.tiles();
 
     float M[2] = {-INFINITY, -INFINITY}, L[2] = {0.f, 0.f}, ms[2] = {-INFINITY, -INFINITY}, ls[2] = {0.f, 0.f};
+    // QS: the run's O (this thread's HD / 2 values as os holds them), from zeros as orun's first split
+    float O[QS ? DN * 4 : 1];
+    #pragma unroll
+    for (int c = 0; c < (QS ? DN * 4 : 1); c++) O[c] = 0.f;
+    // QS: the warpgroup's 64 MMA rows of Q (zeros past the CTA's rows) into its tile at qs, HD / 64 column blocks of
+    // [64 rows][128 bytes] swizzled as K's, then fenced for the wgmmas' async proxy and met at the warpgroup's barrier
+    unsigned qw = 0;
+    if constexpr (QS) {
+        const int w = (int) (t >> 7), lt = (int) (t & 127);
+        qw = qs + (unsigned) w * (64u * HD * 2);
+        #pragma unroll
+        for (int k = 0; k < 64 * DN / 128; k++) {
+            const int idx = k * 128 + lt, m = idx / DN, ch = idx % DN, mw = 64 * w + m, r = mw / G, j = mw % G;
+            uint4 v = make_uint4(0u, 0u, 0u, 0u);
+            if (r < cta.rows) v = *reinterpret_cast<const uint4 *>(qkv + (long) (cta.row0 + r) * qkvStride + (long) (g * G + j) * HD + ch * 8);
+            st_shared_u4(qw + wg_chunk(m, ch), v);
+        }
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+        if (w == 0) named_sync<3>(128);
+        else named_sync<4>(128);
+    }
     // os: the split's o (this thread's HD / 2 values, as wgmma lays them out); S: a tile's scores
     float os[DN * 4], S[32];
     // softmax of the tile at t0 on S (p0's arithmetic): the split's max and sum move on, P fragments out
@@ -211,9 +235,17 @@ __device__ __forceinline__ void wg_attention_rows(const bf16 *qkv, int qkvStride
         }
     };
     auto scores = [&]() {
-        wg_scores0(S, qf[0], kd[0]);
-        #pragma unroll
-        for (int kk = 1; kk < KS; kk++) wg_scores(S, qf[kk], kd[kk], 1);
+        if constexpr (QS) {
+            // Q's chunk kk: as K's, from the warpgroup's tile
+            const unsigned long long q0 = wg_desc(qw, 16, 1024);
+            wg_scores_ss0(S, q0, kd[0]);
+            #pragma unroll
+            for (int kk = 1; kk < KS; kk++) wg_scores_ss(S, q0 + (((kk >> 2) * (KT * 128) + (kk & 3) * 32) >> 4), kd[kk]);
+        } else {
+            wg_scores0(S, qf[0], kd[0]);
+            #pragma unroll
+            for (int kk = 1; kk < KS; kk++) wg_scores(S, qf[kk], kd[kk], 1);
+        }
         asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
     };
     // Software pipeline: iteration i issues tile i + 1's scores and tile i's P V back to back, then does
@@ -289,7 +321,10 @@ __device__ __forceinline__ void wg_attention_rows(const bf16 *qkv, int qkvStride
             for (int r = 0; r < 4; r++) wg_pin_r(pf[j][r]);
         }
         feed.read(i);
-        if (splitEnds) {
+        if (QS && splitEnds) {
+            #pragma unroll
+            for (int c = 0; c < (QS ? DN * 4 : 1); c++) O[c] = fold_value(O[c], fa[(c & 3) >> 1], os[c], fb[(c & 3) >> 1]);
+        } else if (splitEnds) {
             const bool firstSplit = split_of(t0) == cta.s0;
             // the run's O: this thread's values c = 4 j .. 4 j + 3 at float4 j * THREADS + t (conflict-free)
             #pragma unroll
@@ -321,8 +356,15 @@ __device__ __forceinline__ void wg_attention_rows(const bf16 *qkv, int qkvStride
         bf16 *op = out + (long) (cta.row0 + r) * heads * HD + (long) qh * HD;
         #pragma unroll
         for (int j = 0; j < DN; j++) {
-            float4 v = reinterpret_cast<const float4 *>(orun)[j * THREADS + t];
-            float o0 = h ? v.z : v.x, o1 = h ? v.w : v.y;
+            float o0, o1;
+            if constexpr (QS) {
+                o0 = O[4 * j + 2 * h];
+                o1 = O[4 * j + 2 * h + 1];
+            } else {
+                float4 v = reinterpret_cast<const float4 *>(orun)[j * THREADS + t];
+                o0 = h ? v.z : v.x;
+                o1 = h ? v.w : v.y;
+            }
             *reinterpret_cast<__nv_bfloat162 *>(op + 8 * j + 2 * tq) = __floats2bfloat162_rn(__fdiv_rn(o0, L[h]), __fdiv_rn(o1, L[h]));
         }
     }

@@ -12,8 +12,8 @@
 // the other's matrix products.
 // Kernels attention_hd128_p0s and attention_hd128_p0sp: p0's arguments and descriptors (attention.cu; a CTA's rows
 // up to 128 / G), grid (CTAs, kvHeads), block 384 threads, one CTA an SM. Dynamic shared memory: 1024 bytes for
-// alignment, WS_STAGES stages of K and V (32 KiB each at head dim 128), the consumers' running O (fp32, 64 KiB), then
-// 2 WS_STAGES mbarriers. A wait for an mbarrier that lasts seconds traps (wgmma.cuh's mbar_wait): a broken pipeline
+// alignment, WS_STAGES stages of K and V (32 KiB each at head dim 128), the consumers' running O (fp32, 64 KiB; p0sr:
+// their Q tiles, bf16, 32 KiB), then 2 WS_STAGES mbarriers. A wait for an mbarrier that lasts seconds traps (wgmma.cuh's mbar_wait): a broken pipeline
 // fails the launch instead of hanging the GPU. Written without a GPU; first run, tested and measured on the H200 on
 // 2026-12-05 (docs/ARCHITECTURE.md, docs/bench/ab-warp-specialized-prefill).
 #include "attention_wgmma.cuh"
@@ -64,7 +64,7 @@ struct WsFeed {
     __device__ __forceinline__ void after(int) const {}
 };
 
-template <int HD, int S, bool PP, int VLBO, int VSBO>
+template <int HD, int S, bool PP, bool QS, int VLBO, int VSBO>
 __device__ __forceinline__ void attention_ws_impl(
         const bf16 *qkv, int qkvStride, bf16 *out, const bf16 *pool, const int *tables, const int *desc,
         int heads, int kvHeads, int blockSize, float scale) {
@@ -74,8 +74,9 @@ __device__ __forceinline__ void attention_ws_impl(
     dependent_launch_entry();
     const unsigned raw = (unsigned) __cvta_generic_to_shared(attn_smem), base = (raw + 1023) & ~1023u;
     unsigned char *aligned = reinterpret_cast<unsigned char *>(attn_smem) + (base - raw);
+    // after the stages: the consumers' running O (fp32), or (QS) their Q tiles (bf16)
     float *orun = reinterpret_cast<float *>(aligned + S * STAGE);
-    const unsigned bars = base + S * STAGE + 2 * 64 * HD * 4;
+    const unsigned bars = base + S * STAGE + 2 * 64 * HD * (QS ? 2 : 4);
     if (threadIdx.x == 0) {
         for (int s = 0; s < S; s++) {
             mbar_init(bars + 8 * s, 128);
@@ -111,21 +112,25 @@ __device__ __forceinline__ void attention_ws_impl(
         asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(WS_CONSUMER_REGS));
         const unsigned t = threadIdx.x - 128;
         WsFeed<HD, S, PP> feed{base, bars, (int) (t >> 7)};
-        wg_attention_rows<HD, VLBO, VSBO, 256>(qkv, qkvStride, out, cta, heads, kvHeads, scale, t, orun, feed);
+        wg_attention_rows<HD, VLBO, VSBO, 256, WsFeed<HD, S, PP>, QS>(qkv, qkvStride, out, cta, heads, kvHeads, scale, t, orun, feed,
+                                                                     base + S * STAGE);
     }
 }
-#define WS_BODY(hd, pp) attention_ws_impl<hd, WS_STAGES, pp, 8192, 1024>(qkv, qkvStride, out, pool, tables, desc, heads, kvHeads, blockSize, scale);
+#define WS_BODY(hd, pp, qs) attention_ws_impl<hd, WS_STAGES, pp, qs, 8192, 1024>(qkv, qkvStride, out, pool, tables, desc, heads, kvHeads, blockSize, scale);
 #else
-#define WS_BODY(hd, pp) __trap();
+#define WS_BODY(hd, pp, qs) __trap();
 #endif
 
 // p0's signature (partO and partML unused: prefill writes out)
-#define ATTENTION_WS(hd, name, pp) \
+#define ATTENTION_WS(hd, name, pp, qs) \
     extern "C" __global__ void __launch_bounds__(384, 1) attention_hd##hd##_##name( \
             const bf16 *qkv, int qkvStride, bf16 *out, const bf16 *pool, const int *tables, const int *desc, float *partO, \
             float *partML, int heads, int kvHeads, int blockSize, float scale) { \
-        WS_BODY(hd, pp) \
+        WS_BODY(hd, pp, qs) \
     }
 // head dim 128 only (the family's), as p0g
-ATTENTION_WS(128, p0s, false)
-ATTENTION_WS(128, p0sp, true)
+ATTENTION_WS(128, p0s, false, false)
+ATTENTION_WS(128, p0sp, true, false)
+// p0sr: p0sp with each consumer warpgroup's Q in shared memory (read by the scores' wgmmas) and its run's O in registers
+// (wg_attention_rows's QS): the split fold without the shared-memory round trip. Written without a GPU (2026-12-05)
+ATTENTION_WS(128, p0sr, true, true)

@@ -46,6 +46,19 @@ __device__ __forceinline__ void wg_scores(float *d, const unsigned *a, unsigned 
                  : WG_R8(0), WG_R8(8), WG_R8(16), WG_R8(24) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate));
 }
 
+// scores with Q from shared memory (a descriptor of the warpgroup's 64 x 16 chunk, K-major and swizzled as K's): the first
+// chunk d = a * B, then d += a * B
+__device__ __forceinline__ void wg_scores_ss0(float *d, unsigned long long a, unsigned long long b) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 0, 0;\nwgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " WG_L32
+                 ", %32, %33, p, 1, 1, 0, 0;\n}\n"
+                 : WG_W8(0), WG_W8(8), WG_W8(16), WG_W8(24) : "l"(a), "l"(b));
+}
+__device__ __forceinline__ void wg_scores_ss(float *d, unsigned long long a, unsigned long long b) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\nwgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " WG_L32
+                 ", %32, %33, p, 1, 1, 0, 0;\n}\n"
+                 : WG_R8(0), WG_R8(8), WG_R8(16), WG_R8(24) : "l"(a), "l"(b));
+}
+
 template <>
 __device__ __forceinline__ void wg_mma<64, 1>(float *d, const unsigned *a, unsigned long long b, int accumulate) {
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\nwgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " WG_L32
@@ -59,6 +72,11 @@ __device__ __forceinline__ void wg_mma<128, 1>(float *d, const unsigned *a, unsi
                  ", {%64,%65,%66,%67}, %68, p, 1, 1, 1;\n}\n"
                  : WG_R8(0), WG_R8(8), WG_R8(16), WG_R8(24), WG_R8(32), WG_R8(40), WG_R8(48), WG_R8(56)
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate));
+}
+
+// 16 bytes to shared memory at a shared-window address
+__device__ __forceinline__ void st_shared_u4(unsigned addr, uint4 v) {
+    asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" :: "r"(addr), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
 }
 
 __device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }

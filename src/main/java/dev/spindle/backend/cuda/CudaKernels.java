@@ -23,19 +23,23 @@ public final class CudaKernels {
      * warps per 16 MMA rows, each taking half of every tile's keys (256 threads: twice the warps per SM,
      * half the chain per warp), and prefill on Hopper's warpgroup MMA (attention_wgmma.cu: sm_90a, head dim 128;
      * one warpgroup per 64 MMA rows), and warp-specialised on Hopper (attention_ws.cu: a producer warpgroup copying
-     * K/V tiles for two consumer warpgroups of 64 MMA rows each; with or without their ping-pong). The prefill
-     * kernels compute the same values.
+     * K/V tiles for two consumer warpgroups of 64 MMA rows each; with or without their ping-pong; and with the ping-pong,
+     * each consumer's Q in shared memory and its running O in registers). The prefill kernels compute the same values.
      */
-    public static final int PREFILL = 0, DECODE = 1, PREFILL_WARP_PAIRS = 2, PREFILL_WGMMA = 3, PREFILL_WS = 4, PREFILL_WS_PINGPONG = 5;
+    public static final int PREFILL = 0, DECODE = 1, PREFILL_WARP_PAIRS = 2, PREFILL_WGMMA = 3, PREFILL_WS = 4, PREFILL_WS_PINGPONG = 5,
+            PREFILL_WS_REGISTERS = 6;
     /** The prefill kernels, for comparisons. */
-    public static final List<Integer> PREFILL_KERNELS = List.of(PREFILL, PREFILL_WARP_PAIRS, PREFILL_WGMMA, PREFILL_WS, PREFILL_WS_PINGPONG);
+    public static final List<Integer> PREFILL_KERNELS = List.of(PREFILL, PREFILL_WARP_PAIRS, PREFILL_WGMMA, PREFILL_WS, PREFILL_WS_PINGPONG,
+            PREFILL_WS_REGISTERS);
+    /** The warp-specialised prefill kernels (attention_ws.cu). */
+    public static final List<Integer> WARP_SPECIALIZED = List.of(PREFILL_WS, PREFILL_WS_PINGPONG, PREFILL_WS_REGISTERS);
     /**
      * The kernel suffixes, by kind index (attention_hd{headDim}_{suffix}; p0g in attention_wgmma.cu, p0s and p0sp in
      * attention_ws.cu, the rest in attention.cu).
      */
-    static final List<String> ATTENTION_KERNELS = List.of("p0", "p1", "p0w", "p0g", "p0s", "p0sp");
+    static final List<String> ATTENTION_KERNELS = List.of("p0", "p1", "p0w", "p0g", "p0s", "p0sp", "p0sr");
     /** The Hopper-only prefill kernels (sm_90a: wgmma, setmaxnreg), built for {@link #hasWgmmaPrefill} head dims. */
-    static final List<Integer> HOPPER_PREFILL = List.of(PREFILL_WGMMA, PREFILL_WS, PREFILL_WS_PINGPONG);
+    static final List<Integer> HOPPER_PREFILL = List.of(PREFILL_WGMMA, PREFILL_WS, PREFILL_WS_PINGPONG, PREFILL_WS_REGISTERS);
     /** Head dims the wgmma prefill is built for: 128, the family's (its code takes any multiple of 64; 64 has not run on a GPU). */
     static boolean hasWgmmaPrefill(int headDim) {
         return headDim == 128;
@@ -43,7 +47,7 @@ public final class CudaKernels {
 
     /** Whether {@code kind} is a warp-specialised prefill (attention_ws.cu). */
     static boolean warpSpecialized(int kind) {
-        return kind == PREFILL_WS || kind == PREFILL_WS_PINGPONG;
+        return WARP_SPECIALIZED.contains(kind);
     }
 
     /** Threads of an attention CTA: 128 (four warps), 256 for the warp-pair prefill, 384 for the warp-specialised ones (three warpgroups). */
@@ -434,9 +438,9 @@ public final class CudaKernels {
     static int attentionSharedBytes(int headDim, int kind, int group) {
         int stage = 2 * 64 * headDim * 2;
         if (warpSpecialized(kind)) {
-            // attention_ws.cu: 1024 for alignment, WS_STAGES stages, the two consumer warpgroups' running O, an mbarrier
-            // full and one empty a stage
-            return 1024 + WS_STAGES * stage + 2 * 64 * headDim * 4 + 2 * 8 * WS_STAGES;
+            // attention_ws.cu: 1024 for alignment, WS_STAGES stages, the two consumer warpgroups' running O (fp32) or, p0sr,
+            // their Q tiles (bf16), an mbarrier full and one empty a stage
+            return 1024 + WS_STAGES * stage + 2 * 64 * headDim * (kind == PREFILL_WS_REGISTERS ? 2 : 4) + 2 * 8 * WS_STAGES;
         }
         int runningO = PREFILL_KERNELS.contains(kind) ? 64 * headDim * 4
                 : kind == DECODE ? (group <= 8 ? 2 : 4) * 128 * 4 * Math.max(1, headDim / 32) : 0;

@@ -49,7 +49,7 @@ class AttentionKernelTableTest {
         String ws = Files.readString(Path.of("src/main/cuda/attention_ws.cu"));
         assertTrue(ws.contains("__launch_bounds__(384, 1) attention_hd##hd##_##name("), "attention_ws.cu declares its kernels for 384 threads");
         assertEquals(CudaKernels.WS_STAGES, define(ws, "WS_STAGES"), "attention_ws.cu's stages are the host's");
-        Matcher wsBuilt = Pattern.compile("(?m)^ATTENTION_WS\\((\\d+), (\\w+), (true|false)\\)").matcher(ws);
+        Matcher wsBuilt = Pattern.compile("(?m)^ATTENTION_WS\\((\\d+), (\\w+), (true|false), (true|false)\\)").matcher(ws);
         while (wsBuilt.find()) {
             assertTrue(CudaKernels.hasWgmmaPrefill(Integer.parseInt(wsBuilt.group(1))), wsBuilt.group(2) + " is built at head dim " + wsBuilt.group(1));
             declared.put(wsBuilt.group(2), new Object[]{false, 3});

@@ -277,7 +277,7 @@ class CudaForwardPassTest {
                     "the warp-specialised prefill is built for sm_90a (H100, H200) only");
             int[] prompt = new Random(11).ints(1300, 3, c.vocabSize()).toArray();
             float[][] want = prefillThenWindow(gpu, prompt, new int[]{1236});
-            for (int kernel : new int[]{CudaKernels.PREFILL_WS, CudaKernels.PREFILL_WS_PINGPONG}) {
+            for (int kernel : CudaKernels.WARP_SPECIALIZED) {
                 gpu.prefillAttentionKernel(kernel);
                 try {
                     for (int[] chunks : new int[][]{{1236}, {500, 736}}) {

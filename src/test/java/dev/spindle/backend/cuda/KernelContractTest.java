@@ -279,7 +279,7 @@ class KernelContractTest {
             }
             // the warp-specialised prefills (sm_90a): CTAs of up to 128 MMA rows, each ending at a decode row with the rows
             // before it (in both consumer warpgroups), the same bits at the decode rows
-            for (int ws : new int[]{CudaKernels.PREFILL_WS, CudaKernels.PREFILL_WS_PINGPONG}) {
+            for (int ws : CudaKernels.WARP_SPECIALIZED) {
                 if (!k.hasAttention(hd, ws)) {
                     continue;
                 }
@@ -760,7 +760,7 @@ class KernelContractTest {
                     System.out.println("[cuda] attention hd " + hd + ": the wgmma prefill = one warp per row group, bit for bit");
                 }
                 // the warp-specialised prefills (sm_90a) on CTAs of 128 MMA rows: the window's rows in both consumer warpgroups
-                for (int ws : new int[]{CudaKernels.PREFILL_WS, CudaKernels.PREFILL_WS_PINGPONG}) {
+                for (int ws : CudaKernels.WARP_SPECIALIZED) {
                     if (!k.hasAttention(hd, ws)) {
                         continue;
                     }
