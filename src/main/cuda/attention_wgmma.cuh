@@ -110,7 +110,7 @@ struct WgTileCopy {
 //   before(i, next)   at the start of iteration i: tile i + 1's K (where next) and tile i's V have landed
 //   issue(), issued(i, next)   around the iteration's wgmma issue (p0sp's ping-pong between warpgroups)
 //   read(i)           tile i's stage is read (its wgmmas are done)
-//   after(i)          the end of iteration i (the split's fold is in orun)
+//   after(i)          the end of iteration i (the split's fold is in orun, or in O with QS)
 // QS (attention_ws.cu's p0sr): the warpgroup's Q staged once in shared memory at qs (its 64 MMA rows as a K tile is laid
 // out, so the scores' wgmmas read Q by descriptor) instead of in fragment registers, and the run's O kept in registers
 // instead of orun: the same values, no shared-memory round trip at a split's end.

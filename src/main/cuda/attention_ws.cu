@@ -10,7 +10,7 @@
 // a __syncthreads, and the copies of the next tiles run while the consumers compute. p0sp adds FlashAttention-3's
 // ping-pong: the consumers take turns to issue their wgmmas (named barriers 1 and 2), so one's softmax runs under
 // the other's matrix products.
-// Kernels attention_hd128_p0s and attention_hd128_p0sp: p0's arguments and descriptors (attention.cu; a CTA's rows
+// Kernels attention_hd128_p0s, attention_hd128_p0sp and attention_hd128_p0sr (below): p0's arguments and descriptors (attention.cu; a CTA's rows
 // up to 128 / G), grid (CTAs, kvHeads), block 384 threads, one CTA an SM. Dynamic shared memory: 1024 bytes for
 // alignment, WS_STAGES stages of K and V (32 KiB each at head dim 128), the consumers' running O (fp32, 64 KiB; p0sr:
 // their Q tiles, bf16, 32 KiB), then 2 WS_STAGES mbarriers. A wait for an mbarrier that lasts seconds traps (wgmma.cuh's mbar_wait): a broken pipeline
