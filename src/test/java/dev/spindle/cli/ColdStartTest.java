@@ -14,7 +14,6 @@ import java.util.Random;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeFalse;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /** bench --cold-page-cache: the checkpoint measured on its disk, then dropped; refused where it cannot leave memory. */
@@ -36,9 +35,7 @@ class ColdStartTest {
 
     @Test
     void aCheckpointOnADiskIsMeasuredThenDropped() throws IOException {
-        assumeTrue(PageCache.unsupportedReason().isEmpty(), () -> PageCache.unsupportedReason().orElseThrow());
-        String type = Files.getFileStore(dir).type();
-        assumeFalse(type.equals("tmpfs") || type.equals("ramfs"), "the temporary folder is on " + type + ", which keeps files in memory");
+        dev.spindle.model.PageCacheAssumptions.assumeDroppableFrom(dir);
         shards(dir, 3 << 20, (2 << 20) + 5);
         Files.readAllBytes(dir.resolve("model-00001-of-00002.safetensors")); // cached now
         ColdStart cold = ColdStart.prepare(dir, LoadFormat.SAFETENSORS);

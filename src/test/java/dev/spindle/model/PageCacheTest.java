@@ -13,7 +13,6 @@ import java.util.Random;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeFalse;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /** The page cache of files on a disk (Linux): what is cached, dropping it, and direct reads that count every byte once. */
@@ -23,9 +22,7 @@ class PageCacheTest {
 
     @BeforeEach
     void onLinuxDisk() throws IOException {
-        assumeTrue(PageCache.unsupportedReason().isEmpty(), () -> PageCache.unsupportedReason().orElseThrow());
-        String type = Files.getFileStore(dir).type();
-        assumeFalse(type.equals("tmpfs") || type.equals("ramfs"), "the temporary folder is on " + type + ", which keeps files in memory");
+        PageCacheAssumptions.assumeDroppableFrom(dir);
     }
 
     private Path file(String name, int bytes) throws IOException {

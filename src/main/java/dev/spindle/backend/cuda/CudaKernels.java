@@ -34,7 +34,7 @@ public final class CudaKernels {
     /** The warp-specialised prefill kernels (attention_ws.cu). */
     public static final List<Integer> WARP_SPECIALIZED = List.of(PREFILL_WS, PREFILL_WS_PINGPONG, PREFILL_WS_REGISTERS);
     /**
-     * The kernel suffixes, by kind index (attention_hd{headDim}_{suffix}; p0g in attention_wgmma.cu, p0s and p0sp in
+     * The kernel suffixes, by kind index (attention_hd{headDim}_{suffix}; p0g in attention_wgmma.cu, p0s, p0sp and p0sr in
      * attention_ws.cu, the rest in attention.cu).
      */
     static final List<String> ATTENTION_KERNELS = List.of("p0", "p1", "p0w", "p0g", "p0s", "p0sp", "p0sr");
