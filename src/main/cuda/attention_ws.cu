@@ -10,9 +10,9 @@
 // a __syncthreads, and the copies of the next tiles run while the consumers compute. p0sp adds FlashAttention-3's
 // ping-pong: the consumers take turns to issue their wgmmas (named barriers 1 and 2), so one's softmax runs under
 // the other's matrix products.
-// Kernels attention_hd128_p0s, attention_hd128_p0sp and attention_hd128_p0sr (below): p0's arguments and descriptors (attention.cu; a CTA's rows
+// Kernels attention_hd128_p0s, attention_hd128_p0sp, attention_hd128_p0sr and attention_hd128_p0sq (below): p0's arguments and descriptors (attention.cu; a CTA's rows
 // up to 128 / G), grid (CTAs, kvHeads), block 384 threads, one CTA an SM. Dynamic shared memory: 1024 bytes for
-// alignment, WS_STAGES stages of K and V (32 KiB each at head dim 128), the consumers' running O (fp32, 64 KiB; p0sr:
+// alignment, WS_STAGES stages of K and V (32 KiB each at head dim 128), the consumers' running O (fp32, 64 KiB; p0sr, p0sq:
 // their Q tiles, bf16, 32 KiB), then 2 WS_STAGES mbarriers. A wait for an mbarrier that lasts seconds traps (wgmma.cuh's mbar_wait): a broken pipeline
 // fails the launch instead of hanging the GPU. Written without a GPU; first run, tested and measured on the H200 on
 // 2026-12-05 (docs/ARCHITECTURE.md, docs/bench/ab-warp-specialized-prefill).
@@ -132,5 +132,8 @@ __device__ __forceinline__ void attention_ws_impl(
 ATTENTION_WS(128, p0s, false, false)
 ATTENTION_WS(128, p0sp, true, false)
 // p0sr: p0sp with each consumer warpgroup's Q in shared memory (read by the scores' wgmmas) and its run's O in registers
-// (wg_attention_rows's QS): the split fold without the shared-memory round trip. Written without a GPU (2026-12-05)
+// (wg_attention_rows's QS): the split fold without the shared-memory round trip. Written without a GPU (2026-12-05),
+// the default on Hopper since its first run
 ATTENTION_WS(128, p0sr, true, true)
+// p0sq: p0sr without the ping-pong (p0s measured equal to or 1-3% faster than p0sp)
+ATTENTION_WS(128, p0sq, false, true)

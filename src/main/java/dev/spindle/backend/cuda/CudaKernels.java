@@ -24,22 +24,26 @@ public final class CudaKernels {
      * half the chain per warp), and prefill on Hopper's warpgroup MMA (attention_wgmma.cu: sm_90a, head dim 128;
      * one warpgroup per 64 MMA rows), and warp-specialised on Hopper (attention_ws.cu: a producer warpgroup copying
      * K/V tiles for two consumer warpgroups of 64 MMA rows each; with or without their ping-pong; and with the ping-pong,
-     * each consumer's Q in shared memory and its running O in registers). The prefill kernels compute the same values.
+     * each consumer's Q in shared memory and its running O in registers, with or without the ping-pong). The prefill
+     * kernels compute the same values.
      */
     public static final int PREFILL = 0, DECODE = 1, PREFILL_WARP_PAIRS = 2, PREFILL_WGMMA = 3, PREFILL_WS = 4, PREFILL_WS_PINGPONG = 5,
-            PREFILL_WS_REGISTERS = 6;
+            PREFILL_WS_REGISTERS = 6, PREFILL_WS_REGISTERS_NO_PINGPONG = 7;
     /** The prefill kernels, for comparisons. */
     public static final List<Integer> PREFILL_KERNELS = List.of(PREFILL, PREFILL_WARP_PAIRS, PREFILL_WGMMA, PREFILL_WS, PREFILL_WS_PINGPONG,
-            PREFILL_WS_REGISTERS);
+            PREFILL_WS_REGISTERS, PREFILL_WS_REGISTERS_NO_PINGPONG);
     /** The warp-specialised prefill kernels (attention_ws.cu). */
-    public static final List<Integer> WARP_SPECIALIZED = List.of(PREFILL_WS, PREFILL_WS_PINGPONG, PREFILL_WS_REGISTERS);
+    public static final List<Integer> WARP_SPECIALIZED = List.of(PREFILL_WS, PREFILL_WS_PINGPONG, PREFILL_WS_REGISTERS, PREFILL_WS_REGISTERS_NO_PINGPONG);
+    /** The warp-specialised kernels with each consumer's Q in shared memory and its running O in registers. */
+    static final List<Integer> O_IN_REGISTERS = List.of(PREFILL_WS_REGISTERS, PREFILL_WS_REGISTERS_NO_PINGPONG);
     /**
-     * The kernel suffixes, by kind index (attention_hd{headDim}_{suffix}; p0g in attention_wgmma.cu, p0s, p0sp and p0sr in
-     * attention_ws.cu, the rest in attention.cu).
+     * The kernel suffixes, by kind index (attention_hd{headDim}_{suffix}; p0g in attention_wgmma.cu, p0s, p0sp, p0sr and p0sq
+     * in attention_ws.cu, the rest in attention.cu).
      */
-    static final List<String> ATTENTION_KERNELS = List.of("p0", "p1", "p0w", "p0g", "p0s", "p0sp", "p0sr");
+    static final List<String> ATTENTION_KERNELS = List.of("p0", "p1", "p0w", "p0g", "p0s", "p0sp", "p0sr", "p0sq");
     /** The Hopper-only prefill kernels (sm_90a: wgmma, setmaxnreg), built for {@link #hasWgmmaPrefill} head dims. */
-    static final List<Integer> HOPPER_PREFILL = List.of(PREFILL_WGMMA, PREFILL_WS, PREFILL_WS_PINGPONG, PREFILL_WS_REGISTERS);
+    static final List<Integer> HOPPER_PREFILL = List.of(PREFILL_WGMMA, PREFILL_WS, PREFILL_WS_PINGPONG, PREFILL_WS_REGISTERS,
+            PREFILL_WS_REGISTERS_NO_PINGPONG);
     /** Head dims the wgmma prefill is built for: 128, the family's (its code takes any multiple of 64; 64 has not run on a GPU). */
     static boolean hasWgmmaPrefill(int headDim) {
         return headDim == 128;
@@ -438,9 +442,9 @@ public final class CudaKernels {
     static int attentionSharedBytes(int headDim, int kind, int group) {
         int stage = 2 * 64 * headDim * 2;
         if (warpSpecialized(kind)) {
-            // attention_ws.cu: 1024 for alignment, WS_STAGES stages, the two consumer warpgroups' running O (fp32) or, p0sr,
+            // attention_ws.cu: 1024 for alignment, WS_STAGES stages, the two consumer warpgroups' running O (fp32) or, p0sr and p0sq,
             // their Q tiles (bf16), an mbarrier full and one empty a stage
-            return 1024 + WS_STAGES * stage + 2 * 64 * headDim * (kind == PREFILL_WS_REGISTERS ? 2 : 4) + 2 * 8 * WS_STAGES;
+            return 1024 + WS_STAGES * stage + 2 * 64 * headDim * (O_IN_REGISTERS.contains(kind) ? 2 : 4) + 2 * 8 * WS_STAGES;
         }
         int runningO = PREFILL_KERNELS.contains(kind) ? 64 * headDim * 4
                 : kind == DECODE ? (group <= 8 ? 2 : 4) * 128 * 4 * Math.max(1, headDim / 32) : 0;
