@@ -194,7 +194,8 @@ __device__ __forceinline__ void wg_attention_rows(const bf16 *qkv, int qkvStride
         float mu[2], q[2][4] = {};
         attn_new_max(ms, mx, cl2, upper, mu, alpha);
         #pragma unroll
-        for (int c = 0; c < 32; c++) S[c] = (c & 3) >= 2 && !upper ? 0.f : attn_p(S[c], cl2, mu[(c & 3) >> 1]);
+        // (a warp without upper rows masked them to -inf above, as !upper implies !full, and its mu there is 0: p = 2^-inf = +0)
+        for (int c = 0; c < 32; c++) S[c] = attn_p(S[c], cl2, mu[(c & 3) >> 1]);
         #pragma unroll
         for (int h = 0; h < 2; h++) {
             if (h == 1 && !upper) break;

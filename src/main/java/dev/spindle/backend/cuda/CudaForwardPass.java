@@ -889,16 +889,17 @@ public final class CudaForwardPass implements ForwardPass {
      * every GPU (96 KiB of shared memory a block at head dim 128) and, in one pass, was faster than warp pairs at
      * every length on the 33B shape (H200, attention of all layers, one warp / warp pairs, ms: 512 tokens 3.61 /
      * 4.02, 2K 29.2 / 37.7, 8K 406 / 519; docs/bench/ab-one-pass-attention). On an H100/H200 (sm_90a) prefill runs
-     * the warp-specialised {@link CudaKernels#PREFILL_WS_REGISTERS} (33B shape, attention of all layers, H200, one
-     * call on 2026-12-05: 8K 187.3 ms against 192.6 for {@link CudaKernels#PREFILL_WS}, 194.8 for
-     * {@link CudaKernels#PREFILL_WS_PINGPONG}, 238.3 for {@link CudaKernels#PREFILL_WGMMA} and 353 for this kernel;
-     * 2K 13.9 / 14.7 / 14.7 / 17.4 / 26.5). They compute the same values; the bench times each
-     * (prefill_attention_kernels in its JSON).
+     * the warp-specialised {@link CudaKernels#PREFILL_WS_REGISTERS_NO_PINGPONG} (33B shape, attention of all layers,
+     * H100, one process on 2026-12-05: 8K 187.9 ms against 190.1 for {@link CudaKernels#PREFILL_WS_REGISTERS}, 196.0
+     * for {@link CudaKernels#PREFILL_WS}, 196.3 for {@link CudaKernels#PREFILL_WS_PINGPONG}, 240.7 for
+     * {@link CudaKernels#PREFILL_WGMMA} and 371 for this kernel; 2K 14.6 / 14.8 / 15.4 / 15.1 / 17.9 / 27.8; on the H200
+     * earlier that day p0sr 187.3 against 192.6 / 194.8 for p0s / p0sp). They compute the same values; the bench times
+     * each (prefill_attention_kernels in its JSON).
      */
     static final int PREFILL_KERNEL = CudaKernels.PREFILL;
     /** On sm_90a, the fastest loaded first (the warp-specialised kernels at head dim 128, else wgmma). */
-    static final java.util.List<Integer> HOPPER_PREFILL_ORDER = java.util.List.of(CudaKernels.PREFILL_WS_REGISTERS, CudaKernels.PREFILL_WS_PINGPONG,
-            CudaKernels.PREFILL_WGMMA);
+    static final java.util.List<Integer> HOPPER_PREFILL_ORDER = java.util.List.of(CudaKernels.PREFILL_WS_REGISTERS_NO_PINGPONG,
+            CudaKernels.PREFILL_WS_REGISTERS, CudaKernels.PREFILL_WGMMA);
 
     /** -1: the default ({@link #PREFILL_KERNEL}, or the first Hopper kernel loaded); else every prefill step runs this kernel. */
     private int prefillKernelOverride = -1;
