@@ -23,9 +23,8 @@ public final class CudaKernels {
      * warps per 16 MMA rows, each taking half of every tile's keys (256 threads: twice the warps per SM,
      * half the chain per warp), and prefill on Hopper's warpgroup MMA (attention_wgmma.cu: sm_90a, head dim 128;
      * one warpgroup per 64 MMA rows), and warp-specialised on Hopper (attention_ws.cu: a producer warpgroup copying
-     * K/V tiles for two consumer warpgroups of 64 MMA rows each; with or without their ping-pong; and with the ping-pong,
-     * each consumer's Q in shared memory and its running O in registers, with or without the ping-pong). The prefill
-     * kernels compute the same values.
+     * K/V tiles for two consumer warpgroups of 64 MMA rows each, with or without their ping-pong, the running O in shared
+     * memory or, with each consumer's Q there instead, in registers). The prefill kernels compute the same values.
      */
     public static final int PREFILL = 0, DECODE = 1, PREFILL_WARP_PAIRS = 2, PREFILL_WGMMA = 3, PREFILL_WS = 4, PREFILL_WS_PINGPONG = 5,
             PREFILL_WS_REGISTERS = 6, PREFILL_WS_REGISTERS_NO_PINGPONG = 7;
