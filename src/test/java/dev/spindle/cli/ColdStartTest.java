@@ -2,6 +2,7 @@ package dev.spindle.cli;
 
 import dev.spindle.model.LoadFormat;
 import dev.spindle.model.PageCache;
+import dev.spindle.model.PageCacheAssumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -35,7 +36,7 @@ class ColdStartTest {
 
     @Test
     void aCheckpointOnADiskIsMeasuredThenDropped() throws IOException {
-        dev.spindle.model.PageCacheAssumptions.assumeDroppableFrom(dir);
+        PageCacheAssumptions.assumeDroppableFrom(dir);
         shards(dir, 3 << 20, (2 << 20) + 5);
         Files.readAllBytes(dir.resolve("model-00001-of-00002.safetensors")); // cached now
         ColdStart cold = ColdStart.prepare(dir, LoadFormat.SAFETENSORS);
