@@ -15,6 +15,8 @@
 #                             moves the trained heads and the drafter (run the dflash mode for the trained heads)
 #   device-slim.sh bench      device-run.sh bench | ab | ncu-bench with --load-format dummy: moves every fixture
 #                             and bundled model too
+#   device-slim.sh serve      device-run.sh serve-check (carry: [".dist-server"]): keeps the bundled chat model, moves the
+#                             fixtures, the drafter and the DFlash heads; sizes the tree against .dist-server
 #   device-slim.sh restore    puts everything back (run it before any commit)
 #   device-slim.sh size       what the next call would carry, against the limit
 # Nothing is deleted: moved paths keep their relative names under $ASIDE (default /tmp/spindle-device-aside),
@@ -25,11 +27,11 @@ aside="${ASIDE:-/tmp/spindle-device-aside}"
 limit=67108864
 
 size() {
-  local t u d
+  local t u d dist="${1:-.dist}"
   # files moved out are still tracked: du skips them (its complaint silenced, its status ignored)
   t=$( ( (git ls-files -z; git ls-files -o --exclude-standard -z) | xargs -0 du -cb 2>/dev/null || true) | awk '/\ttotal$/ {s += $1} END {print s + 0}')
-  d=$( (du -sb .dist 2>/dev/null || echo 0) | cut -f1)
-  echo "tree $t + .dist ${d:-0} = $((t + ${d:-0})) bytes of $limit"
+  d=$( (du -sb "$dist" 2>/dev/null || echo 0) | cut -f1)
+  echo "tree $t + $dist ${d:-0} = $((t + ${d:-0})) bytes of $limit"
   if [ $((t + ${d:-0})) -gt $((limit - 2 * 1024 * 1024)) ]; then
     echo "too close to the limit (the device tool counts a little more than this): move more out" >&2
     return 1
@@ -73,7 +75,8 @@ case "${1:-}" in
   dflash-reference) move "${common[@]}" "${parity[@]}" models/spindle-chat-dflash models/spindle-chat-dflash2 models/spindle-chat-drafter \
             src/test/resources/fixtures/chat-target/reference.safetensors .dist/base-classes; size ;;
   bench) move "${common[@]}" "${dflash[@]}" "${parity[@]}" "${bundled[@]}"; size ;;
+  serve) move "${common[@]}" "${dflash[@]}" "${parity[@]}" src/test/resources/fixtures/chat-target models/spindle-chat-drafter; size .dist-server ;;
   restore) restore ;;
   size) size ;;
-  *) echo "usage: device-slim.sh tests|dflash|dflash-reference|bench|restore|size" >&2; exit 2 ;;
+  *) echo "usage: device-slim.sh tests|dflash|dflash-reference|bench|serve|restore|size" >&2; exit 2 ;;
 esac
