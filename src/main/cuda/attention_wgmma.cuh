@@ -94,6 +94,27 @@ struct WgTileCopy {
         }
     }
 
+    // tile i's K alone (V: its V alone) into the tile at shared address dst, from its rows (not committed): attention_ws.cu's
+    // p0st keeps K and V apart
+    template <bool V>
+    __device__ __forceinline__ void copy_part(unsigned dst, int i, const unsigned (&row)[KT / KSTEP]) const {
+        const unsigned d = dst + off0;
+        const bf16 *col = V ? vColumn : column;
+        const int k0 = firstKey + i * KT + lk;
+        if (paired()) {
+            #pragma unroll
+            for (int key = 0; key < KT; key += 2 * KSTEP) {
+                const int kj = k0 + key;
+                const bf16 *src = static_cast<const bf16 *>(mad_wide(row[key / (2 * KSTEP)], 2 * HD, col));
+                copy(d + key * 128, src, kj < lastKey);
+                copy(d + (key + KSTEP) * 128, src + KSTEP * HD, kj + KSTEP < lastKey);
+            }
+        } else {
+            #pragma unroll
+            for (int key = 0; key < KT; key += KSTEP) copy(d + key * 128, mad_wide(row[key / KSTEP], 2 * HD, col), k0 + key < lastKey);
+        }
+    }
+
     // tile i into the stage at shared address stage (not committed)
     __device__ __forceinline__ void operator()(unsigned stage, int i) const {
         unsigned row[KT / KSTEP];
@@ -128,7 +149,6 @@ __device__ __forceinline__ void wg_attention_rows(const bf16 *qkv, int qkvStride
     const int (&mr)[2] = tr.mr, (&pos)[2] = tr.pos;
     const bool (&valid)[2] = tr.valid;
     const unsigned (&qf)[KS][4] = tr.qf; // (QS: unused, its loads dropped)
-    const bool upper = warp * 16 + 8 < cta.rows * G;
     // whether the warp's 16 rows all hold a row, and the first one's position: tiles wholly before it need no mask
     const bool full = warp * 16 + 16 <= cta.rows * G;
     const int firstPos = cta.pos0 + warp * 16 / G;
@@ -167,7 +187,7 @@ __device__ __forceinline__ void wg_attention_rows(const bf16 *qkv, int qkvStride
                 #pragma unroll
                 for (int e = 0; e < 4; e++) {
                     int h = e >> 1, key = t0 + 8 * c + 2 * tq + (e & 1);
-                    S[4 * c + e] = (valid[h] && key <= pos[h] && (h == 0 || upper)) ? S[4 * c + e] : -INFINITY;
+                    S[4 * c + e] = (valid[h] && key <= pos[h]) ? S[4 * c + e] : -INFINITY;
                 }
             }
         }
@@ -187,18 +207,19 @@ __device__ __forceinline__ void wg_attention_rows(const bf16 *qkv, int qkvStride
         }
         #pragma unroll
         for (int h = 0; h < 2; h++) {
-            if (h == 1 && !upper) break;
             mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
             mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
         }
         float mu[2], q[2][4] = {};
-        attn_new_max(ms, mx, cl2, upper, mu, alpha);
+        attn_new_max(ms, mx, cl2, true, mu, alpha);
+        // A warp's rows past the CTA's (its lower half's too, where it has no upper rows) are masked to -inf above (a
+        // partial warp is masked) and computed as the others are, without a branch, so that both rows' chains (and, in p0st,
+        // both tiles') share one basic block for the scheduler: their max is -inf, mu 0, p = 2^-inf = +0, the split's
+        // factors 0 and its sum 0, no NaN; they are never written out.
         #pragma unroll
-        // (a warp without upper rows masked them to -inf above, as !upper implies !full, and its mu there is 0: p = 2^-inf = +0)
         for (int c = 0; c < 32; c++) S[c] = attn_p(S[c], cl2, mu[(c & 3) >> 1]);
         #pragma unroll
         for (int h = 0; h < 2; h++) {
-            if (h == 1 && !upper) break;
             #pragma unroll
             for (int c = 0; c < 8; c += 2) {
                 float a = __fadd_rn(S[4 * c + 2 * h], S[4 * c + 2 * h + 1]);
@@ -213,7 +234,6 @@ __device__ __forceinline__ void wg_attention_rows(const bf16 *qkv, int qkvStride
         }
         #pragma unroll
         for (int h = 0; h < 2; h++) {
-            if (h == 1 && !upper) break;
             ls[h] = __fadd_rn(__fmul_rn(ls[h], alpha[h]), attn_tile_sum(q[h]));
         }
     };

@@ -16,7 +16,7 @@
 // their Q tiles, bf16, 32 KiB), then 2 WS_STAGES mbarriers. A wait for an mbarrier that lasts seconds traps (wgmma.cuh's mbar_wait): a broken pipeline
 // fails the launch instead of hanging the GPU. Written without a GPU; first run, tested and measured on the H200 on
 // 2026-12-05 (docs/ARCHITECTURE.md, docs/bench/ab-warp-specialized-prefill).
-#include "attention_wgmma.cuh"
+#include "attention_pairs.cuh"
 
 #define WS_STAGES 4
 // The producer marks tile i - WS_LAG full after issuing tile i's copies, which wait for tile i - S's stage to be empty:
@@ -117,8 +117,62 @@ __device__ __forceinline__ void attention_ws_impl(
     }
 }
 #define WS_BODY(hd, pp, qs) attention_ws_impl<hd, WS_STAGES, pp, qs, 8192, 1024>(qkv, qkvStride, out, pool, tables, desc, heads, kvHeads, blockSize, scale);
+
+// p0st: the consumers walk pairs of tiles (attention_pairs.cuh); K and V in slots of their own, two pairs of each. The
+// producer copies pair p's K once pair p - 2's scores are done, then its V once pair p - 2's P V is, each marked full by
+// the copies' own completion (cp.async.mbarrier.arrive: the producer never waits for its copies); a CTA of an odd
+// count of tiles walks one more, past its last key (zeros, masked: an exact no-op, as p0s's warpgroups may)
+template <int HD, int VLBO, int VSBO>
+__device__ __forceinline__ void attention_pairs_impl(
+        const bf16 *qkv, int qkvStride, bf16 *out, const bf16 *pool, const int *tables, const int *desc,
+        int heads, int kvHeads, int blockSize, float scale) {
+    using SM = PairSmem<HD>;
+    using Copy = WgTileCopy<HD, 128>;
+    const WgCta cta(desc + blockIdx.x * 8);
+    dependent_launch_entry();
+    const unsigned raw = (unsigned) __cvta_generic_to_shared(attn_smem), base = (raw + 1023) & ~1023u;
+    float *orun = reinterpret_cast<float *>(reinterpret_cast<unsigned char *>(attn_smem) + (base - raw) + SM::O);
+    const unsigned bars = base + SM::BARS;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < 2; s++) {
+            mbar_init(SM::kFull(bars, s), 128);
+            mbar_init(SM::vFull(bars, s), 128);
+            mbar_init(SM::kEmpty(bars, s), 256);
+            mbar_init(SM::vEmpty(bars, s), 256);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+    if (threadIdx.x < 128) {
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" :: "n"(WS_PRODUCER_REGS));
+        const Copy copy(pool, tables, cta, blockIdx.y, kvHeads, blockSize, threadIdx.x);
+        const int pairs = (cta.tiles() + 1) / 2;
+        #pragma unroll 1
+        for (int p = 0; p < pairs; p++) {
+            unsigned ra[KT / Copy::KSTEP], rb[KT / Copy::KSTEP];
+            copy.rows(2 * p, ra);
+            copy.rows(2 * p + 1, rb);
+            const int s = p & 1;
+            const unsigned k = base + SM::K + s * SM::PAIR, v = base + SM::V + s * SM::PAIR;
+            if (p >= 2) mbar_wait(SM::kEmpty(bars, s), ((p >> 1) - 1) & 1);
+            copy.template copy_part<false>(k, 2 * p, ra);
+            copy.template copy_part<false>(k + SM::TILE, 2 * p + 1, rb);
+            asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" :: "r"(SM::kFull(bars, s)) : "memory");
+            if (p >= 2) mbar_wait(SM::vEmpty(bars, s), ((p >> 1) - 1) & 1);
+            copy.template copy_part<true>(v, 2 * p, ra);
+            copy.template copy_part<true>(v + SM::TILE, 2 * p + 1, rb);
+            asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" :: "r"(SM::vFull(bars, s)) : "memory");
+        }
+        asm volatile("cp.async.wait_all;\n" ::: "memory");
+    } else {
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(WS_CONSUMER_REGS));
+        wg_attention_pairs<HD, VLBO, VSBO>(qkv, qkvStride, out, cta, heads, kvHeads, scale, threadIdx.x - 128, base, orun);
+    }
+}
+#define WS_PAIRS_BODY(hd) attention_pairs_impl<hd, 8192, 1024>(qkv, qkvStride, out, pool, tables, desc, heads, kvHeads, blockSize, scale);
 #else
 #define WS_BODY(hd, pp, qs) __trap();
+#define WS_PAIRS_BODY(hd) __trap();
 #endif
 
 // p0's signature (partO and partML unused: prefill writes out)
@@ -137,3 +191,12 @@ ATTENTION_WS(128, p0sr, true, true)
 // p0sq: p0sr without the ping-pong (p0s measured equal to or 1-3% faster than p0sp; p0sq 1.2% faster than p0sr on the
 // H100 at 8K): the prefill on Hopper (CudaForwardPass.HOPPER_PREFILL_ORDER)
 ATTENTION_WS(128, p0sq, false, true)
+// p0st: pairs of tiles a consumer iteration, K and V in slots of their own (attention_pairs.cuh). Written without a GPU
+// (2026-12-05)
+#define ATTENTION_WS_PAIRS(hd, name) \
+    extern "C" __global__ void __launch_bounds__(384, 1) attention_hd##hd##_##name( \
+            const bf16 *qkv, int qkvStride, bf16 *out, const bf16 *pool, const int *tables, const int *desc, float *partO, \
+            float *partML, int heads, int kvHeads, int blockSize, float scale) { \
+        WS_PAIRS_BODY(hd) \
+    }
+ATTENTION_WS_PAIRS(128, p0st)

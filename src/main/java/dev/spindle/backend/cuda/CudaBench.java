@@ -272,7 +272,8 @@ public final class CudaBench {
         Map<Integer, String> names = Map.of(CudaKernels.PREFILL, "one_warp_per_rows", CudaKernels.PREFILL_WARP_PAIRS, "warp_pairs",
                 CudaKernels.PREFILL_WGMMA, "wgmma", CudaKernels.PREFILL_WS, "warp_specialized", CudaKernels.PREFILL_WS_PINGPONG,
                 "warp_specialized_pingpong", CudaKernels.PREFILL_WS_REGISTERS, "warp_specialized_o_in_registers",
-                CudaKernels.PREFILL_WS_REGISTERS_NO_PINGPONG, "warp_specialized_o_in_registers_no_pingpong");
+                CudaKernels.PREFILL_WS_REGISTERS_NO_PINGPONG, "warp_specialized_o_in_registers_no_pingpong", CudaKernels.PREFILL_WS_PAIRS,
+                "warp_specialized_tile_pairs");
         try {
             for (int kernel : CudaKernels.PREFILL_KERNELS) {
                 if (!gpu.hasPrefillAttentionKernel(kernel)) {

@@ -24,25 +24,27 @@ public final class CudaKernels {
      * half the chain per warp), and prefill on Hopper's warpgroup MMA (attention_wgmma.cu: sm_90a, head dim 128;
      * one warpgroup per 64 MMA rows), and warp-specialised on Hopper (attention_ws.cu: a producer warpgroup copying
      * K/V tiles for two consumer warpgroups of 64 MMA rows each, with or without their ping-pong, the running O in shared
-     * memory or, with each consumer's Q there instead, in registers). The prefill kernels compute the same values.
+     * memory or, with each consumer's Q there instead, in registers; or, p0st, the consumers walking pairs of tiles with K and V
+     * in stages of their own). The prefill kernels compute the same values.
      */
     public static final int PREFILL = 0, DECODE = 1, PREFILL_WARP_PAIRS = 2, PREFILL_WGMMA = 3, PREFILL_WS = 4, PREFILL_WS_PINGPONG = 5,
-            PREFILL_WS_REGISTERS = 6, PREFILL_WS_REGISTERS_NO_PINGPONG = 7;
+            PREFILL_WS_REGISTERS = 6, PREFILL_WS_REGISTERS_NO_PINGPONG = 7, PREFILL_WS_PAIRS = 8;
     /** The prefill kernels, for comparisons. */
     public static final List<Integer> PREFILL_KERNELS = List.of(PREFILL, PREFILL_WARP_PAIRS, PREFILL_WGMMA, PREFILL_WS, PREFILL_WS_PINGPONG,
-            PREFILL_WS_REGISTERS, PREFILL_WS_REGISTERS_NO_PINGPONG);
+            PREFILL_WS_REGISTERS, PREFILL_WS_REGISTERS_NO_PINGPONG, PREFILL_WS_PAIRS);
     /** The warp-specialised prefill kernels (attention_ws.cu). */
-    public static final List<Integer> WARP_SPECIALIZED = List.of(PREFILL_WS, PREFILL_WS_PINGPONG, PREFILL_WS_REGISTERS, PREFILL_WS_REGISTERS_NO_PINGPONG);
+    public static final List<Integer> WARP_SPECIALIZED = List.of(PREFILL_WS, PREFILL_WS_PINGPONG, PREFILL_WS_REGISTERS, PREFILL_WS_REGISTERS_NO_PINGPONG,
+            PREFILL_WS_PAIRS);
     /** The warp-specialised kernels with each consumer's Q in shared memory and its running O in registers. */
     static final List<Integer> O_IN_REGISTERS = List.of(PREFILL_WS_REGISTERS, PREFILL_WS_REGISTERS_NO_PINGPONG);
     /**
-     * The kernel suffixes, by kind index (attention_hd{headDim}_{suffix}; p0g in attention_wgmma.cu, p0s, p0sp, p0sr and p0sq
-     * in attention_ws.cu, the rest in attention.cu).
+     * The kernel suffixes, by kind index (attention_hd{headDim}_{suffix}; p0g in attention_wgmma.cu, p0s, p0sp, p0sr, p0sq and
+     * p0st in attention_ws.cu, the rest in attention.cu).
      */
-    static final List<String> ATTENTION_KERNELS = List.of("p0", "p1", "p0w", "p0g", "p0s", "p0sp", "p0sr", "p0sq");
+    static final List<String> ATTENTION_KERNELS = List.of("p0", "p1", "p0w", "p0g", "p0s", "p0sp", "p0sr", "p0sq", "p0st");
     /** The Hopper-only prefill kernels (sm_90a: wgmma, setmaxnreg), built for {@link #hasWgmmaPrefill} head dims. */
     static final List<Integer> HOPPER_PREFILL = List.of(PREFILL_WGMMA, PREFILL_WS, PREFILL_WS_PINGPONG, PREFILL_WS_REGISTERS,
-            PREFILL_WS_REGISTERS_NO_PINGPONG);
+            PREFILL_WS_REGISTERS_NO_PINGPONG, PREFILL_WS_PAIRS);
     /** Head dims the wgmma prefill is built for: 128, the family's (its code takes any multiple of 64; 64 has not run on a GPU). */
     static boolean hasWgmmaPrefill(int headDim) {
         return headDim == 128;
@@ -165,7 +167,7 @@ public final class CudaKernels {
                     throw new CudaException(name + " needs " + attentionSharedBytes(hd, phase) + " bytes of dynamic shared memory and this GPU allows "
                             + cuda.maxSharedMemory() + " a block: " + e.getMessage());
                 }
-                attention.put(hd * 8 + phase, f);
+                attention.put(hd * 16 + phase, f);
             }
         }
         for (LinearRowsVariant v : hopper ? LINEAR_ROWS : List.<LinearRowsVariant>of()) {
@@ -440,6 +442,11 @@ public final class CudaKernels {
      */
     static int attentionSharedBytes(int headDim, int kind, int group) {
         int stage = 2 * 64 * headDim * 2;
+        if (kind == PREFILL_WS_PAIRS) {
+            // attention_pairs.cuh's PairSmem: 1024 for alignment, two slots of a pair of tiles' K and two of their V, the consumers'
+            // Q (bf16) and running O (fp32), eight mbarriers
+            return 1024 + 8 * 64 * headDim * 2 + 2 * 64 * headDim * 2 + 2 * 64 * headDim * 4 + 8 * 8;
+        }
         if (warpSpecialized(kind)) {
             // attention_ws.cu: 1024 for alignment, WS_STAGES stages, the two consumer warpgroups' running O (fp32) or, p0sr and p0sq,
             // their Q tiles (bf16), an mbarrier full and one empty a stage
@@ -453,7 +460,7 @@ public final class CudaKernels {
 
     /** Whether the attention kernel of {@code phase} for {@code headDim} is loaded (its shared memory fits this GPU). */
     public boolean hasAttention(int headDim, int phase) {
-        return attention.containsKey(headDim * 8 + phase);
+        return attention.containsKey(headDim * 16 + phase);
     }
 
     /** Head dims the attention kernel is built for. */
@@ -468,7 +475,7 @@ public final class CudaKernels {
      */
     public void attention(int phase, int ctas, long qkv, int stride, long out, long pool, long tables, long desc, long partO, long partML,
                           int heads, int kvHeads, int headDim, int blockSize, float scale) {
-        MemorySegment f = attention.get(headDim * 8 + phase);
+        MemorySegment f = attention.get(headDim * 16 + phase);
         if (f == null) {
             throw new IllegalStateException("attention_hd" + headDim + "_" + ATTENTION_KERNELS.get(phase) + " is not loaded on this GPU (shared memory)");
         }

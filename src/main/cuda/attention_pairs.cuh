@@ -1,0 +1,298 @@
+// attention_pairs.cuh: the consumers of attention_ws.cu's p0st, which walk a CTA's keys a pair of 64-key tiles at a
+// time (128 keys: one split below 16K keys, a half or less of one beyond) with p0's arithmetic and its bits. A pair's
+// two score tiles are in registers at once, so their softmax chains (masks, max trees, shuffles, powers, sums) run
+// side by side in one warp: the chain of one tile a warp, with two warps a scheduler, is what bounds p0s/p0sq (ncu:
+// a consumer warp issues every 6 cycles, waiting on its own results). The order of every reduction is the tiles':
+// tile A's max and sum move the split's state, then tile B's; the split's o is rescaled by A's factor before A's
+// P V and by B's between A's and B's (the wgmmas of a pair accumulate in that order, as two iterations would).
+//
+// Stages: K and V apart (FlashAttention-3's pipeline): iteration j multiplies pair j + 1's K (the next scores) and
+// pair j's V, so a pair's K slot is free once its scores are done and its V slot once its P V is; two slots of each,
+// filled by the producer (attention_ws.cu), each marked full by its copies' own completion.
+#pragma once
+#include "attention_wgmma.cuh"
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+// shared memory from the 1024-aligned base: K slots (2 pairs of tiles), V slots, the consumers' Q (bf16), their run's O
+// (fp32), then the mbarriers: kFull[2], vFull[2] (the producer's 128 threads, by their copies' completion), kEmpty[2],
+// vEmpty[2] (the consumers' 256 threads)
+template <int HD>
+struct PairSmem {
+    static constexpr unsigned TILE = KT * HD * 2, PAIR = 2 * TILE;
+    static constexpr unsigned K = 0, V = 2 * PAIR, Q = 4 * PAIR, O = Q + 2 * 64 * HD * 2, BARS = O + 2 * 64 * HD * 4;
+    static constexpr unsigned BYTES = 1024 + BARS + 8 * 8;
+    __device__ __forceinline__ static unsigned kFull(unsigned bars, int s) { return bars + 8 * s; }
+    __device__ __forceinline__ static unsigned vFull(unsigned bars, int s) { return bars + 16 + 8 * s; }
+    __device__ __forceinline__ static unsigned kEmpty(unsigned bars, int s) { return bars + 32 + 8 * s; }
+    __device__ __forceinline__ static unsigned vEmpty(unsigned bars, int s) { return bars + 48 + 8 * s; }
+};
+
+// the warp-uniform index of this thread's consumer warpgroup (a shuffle from lane 0: the compiler then keeps what is
+// derived from it, the Q tile's descriptors, in uniform registers)
+__device__ __forceinline__ int wg_uniform(int v) { return __shfl_sync(0xffffffffu, v, 0); }
+
+// The MMA rows of a CTA's 256 consumer threads t (warpgroup w: MMA rows 64 w ..; p0's rows per warp) walking the CTA's
+// pairs of tiles from the stages at base (PairSmem), each split folded into the run's O in shared memory (this
+// thread's values c = 4 j .. 4 j + 3 at float4 j * 256 + t), then out.
+// (The run's O in registers instead, as p0sq keeps it, made ptxas spill 400-700 bytes a thread whatever the split of
+// registers between producer and consumers.)
+template <int HD, int VLBO, int VSBO>
+__device__ __forceinline__ void wg_attention_pairs(const bf16 *qkv, int qkvStride, bf16 *out, const WgCta &cta, int heads, int kvHeads,
+        float scale, unsigned t, unsigned base, float *orun) {
+    using SM = PairSmem<HD>;
+    constexpr int KS = HD / 16, DN = HD / 8, THREADS = 256;
+    const int g = blockIdx.y, G = heads / kvHeads;
+    const float cl2 = attn_c(scale);
+    const int warp = t >> 5, lane = t & 31, gr = lane >> 2, tq = lane & 3;
+    const int w = wg_uniform((int) (t >> 7));
+    const AttnRows<HD> tr(qkv, qkvStride, cta.row0, cta.rows, cta.pos0, g, G, warp * 16, gr, tq);
+    const int (&mr)[2] = tr.mr, (&pos)[2] = tr.pos;
+    const bool (&valid)[2] = tr.valid;
+    const bool full = warp * 16 + 16 <= cta.rows * G;
+    const int firstPos = cta.pos0 + warp * 16 / G;
+    const int firstKey = cta.firstKey(), pairs = (cta.tiles() + 1) / 2;
+    const unsigned bars = base + SM::BARS;
+
+    // the warpgroup's 64 MMA rows of Q (zeros past the CTA's rows) into its tile, HD / 64 column blocks of [64 rows][128
+    // bytes] swizzled as K's, fenced for the wgmmas' async proxy and met at the warpgroup's barrier
+    const unsigned qw = base + SM::Q + (unsigned) w * (64u * HD * 2);
+    {
+        const int lt = (int) (t & 127);
+        #pragma unroll
+        for (int k = 0; k < 64 * DN / 128; k++) {
+            const int idx = k * 128 + lt, m = idx / DN, ch = idx % DN, mw = 64 * w + m, r = mw / G, j = mw % G;
+            uint4 v = make_uint4(0u, 0u, 0u, 0u);
+            if (r < cta.rows) v = *reinterpret_cast<const uint4 *>(qkv + (long) (cta.row0 + r) * qkvStride + (long) (g * G + j) * HD + ch * 8);
+            st_shared_u4(qw + wg_chunk(m, ch), v);
+        }
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+        if (w == 0) named_sync<3>(128);
+        else named_sync<4>(128);
+    }
+
+    float M[2] = {-INFINITY, -INFINITY}, L[2] = {0.f, 0.f}, ms[2] = {-INFINITY, -INFINITY}, ls[2] = {0.f, 0.f};
+    float os[DN * 4], SA[32], SB[32];
+    // the diagonal's mask of a tile at t0 (keys past a row's position, rows past the CTA's)
+    auto mask = [&](int t0, float (&S)[32]) {
+        {
+            #pragma unroll
+            for (int c = 0; c < 8; c++) {
+                #pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    int h = e >> 1, key = t0 + 8 * c + 2 * tq + (e & 1);
+                    S[4 * c + e] = (valid[h] && key <= pos[h]) ? S[4 * c + e] : -INFINITY;
+                }
+            }
+        }
+    };
+    // each row's maximum of a tile's scores, over the row's four lanes (a tree: any order gives a maximum's bits)
+    auto rowMax = [&](const float (&S)[32], float (&mx)[2]) {
+        #pragma unroll
+        for (int h = 0; h < 2; h++) {
+            float m[8];
+            #pragma unroll
+            for (int c = 0; c < 8; c++) m[c] = fmaxf(S[4 * c + 2 * h], S[4 * c + 2 * h + 1]);
+            #pragma unroll
+            for (int k = 4; k > 0; k >>= 1) {
+                #pragma unroll
+                for (int c = 0; c < k; c++) m[c] = fmaxf(m[c], m[c + k]);
+            }
+            mx[h] = fmaxf(m[0], -INFINITY);
+        }
+    };
+    auto lanesMax = [&](float (&mx)[2]) {
+        #pragma unroll
+        for (int h = 0; h < 2; h++) {
+            mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
+            mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
+        }
+    };
+    // p of a tile against mu, its P fragments (pf[j]: keys 16 j ..) and its rows' quarter sums (p0's order)
+    auto powers = [&](float (&S)[32], const float (&mu)[2], unsigned (&pf)[4][4], float (&q)[2][4]) {
+        #pragma unroll
+        for (int c = 0; c < 32; c++) S[c] = attn_p(S[c], cl2, mu[(c & 3) >> 1]);
+        #pragma unroll
+        for (int h = 0; h < 2; h++) {
+            #pragma unroll
+            for (int c = 0; c < 8; c += 2) {
+                float a = __fadd_rn(S[4 * c + 2 * h], S[4 * c + 2 * h + 1]);
+                a = __fadd_rn(a, S[4 * (c + 1) + 2 * h]);
+                q[h][c / 2] = __fadd_rn(a, S[4 * (c + 1) + 2 * h + 1]);
+            }
+        }
+        #pragma unroll
+        for (int c = 0; c < 8; c++) {
+            pf[c >> 1][(c & 1) * 2] = pack_bf16(S[4 * c], S[4 * c + 1]);
+            pf[c >> 1][(c & 1) * 2 + 1] = pack_bf16(S[4 * c + 2], S[4 * c + 3]);
+        }
+    };
+    // the softmax of the pair at t0 (tiles A = SA, B = SB): the split's max and sum move on by A, then by B; alpha: the
+    // factor of the split's o before A (aA) and before B (aB)
+    auto softmax = [&](int t0, unsigned (&pA)[4][4], unsigned (&pB)[4][4], float (&aA)[2], float (&aB)[2]) {
+        // (one branch for both tiles: a mask where no key passes a row's position changes nothing. A warp's rows past the
+        // CTA's, or its upper rows where it has none, are masked too, and then computed as the others are, without a branch,
+        // so that both rows' and both tiles' chains share one basic block: their max is -inf, mu 0, p = 2^-inf = +0, the
+        // split's factors 0 and its sum 0, no NaN; they are never written out)
+        if (!full || t0 + 2 * KT - 1 > firstPos) {
+            mask(t0, SA);
+            mask(t0 + KT, SB);
+        }
+        float mxA[2], mxB[2];
+        rowMax(SA, mxA);
+        rowMax(SB, mxB);
+        lanesMax(mxA);
+        lanesMax(mxB);
+        float muA[2], muB[2], qA[2][4] = {}, qB[2][4] = {};
+        attn_new_max(ms, mxA, cl2, true, muA, aA);
+        attn_new_max(ms, mxB, cl2, true, muB, aB);
+        powers(SA, muA, pA, qA);
+        powers(SB, muB, pB, qB);
+        #pragma unroll
+        for (int h = 0; h < 2; h++) {
+            ls[h] = __fadd_rn(__fmul_rn(ls[h], aA[h]), attn_tile_sum(qA[h]));
+            ls[h] = __fadd_rn(__fmul_rn(ls[h], aB[h]), attn_tile_sum(qB[h]));
+        }
+    };
+    // a pair's scores: Q (by descriptor) times the K tiles of the slot at ks, each chunk kk of 16 dims in order from zero
+    auto scores = [&](unsigned ks) {
+        const unsigned long long q0 = wg_desc(qw, 16, 1024), a0 = wg_desc(base + SM::K + ks, 16, 1024), b0 = a0 + (SM::TILE >> 4);
+        wg_scores_ss0(SA, q0, a0);
+        #pragma unroll
+        for (int kk = 1; kk < KS; kk++) {
+            const unsigned off = ((kk >> 2) * (KT * 128) + (kk & 3) * 32) >> 4;
+            wg_scores_ss(SA, q0 + off, a0 + off);
+        }
+        wg_scores_ss0(SB, q0, b0);
+        #pragma unroll
+        for (int kk = 1; kk < KS; kk++) {
+            const unsigned off = ((kk >> 2) * (KT * 128) + (kk & 3) * 32) >> 4;
+            wg_scores_ss(SB, q0 + off, b0 + off);
+        }
+        asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+    };
+    auto pinScores = [&]() {
+        #pragma unroll
+        for (int c = 0; c < 32; c++) {
+            wg_pin(SA[c]);
+            wg_pin(SB[c]);
+        }
+    };
+    auto pinO = [&]() {
+        #pragma unroll
+        for (int c = 0; c < DN * 4; c++) wg_pin(os[c]);
+    };
+    auto pinP = [&](unsigned (&pf)[4][4]) {
+        #pragma unroll
+        for (int j = 0; j < 4; j++) {
+            #pragma unroll
+            for (int r = 0; r < 4; r++) wg_pin_r(pf[j][r]);
+        }
+    };
+    auto rescale = [&](const float (&a)[2]) {
+        #pragma unroll
+        for (int c = 0; c < DN * 4; c++) os[c] = __fmul_rn(os[c], a[(c & 3) >> 1]);
+    };
+
+    unsigned pA[4][4], pB[4][4], nA[4][4], nB[4][4];
+    float aA[2], aB[2], bA[2], bB[2];
+    if (pairs > 0) {
+        mbar_wait(SM::kFull(bars, 0), 0);
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+        wg_fence();
+        scores(0);
+        asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+        pinScores();
+        mbar_arrive(SM::kEmpty(bars, 0));
+        softmax(firstKey, pA, pB, aA, aB);
+    }
+    // iteration j: pair j's P V (A's, then B's after the rescale between them) and pair j + 1's scores, issued A's P V
+    // first; the next pair's softmax while B's P V runs. The last iteration issues scores too (of a slot read before,
+    // unused), so no wgmma sits in a branch
+    #pragma unroll 1
+    for (int j = 0; j < pairs; j++) {
+        const int t0 = firstKey + 2 * j * KT;
+        const bool next = j + 1 < pairs, first = split_begins(t0);
+        const bool splitEnds = split_begins(t0 + 2 * KT) || !next;
+        if (next) mbar_wait(SM::kFull(bars, (j + 1) & 1), ((j + 1) >> 1) & 1);
+        mbar_wait(SM::vFull(bars, j & 1), (j >> 1) & 1);
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+        // the split's o to A's max (o is still zero at a split's first tile: skipped)
+        if (!first) rescale(aA);
+        pinO();
+        pinP(pA);
+        pinP(pB);
+        const unsigned long long v0 = wg_desc(base + SM::V + (j & 1) * SM::PAIR, VLBO, VSBO), vB0 = v0 + (SM::TILE >> 4);
+        wg_fence();
+        #pragma unroll
+        for (int c = 0; c < 4; c++) wg_mma<HD, 1>(os, pA[c], v0 + ((c * 16 * 128) >> 4), c > 0 || !first);
+        asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+        scores(((j + 1) & 1) * SM::PAIR);
+        float fa[2], fb[2];
+        asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+        pinO();
+        pinP(pA);
+        // to B's max, between A's products and B's
+        rescale(aB);
+        pinO();
+        wg_fence();
+        #pragma unroll
+        for (int c = 0; c < 4; c++) wg_mma<HD, 1>(os, pB[c], vB0 + ((c * 16 * 128) >> 4), 1);
+        asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+        if (splitEnds) {
+            #pragma unroll
+            for (int h = 0; h < 2; h++) fold_factors(M[h], L[h], ms[h], ls[h], fa[h], fb[h]);
+        }
+        asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+        pinScores();
+        if (next) {
+            mbar_arrive(SM::kEmpty(bars, (j + 1) & 1));
+            if (splitEnds) {
+                ms[0] = ms[1] = -INFINITY;
+                ls[0] = ls[1] = 0.f;
+            }
+            softmax(t0 + 2 * KT, nA, nB, bA, bB);
+        }
+        asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+        pinO();
+        pinP(pB);
+        mbar_arrive(SM::vEmpty(bars, j & 1));
+        if (splitEnds) {
+            const bool firstSplit = split_of(t0) == cta.s0;
+            #pragma unroll
+            for (int k = 0; k < DN; k++) {
+                float4 *o = reinterpret_cast<float4 *>(orun) + k * THREADS + t;
+                float4 v = firstSplit ? make_float4(0.f, 0.f, 0.f, 0.f) : *o;
+                v.x = fold_value(v.x, fa[0], os[4 * k], fb[0]);
+                v.y = fold_value(v.y, fa[0], os[4 * k + 1], fb[0]);
+                v.z = fold_value(v.z, fa[1], os[4 * k + 2], fb[1]);
+                v.w = fold_value(v.w, fa[1], os[4 * k + 3], fb[1]);
+                *o = v;
+            }
+        }
+        #pragma unroll
+        for (int c = 0; c < 4; c++) {
+            #pragma unroll
+            for (int r = 0; r < 4; r++) {
+                pA[c][r] = nA[c][r];
+                pB[c][r] = nB[c][r];
+            }
+        }
+        aA[0] = bA[0];
+        aA[1] = bA[1];
+        aB[0] = bB[0];
+        aB[1] = bB[1];
+    }
+    #pragma unroll
+    for (int h = 0; h < 2; h++) {
+        if (!valid[h]) continue;
+        int r = mr[h] / G, qh = g * G + mr[h] % G;
+        bf16 *op = out + (long) (cta.row0 + r) * heads * HD + (long) qh * HD;
+        #pragma unroll
+        for (int k = 0; k < DN; k++) {
+            float4 v = reinterpret_cast<const float4 *>(orun)[k * THREADS + t];
+            float o0 = h ? v.z : v.x, o1 = h ? v.w : v.y;
+            *reinterpret_cast<__nv_bfloat162 *>(op + 8 * k + 2 * tq) = __floats2bfloat162_rn(__fdiv_rn(o0, L[h]), __fdiv_rn(o1, L[h]));
+        }
+    }
+}
+#endif
