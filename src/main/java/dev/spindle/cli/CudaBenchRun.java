@@ -160,9 +160,7 @@ final class CudaBenchRun implements Callable<Integer> {
             out.put("profile_prefill_" + Math.min(8192, stepRows), bench.profile(Math.min(8192, stepRows), 0, 1));
             Map<String, Object> attention = new LinkedHashMap<>();
             for (int n : prefillLengths) {
-                if (n <= Math.min(8192, stepRows)) {
-                    attention.put(Integer.toString(n), bench.prefillAttentionKernels(n));
-                }
+                attention.put(Integer.toString(n), bench.prefillAttentionKernels(n, stepRows));
             }
             out.put("prefill_attention_kernels", attention);
             out.put("profile_decode_batch_1", bench.profile(1, 1024, 1));

@@ -264,10 +264,12 @@ public final class CudaBench {
     }
 
     /**
-     * Milliseconds of prefill attention (all layers) for a prefill of {@code rows} tokens, with each prefill
-     * kernel in turn (they compute the same values), then the kernel the forward pass runs.
+     * Milliseconds of prefill attention (all layers) for a prefill of {@code rows} tokens in steps of at most
+     * {@code stepRows} (the later steps over the earlier ones' keys, as a long prompt runs), with each prefill kernel in
+     * turn (they compute the same values; beyond 8K tokens only the warp-specialised ones, the others being several
+     * times slower), then with the kernel each step picks by its keys ({@code default_ms}; {@code picked}: per step).
      */
-    public Map<String, Object> prefillAttentionKernels(int rows) {
+    public Map<String, Object> prefillAttentionKernels(int rows, int stepRows) {
         Map<String, Object> m = new LinkedHashMap<>();
         Map<Integer, String> names = Map.of(CudaKernels.PREFILL, "one_warp_per_rows", CudaKernels.PREFILL_WARP_PAIRS, "warp_pairs",
                 CudaKernels.PREFILL_WGMMA, "wgmma", CudaKernels.PREFILL_WS, "warp_specialized", CudaKernels.PREFILL_WS_PINGPONG,
@@ -280,18 +282,42 @@ public final class CudaBench {
                     m.put(names.get(kernel) + "_ms", "not loaded on this GPU (shared memory, or not an sm_90a GPU)");
                     continue;
                 }
-                gpu.prefillAttentionKernel(kernel);
-                Object ms = profile(rows, 0, 1).get("attention prefill_ms");
-                m.put(names.get(kernel) + "_ms", ms);
-                if (ms instanceof Number t) {
-                    m.put(names.get(kernel) + "_tflops_per_second", round(attentionFlops(rows) / (t.doubleValue() * 1e-3) / 1e12, 1));
+                if (rows > 8192 && !CudaKernels.WARP_SPECIALIZED.contains(kernel)) {
+                    continue;
                 }
+                gpu.prefillAttentionKernel(kernel);
+                putTime(m, names.get(kernel), chunkedAttentionMs(rows, stepRows), rows);
             }
         } finally {
             gpu.prefillAttentionKernel(-1);
         }
-        m.put("picked", names.get(gpu.prefillKernel()));
+        putTime(m, "default", chunkedAttentionMs(rows, stepRows), rows);
+        List<String> picked = new ArrayList<>();
+        for (int done = 0; done < rows; done += stepRows) {
+            picked.add(names.get(gpu.prefillKernel(Math.min(rows, done + stepRows))));
+        }
+        m.put("picked", picked);
         return m;
+    }
+
+    /** Prefill attention's milliseconds (all layers) for {@code rows} tokens in steps of at most {@code stepRows}, or why none. */
+    private Object chunkedAttentionMs(int rows, int stepRows) {
+        double ms = 0;
+        for (int done = 0; done < rows; done += stepRows) {
+            Object t = profile(Math.min(stepRows, rows - done), done, 1).get("attention prefill_ms");
+            if (!(t instanceof Number n)) {
+                return t;
+            }
+            ms += n.doubleValue();
+        }
+        return round(ms, 3);
+    }
+
+    private void putTime(Map<String, Object> m, String name, Object ms, int rows) {
+        m.put(name + "_ms", ms);
+        if (ms instanceof Number t) {
+            m.put(name + "_tflops_per_second", round(attentionFlops(rows) / (t.doubleValue() * 1e-3) / 1e12, 1));
+        }
     }
 
     /** Causal attention's matmul work for a prefill of {@code rows} tokens, all executed layers: q.k and p.v, 2 flops a multiply-add. */

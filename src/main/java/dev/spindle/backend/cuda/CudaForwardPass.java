@@ -674,6 +674,17 @@ public final class CudaForwardPass implements ForwardPass {
         graphs.clear();
     }
 
+    /** Where the step's longest prefill window (one not run row by row: StepPlan.rowwise) ends; 0 where it has none. */
+    static int prefillKeys(List<Window> windows) {
+        int keys = 0;
+        for (Window w : windows) {
+            if (!StepPlan.rowwise(w.tokens().length)) {
+                keys = Math.max(keys, w.start() + w.tokens().length);
+            }
+        }
+        return keys;
+    }
+
     /** Uploads the step's integers (one copy); the device buffers they need are in place. */
     StepPlan prepare(ModelStep step, int fixedSplits) {
         List<Window> windows = step.windows();
@@ -682,8 +693,10 @@ public final class CudaForwardPass implements ForwardPass {
             throw new IllegalArgumentException(n + " rows in one step exceed the CUDA backend's " + opt.maxStepRows() + " (max step rows)");
         }
         ForwardPass.checkWindows(this, step);
+        int kernel = prefillKernel(prefillKeys(windows));
         StepPlan p = new StepPlan(windows, c.numHeads() / c.numKvHeads(), c.numKvHeads(), fixedSplits,
-                CudaKernels.attentionTileRows(prefillKernel()));
+                CudaKernels.attentionTileRows(kernel));
+        p.prefillKernel = kernel;
         boolean moved = ensureMeta(p.data.length);
         ensureRope(p.maxPosition + 1);
         moved |= ensurePartials(p.partials);
@@ -774,7 +787,7 @@ public final class CudaForwardPass implements ForwardPass {
                     }
                 }
                 if (p.ctas > p.decodeCtas) {
-                    int kernel = prefillKernel();
+                    int kernel = p.prefillKernel;
                     prog.add(() -> op("attention prefill", () -> k.attention(kernel, p.ctas - p.decodeCtas, qkv, stride, att, kvSlot, tables,
                             desc + 32L * p.decodeCtas, partO, partML, heads, kvh, hd, bs, scale)));
                 }
@@ -900,14 +913,30 @@ public final class CudaForwardPass implements ForwardPass {
     /** On sm_90a, the fastest loaded first (the warp-specialised kernels at head dim 128, else wgmma). */
     static final java.util.List<Integer> HOPPER_PREFILL_ORDER = java.util.List.of(CudaKernels.PREFILL_WS_REGISTERS_NO_PINGPONG,
             CudaKernels.PREFILL_WS_REGISTERS, CudaKernels.PREFILL_WGMMA);
+    /**
+     * Keys (the longest prefill window's end) from which a step runs {@link CudaKernels#PREFILL_WS_PAIRS} where it is
+     * loaded: its CTAs walk two tiles an iteration, which pays on long walks and costs on short ones (33B shape, attention
+     * of all layers in steps of 8K rows, H100, one process: 2K 13.9 ms against 12.55 for p0sq, 4K 45.27 / 45.29, 8K 156.2 /
+     * 163.1, 16K 579 / 619, 32K 2,187 / 2,327; docs/bench/pairs-by-length). Both compute p0's bits, so which one a step
+     * runs changes no value.
+     */
+    static final int PAIRS_FROM_KEYS = 4096;
 
     /** -1: the default ({@link #PREFILL_KERNEL}, or the first Hopper kernel loaded); else every prefill step runs this kernel. */
     private int prefillKernelOverride = -1;
 
-    /** The prefill kernel steps run. */
+    /** The prefill kernel a step of short windows runs (or every step, when one was set: {@link #prefillAttentionKernel}). */
     int prefillKernel() {
+        return prefillKernel(0);
+    }
+
+    /** The prefill kernel a step runs whose longest prefill window ends at key {@code keys}. */
+    int prefillKernel(int keys) {
         if (prefillKernelOverride >= 0) {
             return prefillKernelOverride;
+        }
+        if (keys >= PAIRS_FROM_KEYS && k.hasAttention(c.headDim(), CudaKernels.PREFILL_WS_PAIRS)) {
+            return CudaKernels.PREFILL_WS_PAIRS;
         }
         for (int kernel : HOPPER_PREFILL_ORDER) {
             if (k.hasAttention(c.headDim(), kernel)) {

@@ -29,6 +29,8 @@ final class StepPlan {
      * same decode and aggregate figures within 1% (b1 32K 45.7 / 46.3 / 46.1 tok/s, 128 streams 3,674 / 3,662 / 3,660).
      */
     static final int DECODE_CTAS = 1056;
+    /** The prefill attention kernel the step's prefill CTAs run (CudaForwardPass.prefillKernel). */
+    int prefillKernel = CudaKernels.PREFILL;
     /** Set when a captured graph already ran the lm head (and, for greedy, the argmax) over all logit rows. */
     boolean headDone;
 

@@ -138,6 +138,18 @@ class StepPlanTest {
     }
 
     @Test
+    void aStepsPrefillKeysAreItsLongestPrefillWindowsEndNotItsDecodeRows() {
+        BlockTable decode = table(9000), chunk = table(4000), fresh = table(0);
+        List<Window> ws = List.of(w(new int[]{1}, decode, false, true), w(new int[600], chunk, false, true),
+                w(new int[300], fresh, false, true));
+        // the decode row's 9,001 keys run in the decode kernels; the chunk's window ends at key 4,600
+        assertEquals(4600, CudaForwardPass.prefillKeys(ws));
+        assertEquals(0, CudaForwardPass.prefillKeys(List.of(w(new int[]{1}, table(20000), false, true))));
+        assertTrue(CudaForwardPass.PAIRS_FROM_KEYS > 2048 && CudaForwardPass.PAIRS_FROM_KEYS <= 8192,
+                "the pairs kernel was slower at 2K and faster at 8K (docs/bench/tile-pairs)");
+    }
+
+    @Test
     void aGraphPlanHasTheSameLayoutWhateverTheContexts() {
         StepPlan short1 = new StepPlan(List.of(w(new int[]{1}, table(10), false, true), w(new int[]{2}, table(200), false, true)), 7, 8, 4);
         StepPlan long1 = new StepPlan(List.of(w(new int[]{1}, table(400), false, true), w(new int[]{2}, table(500), false, true)), 7, 8, 4);
