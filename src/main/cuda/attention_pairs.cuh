@@ -53,79 +53,12 @@ __device__ __forceinline__ void wg_attention_pairs(const bf16 *qkv, int qkvStrid
     const int firstKey = cta.firstKey(), pairs = (cta.tiles() + 1) / 2;
     const unsigned bars = base + SM::BARS;
 
-    // the warpgroup's 64 MMA rows of Q (zeros past the CTA's rows) into its tile, HD / 64 column blocks of [64 rows][128
-    // bytes] swizzled as K's, fenced for the wgmmas' async proxy and met at the warpgroup's barrier
+    // the warpgroup's 64 MMA rows of Q into its tile (read by descriptor, as K's tiles are)
     const unsigned qw = base + SM::Q + (unsigned) w * (64u * HD * 2);
-    {
-        const int lt = (int) (t & 127);
-        #pragma unroll
-        for (int k = 0; k < 64 * DN / 128; k++) {
-            const int idx = k * 128 + lt, m = idx / DN, ch = idx % DN, mw = 64 * w + m, r = mw / G, j = mw % G;
-            uint4 v = make_uint4(0u, 0u, 0u, 0u);
-            if (r < cta.rows) v = *reinterpret_cast<const uint4 *>(qkv + (long) (cta.row0 + r) * qkvStride + (long) (g * G + j) * HD + ch * 8);
-            st_shared_u4(qw + wg_chunk(m, ch), v);
-        }
-        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-        if (w == 0) named_sync<3>(128);
-        else named_sync<4>(128);
-    }
+    wg_stage_q<HD>(qkv, qkvStride, cta, g, G, w, (int) (t & 127), qw);
 
     float M[2] = {-INFINITY, -INFINITY}, L[2] = {0.f, 0.f}, ms[2] = {-INFINITY, -INFINITY}, ls[2] = {0.f, 0.f};
     float os[DN * 4], SA[32], SB[32];
-    // the diagonal's mask of a tile at t0 (keys past a row's position, rows past the CTA's)
-    auto mask = [&](int t0, float (&S)[32]) {
-        {
-            #pragma unroll
-            for (int c = 0; c < 8; c++) {
-                #pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    int h = e >> 1, key = t0 + 8 * c + 2 * tq + (e & 1);
-                    S[4 * c + e] = (valid[h] && key <= pos[h]) ? S[4 * c + e] : -INFINITY;
-                }
-            }
-        }
-    };
-    // each row's maximum of a tile's scores, over the row's four lanes (a tree: any order gives a maximum's bits)
-    auto rowMax = [&](const float (&S)[32], float (&mx)[2]) {
-        #pragma unroll
-        for (int h = 0; h < 2; h++) {
-            float m[8];
-            #pragma unroll
-            for (int c = 0; c < 8; c++) m[c] = fmaxf(S[4 * c + 2 * h], S[4 * c + 2 * h + 1]);
-            #pragma unroll
-            for (int k = 4; k > 0; k >>= 1) {
-                #pragma unroll
-                for (int c = 0; c < k; c++) m[c] = fmaxf(m[c], m[c + k]);
-            }
-            mx[h] = fmaxf(m[0], -INFINITY);
-        }
-    };
-    auto lanesMax = [&](float (&mx)[2]) {
-        #pragma unroll
-        for (int h = 0; h < 2; h++) {
-            mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
-            mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
-        }
-    };
-    // p of a tile against mu, its P fragments (pf[j]: keys 16 j ..) and its rows' quarter sums (p0's order)
-    auto powers = [&](float (&S)[32], const float (&mu)[2], unsigned (&pf)[4][4], float (&q)[2][4]) {
-        #pragma unroll
-        for (int c = 0; c < 32; c++) S[c] = attn_p(S[c], cl2, mu[(c & 3) >> 1]);
-        #pragma unroll
-        for (int h = 0; h < 2; h++) {
-            #pragma unroll
-            for (int c = 0; c < 8; c += 2) {
-                float a = __fadd_rn(S[4 * c + 2 * h], S[4 * c + 2 * h + 1]);
-                a = __fadd_rn(a, S[4 * (c + 1) + 2 * h]);
-                q[h][c / 2] = __fadd_rn(a, S[4 * (c + 1) + 2 * h + 1]);
-            }
-        }
-        #pragma unroll
-        for (int c = 0; c < 8; c++) {
-            pf[c >> 1][(c & 1) * 2] = pack_bf16(S[4 * c], S[4 * c + 1]);
-            pf[c >> 1][(c & 1) * 2 + 1] = pack_bf16(S[4 * c + 2], S[4 * c + 3]);
-        }
-    };
     // the softmax of the pair at t0 (tiles A = SA, B = SB): the split's max and sum move on by A, then by B; alpha: the
     // factor of the split's o before A (aA) and before B (aB)
     auto softmax = [&](int t0, unsigned (&pA)[4][4], unsigned (&pB)[4][4], float (&aA)[2], float (&aB)[2]) {
@@ -134,19 +67,19 @@ __device__ __forceinline__ void wg_attention_pairs(const bf16 *qkv, int qkvStrid
         // so that both rows' and both tiles' chains share one basic block: their max is -inf, mu 0, p = 2^-inf = +0, the
         // split's factors 0 and its sum 0, no NaN; they are never written out)
         if (!full || t0 + 2 * KT - 1 > firstPos) {
-            mask(t0, SA);
-            mask(t0 + KT, SB);
+            wg_tile_mask(SA, t0, tq, valid, pos);
+            wg_tile_mask(SB, t0 + KT, tq, valid, pos);
         }
         float mxA[2], mxB[2];
-        rowMax(SA, mxA);
-        rowMax(SB, mxB);
-        lanesMax(mxA);
-        lanesMax(mxB);
+        wg_tile_max(SA, mxA);
+        wg_tile_max(SB, mxB);
+        wg_lanes_max(mxA);
+        wg_lanes_max(mxB);
         float muA[2], muB[2], qA[2][4] = {}, qB[2][4] = {};
         attn_new_max(ms, mxA, cl2, true, muA, aA);
         attn_new_max(ms, mxB, cl2, true, muB, aB);
-        powers(SA, muA, pA, qA);
-        powers(SB, muB, pB, qB);
+        wg_tile_powers(SA, cl2, muA, pA, qA);
+        wg_tile_powers(SB, cl2, muB, pB, qB);
         #pragma unroll
         for (int h = 0; h < 2; h++) {
             ls[h] = __fadd_rn(__fmul_rn(ls[h], aA[h]), attn_tile_sum(qA[h]));
@@ -256,19 +189,7 @@ __device__ __forceinline__ void wg_attention_pairs(const bf16 *qkv, int qkvStrid
         pinO();
         pinP(pB);
         mbar_arrive(SM::vEmpty(bars, j & 1));
-        if (splitEnds) {
-            const bool firstSplit = split_of(t0) == cta.s0;
-            #pragma unroll
-            for (int k = 0; k < DN; k++) {
-                float4 *o = reinterpret_cast<float4 *>(orun) + k * THREADS + t;
-                float4 v = firstSplit ? make_float4(0.f, 0.f, 0.f, 0.f) : *o;
-                v.x = fold_value(v.x, fa[0], os[4 * k], fb[0]);
-                v.y = fold_value(v.y, fa[0], os[4 * k + 1], fb[0]);
-                v.z = fold_value(v.z, fa[1], os[4 * k + 2], fb[1]);
-                v.w = fold_value(v.w, fa[1], os[4 * k + 3], fb[1]);
-                *o = v;
-            }
-        }
+        if (splitEnds) wg_fold_orun<DN, THREADS>(orun, t, split_of(t0) == cta.s0, fa, os, fb);
         #pragma unroll
         for (int c = 0; c < 4; c++) {
             #pragma unroll
@@ -282,17 +203,8 @@ __device__ __forceinline__ void wg_attention_pairs(const bf16 *qkv, int qkvStrid
         aB[0] = bB[0];
         aB[1] = bB[1];
     }
-    #pragma unroll
-    for (int h = 0; h < 2; h++) {
-        if (!valid[h]) continue;
-        int r = mr[h] / G, qh = g * G + mr[h] % G;
-        bf16 *op = out + (long) (cta.row0 + r) * heads * HD + (long) qh * HD;
-        #pragma unroll
-        for (int k = 0; k < DN; k++) {
-            float4 v = reinterpret_cast<const float4 *>(orun)[k * THREADS + t];
-            float o0 = h ? v.z : v.x, o1 = h ? v.w : v.y;
-            *reinterpret_cast<__nv_bfloat162 *>(op + 8 * k + 2 * tq) = __floats2bfloat162_rn(__fdiv_rn(o0, L[h]), __fdiv_rn(o1, L[h]));
-        }
-    }
+    wg_store_rows<HD>(out, cta, heads, g, G, mr, valid, L, tq, [&](int j, int h, float &o0, float &o1) {
+        wg_orun_values<THREADS>(orun, t, j, h, o0, o1);
+    });
 }
 #endif

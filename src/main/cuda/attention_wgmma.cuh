@@ -123,6 +123,131 @@ struct WgTileCopy {
     }
 };
 
+// p0's softmax of one 64-key tile in pieces, shared by wg_attention_rows (a tile an iteration) and attention_pairs.cuh
+// (two tiles an iteration, their pieces side by side). This thread's 32 scores S hold its two rows h: S[4 c + 2 h] and
+// S[4 c + 2 h + 1] are keys t0 + 8 c + 2 tq and the one after.
+
+// keys past a row's position, and rows past the CTA's (valid), masked to -inf
+__device__ __forceinline__ void wg_tile_mask(float (&S)[32], int t0, int tq, const bool (&valid)[2], const int (&pos)[2]) {
+    #pragma unroll
+    for (int c = 0; c < 8; c++) {
+        #pragma unroll
+        for (int e = 0; e < 4; e++) {
+            int h = e >> 1, key = t0 + 8 * c + 2 * tq + (e & 1);
+            S[4 * c + e] = (valid[h] && key <= pos[h]) ? S[4 * c + e] : -INFINITY;
+        }
+    }
+}
+
+// each row's maximum of this thread's scores, as a tree (a maximum is exact: any order gives the same bits; a chain of
+// 16 waited on each step)
+__device__ __forceinline__ void wg_tile_max(const float (&S)[32], float (&mx)[2]) {
+    #pragma unroll
+    for (int h = 0; h < 2; h++) {
+        float m[8];
+        #pragma unroll
+        for (int c = 0; c < 8; c++) m[c] = fmaxf(S[4 * c + 2 * h], S[4 * c + 2 * h + 1]);
+        #pragma unroll
+        for (int w = 4; w > 0; w >>= 1) {
+            #pragma unroll
+            for (int c = 0; c < w; c++) m[c] = fmaxf(m[c], m[c + w]);
+        }
+        mx[h] = fmaxf(m[0], -INFINITY);
+    }
+}
+
+// each row's maximum over the row's four lanes
+__device__ __forceinline__ void wg_lanes_max(float (&mx)[2]) {
+    #pragma unroll
+    for (int h = 0; h < 2; h++) {
+        mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
+        mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
+    }
+}
+
+// p of the tile against its rows' mu (p0's rounding) on S, its rows' quarter sums q (p0's order) and its P fragments
+// (pf[j]: keys 16 j .. 16 j + 15, bf16)
+__device__ __forceinline__ void wg_tile_powers(float (&S)[32], float cl2, const float (&mu)[2], unsigned (&pf)[4][4], float (&q)[2][4]) {
+    #pragma unroll
+    for (int c = 0; c < 32; c++) S[c] = attn_p(S[c], cl2, mu[(c & 3) >> 1]);
+    #pragma unroll
+    for (int h = 0; h < 2; h++) {
+        #pragma unroll
+        for (int c = 0; c < 8; c += 2) {
+            float a = __fadd_rn(S[4 * c + 2 * h], S[4 * c + 2 * h + 1]);
+            a = __fadd_rn(a, S[4 * (c + 1) + 2 * h]);
+            q[h][c / 2] = __fadd_rn(a, S[4 * (c + 1) + 2 * h + 1]);
+        }
+    }
+    #pragma unroll
+    for (int c = 0; c < 8; c++) {
+        pf[c >> 1][(c & 1) * 2] = pack_bf16(S[4 * c], S[4 * c + 1]);
+        pf[c >> 1][(c & 1) * 2 + 1] = pack_bf16(S[4 * c + 2], S[4 * c + 3]);
+    }
+}
+
+// warpgroup w's 64 MMA rows of Q (zeros past the CTA's rows; this thread lt of its 128) into its tile at qw, HD / 64
+// column blocks of [64 rows][128 bytes] swizzled as K's, fenced for the wgmmas' async proxy and met at the warpgroup's
+// named barrier
+template <int HD>
+__device__ __forceinline__ void wg_stage_q(const bf16 *qkv, int qkvStride, const WgCta &cta, int g, int G, int w, int lt, unsigned qw) {
+    constexpr int DN = HD / 8;
+    #pragma unroll
+    for (int k = 0; k < 64 * DN / 128; k++) {
+        const int idx = k * 128 + lt, m = idx / DN, ch = idx % DN, mw = 64 * w + m, r = mw / G, j = mw % G;
+        uint4 v = make_uint4(0u, 0u, 0u, 0u);
+        if (r < cta.rows) v = *reinterpret_cast<const uint4 *>(qkv + (long) (cta.row0 + r) * qkvStride + (long) (g * G + j) * HD + ch * 8);
+        st_shared_u4(qw + wg_chunk(m, ch), v);
+    }
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    if (w == 0) named_sync<3>(128);
+    else named_sync<4>(128);
+}
+
+// a split's o (this thread's HD / 2 values as wgmma lays them out) folded into the run's O in shared memory: this
+// thread's values c = 4 j .. 4 j + 3 at float4 j * THREADS + t (conflict-free), from zeros at the CTA's first split
+template <int DN, int THREADS>
+__device__ __forceinline__ void wg_fold_orun(float *orun, unsigned t, bool firstSplit, const float (&fa)[2], const float (&os)[DN * 4],
+        const float (&fb)[2]) {
+    #pragma unroll
+    for (int j = 0; j < DN; j++) {
+        float4 *o = reinterpret_cast<float4 *>(orun) + j * THREADS + t;
+        float4 v = firstSplit ? make_float4(0.f, 0.f, 0.f, 0.f) : *o;
+        v.x = fold_value(v.x, fa[0], os[4 * j], fb[0]);
+        v.y = fold_value(v.y, fa[0], os[4 * j + 1], fb[0]);
+        v.z = fold_value(v.z, fa[1], os[4 * j + 2], fb[1]);
+        v.w = fold_value(v.w, fa[1], os[4 * j + 3], fb[1]);
+        *o = v;
+    }
+}
+
+// this thread's two rows out (bf16, the run's O over its sum L): row h's values 8 j + 2 tq and the one after are
+// get(j, h, o0, o1)'s
+template <int HD, class Get>
+__device__ __forceinline__ void wg_store_rows(bf16 *out, const WgCta &cta, int heads, int g, int G, const int (&mr)[2], const bool (&valid)[2],
+        const float (&L)[2], int tq, Get get) {
+    #pragma unroll
+    for (int h = 0; h < 2; h++) {
+        if (!valid[h]) continue;
+        int r = mr[h] / G, qh = g * G + mr[h] % G;
+        bf16 *op = out + (long) (cta.row0 + r) * heads * HD + (long) qh * HD;
+        #pragma unroll
+        for (int j = 0; j < HD / 8; j++) {
+            float o0, o1;
+            get(j, h, o0, o1);
+            *reinterpret_cast<__nv_bfloat162 *>(op + 8 * j + 2 * tq) = __floats2bfloat162_rn(__fdiv_rn(o0, L[h]), __fdiv_rn(o1, L[h]));
+        }
+    }
+}
+
+// the values of row h at j (wg_store_rows) from the run's O in shared memory (wg_fold_orun's layout)
+template <int THREADS>
+__device__ __forceinline__ void wg_orun_values(const float *orun, unsigned t, int j, int h, float &o0, float &o1) {
+    float4 v = reinterpret_cast<const float4 *>(orun)[j * THREADS + t];
+    o0 = h ? v.z : v.x;
+    o1 = h ? v.w : v.y;
+}
+
 // The MMA rows of a CTA's consumer threads t = 0 .. THREADS - 1 (warpgroup w: MMA rows 64 w ..; p0's rows per warp)
 // walking the CTA's tiles: the scores, softmax, P V and the fold of every split into the running O (fp32, orun: this
 // thread's values c = 4 j .. 4 j + 3 at float4 j * THREADS + t), then out. The feed supplies the stages:
@@ -165,73 +290,24 @@ __device__ __forceinline__ void wg_attention_rows(const bf16 *qkv, int qkvStride
     if constexpr (QS) {
         const int w = (int) (t >> 7), lt = (int) (t & 127);
         qw = qs + (unsigned) w * (64u * HD * 2);
-        #pragma unroll
-        for (int k = 0; k < 64 * DN / 128; k++) {
-            const int idx = k * 128 + lt, m = idx / DN, ch = idx % DN, mw = 64 * w + m, r = mw / G, j = mw % G;
-            uint4 v = make_uint4(0u, 0u, 0u, 0u);
-            if (r < cta.rows) v = *reinterpret_cast<const uint4 *>(qkv + (long) (cta.row0 + r) * qkvStride + (long) (g * G + j) * HD + ch * 8);
-            st_shared_u4(qw + wg_chunk(m, ch), v);
-        }
-        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-        if (w == 0) named_sync<3>(128);
-        else named_sync<4>(128);
+        wg_stage_q<HD>(qkv, qkvStride, cta, g, G, w, lt, qw);
     }
     // os: the split's o (this thread's HD / 2 values, as wgmma lays them out); S: a tile's scores
     float os[DN * 4], S[32];
     // softmax of the tile at t0 on S (p0's arithmetic): the split's max and sum move on, P fragments out
     // (pf[j]: keys 16 j .. 16 j + 15), alpha the factor of the split's o before this tile
     auto softmax = [&](int t0, unsigned (&pf)[4][4], float (&alpha)[2]) {
-        if (!full || t0 + KT - 1 > firstPos) {
-            #pragma unroll
-            for (int c = 0; c < 8; c++) {
-                #pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    int h = e >> 1, key = t0 + 8 * c + 2 * tq + (e & 1);
-                    S[4 * c + e] = (valid[h] && key <= pos[h]) ? S[4 * c + e] : -INFINITY;
-                }
-            }
-        }
-        // each row's maximum as a tree (a maximum is exact: any order gives the same bits; a chain of 16 waited on each step)
+        if (!full || t0 + KT - 1 > firstPos) wg_tile_mask(S, t0, tq, valid, pos);
         float mx[2];
-        #pragma unroll
-        for (int h = 0; h < 2; h++) {
-            float m[8];
-            #pragma unroll
-            for (int c = 0; c < 8; c++) m[c] = fmaxf(S[4 * c + 2 * h], S[4 * c + 2 * h + 1]);
-            #pragma unroll
-            for (int w = 4; w > 0; w >>= 1) {
-                #pragma unroll
-                for (int c = 0; c < w; c++) m[c] = fmaxf(m[c], m[c + w]);
-            }
-            mx[h] = fmaxf(m[0], -INFINITY);
-        }
-        #pragma unroll
-        for (int h = 0; h < 2; h++) {
-            mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
-            mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
-        }
+        wg_tile_max(S, mx);
+        wg_lanes_max(mx);
         float mu[2], q[2][4] = {};
         attn_new_max(ms, mx, cl2, true, mu, alpha);
         // A warp's rows past the CTA's (its lower half's too, where it has no upper rows) are masked to -inf above (a
         // partial warp is masked) and computed as the others are, without a branch, so that both rows' chains (and, in p0st,
         // both tiles') share one basic block for the scheduler: their max is -inf, mu 0, p = 2^-inf = +0, the split's
         // factors 0 and its sum 0, no NaN; they are never written out.
-        #pragma unroll
-        for (int c = 0; c < 32; c++) S[c] = attn_p(S[c], cl2, mu[(c & 3) >> 1]);
-        #pragma unroll
-        for (int h = 0; h < 2; h++) {
-            #pragma unroll
-            for (int c = 0; c < 8; c += 2) {
-                float a = __fadd_rn(S[4 * c + 2 * h], S[4 * c + 2 * h + 1]);
-                a = __fadd_rn(a, S[4 * (c + 1) + 2 * h]);
-                q[h][c / 2] = __fadd_rn(a, S[4 * (c + 1) + 2 * h + 1]);
-            }
-        }
-        #pragma unroll
-        for (int c = 0; c < 8; c++) {
-            pf[c >> 1][(c & 1) * 2] = pack_bf16(S[4 * c], S[4 * c + 1]);
-            pf[c >> 1][(c & 1) * 2 + 1] = pack_bf16(S[4 * c + 2], S[4 * c + 3]);
-        }
+        wg_tile_powers(S, cl2, mu, pf, q);
         #pragma unroll
         for (int h = 0; h < 2; h++) {
             ls[h] = __fadd_rn(__fmul_rn(ls[h], alpha[h]), attn_tile_sum(q[h]));
@@ -346,18 +422,7 @@ __device__ __forceinline__ void wg_attention_rows(const bf16 *qkv, int qkvStride
             #pragma unroll
             for (int c = 0; c < (QS ? DN * 4 : 1); c++) O[c] = fold_value(O[c], fa[(c & 3) >> 1], os[c], fb[(c & 3) >> 1]);
         } else if (splitEnds) {
-            const bool firstSplit = split_of(t0) == cta.s0;
-            // the run's O: this thread's values c = 4 j .. 4 j + 3 at float4 j * THREADS + t (conflict-free)
-            #pragma unroll
-            for (int j = 0; j < DN; j++) {
-                float4 *o = reinterpret_cast<float4 *>(orun) + j * THREADS + t;
-                float4 v = firstSplit ? make_float4(0.f, 0.f, 0.f, 0.f) : *o;
-                v.x = fold_value(v.x, fa[0], os[4 * j], fb[0]);
-                v.y = fold_value(v.y, fa[0], os[4 * j + 1], fb[0]);
-                v.z = fold_value(v.z, fa[1], os[4 * j + 2], fb[1]);
-                v.w = fold_value(v.w, fa[1], os[4 * j + 3], fb[1]);
-                *o = v;
-            }
+            wg_fold_orun<DN, THREADS>(orun, t, split_of(t0) == cta.s0, fa, os, fb);
         }
         feed.after(i);
         #pragma unroll
@@ -370,24 +435,13 @@ __device__ __forceinline__ void wg_attention_rows(const bf16 *qkv, int qkvStride
     };
     #pragma unroll 1
     for (int i = 0; i < tiles; i++) step(i, i + 1 < tiles);
-    #pragma unroll
-    for (int h = 0; h < 2; h++) {
-        if (!valid[h]) continue;
-        int r = mr[h] / G, qh = g * G + mr[h] % G;
-        bf16 *op = out + (long) (cta.row0 + r) * heads * HD + (long) qh * HD;
-        #pragma unroll
-        for (int j = 0; j < DN; j++) {
-            float o0, o1;
-            if constexpr (QS) {
-                o0 = O[4 * j + 2 * h];
-                o1 = O[4 * j + 2 * h + 1];
-            } else {
-                float4 v = reinterpret_cast<const float4 *>(orun)[j * THREADS + t];
-                o0 = h ? v.z : v.x;
-                o1 = h ? v.w : v.y;
-            }
-            *reinterpret_cast<__nv_bfloat162 *>(op + 8 * j + 2 * tq) = __floats2bfloat162_rn(__fdiv_rn(o0, L[h]), __fdiv_rn(o1, L[h]));
+    wg_store_rows<HD>(out, cta, heads, g, G, mr, valid, L, tq, [&](int j, int h, float &o0, float &o1) {
+        if constexpr (QS) {
+            o0 = O[4 * j + 2 * h];
+            o1 = O[4 * j + 2 * h + 1];
+        } else {
+            wg_orun_values<THREADS>(orun, t, j, h, o0, o1);
         }
-    }
+    });
 }
 #endif

@@ -167,7 +167,7 @@ public final class CudaKernels {
                     throw new CudaException(name + " needs " + attentionSharedBytes(hd, phase) + " bytes of dynamic shared memory and this GPU allows "
                             + cuda.maxSharedMemory() + " a block: " + e.getMessage());
                 }
-                attention.put(hd * 16 + phase, f);
+                attention.put(attentionKey(hd, phase), f);
             }
         }
         for (LinearRowsVariant v : hopper ? LINEAR_ROWS : List.<LinearRowsVariant>of()) {
@@ -458,9 +458,14 @@ public final class CudaKernels {
         return 2 * stage + runningO + (kind == PREFILL_WGMMA ? 1024 : 0);
     }
 
+    /** The loaded attention kernels' key: head dim and kind (a kind below 16: {@link #ATTENTION_KERNELS}). */
+    private static int attentionKey(int headDim, int phase) {
+        return headDim * 16 + phase;
+    }
+
     /** Whether the attention kernel of {@code phase} for {@code headDim} is loaded (its shared memory fits this GPU). */
     public boolean hasAttention(int headDim, int phase) {
-        return attention.containsKey(headDim * 16 + phase);
+        return attention.containsKey(attentionKey(headDim, phase));
     }
 
     /** Head dims the attention kernel is built for. */
@@ -475,7 +480,7 @@ public final class CudaKernels {
      */
     public void attention(int phase, int ctas, long qkv, int stride, long out, long pool, long tables, long desc, long partO, long partML,
                           int heads, int kvHeads, int headDim, int blockSize, float scale) {
-        MemorySegment f = attention.get(headDim * 16 + phase);
+        MemorySegment f = attention.get(attentionKey(headDim, phase));
         if (f == null) {
             throw new IllegalStateException("attention_hd" + headDim + "_" + ATTENTION_KERNELS.get(phase) + " is not loaded on this GPU (shared memory)");
         }
