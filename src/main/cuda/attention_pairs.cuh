@@ -13,23 +13,19 @@
 #include "attention_wgmma.cuh"
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-// shared memory from the 1024-aligned base: K slots (2 pairs of tiles), V slots, the consumers' Q (bf16), their run's O
-// (fp32), then the mbarriers: kFull[2], vFull[2] (the producer's 128 threads, by their copies' completion), kEmpty[2],
-// vEmpty[2] (the consumers' 256 threads)
+// shared memory from the 1024-aligned base: K slots (2 pairs of tiles), V slots, the consumers' run's O (fp32), then the
+// mbarriers: kFull[2], vFull[2] (the producer's 128 threads, by their copies' completion), kEmpty[2], vEmpty[2] (the
+// consumers' 256 threads)
 template <int HD>
 struct PairSmem {
     static constexpr unsigned TILE = KT * HD * 2, PAIR = 2 * TILE;
-    static constexpr unsigned K = 0, V = 2 * PAIR, Q = 4 * PAIR, O = Q + 2 * 64 * HD * 2, BARS = O + 2 * 64 * HD * 4;
+    static constexpr unsigned K = 0, V = 2 * PAIR, O = 4 * PAIR, BARS = O + 2 * 64 * HD * 4;
     static constexpr unsigned BYTES = 1024 + BARS + 8 * 8;
     __device__ __forceinline__ static unsigned kFull(unsigned bars, int s) { return bars + 8 * s; }
     __device__ __forceinline__ static unsigned vFull(unsigned bars, int s) { return bars + 16 + 8 * s; }
     __device__ __forceinline__ static unsigned kEmpty(unsigned bars, int s) { return bars + 32 + 8 * s; }
     __device__ __forceinline__ static unsigned vEmpty(unsigned bars, int s) { return bars + 48 + 8 * s; }
 };
-
-// the warp-uniform index of this thread's consumer warpgroup (a shuffle from lane 0: the compiler then keeps what is
-// derived from it, the Q tile's descriptors, in uniform registers)
-__device__ __forceinline__ int wg_uniform(int v) { return __shfl_sync(0xffffffffu, v, 0); }
 
 // The MMA rows of a CTA's 256 consumer threads t (warpgroup w: MMA rows 64 w ..; p0's rows per warp) walking the CTA's
 // pairs of tiles from the stages at base (PairSmem), each split folded into the run's O in shared memory (this
@@ -44,7 +40,6 @@ __device__ __forceinline__ void wg_attention_pairs(const bf16 *qkv, int qkvStrid
     const int g = blockIdx.y, G = heads / kvHeads;
     const float cl2 = attn_c(scale);
     const int warp = t >> 5, lane = t & 31, gr = lane >> 2, tq = lane & 3;
-    const int w = wg_uniform((int) (t >> 7));
     const AttnRows<HD> tr(qkv, qkvStride, cta.row0, cta.rows, cta.pos0, g, G, warp * 16, gr, tq);
     const int (&mr)[2] = tr.mr, (&pos)[2] = tr.pos;
     const bool (&valid)[2] = tr.valid;
@@ -53,9 +48,7 @@ __device__ __forceinline__ void wg_attention_pairs(const bf16 *qkv, int qkvStrid
     const int firstKey = cta.firstKey(), pairs = (cta.tiles() + 1) / 2;
     const unsigned bars = base + SM::BARS;
 
-    // the warpgroup's 64 MMA rows of Q into its tile (read by descriptor, as K's tiles are)
-    const unsigned qw = base + SM::Q + (unsigned) w * (64u * HD * 2);
-    wg_stage_q<HD>(qkv, qkvStride, cta, g, G, w, (int) (t & 127), qw);
+    const unsigned (&qf)[KS][4] = tr.qf;
 
     float M[2] = {-INFINITY, -INFINITY}, L[2] = {0.f, 0.f}, ms[2] = {-INFINITY, -INFINITY}, ls[2] = {0.f, 0.f};
     float os[DN * 4], SA[32], SB[32];
@@ -86,21 +79,17 @@ __device__ __forceinline__ void wg_attention_pairs(const bf16 *qkv, int qkvStrid
             ls[h] = __fadd_rn(__fmul_rn(ls[h], aB[h]), attn_tile_sum(qB[h]));
         }
     };
-    // a pair's scores: Q (by descriptor) times the K tiles of the slot at ks, each chunk kk of 16 dims in order from zero
+    // a pair's scores: Q (p0's fragments, in registers: the wgmmas then read only K from shared memory, whose bandwidth
+    // the scores' and P V's operands and the split's fold share) times the K tiles of the slot at ks, each chunk kk of 16
+    // dims in order from zero
     auto scores = [&](unsigned ks) {
-        const unsigned long long q0 = wg_desc(qw, 16, 1024), a0 = wg_desc(base + SM::K + ks, 16, 1024), b0 = a0 + (SM::TILE >> 4);
-        wg_scores_ss0(SA, q0, a0);
+        const unsigned long long a0 = wg_desc(base + SM::K + ks, 16, 1024), b0 = a0 + (SM::TILE >> 4);
+        wg_scores0(SA, qf[0], a0);
         #pragma unroll
-        for (int kk = 1; kk < KS; kk++) {
-            const unsigned off = ((kk >> 2) * (KT * 128) + (kk & 3) * 32) >> 4;
-            wg_scores_ss(SA, q0 + off, a0 + off);
-        }
-        wg_scores_ss0(SB, q0, b0);
+        for (int kk = 1; kk < KS; kk++) wg_scores(SA, qf[kk], a0 + (((kk >> 2) * (KT * 128) + (kk & 3) * 32) >> 4), 1);
+        wg_scores0(SB, qf[0], b0);
         #pragma unroll
-        for (int kk = 1; kk < KS; kk++) {
-            const unsigned off = ((kk >> 2) * (KT * 128) + (kk & 3) * 32) >> 4;
-            wg_scores_ss(SB, q0 + off, b0 + off);
-        }
+        for (int kk = 1; kk < KS; kk++) wg_scores(SB, qf[kk], b0 + (((kk >> 2) * (KT * 128) + (kk & 3) * 32) >> 4), 1);
         asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
     };
     auto pinScores = [&]() {
@@ -126,7 +115,7 @@ __device__ __forceinline__ void wg_attention_pairs(const bf16 *qkv, int qkvStrid
         for (int c = 0; c < DN * 4; c++) os[c] = __fmul_rn(os[c], a[(c & 3) >> 1]);
     };
 
-    unsigned pA[4][4], pB[4][4], nA[4][4], nB[4][4];
+    unsigned pA[4][4], pB[4][4], nB[4][4];
     float aA[2], aB[2], bA[2], bB[2];
     if (pairs > 0) {
         mbar_wait(SM::kFull(bars, 0), 0);
@@ -183,7 +172,7 @@ __device__ __forceinline__ void wg_attention_pairs(const bf16 *qkv, int qkvStrid
                 ms[0] = ms[1] = -INFINITY;
                 ls[0] = ls[1] = 0.f;
             }
-            softmax(t0 + 2 * KT, nA, nB, bA, bB);
+            softmax(t0 + 2 * KT, pA, nB, bA, bB); // A's products are done: pA takes the next pair's
         }
         asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
         pinO();
@@ -193,10 +182,7 @@ __device__ __forceinline__ void wg_attention_pairs(const bf16 *qkv, int qkvStrid
         #pragma unroll
         for (int c = 0; c < 4; c++) {
             #pragma unroll
-            for (int r = 0; r < 4; r++) {
-                pA[c][r] = nA[c][r];
-                pB[c][r] = nB[c][r];
-            }
+            for (int r = 0; r < 4; r++) pB[c][r] = nB[c][r];
         }
         aA[0] = bA[0];
         aA[1] = bA[1];

@@ -444,8 +444,8 @@ public final class CudaKernels {
         int stage = 2 * 64 * headDim * 2;
         if (kind == PREFILL_WS_PAIRS) {
             // attention_pairs.cuh's PairSmem: 1024 for alignment, two slots of a pair of tiles' K and two of their V, the consumers'
-            // Q (bf16) and running O (fp32), eight mbarriers
-            return 1024 + 8 * 64 * headDim * 2 + 2 * 64 * headDim * 2 + 2 * 64 * headDim * 4 + 8 * 8;
+            // running O (fp32), eight mbarriers
+            return 1024 + 8 * 64 * headDim * 2 + 2 * 64 * headDim * 4 + 8 * 8;
         }
         if (warpSpecialized(kind)) {
             // attention_ws.cu: 1024 for alignment, WS_STAGES stages, the two consumer warpgroups' running O (fp32) or, p0sr and p0sq,
