@@ -925,12 +925,10 @@ public final class CudaForwardPass implements ForwardPass {
     /** -1: the default ({@link #PREFILL_KERNEL}, or the first Hopper kernel loaded); else every prefill step runs this kernel. */
     private int prefillKernelOverride = -1;
 
-    /** The prefill kernel a step of short windows runs (or every step, when one was set: {@link #prefillAttentionKernel}). */
-    int prefillKernel() {
-        return prefillKernel(0);
-    }
-
-    /** The prefill kernel a step runs whose longest prefill window ends at key {@code keys}. */
+    /**
+     * The prefill kernel a step runs whose longest prefill window ends at key {@code keys} (every step's, when one was set:
+     * {@link #prefillAttentionKernel}).
+     */
     int prefillKernel(int keys) {
         if (prefillKernelOverride >= 0) {
             return prefillKernelOverride;
