@@ -75,6 +75,11 @@ public final class CudaBench {
         return rnd.ints(n, 3, c.vocabSize()).toArray();
     }
 
+    /** Least time a decode figure's untimed warm-up steps take. */
+    static final double DECODE_WARMUP_SECONDS = 0.1;
+    /** Least time a decode figure's timed rounds take together (one round where its steps take this long). */
+    static final double DECODE_TIMED_SECONDS = 0.25;
+
     private double seconds(Runnable r) {
         cuda.sync();
         long t0 = System.nanoTime();
@@ -164,20 +169,31 @@ public final class CudaBench {
                 System.arraycopy(ids, 0, next, 0, batch);
             }
         };
-        for (int i = 0; i < 3; i++) {
-            step.run();
+        // warm-up: at least 3 steps and DECODE_WARMUP_SECONDS (a small model's first steps, 3 ms each on the 3B shape, ran
+        // ~5% slower than the same steps a minute later in one process: docs/bench/pairs-by-length)
+        int warm = 0;
+        for (double t = 0; warm < 3 || t < DECODE_WARMUP_SECONDS; warm++) {
+            t += seconds(step);
         }
-        double s = seconds(() -> { for (int i = 0; i < steps; i++) step.run(); });
+        // rounds of steps until DECODE_TIMED_SECONDS have been timed; the median round's step
+        List<Double> rounds = new ArrayList<>();
+        for (double t = 0; rounds.isEmpty() || t < DECODE_TIMED_SECONDS; ) {
+            double s = seconds(() -> { for (int i = 0; i < steps; i++) step.run(); });
+            rounds.add(s / steps);
+            t += s;
+        }
         tables.forEach(BlockTable::release);
-        double perStep = s / steps;
+        double perStep = rounds.stream().sorted().toList().get(rounds.size() / 2);
         long weightBytes = c.decodeWeightBytes();
-        long kvBytes = (long) batch * (context + 3 + steps / 2) * c.executedLayers() * 2L * c.kvDim() * 2;
+        // the timed steps' mean context (every step adds a token to each sequence)
+        long kvBytes = (long) batch * (context + warm + (long) rounds.size() * steps / 2) * c.executedLayers() * 2L * c.kvDim() * 2;
         double gbs = (weightBytes + kvBytes) / perStep / 1e9;
         Map<String, Object> m = new LinkedHashMap<>();
         m.put("batch", batch);
         m.put("context_tokens", context);
         m.put("sampling", sampled ? "temperature 0.8, top-k 50, top-p 0.9, on the device" : "greedy, on the device");
         m.put("steps", steps);
+        m.put("rounds", rounds.size());
         m.put("step_ms", round(perStep * 1e3, 3));
         m.put("tokens_per_second", round(batch / perStep, 1));
         m.put("bytes_read_per_step", weightBytes + kvBytes);
