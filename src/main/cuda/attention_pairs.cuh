@@ -179,15 +179,9 @@ __device__ __forceinline__ void wg_attention_pairs(const bf16 *qkv, int qkvStrid
         pinP(pB);
         mbar_arrive(SM::vEmpty(bars, j & 1));
         if (splitEnds) wg_fold_orun<DN, THREADS>(orun, t, split_of(t0) == cta.s0, fa, os, fb);
-        #pragma unroll
-        for (int c = 0; c < 4; c++) {
-            #pragma unroll
-            for (int r = 0; r < 4; r++) pB[c][r] = nB[c][r];
-        }
-        aA[0] = bA[0];
+        aA[0] = bA[0]; // (pA holds the next pair's A already)
         aA[1] = bA[1];
-        aB[0] = bB[0];
-        aB[1] = bB[1];
+        wg_take_next(pB, nB, aB, bB);
     }
     wg_store_rows<HD>(out, cta, heads, g, G, mr, valid, L, tq, [&](int j, int h, float &o0, float &o1) {
         wg_orun_values<THREADS>(orun, t, j, h, o0, o1);

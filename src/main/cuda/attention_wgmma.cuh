@@ -186,6 +186,17 @@ __device__ __forceinline__ void wg_tile_powers(float (&S)[32], float cl2, const 
     }
 }
 
+// the next tile's P fragments and factors taken as the current ones (the end of an iteration)
+__device__ __forceinline__ void wg_take_next(unsigned (&pf)[4][4], const unsigned (&pn)[4][4], float (&alpha)[2], const float (&an)[2]) {
+    #pragma unroll
+    for (int j = 0; j < 4; j++) {
+        #pragma unroll
+        for (int r = 0; r < 4; r++) pf[j][r] = pn[j][r];
+    }
+    alpha[0] = an[0];
+    alpha[1] = an[1];
+}
+
 // warpgroup w's 64 MMA rows of Q (zeros past the CTA's rows; this thread lt of its 128) into its tile at qw, HD / 64
 // column blocks of [64 rows][128 bytes] swizzled as K's, fenced for the wgmmas' async proxy and met at the warpgroup's
 // named barrier
@@ -425,13 +436,7 @@ __device__ __forceinline__ void wg_attention_rows(const bf16 *qkv, int qkvStride
             wg_fold_orun<DN, THREADS>(orun, t, split_of(t0) == cta.s0, fa, os, fb);
         }
         feed.after(i);
-        #pragma unroll
-        for (int j = 0; j < 4; j++) {
-            #pragma unroll
-            for (int r = 0; r < 4; r++) pf[j][r] = pn[j][r];
-        }
-        alpha[0] = an[0];
-        alpha[1] = an[1];
+        wg_take_next(pf, pn, alpha, an);
     };
     #pragma unroll 1
     for (int i = 0; i < tiles; i++) step(i, i + 1 < tiles);
