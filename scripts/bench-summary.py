@@ -8,7 +8,8 @@ for p in d.get("prefill", []):
     print(f"prefill {p['tokens']:>6}: {p['tokens_per_second']:>9.1f} tok/s ({p['fraction_of_gemm_peak']})")
 for key in ("decode", "aggregate_decode", "decode_sampled_on_device"):
     for r in d.get(key, []):
-        print(f"{key} b{r['batch']} ctx {r['context_tokens']}: {r['tokens_per_second']:.1f} tok/s, {r['step_ms']} ms ({r['fraction_of_copy_bandwidth']})")
+        replay = f", graph alone {r['graph_replay_ms']} ms" if "graph_replay_ms" in r else ""
+        print(f"{key} b{r['batch']} ctx {r['context_tokens']}: {r['tokens_per_second']:.1f} tok/s, {r['step_ms']} ms ({r['fraction_of_copy_bandwidth']}){replay}")
 for r in d.get("decode_paired_epilogues", []):
     print(f"paired epilogues {'on ' if r['paired_epilogues'] else 'off'} b{r['batch']} ctx {r['context_tokens']}: {r['tokens_per_second']:.1f} tok/s, {r['step_ms']} ms")
 print("ttft", d.get("time_to_first_token"))

@@ -182,6 +182,15 @@ public final class CudaBench {
             rounds.add(s / steps);
             t += s;
         }
+        // the same step's graph replayed back to back, without the host between steps: what a step costs the GPU alone
+        double replay = Double.NaN;
+        if (gpu.replayedAGraph()) {
+            List<Double> replays = new ArrayList<>();
+            for (int r = 0; r < 3; r++) {
+                replays.add(gpu.replayLastGraph(Math.max(steps, 16)));
+            }
+            replay = replays.stream().sorted().toList().get(1);
+        }
         tables.forEach(BlockTable::release);
         double perStep = rounds.stream().sorted().toList().get(rounds.size() / 2);
         long weightBytes = c.decodeWeightBytes();
@@ -195,6 +204,10 @@ public final class CudaBench {
         m.put("steps", steps);
         m.put("rounds", rounds.size());
         m.put("step_ms", round(perStep * 1e3, 3));
+        if (!Double.isNaN(replay)) {
+            // the step's graph alone, replayed back to back (the median of three runs); step_ms minus this is the host's part
+            m.put("graph_replay_ms", round(replay * 1e3, 3));
+        }
         m.put("tokens_per_second", round(batch / perStep, 1));
         m.put("bytes_read_per_step", weightBytes + kvBytes);
         m.put("implied_read_gb_per_second", round(gbs, 1));

@@ -598,8 +598,36 @@ public final class CudaForwardPass implements ForwardPass {
             graphs.put(key, graph);
         }
         cuda.launchGraph(graph);
+        lastGraph = graph;
         p.headDone = true;
         return p;
+    }
+
+    /** The graph the last graph-eligible step replayed (the bench's {@link #replayLastGraph}), or null. */
+    private MemorySegment lastGraph;
+
+    /** Whether a step has replayed a graph that is still held ({@link #replayLastGraph} has one to replay). */
+    public boolean replayedAGraph() {
+        return lastGraph != null;
+    }
+
+    /**
+     * Bench: the last graph-eligible step's graph replayed {@code n} times back to back (the same step again: its rows,
+     * positions and KV slots, the same bits), then one wait; seconds a replay. Against a step's wall time it gives what
+     * the host's part of a step costs: building and sending the plan, launching, waiting for and reading the ids.
+     */
+    public double replayLastGraph(int n) {
+        if (!replayedAGraph()) {
+            throw new IllegalStateException("no step has replayed a CUDA graph on this pass");
+        }
+        cuda.makeCurrent();
+        cuda.sync();
+        long t0 = System.nanoTime();
+        for (int i = 0; i < n; i++) {
+            cuda.launchGraph(lastGraph);
+        }
+        cuda.sync();
+        return (System.nanoTime() - t0) / 1e9 / n;
     }
 
     /** A decode step's launches (and the head, and the argmax when greedy) captured as one graph on this pass's stream. */
@@ -672,6 +700,7 @@ public final class CudaForwardPass implements ForwardPass {
         cuda.sync();
         graphs.values().forEach(cuda::destroyGraph);
         graphs.clear();
+        lastGraph = null;
     }
 
     /** Where the step's longest prefill window (one not run row by row: StepPlan.rowwise) ends; 0 where it has none. */
