@@ -177,10 +177,15 @@ public final class CudaBench {
         }
         // rounds of steps until DECODE_TIMED_SECONDS have been timed; the median round's step
         List<Double> rounds = new ArrayList<>();
+        long[] host0 = gpu.hostNanos();
         for (double t = 0; rounds.isEmpty() || t < DECODE_TIMED_SECONDS; ) {
             double s = seconds(() -> { for (int i = 0; i < steps; i++) step.run(); });
             rounds.add(s / steps);
             t += s;
+        }
+        long[] host = gpu.hostNanos();
+        for (int i = 0; i < host.length; i++) {
+            host[i] -= host0[i];
         }
         // the same step's graph replayed back to back, without the host between steps: what a step costs the GPU alone
         double replay = Double.NaN;
@@ -207,6 +212,13 @@ public final class CudaBench {
         if (!Double.isNaN(replay)) {
             // the step's graph alone, replayed back to back (the median of three runs); step_ms minus this is the host's part
             m.put("graph_replay_ms", round(replay * 1e3, 3));
+        }
+        if (host[3] > 0) {
+            // the timed greedy steps' host phases, mean microseconds a step: the plan built and sent, the launch, the wait for
+            // the ids (the GPU's time from the launch on, and the copy back)
+            m.put("host_plan_us", round(host[0] / 1e3 / host[3], 1));
+            m.put("host_launch_us", round(host[1] / 1e3 / host[3], 1));
+            m.put("host_wait_us", round(host[2] / 1e3 / host[3], 1));
         }
         m.put("tokens_per_second", round(batch / perStep, 1));
         m.put("bytes_read_per_step", weightBytes + kvBytes);

@@ -530,8 +530,10 @@ public final class CudaForwardPass implements ForwardPass {
      * row, its argmax (in the step's row order). Only the token ids come back.
      */
     public int[] greedy(ModelStep step) {
+        long t0 = System.nanoTime();
         cuda.makeCurrent();
         StepPlan plan = run(step, true);
+        long t1 = System.nanoTime();
         int[] ids = new int[plan.logitRows];
         int done = 0;
         while (done < plan.logitRows) {
@@ -547,7 +549,24 @@ public final class CudaForwardPass implements ForwardPass {
             }
             done += m;
         }
+        long t2 = System.nanoTime();
+        hostNanos[0] += preparedAt - t0;
+        hostNanos[1] += t1 - preparedAt;
+        hostNanos[2] += t2 - t1;
+        hostNanos[3]++;
         return ids;
+    }
+
+    /**
+     * Host time of the greedy steps so far, summed (the bench's breakdown of a step's host part): [0] building and sending
+     * the plan, [1] launching (the graph, or kernel by kernel), [2] waiting for and reading the ids, [3] steps.
+     */
+    private final long[] hostNanos = new long[4];
+    private long preparedAt;
+
+    /** A copy of the greedy steps' host times so far ({@link #hostNanos}). */
+    public long[] hostNanos() {
+        return hostNanos.clone();
     }
 
     /** The lm head over logit rows [first, first + m) of the plan: gather their final hidden rows, then one GEMM. */
@@ -566,6 +585,7 @@ public final class CudaForwardPass implements ForwardPass {
         stepTaps = step.tapLayers();
         int splits = graphSplits(windows);
         StepPlan p = prepare(step, splits);
+        preparedAt = System.nanoTime();
         tapRows = stepTaps.length > 0 ? p.rows : 0;
         if (ensureTaps((long) stepTaps.length * p.rows * c.hiddenSize() * 2)) {
             dropGraphs(); // graphs of tapped steps hold the old buffer's address
