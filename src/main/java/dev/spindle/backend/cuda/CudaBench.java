@@ -213,12 +213,13 @@ public final class CudaBench {
             // the step's graph alone, replayed back to back (the median of three runs); step_ms minus this is the host's part
             m.put("graph_replay_ms", round(replay * 1e3, 3));
         }
-        if (host[3] > 0) {
-            // the timed greedy steps' host phases, mean microseconds a step: the plan built and sent, the launch, the wait for
-            // the ids (the GPU's time from the launch on, and the copy back)
-            m.put("host_plan_us", round(host[0] / 1e3 / host[3], 1));
-            m.put("host_launch_us", round(host[1] / 1e3 / host[3], 1));
-            m.put("host_wait_us", round(host[2] / 1e3 / host[3], 1));
+        if (host[4] > 0) {
+            // the timed greedy steps' host phases, mean microseconds a step: the step checked and its plan built, the plan sent,
+            // the launch, the wait for the ids (the GPU's time from the launch on, and the copy back)
+            m.put("host_plan_us", round(host[0] / 1e3 / host[4], 1));
+            m.put("host_send_us", round(host[1] / 1e3 / host[4], 1));
+            m.put("host_launch_us", round(host[2] / 1e3 / host[4], 1));
+            m.put("host_wait_us", round(host[3] / 1e3 / host[4], 1));
         }
         m.put("tokens_per_second", round(batch / perStep, 1));
         m.put("bytes_read_per_step", weightBytes + kvBytes);

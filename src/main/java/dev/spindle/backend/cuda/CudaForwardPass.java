@@ -550,19 +550,21 @@ public final class CudaForwardPass implements ForwardPass {
             done += m;
         }
         long t2 = System.nanoTime();
-        hostNanos[0] += preparedAt - t0;
-        hostNanos[1] += t1 - preparedAt;
-        hostNanos[2] += t2 - t1;
-        hostNanos[3]++;
+        hostNanos[0] += plannedAt - t0;
+        hostNanos[1] += preparedAt - plannedAt;
+        hostNanos[2] += t1 - preparedAt;
+        hostNanos[3] += t2 - t1;
+        hostNanos[4]++;
         return ids;
     }
 
     /**
-     * Host time of the greedy steps so far, summed (the bench's breakdown of a step's host part): [0] building and sending
-     * the plan, [1] launching (the graph, or kernel by kernel), [2] waiting for and reading the ids, [3] steps.
+     * Host time of the greedy steps so far, summed (the bench's breakdown of a step's host part): [0] checking the step and
+     * building its plan, [1] sending the plan (after the previous upload's event), [2] launching (the graph, or kernel by
+     * kernel), [3] waiting for and reading the ids, [4] steps.
      */
-    private final long[] hostNanos = new long[4];
-    private long preparedAt;
+    private final long[] hostNanos = new long[5];
+    private long plannedAt, preparedAt;
 
     /** A copy of the greedy steps' host times so far ({@link #hostNanos}). */
     public long[] hostNanos() {
@@ -758,6 +760,7 @@ public final class CudaForwardPass implements ForwardPass {
         }
         // the previous step's copy from metaHost may still wait in the stream (a step without logits returns without a sync, and
         // several such steps, a long prompt's chunks, run ahead of the GPU): it must have read the buffer before it is rewritten
+        plannedAt = System.nanoTime();
         cuda.syncEvent(metaUploaded);
         MemorySegment.copy(p.data, 0, metaHost, ValueLayout.JAVA_INT, 0, p.data.length);
         cuda.copyToDeviceAsync(meta, metaHost, p.data.length * 4L);
