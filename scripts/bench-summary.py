@@ -9,6 +9,8 @@ for p in d.get("prefill", []):
 for key in ("decode", "aggregate_decode", "decode_sampled_on_device"):
     for r in d.get(key, []):
         replay = f", graph alone {r['graph_replay_ms']} ms" if "graph_replay_ms" in r else ""
+        if "graph_in_steps_ms" in r:
+            replay += f", in the steps {r['graph_in_steps_ms']} ms"
         if "host_plan_us" in r:
             replay += f", host plan / send / launch / wait {r['host_plan_us']} / {r.get('host_send_us')} / {r['host_launch_us']} / {r['host_wait_us']} us"
         print(f"{key} b{r['batch']} ctx {r['context_tokens']}: {r['tokens_per_second']:.1f} tok/s, {r['step_ms']} ms ({r['fraction_of_copy_bandwidth']}){replay}")

@@ -177,6 +177,7 @@ public final class CudaBench {
         }
         // rounds of steps until DECODE_TIMED_SECONDS have been timed; the median round's step
         List<Double> rounds = new ArrayList<>();
+        gpu.timeGraphs();
         long[] host0 = gpu.hostNanos();
         for (double t = 0; rounds.isEmpty() || t < DECODE_TIMED_SECONDS; ) {
             double s = seconds(() -> { for (int i = 0; i < steps; i++) step.run(); });
@@ -220,6 +221,11 @@ public final class CudaBench {
             m.put("host_send_us", round(host[1] / 1e3 / host[4], 1));
             m.put("host_launch_us", round(host[2] / 1e3 / host[4], 1));
             m.put("host_wait_us", round(host[3] / 1e3 / host[4], 1));
+        }
+        if (host[6] > 0) {
+            // the graph's GPU time in the step loop, from the record before its launch to the one after: against
+            // graph_replay_ms, what running a step after the host's part costs the GPU itself (launch latency, cold start)
+            m.put("graph_in_steps_ms", round(host[5] / 1e6 / host[6], 3));
         }
         m.put("tokens_per_second", round(batch / perStep, 1));
         m.put("bytes_read_per_step", weightBytes + kvBytes);

@@ -205,6 +205,25 @@ public final class CudaDriver {
         }
     }
 
+    /** An event that records a time on the GPU ({@link #elapsedSeconds}), for measuring a stream's work between two records. */
+    public MemorySegment createTimingEvent() {
+        makeCurrent();
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment e = a.allocate(ADDRESS);
+            call("cuEventCreate", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT), e, 0);
+            return e.get(ADDRESS, 0);
+        }
+    }
+
+    /** Seconds between two completed records of timing events ({@link #createTimingEvent}). */
+    public double elapsedSeconds(MemorySegment from, MemorySegment to) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment ms = a.allocate(JAVA_FLOAT);
+            call("cuEventElapsedTime", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS), ms, from, to);
+            return ms.get(JAVA_FLOAT, 0) / 1e3;
+        }
+    }
+
     public void destroyEvent(MemorySegment e) {
         call("cuEventDestroy_v2", FunctionDescriptor.of(JAVA_INT, ADDRESS), e);
     }

@@ -550,6 +550,10 @@ public final class CudaForwardPass implements ForwardPass {
             done += m;
         }
         long t2 = System.nanoTime();
+        if (graphTimes != null && lastGraph != null && plan.headDone) {
+            hostNanos[5] += Math.round(cuda.elapsedSeconds(graphTimes[0], graphTimes[1]) * 1e9);
+            hostNanos[6]++;
+        }
         hostNanos[0] += plannedAt - t0;
         hostNanos[1] += preparedAt - plannedAt;
         hostNanos[2] += t1 - preparedAt;
@@ -561,9 +565,20 @@ public final class CudaForwardPass implements ForwardPass {
     /**
      * Host time of the greedy steps so far, summed (the bench's breakdown of a step's host part): [0] checking the step and
      * building its plan, [1] sending the plan (after the previous upload's event), [2] launching (the graph, or kernel by
-     * kernel), [3] waiting for and reading the ids, [4] steps.
+     * kernel), [3] waiting for and reading the ids, [4] steps; with {@link #timeGraphs}, [5] the GPU's time from the record
+     * before a step's graph launch to the one after it (the graph as it runs in the step loop, from the launch's arrival),
+     * [6] the steps that timed it.
      */
-    private final long[] hostNanos = new long[5];
+    private final long[] hostNanos = new long[7];
+    /** Timing events around each graph launch (bench: {@link #timeGraphs}), or null. */
+    private MemorySegment[] graphTimes;
+
+    /** Bench: times each greedy step's graph on the GPU from its launch on ({@link #hostNanos} [5] and [6]). */
+    public void timeGraphs() {
+        if (graphTimes == null) {
+            graphTimes = new MemorySegment[]{cuda.createTimingEvent(), cuda.createTimingEvent()};
+        }
+    }
     private long plannedAt, preparedAt;
 
     /** A copy of the greedy steps' host times so far ({@link #hostNanos}). */
@@ -619,7 +634,13 @@ public final class CudaForwardPass implements ForwardPass {
             }
             graphs.put(key, graph);
         }
+        if (graphTimes != null) {
+            cuda.record(graphTimes[0]);
+        }
         cuda.launchGraph(graph);
+        if (graphTimes != null) {
+            cuda.record(graphTimes[1]);
+        }
         lastGraph = graph;
         p.headDone = true;
         return p;
