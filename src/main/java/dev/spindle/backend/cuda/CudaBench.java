@@ -177,17 +177,21 @@ public final class CudaBench {
         }
         // rounds of steps until DECODE_TIMED_SECONDS have been timed; the median round's step
         List<Double> rounds = new ArrayList<>();
-        gpu.timeGraphs();
-        long[] host0 = gpu.hostNanos();
+        StepTimes before = gpu.stepTimes();
         for (double t = 0; rounds.isEmpty() || t < DECODE_TIMED_SECONDS; ) {
             double s = seconds(() -> { for (int i = 0; i < steps; i++) step.run(); });
             rounds.add(s / steps);
             t += s;
         }
-        long[] host = gpu.hostNanos();
-        for (int i = 0; i < host.length; i++) {
-            host[i] -= host0[i];
+        StepTimes host = gpu.stepTimes().since(before);
+        // one more round, untimed, with each step's graph timed on the GPU by events around its launch
+        gpu.timeGraphs(true);
+        StepTimes beforeGraphs = gpu.stepTimes();
+        for (int i = 0; i < steps; i++) {
+            step.run();
         }
+        StepTimes graphs = gpu.stepTimes().since(beforeGraphs);
+        gpu.timeGraphs(false);
         // the same step's graph replayed back to back, without the host between steps: what a step costs the GPU alone
         double replay = Double.NaN;
         if (gpu.replayedAGraph()) {
@@ -214,18 +218,18 @@ public final class CudaBench {
             // the step's graph alone, replayed back to back (the median of three runs); step_ms minus this is the host's part
             m.put("graph_replay_ms", round(replay * 1e3, 3));
         }
-        if (host[4] > 0) {
+        if (host.steps() > 0) {
             // the timed greedy steps' host phases, mean microseconds a step: the step checked and its plan built, the plan sent,
             // the launch, the wait for the ids (the GPU's time from the launch on, and the copy back)
-            m.put("host_plan_us", round(host[0] / 1e3 / host[4], 1));
-            m.put("host_send_us", round(host[1] / 1e3 / host[4], 1));
-            m.put("host_launch_us", round(host[2] / 1e3 / host[4], 1));
-            m.put("host_wait_us", round(host[3] / 1e3 / host[4], 1));
+            m.put("host_plan_us", round(host.planNanos() / 1e3 / host.steps(), 1));
+            m.put("host_send_us", round(host.sendNanos() / 1e3 / host.steps(), 1));
+            m.put("host_launch_us", round(host.launchNanos() / 1e3 / host.steps(), 1));
+            m.put("host_wait_us", round(host.waitNanos() / 1e3 / host.steps(), 1));
         }
-        if (host[6] > 0) {
+        if (graphs.graphSteps() > 0) {
             // the graph's GPU time in the step loop, from the record before its launch to the one after: against
             // graph_replay_ms, what running a step after the host's part costs the GPU itself (launch latency, cold start)
-            m.put("graph_in_steps_ms", round(host[5] / 1e6 / host[6], 3));
+            m.put("graph_in_steps_ms", round(graphs.graphNanos() / 1e6 / graphs.graphSteps(), 3));
         }
         m.put("tokens_per_second", round(batch / perStep, 1));
         m.put("bytes_read_per_step", weightBytes + kvBytes);

@@ -550,41 +550,35 @@ public final class CudaForwardPass implements ForwardPass {
             done += m;
         }
         long t2 = System.nanoTime();
-        if (graphTimes != null && lastGraph != null && plan.headDone) {
-            hostNanos[5] += Math.round(cuda.elapsedSeconds(graphTimes[0], graphTimes[1]) * 1e9);
-            hostNanos[6]++;
-        }
-        hostNanos[0] += plannedAt - t0;
-        hostNanos[1] += preparedAt - plannedAt;
-        hostNanos[2] += t1 - preparedAt;
-        hostNanos[3] += t2 - t1;
-        hostNanos[4]++;
+        boolean timed = timeGraphs && plan.headDone;
+        long graphNanos = timed ? Math.round(cuda.elapsedSeconds(graphTimes[0], graphTimes[1]) * 1e9) : 0;
+        stepTimes = stepTimes.plus(new StepTimes(plannedAt - t0, preparedAt - plannedAt, t1 - preparedAt, t2 - t1, 1, graphNanos,
+                timed ? 1 : 0));
         return ids;
     }
 
-    /**
-     * Host time of the greedy steps so far, summed (the bench's breakdown of a step's host part): [0] checking the step and
-     * building its plan, [1] sending the plan (after the previous upload's event), [2] launching (the graph, or kernel by
-     * kernel), [3] waiting for and reading the ids, [4] steps; with {@link #timeGraphs}, [5] the GPU's time from the record
-     * before a step's graph launch to the one after it (the graph as it runs in the step loop, from the launch's arrival),
-     * [6] the steps that timed it.
-     */
-    private final long[] hostNanos = new long[7];
-    /** Timing events around each graph launch (bench: {@link #timeGraphs}), or null. */
-    private MemorySegment[] graphTimes;
+    /** The greedy steps' host phases so far, summed (the bench reads them before and after its steps). */
+    public StepTimes stepTimes() {
+        return stepTimes;
+    }
 
-    /** Bench: times each greedy step's graph on the GPU from its launch on ({@link #hostNanos} [5] and [6]). */
-    public void timeGraphs() {
-        if (graphTimes == null) {
+    /**
+     * Bench: whether each greedy step's graph is timed on the GPU from its launch on ({@link StepTimes#graphNanos}), by
+     * timing events recorded before and after the launch.
+     */
+    public void timeGraphs(boolean on) {
+        if (on && graphTimes == null) {
             graphTimes = new MemorySegment[]{cuda.createTimingEvent(), cuda.createTimingEvent()};
         }
+        timeGraphs = on;
     }
-    private long plannedAt, preparedAt;
 
-    /** A copy of the greedy steps' host times so far ({@link #hostNanos}). */
-    public long[] hostNanos() {
-        return hostNanos.clone();
-    }
+    private StepTimes stepTimes = StepTimes.NONE;
+    /** When the step being run had its plan built, and sent (the phases of {@link #stepTimes}). */
+    private long plannedAt, preparedAt;
+    private boolean timeGraphs;
+    /** The timing events of {@link #timeGraphs}, made on first use. */
+    private MemorySegment[] graphTimes;
 
     /** The lm head over logit rows [first, first + m) of the plan: gather their final hidden rows, then one GEMM. */
     private void head(StepPlan plan, int first, int m) {
@@ -634,11 +628,11 @@ public final class CudaForwardPass implements ForwardPass {
             }
             graphs.put(key, graph);
         }
-        if (graphTimes != null) {
+        if (timeGraphs) {
             cuda.record(graphTimes[0]);
         }
         cuda.launchGraph(graph);
-        if (graphTimes != null) {
+        if (timeGraphs) {
             cuda.record(graphTimes[1]);
         }
         lastGraph = graph;
