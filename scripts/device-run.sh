@@ -7,7 +7,8 @@
 #   device-run.sh ncu ARGS... -- METHOD   one test method (class#method) under Nsight Compute with ARGS
 #   device-run.sh bench ARGS...    spindle bench --backend cuda ARGS...
 #   device-run.sh ncu-bench ARGS... -- BENCH_ARGS...   that bench under Nsight Compute with ARGS (give the bench
-#                                  --no-cuda-graphs and a small --kv-memory-fraction for kernel replay)
+#                                  --no-cuda-graphs and a small --kv-memory-fraction for kernel replay; with ncu's
+#                                  --profile-from-start off and the bench's --profile-figure KIND:N, one figure's kernels)
 #   device-run.sh ab ARGS...       the same bench on the base classes (device-bundle.sh --base REV), then on these
 #   device-run.sh variants ROUNDS DIR,DIR,... ARGS...   the same bench on each classes folder in turn, ROUNDS times
 #   device-run.sh serve-check      the packaged server on CUDA against itself and the CPU backend (bundled chat model)

@@ -124,6 +124,11 @@ final class BenchCommand implements Callable<Integer> {
                     + "heads' usual depth): a draft reads every layer's weights, so the share of a decode step it can reach falls with fewer.")
     int[] draftHeadLayers;
 
+    @Option(names = "--profile-figure", paramLabel = "KIND:N",
+            description = "cuda: run only this figure's work between cuProfilerStart and cuProfilerStop, for ncu --profile-from-start off: "
+                    + "prefill:N, decode:CONTEXT (batch 1) or aggregate:STREAMS; N one of the lengths the bench measures.")
+    String profileFigure;
+
     @Override
     public Integer call() throws Exception {
         var spec = speculative.config();
@@ -138,8 +143,16 @@ final class BenchCommand implements Callable<Integer> {
             return new DraftHeadCostRun(model, stepRows, kvMemoryFraction, draftHeadLayers).call();
         }
         if (backend.equals("cuda")) {
+            ProfiledFigure profiled = null;
+            if (profileFigure != null) {
+                try {
+                    profiled = ProfiledFigure.parse(profileFigure, prefillLengths, decodeContexts, concurrency);
+                } catch (IllegalArgumentException e) {
+                    throw new picocli.CommandLine.ParameterException(new picocli.CommandLine(this), e.getMessage());
+                }
+            }
             return new CudaBenchRun(model, prefillLengths, decodeContexts, concurrency, decodeTokens, stepRows, cudaGraphs, kvMemoryFraction,
-                    tensorParallel, tensorParallelLanes, coldPageCache).call();
+                    tensorParallel, tensorParallelLanes, coldPageCache, profiled).call();
         }
         if (!backend.equals("cpu")) {
             throw new picocli.CommandLine.ParameterException(new picocli.CommandLine(this), "--backend: expected cpu or cuda, got " + backend);

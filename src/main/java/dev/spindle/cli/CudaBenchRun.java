@@ -29,9 +29,13 @@ final class CudaBenchRun implements Callable<Integer> {
     private final int tensorParallel;
     private final boolean tensorParallelLanes;
     private final boolean coldPageCache;
+    /** The figure whose work runs between cuProfilerStart and cuProfilerStop, or null. */
+    private final ProfiledFigure profiled;
 
     CudaBenchRun(ModelOptions model, int[] prefillLengths, int[] decodeContexts, int[] concurrency, int decodeSteps, int stepRows,
-                 boolean cudaGraphs, double kvMemoryFraction, int tensorParallel, boolean tensorParallelLanes, boolean coldPageCache) {
+                 boolean cudaGraphs, double kvMemoryFraction, int tensorParallel, boolean tensorParallelLanes, boolean coldPageCache,
+                 ProfiledFigure profiled) {
+        this.profiled = profiled;
         this.coldPageCache = coldPageCache;
         this.tensorParallel = tensorParallel;
         this.tensorParallelLanes = tensorParallelLanes;
@@ -116,20 +120,20 @@ final class CudaBenchRun implements Callable<Integer> {
             bench.prefill(Math.min(512, stepRows), stepRows, peak); // warm-up
             List<Object> prefill = new ArrayList<>();
             for (int n : prefillLengths) {
-                prefill.add(bench.prefill(n, stepRows, peak));
+                prefill.add(profiling(cuda, "prefill", n, () -> bench.prefill(n, stepRows, peak)));
                 System.err.println("prefill " + n + " done");
             }
             out.put("prefill", prefill);
             out.put("time_to_first_token", bench.timeToFirstToken(1024, stepRows));
             List<Object> decode = new ArrayList<>();
             for (int ctx : decodeContexts) {
-                decode.add(bench.decode(1, ctx, decodeSteps, copy));
+                decode.add(profiling(cuda, "decode", ctx, () -> bench.decode(1, ctx, decodeSteps, copy)));
                 System.err.println("decode at " + ctx + " done");
             }
             out.put("decode", decode);
             List<Object> aggregate = new ArrayList<>();
             for (int b : concurrency) {
-                aggregate.add(bench.decode(b, 1024, decodeSteps, copy));
+                aggregate.add(profiling(cuda, "aggregate", b, () -> bench.decode(b, 1024, decodeSteps, copy)));
                 System.err.println("aggregate " + b + " done");
             }
             out.put("aggregate_decode", aggregate);
@@ -173,5 +177,18 @@ final class CudaBenchRun implements Callable<Integer> {
         }
         System.out.println(new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT).writeValueAsString(out));
         return 0;
+    }
+
+    /** The figure, inside cuProfilerStart / cuProfilerStop when it is the one --profile-figure names. */
+    private Map<String, Object> profiling(CudaDriver cuda, String kind, int n, java.util.function.Supplier<Map<String, Object>> figure) {
+        if (profiled == null || !profiled.is(kind, n)) {
+            return figure.get();
+        }
+        cuda.profilerStart();
+        try {
+            return figure.get();
+        } finally {
+            cuda.profilerStop();
+        }
     }
 }

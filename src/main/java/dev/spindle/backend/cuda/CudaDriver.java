@@ -224,6 +224,18 @@ public final class CudaDriver {
         }
     }
 
+    /** cuProfilerStart: a profiler started with profiling off (ncu --profile-from-start off) collects from here. */
+    public void profilerStart() {
+        makeCurrent();
+        call("cuProfilerStart", FunctionDescriptor.of(JAVA_INT));
+    }
+
+    /** cuProfilerStop: the end of what {@link #profilerStart} began (the stream's work so far finished first). */
+    public void profilerStop() {
+        sync();
+        call("cuProfilerStop", FunctionDescriptor.of(JAVA_INT));
+    }
+
     public void destroyEvent(MemorySegment e) {
         call("cuEventDestroy_v2", FunctionDescriptor.of(JAVA_INT, ADDRESS), e);
     }
