@@ -649,9 +649,11 @@ public final class CudaForwardPass implements ForwardPass {
     }
 
     /**
-     * Bench: the last graph-eligible step's graph replayed {@code n} times back to back (the same step again: its rows,
-     * positions and KV slots, the same bits), then one wait; seconds a replay. Against a step's wall time it gives what
-     * the host's part of a step costs: building and sending the plan, launching, waiting for and reading the ids.
+     * Bench: the last graph-eligible step's graph replayed {@code n} times back to back, then one wait; seconds a replay.
+     * Each replay is that step's work again (its rows, positions and KV slots; its tokens the previous replay's ids, which a
+     * greedy graph's argmax writes where the plan's tokens are, so a greedy graph decodes on at the same positions). Against a
+     * step's wall time it gives what the host's part of a step costs: building and sending the plan, launching, waiting for
+     * and reading the ids.
      */
     public double replayLastGraph(int n) {
         if (!replayedAGraph()) {
@@ -1086,6 +1088,11 @@ public final class CudaForwardPass implements ForwardPass {
         cuda.free(meta);
         cuda.freeHost(metaHost);
         cuda.destroyEvent(metaUploaded);
+        if (graphTimes != null) {
+            for (MemorySegment e : graphTimes) {
+                cuda.destroyEvent(e);
+            }
+        }
         if (logitsHost != null) {
             cuda.freeHost(logitsHost);
         }
