@@ -595,20 +595,16 @@ public final class CudaDriver {
 
     /** Seconds the stream spends on {@code work} (timed with events on the stream). */
     public double time(Runnable work) {
-        try (Arena a = Arena.ofConfined()) {
-            MemorySegment e0 = a.allocate(ADDRESS), e1 = a.allocate(ADDRESS), ms = a.allocate(JAVA_FLOAT);
-            FunctionDescriptor create = FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT);
-            FunctionDescriptor record = FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS);
-            call("cuEventCreate", create, e0, 0);
-            call("cuEventCreate", create, e1, 0);
-            call("cuEventRecord", record, e0.get(ADDRESS, 0), stream);
+        MemorySegment e0 = createTimingEvent(), e1 = createTimingEvent();
+        try {
+            record(e0);
             work.run();
-            call("cuEventRecord", record, e1.get(ADDRESS, 0), stream);
-            call("cuEventSynchronize", FunctionDescriptor.of(JAVA_INT, ADDRESS), e1.get(ADDRESS, 0));
-            call("cuEventElapsedTime", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS), ms, e0.get(ADDRESS, 0), e1.get(ADDRESS, 0));
-            call("cuEventDestroy_v2", FunctionDescriptor.of(JAVA_INT, ADDRESS), e0.get(ADDRESS, 0));
-            call("cuEventDestroy_v2", FunctionDescriptor.of(JAVA_INT, ADDRESS), e1.get(ADDRESS, 0));
-            return ms.get(JAVA_FLOAT, 0) / 1e3;
+            record(e1);
+            syncEvent(e1);
+            return elapsedSeconds(e0, e1);
+        } finally {
+            destroyEvent(e0);
+            destroyEvent(e1);
         }
     }
 }
