@@ -120,20 +120,20 @@ final class CudaBenchRun implements Callable<Integer> {
             bench.prefill(Math.min(512, stepRows), stepRows, peak); // warm-up
             List<Object> prefill = new ArrayList<>();
             for (int n : prefillLengths) {
-                prefill.add(profiling(cuda, "prefill", n, () -> bench.prefill(n, stepRows, peak)));
+                prefill.add(profiling(cuda, ProfiledFigure.Kind.PREFILL, n, () -> bench.prefill(n, stepRows, peak)));
                 System.err.println("prefill " + n + " done");
             }
             out.put("prefill", prefill);
             out.put("time_to_first_token", bench.timeToFirstToken(1024, stepRows));
             List<Object> decode = new ArrayList<>();
             for (int ctx : decodeContexts) {
-                decode.add(profiling(cuda, "decode", ctx, () -> bench.decode(1, ctx, decodeSteps, copy)));
+                decode.add(profiling(cuda, ProfiledFigure.Kind.DECODE, ctx, () -> bench.decode(1, ctx, decodeSteps, copy)));
                 System.err.println("decode at " + ctx + " done");
             }
             out.put("decode", decode);
             List<Object> aggregate = new ArrayList<>();
             for (int b : concurrency) {
-                aggregate.add(profiling(cuda, "aggregate", b, () -> bench.decode(b, 1024, decodeSteps, copy)));
+                aggregate.add(profiling(cuda, ProfiledFigure.Kind.AGGREGATE, b, () -> bench.decode(b, 1024, decodeSteps, copy)));
                 System.err.println("aggregate " + b + " done");
             }
             out.put("aggregate_decode", aggregate);
@@ -180,7 +180,7 @@ final class CudaBenchRun implements Callable<Integer> {
     }
 
     /** The figure, inside cuProfilerStart / cuProfilerStop when it is the one --profile-figure names. */
-    private Map<String, Object> profiling(CudaDriver cuda, String kind, int n, java.util.function.Supplier<Map<String, Object>> figure) {
+    private Map<String, Object> profiling(CudaDriver cuda, ProfiledFigure.Kind kind, int n, java.util.function.Supplier<Map<String, Object>> figure) {
         if (profiled == null || !profiled.is(kind, n)) {
             return figure.get();
         }

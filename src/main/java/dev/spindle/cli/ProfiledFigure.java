@@ -8,31 +8,36 @@ import java.util.Arrays;
  * {@code prefill:N} (the prefill of N tokens), {@code decode:CONTEXT} (batch 1 at that context) or
  * {@code aggregate:STREAMS} (that many streams at 1K context).
  */
-record ProfiledFigure(String kind, int n) {
+record ProfiledFigure(Kind kind, int n) {
+    /** The bench's figures that may be profiled, named as --profile-figure spells them (lower case). */
+    enum Kind { PREFILL, DECODE, AGGREGATE }
+
     /** Parses {@code KIND:N}, checking that the bench measures that figure with the lengths it was given. */
     static ProfiledFigure parse(String text, int[] prefillLengths, int[] decodeContexts, int[] concurrency) {
         int colon = text.indexOf(':');
-        String kind = colon < 0 ? text : text.substring(0, colon);
+        String name = colon < 0 ? text : text.substring(0, colon);
+        Kind kind = Arrays.stream(Kind.values()).filter(k -> k.name().toLowerCase().equals(name)).findFirst()
+                .orElseThrow(() -> new IllegalArgumentException("--profile-figure: expected prefill:N, decode:CONTEXT or aggregate:STREAMS, got "
+                        + text));
         int[] measured = switch (kind) {
-            case "prefill" -> prefillLengths;
-            case "decode" -> decodeContexts;
-            case "aggregate" -> concurrency;
-            default -> throw new IllegalArgumentException("--profile-figure: expected prefill:N, decode:CONTEXT or aggregate:STREAMS, got " + text);
+            case PREFILL -> prefillLengths;
+            case DECODE -> decodeContexts;
+            case AGGREGATE -> concurrency;
         };
         int n;
         try {
             n = Integer.parseInt(text.substring(colon + 1));
         } catch (RuntimeException e) {
-            throw new IllegalArgumentException("--profile-figure: expected " + kind + ":N with N a whole number, got " + text);
+            throw new IllegalArgumentException("--profile-figure: expected " + name + ":N with N a whole number, got " + text);
         }
         if (colon < 0 || Arrays.stream(measured).noneMatch(m -> m == n)) {
-            throw new IllegalArgumentException("--profile-figure " + text + ": the bench measures " + kind + " at " + Arrays.toString(measured)
+            throw new IllegalArgumentException("--profile-figure " + text + ": the bench measures " + name + " at " + Arrays.toString(measured)
                     + " only (see --prefill-lengths, --decode-contexts, --concurrency)");
         }
         return new ProfiledFigure(kind, n);
     }
 
-    boolean is(String kind, int n) {
-        return this.kind.equals(kind) && this.n == n;
+    boolean is(Kind kind, int n) {
+        return this.kind == kind && this.n == n;
     }
 }

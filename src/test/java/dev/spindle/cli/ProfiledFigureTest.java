@@ -12,11 +12,11 @@ class ProfiledFigureTest {
     @Test
     void namesAFigureTheBenchMeasures() {
         ProfiledFigure f = ProfiledFigure.parse("aggregate:32", PREFILL, CONTEXTS, STREAMS);
-        assertEquals(new ProfiledFigure("aggregate", 32), f);
-        assertTrue(f.is("aggregate", 32));
-        assertTrue(!f.is("decode", 32) && !f.is("aggregate", 64));
-        assertEquals(new ProfiledFigure("prefill", 8192), ProfiledFigure.parse("prefill:8192", PREFILL, CONTEXTS, STREAMS));
-        assertEquals(new ProfiledFigure("decode", 32768), ProfiledFigure.parse("decode:32768", PREFILL, CONTEXTS, STREAMS));
+        assertEquals(new ProfiledFigure(ProfiledFigure.Kind.AGGREGATE, 32), f);
+        assertTrue(f.is(ProfiledFigure.Kind.AGGREGATE, 32));
+        assertTrue(!f.is(ProfiledFigure.Kind.DECODE, 32) && !f.is(ProfiledFigure.Kind.AGGREGATE, 64));
+        assertEquals(new ProfiledFigure(ProfiledFigure.Kind.PREFILL, 8192), ProfiledFigure.parse("prefill:8192", PREFILL, CONTEXTS, STREAMS));
+        assertEquals(new ProfiledFigure(ProfiledFigure.Kind.DECODE, 32768), ProfiledFigure.parse("decode:32768", PREFILL, CONTEXTS, STREAMS));
     }
 
     @Test
