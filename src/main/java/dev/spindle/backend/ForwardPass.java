@@ -34,6 +34,32 @@ public interface ForwardPass extends AutoCloseable {
         return false;
     }
 
+    /**
+     * Whether {@link #start} takes steps whose windows' first tokens are {@linkplain ModelStep#fed fed} from the previous
+     * step's device draws: the engine can then start step N + 1 before N's tokens reach the host, and the host's work
+     * between two steps (reading the tokens, emitting them, building and sending the next plan) overlaps the device's.
+     */
+    default boolean runsAhead() {
+        return false;
+    }
+
+    /**
+     * Starts a step and returns where its output is read. Steps run in the order they are started, each reading the K/V
+     * the ones before it wrote; a step's windows and tables are read when it starts (the engine may advance, cut or free a
+     * table afterwards). At most two steps are pending at once: the older is awaited before a third starts. This default
+     * runs the step now ({@link #execute}).
+     */
+    default PendingStep start(ModelStep step) {
+        StepOutput out = execute(step);
+        return () -> out;
+    }
+
+    /** A started step ({@link #start}): {@link #await} blocks until its output is on the host; called once. */
+    @FunctionalInterface
+    interface PendingStep {
+        StepOutput await();
+    }
+
     /** A backend's KV capacity. */
     record KvCapacity(int blocks, int blockSize) {
         public KvCapacity {
@@ -96,6 +122,12 @@ public interface ForwardPass extends AutoCloseable {
                     throw new IllegalArgumentException("window " + i + ": logit rows must be ascending rows of the window, got " + r);
                 }
                 prev = r;
+            }
+            if (step.fedRow(i) >= 0 && !pass.runsAhead()) {
+                throw new UnsupportedOperationException(pass.getClass().getSimpleName() + " does not feed a step's tokens from the previous step's draws");
+            }
+            if (step.fedRow(i) < -1) {
+                throw new IllegalArgumentException("window " + i + ": a fed row is -1 or a logit row of the previous step, got " + step.fedRow(i));
             }
             if (win.draw() != null && !pass.drawsOnDevice()) {
                 throw new UnsupportedOperationException(pass.getClass().getSimpleName() + " does not draw tokens on the device");

@@ -17,13 +17,41 @@ import java.util.stream.IntStream;
  * @param tapsToHost whether the taps come back to the host in {@link StepOutput#taps()}; false where the reader takes
  *                  them from the backend's device (a CUDA head beside its CUDA target): the output's entries are then
  *                  null, and the rows stay there, in the step's row order (windows in order), until the next step
+ * @param fed       empty, or per window -1 or a logit row of the step {@linkplain ForwardPass#start started} just before
+ *                  this one on the same backend (rows in that step's order: windows in order, each window's wanted rows in
+ *                  order) whose token was drawn on the device: that token is the window's first token, and the host's
+ *                  {@code tokens[0]} is a placeholder never read. So a step can start before the previous step's tokens
+ *                  reach the host (only where {@link ForwardPass#runsAhead()})
  */
-public record ModelStep(List<Window> windows, int[] tapLayers, boolean tapsToHost) {
+public record ModelStep(List<Window> windows, int[] tapLayers, boolean tapsToHost, int[] fed) {
     private static final int[] NONE = new int[0];
 
     public ModelStep {
         windows = List.copyOf(windows);
         tapLayers = tapLayers.clone();
+        fed = fed.clone();
+        if (fed.length != 0 && fed.length != windows.size()) {
+            throw new IllegalArgumentException("fed rows are per window: " + fed.length + " for " + windows.size() + " windows");
+        }
+    }
+
+    public ModelStep(List<Window> windows, int[] tapLayers, boolean tapsToHost) {
+        this(windows, tapLayers, tapsToHost, NONE);
+    }
+
+    /** The previous step's logit row whose drawn token is window {@code window}'s first token, or -1 (its tokens are the host's). */
+    public int fedRow(int window) {
+        return fed.length == 0 ? -1 : fed[window];
+    }
+
+    /** Whether any window's first token is fed from the previous step's draws. */
+    public boolean feeds() {
+        for (int f : fed) {
+            if (f >= 0) {
+                return true;
+            }
+        }
+        return false;
     }
 
     public ModelStep(List<Window> windows) {

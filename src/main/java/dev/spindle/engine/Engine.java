@@ -47,12 +47,21 @@ public final class Engine implements AutoCloseable {
      */
     public Engine(ForwardPass model, int maxBatchedTokens, int maxSequences, Set<Integer> eosIds, int maxWaiting,
                   dev.spindle.engine.spec.Speculation speculation) {
+        this(model, maxBatchedTokens, maxSequences, eosIds, maxWaiting, speculation, false);
+    }
+
+    /**
+     * @param asyncScheduling start each plain decode step before the previous step's tokens reach the host, where the
+     *                        backend can ({@link ForwardPass#runsAhead}; {@link EngineCore})
+     */
+    public Engine(ForwardPass model, int maxBatchedTokens, int maxSequences, Set<Integer> eosIds, int maxWaiting,
+                  dev.spindle.engine.spec.Speculation speculation, boolean asyncScheduling) {
         if (maxWaiting < 0) {
             throw new IllegalArgumentException("the waiting bound must be >= 0, got " + maxWaiting);
         }
         this.maxWaiting = maxWaiting;
         this.speculation = speculation;
-        this.core = new EngineCore(model, maxBatchedTokens, maxSequences, eosIds, speculation);
+        this.core = new EngineCore(model, maxBatchedTokens, maxSequences, eosIds, speculation, asyncScheduling);
         this.stats = core.stats();
         this.thread = Thread.ofPlatform().name("spindle-engine").daemon().start(this::loop);
     }

@@ -33,6 +33,9 @@ import java.util.concurrent.ForkJoinTask;
  *   out    = model.execute(step(plan));
  *   update(plan, out);                  // advance tables, sample or verify, emit, roll back rejected drafts, finish
  * </pre>
+ * With asynchronous scheduling ({@code runAhead}) a plain decode step N + 1 is started on the backend before N's tokens
+ * are read, its tokens fed on the device from N's draws ({@link ModelStep#fed}); N's update then drops the rows of the
+ * sequences N's tokens ended. The tokens each request gets are the same either way.
  * The engine owns the KV block pool and every block table; the backend only reads them. Owned by
  * one thread (the Engine's); tests drive it directly.
  */
@@ -43,6 +46,8 @@ public final class EngineCore {
     private final Set<Integer> eos;
     private final int maxPositions;
     private final Speculation spec;
+    /** Asynchronous scheduling: steps go through {@link ForwardPass#start}, and plain decode steps start one ahead. */
+    private final boolean runAhead;
     private long steps, promptTokens, generatedTokens, finished;
     private long drafts, draftTokens, acceptedTokens, proposerNanos, draftedStepNanos, draftedSteps, draftedStepTokens, observeNanos, forwardNanos, specSteps;
     private final long[] acceptedAt, acceptedLength;
@@ -53,7 +58,16 @@ public final class EngineCore {
     }
 
     public EngineCore(ForwardPass model, int maxBatchedTokens, int maxSequences, Set<Integer> eosIds, Speculation spec) {
+        this(model, maxBatchedTokens, maxSequences, eosIds, spec, false);
+    }
+
+    /**
+     * @param runAhead asynchronous scheduling: where the backend {@linkplain ForwardPass#runsAhead runs ahead}, start each
+     *                 plain decode step before the previous step's tokens reach the host (see {@link #step})
+     */
+    public EngineCore(ForwardPass model, int maxBatchedTokens, int maxSequences, Set<Integer> eosIds, Speculation spec, boolean runAhead) {
         this.model = model;
+        this.runAhead = runAhead;
         this.pool = model.kvCapacity().newPool();
         this.scheduler = new Scheduler(pool, maxBatchedTokens, maxSequences, model.config().vocabSize());
         this.eos = Set.copyOf(eosIds);
@@ -120,21 +134,46 @@ public final class EngineCore {
     }
 
     public boolean idle() {
-        return scheduler.idle();
+        return scheduler.idle() && ahead == null;
     }
 
-    /** Runs one step; returns the plan it ran (empty when idle). */
+    /**
+     * Runs one step; returns the plan it ran (empty when idle). Running ahead ({@link #runAhead}), the step whose output this
+     * call reads may have been started by the call before, and the next one is started before this one's tokens are read.
+     */
     public StepPlan step() {
-        StepPlan plan = scheduler.schedule(propose());
-        if (plan.isEmpty()) {
-            return plan;
+        Launched now = ahead;
+        ahead = null;
+        if (now == null) {
+            StepPlan plan = scheduler.schedule(propose());
+            if (plan.isEmpty()) {
+                return plan;
+            }
+            List<ModelStep.Window> windows = new ArrayList<>();
+            int[] taps = tapLayers();
+            for (StepPlan.Entry e : plan.entries()) {
+                ModelStep.Window w = window(e);
+                windows.add(taps.length == 0 ? w : new ModelStep.Window(w.tokens(), w.start(), w.table(), w.logitRows(), w.draw(), true));
+            }
+            // a head beside the target on its device reads the taps there: they need not come to the host
+            now = launch(plan, new ModelStep(windows, taps, taps.length == 0 || !spec.proposer().readsDeviceTaps()));
         }
-        List<ModelStep.Window> windows = new ArrayList<>();
-        int[] taps = tapLayers();
-        for (StepPlan.Entry e : plan.entries()) {
-            ModelStep.Window w = window(e);
-            windows.add(taps.length == 0 ? w : new ModelStep.Window(w.tokens(), w.start(), w.table(), w.logitRows(), w.draw(), true));
+        if (runAhead) {
+            ahead = launchAhead(now);
         }
+        return complete(now);
+    }
+
+    /** A step started on the backend and not yet read: its plan, what it runs, and its grammar masks being computed meanwhile. */
+    private record Launched(StepPlan plan, ModelStep step, ForwardPass.PendingStep pending, List<ForkJoinTask<?>> masks, long t0) {
+    }
+
+    /** The step started ahead of the one being read ({@link #runAhead}), or null. */
+    private Launched ahead;
+
+    /** Starts a step (running ahead) or runs it (not): either way its output is read by {@link #complete}. */
+    private Launched launch(StepPlan plan, ModelStep step) {
+        List<ModelStep.Window> windows = step.windows();
         // grammar masks depend only on each sequence's text so far: compute them while the forward pass runs
         List<ForkJoinTask<?>> masks = new ArrayList<>();
         for (int i = 0; i < plan.entries().size(); i++) {
@@ -150,26 +189,103 @@ public final class EngineCore {
                 }));
             }
         }
+        long t0 = System.nanoTime();
+        ForwardPass.PendingStep pending;
+        try {
+            if (runAhead) {
+                pending = model.start(step);
+            } else {
+                StepOutput out = model.execute(step);
+                pending = () -> out;
+            }
+        } catch (RuntimeException err) {
+            pending = () -> {
+                throw err;
+            };
+        }
+        return new Launched(plan, step, pending, masks, t0);
+    }
+
+    /**
+     * Starts the step after {@code now} before now's tokens reach the host, where the next step is plain to see: every
+     * sequence of {@code now} decodes its device-drawn token next (no drafts, taps, grammar or host sampling; nobody
+     * waiting to be admitted; blocks free without preempting). Its windows take their tokens from now's draws on the
+     * device ({@link ModelStep#fed}); a sequence that now's token ends (a stop token, a stop string) is dropped from it when
+     * it is read: its row was computed for nothing, and its K/V write lands past the end of a table that is freed. Null
+     * when the next step is not plain: it is scheduled once now's tokens are in.
+     */
+    private Launched launchAhead(Launched now) {
+        if (!model.runsAhead() || spec.enabled() || now.step().tapLayers().length > 0 || scheduler.admissionDue()
+                || now.plan().entries().size() != scheduler.running()) {
+            return null;
+        }
+        List<StepPlan.Entry> entries = new ArrayList<>();
+        List<Integer> fedRows = new ArrayList<>();
+        int row = 0;
+        for (int i = 0; i < now.plan().entries().size(); i++) {
+            StepPlan.Entry e = now.plan().entries().get(i);
+            ModelStep.Window w = now.step().windows().get(i);
+            Sequence s = e.sequence();
+            if (!e.samples() || e.drafted() || w.draw() == null || w.logitRows().length != 1 || s.finished) {
+                return null;
+            }
+            int at = e.from() + e.count(); // where now's token goes
+            int fedRow = row++;
+            if (s.generated() + 1 >= s.params.maxTokens() || at + 1 >= maxPositions) {
+                continue; // now's token is its last (emit's "length")
+            }
+            if (s.constraint != null || !deviceDrawable(s, at, s.generated() + 1)) {
+                return null;
+            }
+            entries.add(new StepPlan.Entry(s, at, 1, true, StepPlan.NO_DRAFTS));
+            fedRows.add(fedRow);
+        }
+        if (entries.isEmpty() || !scheduler.reserveAhead(entries)) {
+            return null;
+        }
+        List<ModelStep.Window> windows = new ArrayList<>();
+        for (StepPlan.Entry e : entries) {
+            Sequence s = e.sequence();
+            // the uniform taken as deviceDraw takes it (the step after now's would take the same one)
+            double[] u = {s.params.temperature() > 0 ? s.rng.nextDouble() : 0};
+            windows.add(new ModelStep.Window(new int[]{0}, e.from(), s.table, ModelStep.lastRow(1), draw(s.params, u)));
+        }
+        int[] fed = fedRows.stream().mapToInt(Integer::intValue).toArray();
+        return launch(new StepPlan(entries), new ModelStep(windows, new int[0], true, fed));
+    }
+
+    /** Reads a launched step's output and applies it (tables advanced, tokens sampled or verified and emitted). */
+    private StepPlan complete(Launched launched) {
+        StepPlan plan = launched.plan();
+        List<ModelStep.Window> windows = launched.step().windows();
+        int[] taps = launched.step().tapLayers();
+        List<ForkJoinTask<?>> masks = launched.masks();
         StepOutput out;
         boolean anyDrafts = plan.entries().stream().anyMatch(StepPlan.Entry::drafted);
-        long t0 = System.nanoTime(), generatedBefore = generatedTokens;
+        long t0 = launched.t0(), generatedBefore = generatedTokens;
+        boolean live = plan.entries().stream().anyMatch(e -> !e.sequence().finished);
         try {
-            // a head beside the target on its device reads the taps there: they need not come to the host
-            out = model.execute(new ModelStep(windows, taps, taps.length == 0 || !spec.proposer().readsDeviceTaps()));
+            out = launched.pending().await();
             forwardNanos += System.nanoTime() - t0;
             specSteps++;
             consecutiveFailures = 0;
         } catch (RuntimeException err) {
             masks.forEach(ForkJoinTask::join);
-            consecutiveFailures++;
+            if (live) { // a step started ahead for sequences that have all failed since says nothing new about the backend
+                consecutiveFailures++;
+            }
             for (StepPlan.Entry e : plan.entries()) {
-                fail(e.sequence(), new IllegalStateException("the forward pass failed: " + err.getMessage(), err));
+                if (!e.sequence().finished) {
+                    fail(e.sequence(), new IllegalStateException("the forward pass failed: " + err.getMessage(), err));
+                }
             }
             return plan;
         }
         steps++;
         for (StepPlan.Entry e : plan.entries()) {
-            e.sequence().table.advance(e.from() + e.count());
+            if (!e.sequence().finished) { // a sequence that ended after this step started ahead: its row is dropped
+                e.sequence().table.advance(e.from() + e.count());
+            }
         }
         masks.forEach(ForkJoinTask::join);
         Throwable[] maskErrors = new Throwable[plan.entries().size()];
@@ -182,6 +298,9 @@ public final class EngineCore {
         for (int i = 0; i < plan.entries().size(); i++) {
             StepPlan.Entry e = plan.entries().get(i);
             Sequence s = e.sequence();
+            if (s.finished) {
+                continue; // ended after this step started ahead (a stop token, a stop string, cancelled): its row is dropped
+            }
             float[][] rows = out.logits().get(i);
             int[] drawn = out.tokens().get(i);
             if (e.drafted()) {
@@ -471,10 +590,15 @@ public final class EngineCore {
 
     /** Whether plain sampling's rule alone chooses this sequence's tokens (what the device can draw). */
     private static boolean deviceDrawable(Sequence s, int from) {
+        return deviceDrawable(s, from, s.generated());
+    }
+
+    /** {@link #deviceDrawable(Sequence, int)} once the sequence has generated {@code generated} tokens. */
+    private static boolean deviceDrawable(Sequence s, int from, int generated) {
         SamplingParams p = s.params;
         // a grammar that masks nothing this step (the model still reasons, or writes free text before a lazy trigger)
         return p.maxTokens() > 0 && (s.constraint == null || s.constraint.unmasked()) && p.logitBias().isEmpty() && p.logprobs() < 0
-                && !p.rules().active(s.generated())
+                && !p.rules().active(generated)
                 && p.repetitionPenalty() == 1 && p.presencePenalty() == 0 && p.frequencyPenalty() == 0
                 && !(s.promptLogprobs != null && from < s.promptLength);
     }

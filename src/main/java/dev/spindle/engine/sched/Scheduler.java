@@ -130,6 +130,29 @@ public final class Scheduler {
         return new StepPlan(entries);
     }
 
+    /** Whether a waiting sequence could be admitted now (a free sequence slot): the next step must be scheduled, not run ahead. */
+    boolean admissionDue() {
+        return !waiting.isEmpty() && running.size() < maxSequences;
+    }
+
+    /**
+     * Reserves the blocks of a step started ahead (each entry one token past its sequence's end), all or none: only from
+     * free blocks, never by preempting. False when they do not fit (the step is then scheduled as usual).
+     */
+    boolean reserveAhead(List<StepPlan.Entry> entries) {
+        long needed = 0;
+        for (StepPlan.Entry e : entries) {
+            needed += blocksNeeded(e.sequence(), e.from() + e.count());
+        }
+        if (needed > pool.freeBlocks()) {
+            return false;
+        }
+        for (StepPlan.Entry e : entries) {
+            e.sequence().table.reserve(e.from() + e.count());
+        }
+        return true;
+    }
+
     /** Frees blocks by preempting the newest running sequences until {@code s} can grow to {@code length}; false if s was the one preempted. */
     private boolean makeRoom(Sequence s, int length) {
         while (blocksNeeded(s, length) > pool.freeBlocks()) {

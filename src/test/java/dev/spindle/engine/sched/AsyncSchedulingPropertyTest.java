@@ -1,0 +1,161 @@
+package dev.spindle.engine.sched;
+
+import dev.spindle.backend.ForwardPass;
+import dev.spindle.engine.SamplingParams;
+import dev.spindle.engine.spec.Speculation;
+import net.jqwik.api.Example;
+import net.jqwik.api.ForAll;
+import net.jqwik.api.Property;
+import net.jqwik.api.lifecycle.AfterContainer;
+import net.jqwik.api.lifecycle.BeforeContainer;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.SplittableRandom;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Asynchronous scheduling (EngineCore's runAhead) against the engine without it, on the llama-gqa fixture with draws made
+ * "on the device" by the host rule ({@link DeviceDrawWiringTest.HostRuleDrawing}) and a backend that runs ahead as the GPU
+ * does ({@link RunAheadPass}): any mix of greedy and sampled requests (some sampled on the host, which stops the running
+ * ahead while they decode), stop tokens that end requests while a step is already started for them, max_tokens, late
+ * arrivals, few sequence slots and few KV blocks (preemption) gives every request the same tokens, and every block back.
+ */
+class AsyncSchedulingPropertyTest {
+    @BeforeContainer
+    static void load() {
+        EngineCoreTest.load();
+    }
+
+    @AfterContainer
+    static void close() {
+        EngineCoreTest.close();
+    }
+
+    /** A request of a scenario: its prompt, settings and the engine step (call) before which it arrives. */
+    record Request(int[] prompt, SamplingParams params, int arrival) {
+    }
+
+    /** One run's outcome: per request its events' signature, and the steps that were started ahead. */
+    record Outcome(Map<Integer, EngineCoreTest.Collect> replies, int fedSteps) {
+    }
+
+    static Outcome run(List<Request> requests, boolean async, int budget, int maxSeqs, int blocks, Map<Integer, Integer> cancelAt) {
+        var drawing = new DeviceDrawWiringTest.HostRuleDrawing(EngineCoreTest.cpu(blocks));
+        RunAheadPass ahead = async ? new RunAheadPass(drawing) : null;
+        ForwardPass pass = async ? ahead : drawing;
+        try (pass) {
+            EngineCore core = new EngineCore(pass, budget, maxSeqs, Set.of(2), Speculation.NONE, async);
+            Map<Integer, EngineCoreTest.Collect> replies = new HashMap<>();
+            int added = 0, step = 0;
+            while (added < requests.size() || !core.idle()) {
+                for (int i = 0; i < requests.size(); i++) {
+                    if (requests.get(i).arrival() == step) {
+                        EngineCoreTest.Collect c = new EngineCoreTest.Collect();
+                        replies.put(i, c);
+                        core.add(i, requests.get(i).prompt(), requests.get(i).params(), c);
+                        added++;
+                    }
+                }
+                for (var e : cancelAt.entrySet()) {
+                    if (e.getValue() == step) {
+                        core.cancel(e.getKey());
+                    }
+                }
+                if (!core.idle()) {
+                    core.step();
+                }
+                step++;
+                assertTrue(step < 5_000, "the engine finishes");
+            }
+            assertEquals(core.pool().numBlocks(), core.pool().freeBlocks(), "all blocks back");
+            return new Outcome(replies, async ? ahead.fedSteps : 0);
+        }
+    }
+
+    static SamplingParams params(double t, long seed, int max, Set<Integer> stops, boolean ignoreEos, int logprobs) {
+        return new SamplingParams(t, t > 0 ? 40 : 0, t > 0 ? 0.95 : 1, 0, seed, 0, 0, 1, Map.of(), max, stops, ignoreEos, logprobs, null, -1);
+    }
+
+    static int[] prompt(SplittableRandom r) {
+        if (r.nextInt(3) == 0) {
+            return EngineCoreTest.f.prompts.get(r.nextInt(EngineCoreTest.f.prompts.size()));
+        }
+        return r.ints(1 + r.nextInt(70), 3, 512).toArray();
+    }
+
+    @Property(tries = 40)
+    void everyRequestGetsTheSameTokensRunningAhead(@ForAll long seed) {
+        SplittableRandom r = new SplittableRandom(seed);
+        int n = 1 + r.nextInt(8), budget = List.of(16, 64, 512).get(r.nextInt(3)), maxSeqs = 1 + r.nextInt(8), blocks = 12 + r.nextInt(60);
+        double[] temps = {0, 0.6, 1.0};
+        List<Request> plain = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            plain.add(new Request(prompt(r), params(temps[r.nextInt(3)], r.nextLong(), 1 + r.nextInt(24), Set.of(), r.nextBoolean(),
+                    r.nextInt(6) == 0 ? 0 : -1), r.nextInt(3) == 0 ? r.nextInt(12) : 0));
+        }
+        // stop tokens that end requests midway: each a token its request generates
+        Outcome reference = run(plain, false, budget, maxSeqs, blocks, Map.of());
+        List<Request> requests = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            Request q = plain.get(i);
+            var events = reference.replies().get(i).events;
+            Set<Integer> stops = events.isEmpty() || r.nextBoolean() ? Set.of() : Set.of(events.get(r.nextInt(events.size())).token());
+            SamplingParams p = q.params();
+            requests.add(new Request(q.prompt(), params(p.temperature(), p.seed(), p.maxTokens(), stops, p.ignoreEos(), p.logprobs()), q.arrival()));
+        }
+        Outcome sync = run(requests, false, budget, maxSeqs, blocks, Map.of());
+        Outcome async = run(requests, true, budget, maxSeqs, blocks, Map.of());
+        for (int i = 0; i < n; i++) {
+            assertNull(async.replies().get(i).error, "request " + i + " failed");
+            assertEquals(sync.replies().get(i).signature(), async.replies().get(i).signature(), "request " + i + " of seed " + seed);
+        }
+    }
+
+    @Example
+    void plainDecodingRunsAheadAndStopsWhereTheTokensSay() {
+        List<Request> plain = new ArrayList<>();
+        for (int i = 0; i < 4; i++) {
+            plain.add(new Request(EngineCoreTest.f.prompts.get(i % 3), params(i % 2 == 0 ? 0 : 0.6, 11 + i, 20, Set.of(), true, -1), 0));
+        }
+        Outcome reference = run(plain, false, 512, 8, 64, Map.of());
+        // request 0 stops at its 5th token (an earlier equal token would stop it sooner: the reference says where)
+        int stop = reference.replies().get(0).events.get(4).token();
+        List<Request> requests = new ArrayList<>(plain);
+        requests.set(0, new Request(plain.get(0).prompt(), params(0, 11, 20, Set.of(stop), true, -1), 0));
+        Outcome sync = run(requests, false, 512, 8, 64, Map.of()), async = run(requests, true, 512, 8, 64, Map.of());
+        for (int i = 0; i < 4; i++) {
+            assertEquals(sync.replies().get(i).signature(), async.replies().get(i).signature(), "request " + i);
+        }
+        var first = async.replies().get(0).events;
+        assertEquals("stop", first.getLast().finishReason());
+        assertTrue(first.size() <= 5);
+        // the prompts' prefill, then (nearly) every decode step started ahead of the one before
+        assertTrue(async.fedSteps() >= 15, "steps started ahead: " + async.fedSteps());
+    }
+
+    @Example
+    void aRequestCancelledWhileAStepIsStartedForItEndsCleanly() {
+        List<Request> requests = new ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            requests.add(new Request(EngineCoreTest.f.prompts.get(i), params(0.6, 5 + i, 16, Set.of(), true, -1), 0));
+        }
+        Outcome whole = run(requests, true, 512, 8, 64, Map.of());
+        Outcome cancelled = run(requests, true, 512, 8, 64, Map.of(1, 6));
+        var cut = cancelled.replies().get(1).events;
+        assertNull(cancelled.replies().get(1).error);
+        assertTrue(cut.size() < 16, "cancelled midway");
+        for (int j = 0; j < cut.size(); j++) {
+            assertEquals(whole.replies().get(1).events.get(j).token(), cut.get(j).token(), "token " + j);
+        }
+        for (int i : List.of(0, 2)) {
+            assertEquals(whole.replies().get(i).signature(), cancelled.replies().get(i).signature(), "request " + i);
+        }
+    }
+}
