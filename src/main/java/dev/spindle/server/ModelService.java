@@ -86,7 +86,8 @@ public class ModelService {
         if (speculation.enabled()) {
             Log.infof("speculative decoding: %s; %s", specConfig.describe(), speculation.proposer().describe());
         }
-        Engine engine = new Engine(backend.pass(), config.maxNumBatchedTokens(), config.maxNumSeqs(), eos, config.maxWaitingRequests(), speculation);
+        Engine engine = new Engine(backend.pass(), config.maxNumBatchedTokens(), config.maxNumSeqs(), eos, config.maxWaitingRequests(), speculation,
+                config.asyncScheduling());
         var texts = dev.spindle.engine.grammar.TokenTexts.load(dir.resolve("tokenizer.json"), mc.vocabSize());
         long tw = System.nanoTime();
         warmUp(engine, tokenizer);

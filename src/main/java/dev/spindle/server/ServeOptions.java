@@ -36,6 +36,9 @@ final class ServeOptions {
     Double kvFraction;
     @Option(names = "--cuda-graphs", paramLabel = "true|false", arity = "1", description = "CUDA: replay decode steps as CUDA graphs (default true).")
     Boolean cudaGraphs;
+    @Option(names = "--async-scheduling", paramLabel = "true|false", arity = "1",
+            description = "Start each plain decode step before the previous step's tokens reach the host (CUDA; default false).")
+    Boolean asyncScheduling;
     @Option(names = "--gemm-cache", paramLabel = "DIR|none", description = "CUDA: folder caching the pinned GEMM algorithms (default ~/.cache/spindle; none: search at every start).")
     String gemmCache;
     @Option(names = "--block-size", paramLabel = "TOKENS", description = "Tokens per KV block (default 16; a power of two on CUDA).")
@@ -111,6 +114,7 @@ final class ServeOptions {
         set("spindle.tensor-parallel-size", o.tensorParallel);
         set("spindle.kv-memory-fraction", o.kvFraction);
         set("spindle.cuda-graphs", o.cudaGraphs);
+        set("spindle.async-scheduling", o.asyncScheduling);
         set("spindle.gemm-cache", o.gemmCache);
         set("spindle.block-size", o.blockSize);
         set("spindle.default-max-tokens", o.defaultMaxTokens);

@@ -59,6 +59,15 @@ public interface SpindleConfig {
     @WithDefault("${user.home}/.cache/spindle")
     String gemmCache();
 
+    /**
+     * Asynchronous scheduling: each plain decode step starts on the backend before the previous step's tokens reach the
+     * host (its tokens taken on the device from that step's draws), so the host's part of a step (reading and emitting the
+     * tokens, building and sending the next plan) overlaps the GPU's. Same tokens for every request either way. CUDA only
+     * (other backends run as without it); off by default until measured on the GPU.
+     */
+    @WithDefault("false")
+    boolean asyncScheduling();
+
     /** Tokens per KV block. */
     @WithDefault("16")
     int blockSize();

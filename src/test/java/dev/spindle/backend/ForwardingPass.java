@@ -31,8 +31,18 @@ public abstract class ForwardingPass implements ForwardPass {
     }
 
     @Override
+    public boolean runsAhead() {
+        return inner.runsAhead();
+    }
+
+    @Override
     public StepOutput execute(ModelStep step) {
         return inner.execute(step);
+    }
+
+    @Override
+    public PendingStep start(ModelStep step) {
+        return inner.start(step);
     }
 
     @Override

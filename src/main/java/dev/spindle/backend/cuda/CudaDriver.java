@@ -475,9 +475,14 @@ public final class CudaDriver {
         sync();
     }
 
+    /** Copies device to host after the stream's earlier work, without waiting ({@code dst} pinned; record an event to wait on). */
+    public void copyToHostAsync(MemorySegment dst, long src) {
+        checked("cuMemcpyDtoHAsync", () -> (int) cuMemcpyDtoHAsync.invokeExact(dst, src, dst.byteSize(), stream));
+    }
+
     /** Copies device to host after the stream's earlier work, and waits. */
     public void copyToHost(MemorySegment dst, long src) {
-        checked("cuMemcpyDtoHAsync", () -> (int) cuMemcpyDtoHAsync.invokeExact(dst, src, dst.byteSize(), stream));
+        copyToHostAsync(dst, src);
         sync();
     }
 

@@ -95,6 +95,19 @@ public final class CudaForwardPass implements ForwardPass {
     static final long GRAPH_MAX_PARTIALS = 65536;
     private long cos, sin, partO, partML;
     private final DeviceDraws drawer;
+    /**
+     * Each logit row's drawn id (the argmax, or the sample kernel's draw) of the last step that drew them here: what the
+     * next step's feed_tokens reads ({@link #start}); a step's copy of them to the host follows its draws in the stream.
+     */
+    private final long drawnIds;
+    /** Two pinned slots the ids of started steps come back into (one step's copy may wait in the stream while the next starts). */
+    private final MemorySegment[] idsHost;
+    /** Recorded after each slot's copy: a started step's ids are on the host once it has passed. */
+    private final MemorySegment[] idsCopied;
+    private int idsSlot, pendingSteps;
+    /** Steps run on this pass, and the one of them whose draws {@link #drawnIds} holds (-1: none) and its logit rows. */
+    private long stepSerial, drawnSerial = -1;
+    private int drawnRows;
     /** The residual rows after each tap layer of the current step (taps x rows x hidden, bf16), grown on demand. */
     private long tapBuf, tapCapacity;
     private int tapRows; // rows of the last step's taps (0: none)
@@ -187,7 +200,10 @@ public final class CudaForwardPass implements ForwardPass {
         picked = head ? buffer((long) logitRowsMax * h * 2) : 0;
         ensureMeta(16 * n + 4096);
         logitsHost = head ? cuda.allocHost((long) logitRowsMax * c.vocabSize() * 2) : null;
-        drawer = head ? new DeviceDraws(k, c.vocabSize()) : null;
+        drawer = head ? new DeviceDraws(k, c.vocabSize(), n) : null;
+        drawnIds = head ? buffer((long) n * 4) : 0;
+        idsHost = head ? new MemorySegment[]{cuda.allocHost((long) n * 4), cuda.allocHost((long) n * 4)} : null;
+        idsCopied = head ? new MemorySegment[]{cuda.createEvent(), cuda.createEvent()} : null;
         partial = partialLt == null ? null : new long[]{buffer((long) n * h * 4), buffer((long) n * h * 4)};
         cos = buffer((long) c.maxPositions() * c.headDim() / 2 * 4);
         sin = buffer((long) c.maxPositions() * c.headDim() / 2 * 4);
@@ -473,6 +489,111 @@ public final class CudaForwardPass implements ForwardPass {
         return new StepOutput(out, drawn, taps);
     }
 
+    /** Steps without taps and with a head (no tensor-parallel group: its ranks' plans are sent apart) may be fed and run ahead. */
+    @Override
+    public boolean runsAhead() {
+        return head && group == null;
+    }
+
+    /**
+     * Starts a step without waiting for it, where every wanted row is drawn here and nothing is tapped (else it runs now, as
+     * {@link #execute}): its plan is sent, its windows' fed tokens written on the device from the previous step's ids
+     * (feed_tokens), its launches (a captured graph for decode steps) and draws queued, and the ids' copy to the host
+     * queued behind them; {@link PendingStep#await} waits for that copy alone. All-greedy steps take the argmax (in the
+     * graph); others the sample kernel. The same launches as {@link #execute}'s, so the same ids.
+     */
+    @Override
+    public PendingStep start(ModelStep step) {
+        List<Window> windows = step.windows();
+        boolean drawsAll = runsAhead() && step.tapLayers().length == 0, greedy = true;
+        int logitRows = 0;
+        for (Window w : windows) {
+            drawsAll &= w.logitRows().length == 0 || w.draw() != null;
+            greedy &= w.draw() == null || w.draw().temperature() == 0;
+            logitRows += w.logitRows().length;
+        }
+        if (!drawsAll || logitRows == 0) {
+            if (step.feeds()) {
+                throw new IllegalArgumentException("a fed step draws every wanted row on the device, taps nothing and wants some logits");
+            }
+            StepOutput out = execute(step);
+            return () -> out;
+        }
+        if (pendingSteps >= 2) {
+            throw new IllegalStateException("two steps are pending: await the older before starting another");
+        }
+        cuda.makeCurrent();
+        for (int i = 0; i < windows.size(); i++) {
+            int row = step.fedRow(i);
+            if (row >= 0 && (drawnSerial != stepSerial || row >= drawnRows)) {
+                throw new IllegalArgumentException("window " + i + " is fed from logit row " + row + ", but the previous step on this pass "
+                        + (drawnSerial != stepSerial ? "left no device draws to feed from" : "drew " + drawnRows + " rows"));
+            }
+        }
+        Draw[] rowDraws = new Draw[logitRows];
+        double[] rowU = new double[logitRows];
+        for (int wi = 0, j = 0; wi < windows.size(); wi++) {
+            Window w = windows.get(wi);
+            for (int r = 0; r < w.logitRows().length; r++, j++) {
+                rowDraws[j] = w.draw();
+                rowU[j] = w.draw().u()[r];
+            }
+        }
+        StepPlan plan = run(step, greedy);
+        int slot = idsSlot;
+        idsSlot ^= 1;
+        if (!greedy) {
+            drawer.upload(rowDraws, rowU, logitRows, slot);
+        }
+        for (int done = 0; done < logitRows; ) {
+            int m = Math.min(logitRowsMax, logitRows - done);
+            if (!plan.headDone) {
+                head(plan, done, m);
+                if (greedy) {
+                    k.argmax(logits, m, c.vocabSize(), drawnIds + 4L * done);
+                }
+            }
+            if (!greedy) {
+                drawer.sample(logits, m, done, slot, drawnIds);
+            }
+            done += m;
+        }
+        cuda.syncEvent(idsCopied[slot]); // the slot's last step was awaited (at most two pending): at once
+        MemorySegment host = idsHost[slot].asSlice(0, 4L * logitRows);
+        cuda.copyToHostAsync(host, drawnIds);
+        cuda.record(idsCopied[slot]);
+        drawnSerial = stepSerial;
+        drawnRows = logitRows;
+        pendingSteps++;
+        MemorySegment copied = idsCopied[slot];
+        int[] counts = plan.logitCounts.clone();
+        boolean[] awaited = {false};
+        return () -> {
+            if (awaited[0]) {
+                throw new IllegalStateException("a started step is awaited once");
+            }
+            awaited[0] = true;
+            pendingSteps--;
+            cuda.makeCurrent();
+            cuda.syncEvent(copied);
+            List<float[][]> out = new ArrayList<>();
+            List<int[]> drawn = new ArrayList<>();
+            for (int wi = 0, j = 0; wi < counts.length; wi++) {
+                out.add(new float[0][]);
+                if (windows.get(wi).draw() == null) {
+                    drawn.add(null);
+                    continue;
+                }
+                int[] ids = new int[counts[wi]];
+                for (int r = 0; r < ids.length; r++, j++) {
+                    ids[r] = host.getAtIndex(ValueLayout.JAVA_INT, j);
+                }
+                drawn.add(ids);
+            }
+            return new StepOutput(out, drawn, java.util.Collections.nCopies(windows.size(), null));
+        };
+    }
+
     /**
      * The last step's taps where they stay: the buffer ([tap][row][hidden] bf16, rows in the step's order), its rows (0
      * when the last step had no taps) and the tap layers. Valid until the next step.
@@ -540,15 +661,17 @@ public final class CudaForwardPass implements ForwardPass {
             int m = Math.min(logitRowsMax, plan.logitRows - done);
             if (!plan.headDone) {
                 head(plan, done, m);
-                k.argmax(logits, m, c.vocabSize(), meta);
+                k.argmax(logits, m, c.vocabSize(), drawnIds + 4L * done);
             }
             MemorySegment host = metaHost.asSlice(0, m * 4L);
-            cuda.copyToHost(host, meta);
+            cuda.copyToHost(host, drawnIds + 4L * done);
             for (int r = 0; r < m; r++) {
                 ids[done + r] = host.getAtIndex(ValueLayout.JAVA_INT, r);
             }
             done += m;
         }
+        drawnSerial = stepSerial; // the next step may be fed from these ids
+        drawnRows = plan.logitRows;
         long t2 = System.nanoTime();
         boolean timed = timeGraphs && plan.headDone;
         long graphNanos = timed ? Math.round(cuda.elapsedSeconds(graphTimes[0], graphTimes[1]) * 1e9) : 0;
@@ -596,6 +719,10 @@ public final class CudaForwardPass implements ForwardPass {
         stepTaps = step.tapLayers();
         int splits = graphSplits(windows);
         StepPlan p = prepare(step, splits);
+        stepSerial++;
+        if (p.feeds > 0) {
+            k.feedTokens(meta, p.feedAt, p.feeds, drawnIds); // after the upload, before the layers read the tokens
+        }
         preparedAt = System.nanoTime();
         tapRows = stepTaps.length > 0 ? p.rows : 0;
         if (ensureTaps((long) stepTaps.length * p.rows * c.hiddenSize() * 2)) {
@@ -650,8 +777,8 @@ public final class CudaForwardPass implements ForwardPass {
 
     /**
      * Bench: the last graph-eligible step's graph replayed {@code n} times back to back, then one wait; seconds a replay.
-     * Each replay is that step's work again (its rows, positions and KV slots; its tokens the previous replay's ids, which a
-     * greedy graph's argmax writes where the plan's tokens are, so a greedy graph decodes on at the same positions). Against a
+     * Each replay is that step's work again (its rows, positions, KV slots and tokens; a greedy graph's argmax writes its ids
+     * into drawnIds, apart from the plan). Against a
      * step's wall time it gives what the host's part of a step costs: building and sending the plan, launching, waiting for
      * and reading the ids.
      */
@@ -676,7 +803,7 @@ public final class CudaForwardPass implements ForwardPass {
             layers(p);
             head(p, 0, p.logitRows);
             if (greedy) {
-                k.argmax(logits, p.logitRows, c.vocabSize(), meta);
+                k.argmax(logits, p.logitRows, c.vocabSize(), drawnIds);
             }
         });
     }
@@ -763,7 +890,7 @@ public final class CudaForwardPass implements ForwardPass {
         ForwardPass.checkWindows(this, step);
         int kernel = prefillKernel(prefillKeys(windows));
         StepPlan p = new StepPlan(windows, c.numHeads() / c.numKvHeads(), c.numKvHeads(), fixedSplits,
-                CudaKernels.attentionTileRows(kernel));
+                CudaKernels.attentionTileRows(kernel), step.fed());
         p.prefillKernel = kernel;
         boolean moved = ensureMeta(p.data.length);
         ensureRope(p.maxPosition + 1);
@@ -1079,6 +1206,12 @@ public final class CudaForwardPass implements ForwardPass {
         }
         if (drawer != null) {
             drawer.close();
+        }
+        if (idsHost != null) {
+            for (int i = 0; i < 2; i++) {
+                cuda.freeHost(idsHost[i]);
+                cuda.destroyEvent(idsCopied[i]);
+            }
         }
         linear.close();
         paired.close();

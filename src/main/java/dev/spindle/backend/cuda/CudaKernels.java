@@ -69,7 +69,7 @@ public final class CudaKernels {
     static final int WS_STAGES = 4;
 
     private final CudaDriver cuda;
-    private final MemorySegment embed, rmsNorm, addRmsNorm, rope, ropeKvWrite, swiglu, residualAdd, kvWrite, attentionMerge, attentionMergeLong, argmax, sample,
+    private final MemorySegment feedTokens, embed, rmsNorm, addRmsNorm, rope, ropeKvWrite, swiglu, residualAdd, kvWrite, attentionMerge, attentionMergeLong, argmax, sample,
             fillDummy, allReduceSum;
     private final java.util.Map<Integer, MemorySegment> attention = new java.util.HashMap<>();
     /**
@@ -138,6 +138,7 @@ public final class CudaKernels {
         this.cuda = cuda;
         MemorySegment module = cuda.loadModule(fatbin);
         embed = cuda.function(module, "embed");
+        feedTokens = cuda.function(module, "feed_tokens");
         rmsNorm = cuda.function(module, "rms_norm");
         addRmsNorm = cuda.function(module, "add_rms_norm");
         rope = cuda.function(module, "rope");
@@ -349,6 +350,14 @@ public final class CudaKernels {
 
     private static int grid(long n) {
         return (int) Math.max(1, Math.min(8192, (n + 255) / 256));
+    }
+
+    /**
+     * A step's token slots fed from the previous step's draws: for each of the {@code n} pairs at {@code meta + 4 * pairs}
+     * (token slot, logit row), meta[slot] = drawn[row] (see feed_tokens.cu).
+     */
+    public void feedTokens(long meta, int pairs, int n, long drawn) {
+        cuda.launch(feedTokens, Math.ceilDiv(n, 128), 1, 128, meta, pairs, n, drawn);
     }
 
     /** out (rows, width) = table[indices]: the embedding lookup, and any row gather. */

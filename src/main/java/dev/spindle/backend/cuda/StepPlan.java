@@ -23,6 +23,8 @@ final class StepPlan {
     /** The most split slots of a decode row the merge folds (0: every row folds its splits in its CTA); picks the merge kernel. */
     final int mergeSplits;
     final int[] logitCounts;
+    /** Windows whose first token the feed_tokens kernel writes from the previous step's draws, and where their pairs are. */
+    final int feeds, feedAt;
     /**
      * Decode CTAs a step aims at: eight per SM of a 132-SM GPU. Re-measured with the four-warp decode
      * kernels (33B shape, one H200 session): 660 (one wave of phase 2's five per SM) and 792 (six) gave the
@@ -50,6 +52,14 @@ final class StepPlan {
      *                    step runs): its window rows are this over {@code group}
      */
     StepPlan(List<Window> windows, int group, int kvHeads, int fixedSplits, int tileMmaRows) {
+        this(windows, group, kvHeads, fixedSplits, tileMmaRows, new int[0]);
+    }
+
+    /**
+     * @param fed empty, or per window -1 or the previous step's logit row whose drawn token is the window's first
+     *            ({@link dev.spindle.backend.ModelStep#fed}): pairs (token slot, row) for the feed_tokens kernel at {@link #feedAt}
+     */
+    StepPlan(List<Window> windows, int group, int kvHeads, int fixedSplits, int tileMmaRows, int[] fed) {
         int n = 0, tableInts = 0, ctaCount = 0, dRows = 0, parts = 0, lRows = 0, maxPos = 0;
         long slotKeys = 0;
         int tileRows = Math.max(1, tileMmaRows / group);
@@ -101,9 +111,15 @@ final class StepPlan {
         cdesc = desc + 8 * ctaCount;
         gather = cdesc + 3 * dRows;
         tables = gather + lRows;
-        data = new int[tables + tableInts];
+        int feedPairs = 0;
+        for (int f : fed) {
+            feedPairs += f >= 0 ? 1 : 0;
+        }
+        feeds = feedPairs;
+        feedAt = tables + tableInts;
+        data = new int[feedAt + 2 * feedPairs];
         logitCounts = new int[windows.size()];
-        int row = 0, tab = tables, d = desc, cd = cdesc, part = 0, g = gather, drow = 0;
+        int row = 0, tab = tables, d = desc, cd = cdesc, part = 0, g = gather, drow = 0, f = 0;
         int[] tabOffs = new int[windows.size()], rowOf = new int[windows.size()];
         for (int wi = 0; wi < windows.size(); wi++) {
             Window w = windows.get(wi);
@@ -124,6 +140,11 @@ final class StepPlan {
                 data[g++] = row + r;
             }
             logitCounts[wi] = w.logitRows().length;
+            if (fed.length > 0 && fed[wi] >= 0) {
+                data[feedAt + 2 * f] = tokens + row;
+                data[feedAt + 2 * f + 1] = fed[wi];
+                f++;
+            }
             row += len;
         }
         // decode rows first (one CTA per split, phases 1 and 2), then the windows' row tiles (phase 0)

@@ -1,6 +1,8 @@
 package dev.spindle.engine.sched;
 
 import dev.spindle.backend.ForwardPass;
+import dev.spindle.backend.ForwardingPass;
+import dev.spindle.backend.ModelStep;
 import dev.spindle.engine.SamplingParams;
 import dev.spindle.engine.spec.Speculation;
 import net.jqwik.api.Example;
@@ -42,16 +44,40 @@ class AsyncSchedulingPropertyTest {
     record Request(int[] prompt, SamplingParams params, int arrival) {
     }
 
-    /** One run's outcome: per request its events' signature, and the steps that were started ahead. */
+    /** Requests and the engine's limits: its token budget a step, sequence slots, and (CPU) KV blocks. */
+    record Scenario(List<Request> requests, int budget, int maxSeqs, int blocks) {
+    }
+
+    /** One run's outcome: per request its events, and the steps started with fed tokens (ahead of the one before). */
     record Outcome(Map<Integer, EngineCoreTest.Collect> replies, int fedSteps) {
     }
 
-    static Outcome run(List<Request> requests, boolean async, int budget, int maxSeqs, int blocks, Map<Integer, Integer> cancelAt) {
+    /** Counts the steps started with tokens fed from the previous step's draws. */
+    static final class Counting extends ForwardingPass {
+        int fed;
+
+        Counting(ForwardPass inner) {
+            super(inner);
+        }
+
+        @Override
+        public PendingStep start(ModelStep step) {
+            fed += step.feeds() ? 1 : 0;
+            return inner.start(step);
+        }
+    }
+
+    /** The CPU pass drawing "on the device" by the host rule, running ahead or not. */
+    static ForwardPass cpu(boolean async, int blocks) {
         var drawing = new DeviceDrawWiringTest.HostRuleDrawing(EngineCoreTest.cpu(blocks));
-        RunAheadPass ahead = async ? new RunAheadPass(drawing) : null;
-        ForwardPass pass = async ? ahead : drawing;
-        try (pass) {
-            EngineCore core = new EngineCore(pass, budget, maxSeqs, Set.of(2), Speculation.NONE, async);
+        return async ? new RunAheadPass(drawing) : drawing;
+    }
+
+    /** Runs the scenario's requests on an engine over {@code pass} (closed afterwards), cancelling each of cancelAt's at its step. */
+    static Outcome run(ForwardPass pass, boolean async, Scenario sc, Map<Integer, Integer> cancelAt) {
+        List<Request> requests = sc.requests();
+        try (Counting counted = new Counting(pass)) {
+            EngineCore core = new EngineCore(counted, sc.budget(), sc.maxSeqs(), Set.of(2), Speculation.NONE, async);
             Map<Integer, EngineCoreTest.Collect> replies = new HashMap<>();
             int added = 0, step = 0;
             while (added < requests.size() || !core.idle()) {
@@ -75,8 +101,12 @@ class AsyncSchedulingPropertyTest {
                 assertTrue(step < 5_000, "the engine finishes");
             }
             assertEquals(core.pool().numBlocks(), core.pool().freeBlocks(), "all blocks back");
-            return new Outcome(replies, async ? ahead.fedSteps : 0);
+            return new Outcome(replies, counted.fed);
         }
+    }
+
+    static Outcome runOnCpu(boolean async, Scenario sc, Map<Integer, Integer> cancelAt) {
+        return run(cpu(async, sc.blocks()), async, sc, cancelAt);
     }
 
     static SamplingParams params(double t, long seed, int max, Set<Integer> stops, boolean ignoreEos, int logprobs) {
@@ -90,29 +120,41 @@ class AsyncSchedulingPropertyTest {
         return r.ints(1 + r.nextInt(70), 3, 512).toArray();
     }
 
-    @Property(tries = 40)
-    void everyRequestGetsTheSameTokensRunningAhead(@ForAll long seed) {
-        SplittableRandom r = new SplittableRandom(seed);
+    /**
+     * A random scenario: 1-8 requests greedy or sampled at T 0.6 / 1.0 (one in six with logprobs, so sampled on the host),
+     * max_tokens 1-24, some arriving late, budget 16 / 64 / 512 tokens, 1-8 slots, 12-71 blocks of 16.
+     */
+    static Scenario scenario(SplittableRandom r) {
         int n = 1 + r.nextInt(8), budget = List.of(16, 64, 512).get(r.nextInt(3)), maxSeqs = 1 + r.nextInt(8), blocks = 12 + r.nextInt(60);
         double[] temps = {0, 0.6, 1.0};
-        List<Request> plain = new ArrayList<>();
-        for (int i = 0; i < n; i++) {
-            plain.add(new Request(prompt(r), params(temps[r.nextInt(3)], r.nextLong(), 1 + r.nextInt(24), Set.of(), r.nextBoolean(),
-                    r.nextInt(6) == 0 ? 0 : -1), r.nextInt(3) == 0 ? r.nextInt(12) : 0));
-        }
-        // stop tokens that end requests midway: each a token its request generates
-        Outcome reference = run(plain, false, budget, maxSeqs, blocks, Map.of());
         List<Request> requests = new ArrayList<>();
         for (int i = 0; i < n; i++) {
-            Request q = plain.get(i);
+            requests.add(new Request(prompt(r), params(temps[r.nextInt(3)], r.nextLong(), 1 + r.nextInt(24), Set.of(), r.nextBoolean(),
+                    r.nextInt(6) == 0 ? 0 : -1), r.nextInt(3) == 0 ? r.nextInt(12) : 0));
+        }
+        return new Scenario(requests, budget, maxSeqs, blocks);
+    }
+
+    /** The scenario with stop tokens that end requests midway: for about half, a token the reference run gave it. */
+    static Scenario withStops(Scenario sc, Outcome reference, SplittableRandom r) {
+        List<Request> requests = new ArrayList<>();
+        for (int i = 0; i < sc.requests().size(); i++) {
+            Request q = sc.requests().get(i);
             var events = reference.replies().get(i).events;
             Set<Integer> stops = events.isEmpty() || r.nextBoolean() ? Set.of() : Set.of(events.get(r.nextInt(events.size())).token());
             SamplingParams p = q.params();
             requests.add(new Request(q.prompt(), params(p.temperature(), p.seed(), p.maxTokens(), stops, p.ignoreEos(), p.logprobs()), q.arrival()));
         }
-        Outcome sync = run(requests, false, budget, maxSeqs, blocks, Map.of());
-        Outcome async = run(requests, true, budget, maxSeqs, blocks, Map.of());
-        for (int i = 0; i < n; i++) {
+        return new Scenario(requests, sc.budget(), sc.maxSeqs(), sc.blocks());
+    }
+
+    @Property(tries = 40)
+    void everyRequestGetsTheSameTokensRunningAhead(@ForAll long seed) {
+        SplittableRandom r = new SplittableRandom(seed);
+        Scenario plain = scenario(r);
+        Scenario sc = withStops(plain, runOnCpu(false, plain, Map.of()), r);
+        Outcome sync = runOnCpu(false, sc, Map.of()), async = runOnCpu(true, sc, Map.of());
+        for (int i = 0; i < sc.requests().size(); i++) {
             assertNull(async.replies().get(i).error, "request " + i + " failed");
             assertEquals(sync.replies().get(i).signature(), async.replies().get(i).signature(), "request " + i + " of seed " + seed);
         }
@@ -124,12 +166,13 @@ class AsyncSchedulingPropertyTest {
         for (int i = 0; i < 4; i++) {
             plain.add(new Request(EngineCoreTest.f.prompts.get(i % 3), params(i % 2 == 0 ? 0 : 0.6, 11 + i, 20, Set.of(), true, -1), 0));
         }
-        Outcome reference = run(plain, false, 512, 8, 64, Map.of());
+        Outcome reference = runOnCpu(false, new Scenario(plain, 512, 8, 64), Map.of());
         // request 0 stops at its 5th token (an earlier equal token would stop it sooner: the reference says where)
         int stop = reference.replies().get(0).events.get(4).token();
         List<Request> requests = new ArrayList<>(plain);
         requests.set(0, new Request(plain.get(0).prompt(), params(0, 11, 20, Set.of(stop), true, -1), 0));
-        Outcome sync = run(requests, false, 512, 8, 64, Map.of()), async = run(requests, true, 512, 8, 64, Map.of());
+        Scenario sc = new Scenario(requests, 512, 8, 64);
+        Outcome sync = runOnCpu(false, sc, Map.of()), async = runOnCpu(true, sc, Map.of());
         for (int i = 0; i < 4; i++) {
             assertEquals(sync.replies().get(i).signature(), async.replies().get(i).signature(), "request " + i);
         }
@@ -146,8 +189,9 @@ class AsyncSchedulingPropertyTest {
         for (int i = 0; i < 3; i++) {
             requests.add(new Request(EngineCoreTest.f.prompts.get(i), params(0.6, 5 + i, 16, Set.of(), true, -1), 0));
         }
-        Outcome whole = run(requests, true, 512, 8, 64, Map.of());
-        Outcome cancelled = run(requests, true, 512, 8, 64, Map.of(1, 6));
+        Scenario sc = new Scenario(requests, 512, 8, 64);
+        Outcome whole = runOnCpu(true, sc, Map.of());
+        Outcome cancelled = runOnCpu(true, sc, Map.of(1, 6));
         var cut = cancelled.replies().get(1).events;
         assertNull(cancelled.replies().get(1).error);
         assertTrue(cut.size() < 16, "cancelled midway");

@@ -61,6 +61,40 @@ class CudaEngineTest {
         }
     }
 
+    /**
+     * Asynchronous scheduling on the GPU: each plain decode step started before the previous step's ids reach the host, its
+     * tokens fed on the device (feed_tokens) from that step's argmax or sample draws; AsyncSchedulingPropertyTest's random
+     * scenarios (greedy and sampled requests, stop tokens that end them while a step is started for them, host-sampled ones,
+     * late arrivals, few slots) give every request the same tokens as the engine without it.
+     */
+    @Test
+    void asyncSchedulingGivesEveryRequestTheSameTokensOnTheGpu() {
+        EngineCoreTest.load();
+        try {
+            LoadedModel m = EngineCoreTest.f.model;
+            int fed = 0, requests = 0;
+            for (long seed = 1; seed <= 10; seed++) {
+                var r = new java.util.SplittableRandom(seed);
+                AsyncSchedulingPropertyTest.Scenario plain = AsyncSchedulingPropertyTest.scenario(r);
+                AsyncSchedulingPropertyTest.Scenario sc = AsyncSchedulingPropertyTest.withStops(plain,
+                        AsyncSchedulingPropertyTest.run(cuda(m), false, plain, Map.of()), r);
+                var sync = AsyncSchedulingPropertyTest.run(cuda(m), false, sc, Map.of());
+                var async = AsyncSchedulingPropertyTest.run(cuda(m), true, sc, Map.of());
+                for (int i = 0; i < sc.requests().size(); i++) {
+                    assertEquals(null, async.replies().get(i).error, "seed " + seed + " request " + i + " failed");
+                    assertEquals(sync.replies().get(i).signature(), async.replies().get(i).signature(), "seed " + seed + " request " + i);
+                }
+                fed += async.fedSteps();
+                requests += sc.requests().size();
+            }
+            assertTrue(fed > 50, "steps started ahead: " + fed);
+            System.out.println("[cuda engine] asynchronous scheduling: " + requests + " requests of 10 random scenarios, the same tokens as without it; "
+                    + fed + " steps started ahead with their tokens fed on the GPU");
+        } finally {
+            EngineCoreTest.close();
+        }
+    }
+
     /** Sampled and greedy requests through the engine at 2 ranks: alone = batched under a small budget (chunked prefill beside decode rows). */
     @Test
     void requestsAloneEqualThemBatchedAtTwoRanks() {

@@ -15,8 +15,6 @@ import java.util.List;
  * most two steps pending, awaited once each and in the order started, and a fed row must have been drawn on the device.
  */
 final class RunAheadPass extends ForwardingPass {
-    /** Steps started with a fed window, and all steps started. */
-    int fedSteps, started;
     private List<Integer> lastDrawn = List.of();
     private final List<Handle> pending = new ArrayList<>();
 
@@ -43,7 +41,6 @@ final class RunAheadPass extends ForwardingPass {
             throw new IllegalStateException("a third step started while two are pending");
         }
         List<ModelStep.Window> windows = new ArrayList<>();
-        boolean fed = false;
         for (int i = 0; i < step.windows().size(); i++) {
             ModelStep.Window w = step.windows().get(i);
             int row = step.fedRow(i);
@@ -54,12 +51,9 @@ final class RunAheadPass extends ForwardingPass {
                 int[] tokens = w.tokens().clone();
                 tokens[0] = lastDrawn.get(row);
                 w = new ModelStep.Window(tokens, w.start(), w.table(), w.logitRows(), w.draw(), w.tap());
-                fed = true;
             }
             windows.add(w);
         }
-        fedSteps += fed ? 1 : 0;
-        started++;
         StepOutput out = inner.execute(new ModelStep(windows, step.tapLayers(), step.tapsToHost()));
         List<Integer> drawn = new ArrayList<>();
         for (int i = 0; i < windows.size(); i++) {
