@@ -13,6 +13,8 @@ for key in ("decode", "aggregate_decode", "decode_sampled_on_device"):
             replay += f", in the steps {r['graph_in_steps_ms']} ms"
         if "host_plan_us" in r:
             replay += f", host plan / send / launch / wait {r['host_plan_us']} / {r.get('host_send_us')} / {r['host_launch_us']} / {r['host_wait_us']} us"
+        if "ahead_step_ms" in r:
+            replay += f"; run ahead {r['ahead_tokens_per_second']:.1f} tok/s, {r['ahead_step_ms']} ms"
         print(f"{key} b{r['batch']} ctx {r['context_tokens']}: {r['tokens_per_second']:.1f} tok/s, {r['step_ms']} ms ({r['fraction_of_copy_bandwidth']}){replay}")
 for r in d.get("decode_paired_epilogues", []):
     print(f"paired epilogues {'on ' if r['paired_epilogues'] else 'off'} b{r['batch']} ctx {r['context_tokens']}: {r['tokens_per_second']:.1f} tok/s, {r['step_ms']} ms")
