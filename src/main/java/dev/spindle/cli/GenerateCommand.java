@@ -36,6 +36,9 @@ final class GenerateCommand implements Callable<Integer> {
     @Option(names = "--prefill-chunk", defaultValue = "512", paramLabel = "TOKENS", description = "Prompt tokens per prefill window (default 512).")
     int prefillChunk;
 
+    @Option(names = "--async-scheduling", description = "Start each decode step before the previous step's token reaches the host (CUDA; as the server's --async-scheduling).")
+    boolean asyncScheduling;
+
     @Mixin
     SpeculativeOptions speculative;
 
@@ -67,7 +70,7 @@ final class GenerateCommand implements Callable<Integer> {
                 System.err.println("speculative decoding: " + speculative.config().describe() + "; " + spec.proposer().describe());
             }
             // one request on the engine the server runs, stepped on this thread
-            EngineCore core = new EngineCore(b.pass(), prefillChunk, 1, stop, spec);
+            EngineCore core = new EngineCore(b.pass(), prefillChunk, 1, stop, spec, asyncScheduling);
             List<Integer> out = new ArrayList<>();
             long[] firstAt = {0};
             String[] finish = {null};
