@@ -104,7 +104,9 @@ public final class CudaForwardPass implements ForwardPass {
     private final MemorySegment[] idsHost;
     /** Recorded after each slot's copy: a started step's ids are on the host once it has passed. */
     private final MemorySegment[] idsCopied;
-    private int idsSlot, pendingSteps;
+    private int idsSlot;
+    /** The step ({@link #stepSerial}) whose ids each slot holds: a started step's await finds its own, or another step's. */
+    private final long[] slotOwner = {-1, -1};
     /** Steps run on this pass, and the one of them whose draws {@link #drawnIds} holds (-1: none) and its logit rows. */
     private long stepSerial, drawnSerial = -1;
     private int drawnRows;
@@ -499,17 +501,18 @@ public final class CudaForwardPass implements ForwardPass {
      * Starts a step without waiting for it, where every wanted row is drawn here and nothing is tapped (else it runs now, as
      * {@link #execute}): its plan is sent, its windows' fed tokens written on the device from the previous step's ids
      * (feed_tokens), its launches (a captured graph for decode steps) and draws queued, and the ids' copy to the host
-     * queued behind them; {@link PendingStep#await} waits for that copy alone. All-greedy steps take the argmax (in the
-     * graph); others the sample kernel. The same launches as {@link #execute}'s, so the same ids.
+     * queued behind them; {@link PendingStep#await} waits for that copy alone. The draws are {@link #execute}'s (the sample
+     * kernel, greedy rows at T 0 included, not the argmax: a row with NaNs gets the same token either way), so a request's
+     * tokens do not depend on whether its steps were started ahead. A step's ids stay in one of two host slots until
+     * two more steps have started: await it before then.
      */
     @Override
     public PendingStep start(ModelStep step) {
         List<Window> windows = step.windows();
-        boolean drawsAll = runsAhead() && step.tapLayers().length == 0, greedy = true;
+        boolean drawsAll = runsAhead() && step.tapLayers().length == 0;
         int logitRows = 0;
         for (Window w : windows) {
             drawsAll &= w.logitRows().length == 0 || w.draw() != null;
-            greedy &= w.draw() == null || w.draw().temperature() == 0;
             logitRows += w.logitRows().length;
         }
         if (!drawsAll || logitRows == 0) {
@@ -519,17 +522,7 @@ public final class CudaForwardPass implements ForwardPass {
             StepOutput out = execute(step);
             return () -> out;
         }
-        if (pendingSteps >= 2) {
-            throw new IllegalStateException("two steps are pending: await the older before starting another");
-        }
         cuda.makeCurrent();
-        for (int i = 0; i < windows.size(); i++) {
-            int row = step.fedRow(i);
-            if (row >= 0 && (drawnSerial != stepSerial || row >= drawnRows)) {
-                throw new IllegalArgumentException("window " + i + " is fed from logit row " + row + ", but the previous step on this pass "
-                        + (drawnSerial != stepSerial ? "left no device draws to feed from" : "drew " + drawnRows + " rows"));
-            }
-        }
         Draw[] rowDraws = new Draw[logitRows];
         double[] rowU = new double[logitRows];
         for (int wi = 0, j = 0; wi < windows.size(); wi++) {
@@ -539,43 +532,36 @@ public final class CudaForwardPass implements ForwardPass {
                 rowU[j] = w.draw().u()[r];
             }
         }
-        StepPlan plan = run(step, greedy);
+        StepPlan plan = run(step, false);
+        long serial = stepSerial;
         int slot = idsSlot;
         idsSlot ^= 1;
-        if (!greedy) {
-            drawer.upload(rowDraws, rowU, logitRows, slot);
-        }
+        drawer.upload(rowDraws, rowU, logitRows, slot);
         for (int done = 0; done < logitRows; ) {
             int m = Math.min(logitRowsMax, logitRows - done);
             if (!plan.headDone) {
                 head(plan, done, m);
-                if (greedy) {
-                    k.argmax(logits, m, c.vocabSize(), drawnIds + 4L * done);
-                }
             }
-            if (!greedy) {
-                drawer.sample(logits, m, done, slot, drawnIds);
-            }
+            drawer.sample(logits, m, done, slot, drawnIds);
             done += m;
         }
-        cuda.syncEvent(idsCopied[slot]); // the slot's last step was awaited (at most two pending): at once
+        cuda.syncEvent(idsCopied[slot]); // the slot's last step: awaited by now (else its await will say it was overwritten)
         MemorySegment host = idsHost[slot].asSlice(0, 4L * logitRows);
         cuda.copyToHostAsync(host, drawnIds);
         cuda.record(idsCopied[slot]);
-        drawnSerial = stepSerial;
+        slotOwner[slot] = serial;
+        drawnSerial = serial;
         drawnRows = logitRows;
-        pendingSteps++;
         MemorySegment copied = idsCopied[slot];
         int[] counts = plan.logitCounts.clone();
-        boolean[] awaited = {false};
+        int vocab = c.vocabSize();
         return () -> {
-            if (awaited[0]) {
-                throw new IllegalStateException("a started step is awaited once");
+            if (slotOwner[slot] != serial) {
+                throw new IllegalStateException("a started step is awaited once, before two more steps start (its ids' slot was reused)");
             }
-            awaited[0] = true;
-            pendingSteps--;
             cuda.makeCurrent();
             cuda.syncEvent(copied);
+            slotOwner[slot] = -1; // read: awaited once
             List<float[][]> out = new ArrayList<>();
             List<int[]> drawn = new ArrayList<>();
             for (int wi = 0, j = 0; wi < counts.length; wi++) {
@@ -587,6 +573,9 @@ public final class CudaForwardPass implements ForwardPass {
                 int[] ids = new int[counts[wi]];
                 for (int r = 0; r < ids.length; r++, j++) {
                     ids[r] = host.getAtIndex(ValueLayout.JAVA_INT, j);
+                    if (ids[r] < 0 || ids[r] >= vocab) {
+                        throw new IllegalStateException("the device drew token id " + ids[r] + " for window " + wi + ", outside the vocabulary");
+                    }
                 }
                 drawn.add(ids);
             }
@@ -718,10 +707,17 @@ public final class CudaForwardPass implements ForwardPass {
         List<Window> windows = step.windows();
         stepTaps = step.tapLayers();
         int splits = graphSplits(windows);
+        for (int i = 0; i < windows.size(); i++) {
+            int row = step.fedRow(i);
+            if (row >= 0 && (drawnSerial != stepSerial || row >= drawnRows)) {
+                throw new IllegalArgumentException("window " + i + " is fed from logit row " + row + ", but the previous step on this pass "
+                        + (drawnSerial != stepSerial ? "left no device draws to feed from" : "drew " + drawnRows + " rows"));
+            }
+        }
+        stepSerial++; // before anything can throw: a failed step leaves no draws to feed from
         StepPlan p = prepare(step, splits);
-        stepSerial++;
         if (p.feeds > 0) {
-            k.feedTokens(meta, p.feedAt, p.feeds, drawnIds); // after the upload, before the layers read the tokens
+            k.feedTokens(meta, p.feedAt, p.feeds, drawnIds, c.vocabSize()); // after the upload, before the layers read the tokens
         }
         preparedAt = System.nanoTime();
         tapRows = stepTaps.length > 0 ? p.rows : 0;

@@ -354,10 +354,10 @@ public final class CudaKernels {
 
     /**
      * A step's token slots fed from the previous step's draws: for each of the {@code n} pairs at {@code meta + 4 * pairs}
-     * (token slot, logit row), meta[slot] = drawn[row] (see feed_tokens.cu).
+     * (token slot, logit row), meta[slot] = drawn[row], an id outside [0, vocab) written as 0 (see feed_tokens.cu).
      */
-    public void feedTokens(long meta, int pairs, int n, long drawn) {
-        cuda.launch(feedTokens, Math.ceilDiv(n, 128), 1, 128, meta, pairs, n, drawn);
+    public void feedTokens(long meta, int pairs, int n, long drawn, int vocab) {
+        cuda.launch(feedTokens, Math.ceilDiv(n, 128), 1, 128, meta, pairs, n, drawn, vocab);
     }
 
     /** out (rows, width) = table[indices]: the embedding lookup, and any row gather. */

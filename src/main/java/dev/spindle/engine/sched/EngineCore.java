@@ -158,10 +158,15 @@ public final class EngineCore {
             // a head beside the target on its device reads the taps there: they need not come to the host
             now = launch(plan, new ModelStep(windows, taps, taps.length == 0 || !spec.proposer().readsDeviceTaps()));
         }
-        if (runAhead) {
-            ahead = launchAhead(now);
+        StepPlan done;
+        try {
+            if (runAhead) {
+                ahead = launchAhead(now);
+            }
+        } finally {
+            done = complete(now); // read even when starting the next one threw: a started step is never left pending
         }
-        return complete(now);
+        return done;
     }
 
     /** A step started on the backend and not yet read: its plan, what it runs, and its grammar masks being computed meanwhile. */

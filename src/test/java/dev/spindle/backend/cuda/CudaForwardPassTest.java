@@ -1,7 +1,10 @@
 package dev.spindle.backend.cuda;
 
 import dev.spindle.Fixture;
+import dev.spindle.backend.ForwardPass;
+import dev.spindle.backend.ModelStep;
 import dev.spindle.backend.ModelStep.Window;
+import dev.spindle.backend.StepOutput;
 import dev.spindle.backend.cpu.HfParityTest;
 import dev.spindle.engine.kv.BlockTable;
 import dev.spindle.engine.sample.Sampler;
@@ -23,6 +26,7 @@ import java.util.Random;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -316,5 +320,101 @@ class CudaForwardPassTest {
             dev.spindle.backend.TestSteps.forward(gpu, List.of(dev.spindle.backend.TestSteps.window(
                     Arrays.copyOfRange(tokens, at, Math.min(tokens.length, at + 8192)), table, false, false)));
         }
+    }
+
+    /**
+     * Steps started ahead (asynchronous scheduling) against steps run one by one, greedy and sampled draws, three sequences:
+     * each step started before the previous one's ids are read, its tokens fed on the GPU from that step's draws, gives the
+     * tokens of execute() steps fed by the host; a started step's ids stay readable until two more steps start, and a fed
+     * step after one that left no device draws is refused.
+     */
+    @Test
+    void stepsStartedAheadEqualStepsRunOneByOne() {
+        try (Fixture f = new Fixture("llama-gqa")) {
+            for (double temperature : new double[]{0, 0.8}) {
+                List<List<Integer>> oneByOne, ahead;
+                try (CudaForwardPass gpu = open(f)) {
+                    oneByOne = decodeThree(gpu, f, temperature, false);
+                }
+                try (CudaForwardPass gpu = open(f)) {
+                    ahead = decodeThree(gpu, f, temperature, true);
+                }
+                assertEquals(oneByOne, ahead, "temperature " + temperature);
+            }
+            try (CudaForwardPass gpu = open(f)) {
+                var pool = gpu.kvCapacity().newPool();
+                List<BlockTable> tables = new ArrayList<>();
+                List<ForwardPass.PendingStep> started = new ArrayList<>();
+                for (int i = 0; i < 3; i++) {
+                    BlockTable t = new BlockTable(pool);
+                    t.reserve(f.prompts.get(i).length);
+                    tables.add(t);
+                    started.add(gpu.start(new ModelStep(List.of(new Window(f.prompts.get(i), 0, t, ModelStep.lastRow(f.prompts.get(i).length),
+                            ModelStep.Draw.greedy(1))))));
+                }
+                assertThrows(IllegalStateException.class, started.get(0)::await, "two more steps started: the first one's ids are gone");
+                assertEquals(1, started.get(1).await().tokens().get(0).length);
+                assertEquals(1, started.get(2).await().tokens().get(0).length);
+                BlockTable t = tables.get(0);
+                t.reserve(f.prompts.get(0).length + 1);
+                gpu.execute(new ModelStep(List.of(new Window(f.prompts.get(0), 0, t, ModelStep.lastRow(f.prompts.get(0).length), null))));
+                ModelStep fedAfterHost = new ModelStep(List.of(new Window(new int[]{0}, f.prompts.get(0).length, t, ModelStep.lastRow(1),
+                        ModelStep.Draw.greedy(1))), new int[0], true, new int[]{0});
+                assertThrows(IllegalArgumentException.class, () -> gpu.start(fedAfterHost), "nothing drawn on the device to feed from");
+            }
+        }
+    }
+
+    /** Three prompts decoded 10 tokens each with device draws: steps run one by one (tokens from the host) or started ahead. */
+    private static List<List<Integer>> decodeThree(CudaForwardPass gpu, Fixture f, double temperature, boolean ahead) {
+        var pool = gpu.kvCapacity().newPool();
+        Random rnd = new Random(3);
+        List<BlockTable> tables = new ArrayList<>();
+        List<List<Integer>> out = new ArrayList<>();
+        List<Window> ws = new ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            BlockTable t = new BlockTable(pool);
+            int[] p = f.prompts.get(i);
+            t.reserve(p.length);
+            tables.add(t);
+            out.add(new ArrayList<>());
+            ws.add(new Window(p, 0, t, ModelStep.lastRow(p.length), new ModelStep.Draw(temperature, 40, 0.9, 0, new double[]{rnd.nextDouble()})));
+        }
+        ForwardPass.PendingStep pending = gpu.start(new ModelStep(ws));
+        List<Window> pendingWs = ws;
+        for (int step = 0; step < 10; step++) {
+            ForwardPass.PendingStep next = null;
+            List<Window> nextWs = new ArrayList<>();
+            if (ahead && step < 9) {
+                for (int i = 0; i < 3; i++) {
+                    BlockTable t = tables.get(i);
+                    int at = pendingWs.get(i).start() + pendingWs.get(i).tokens().length;
+                    t.reserve(at + 1);
+                    nextWs.add(new Window(new int[]{0}, at, t, ModelStep.lastRow(1), new ModelStep.Draw(temperature, 40, 0.9, 0, new double[]{rnd.nextDouble()})));
+                }
+                next = gpu.start(new ModelStep(nextWs, new int[0], true, new int[]{0, 1, 2}));
+            }
+            StepOutput o = pending.await();
+            for (int i = 0; i < 3; i++) {
+                tables.get(i).advance(pendingWs.get(i).start() + pendingWs.get(i).tokens().length);
+                out.get(i).add(o.tokens().get(i)[0]);
+            }
+            if (step == 9) {
+                break;
+            }
+            if (!ahead) {
+                for (int i = 0; i < 3; i++) {
+                    BlockTable t = tables.get(i);
+                    t.reserve(t.tokens() + 1);
+                    nextWs.add(new Window(new int[]{out.get(i).getLast()}, t.tokens(), t, ModelStep.lastRow(1),
+                            new ModelStep.Draw(temperature, 40, 0.9, 0, new double[]{rnd.nextDouble()})));
+                }
+                StepOutput one = gpu.execute(new ModelStep(nextWs));
+                next = () -> one;
+            }
+            pending = next;
+            pendingWs = nextWs;
+        }
+        return out;
     }
 }

@@ -47,6 +47,23 @@ class StepPlanTest {
     }
 
     @Test
+    void fedWindowsGetPairsOfTokenSlotAndPreviousRowAfterTheTables() {
+        BlockTable a = table(40), b = table(0), c = table(900);
+        List<Window> ws = List.of(w(new int[]{0}, a, false, true), w(new int[]{4, 5, 6}, b, false, true), w(new int[]{0}, c, false, true));
+        StepPlan plain = new StepPlan(ws, 7, 8, 0, 64);
+        StepPlan fed = new StepPlan(ws, 7, 8, 0, 64, new int[]{2, -1, 0});
+        assertEquals(0, plain.feeds);
+        assertEquals(plain.data.length, plain.feedAt, "no pairs without fed windows");
+        assertEquals(2, fed.feeds);
+        assertEquals(fed.data.length, fed.feedAt + 4);
+        // window 0's token slot (row 0) from the previous step's row 2; window 2's (row 4) from row 0
+        assertEquals(List.of(fed.tokens, 2, fed.tokens + 4, 0),
+                List.of(fed.data[fed.feedAt], fed.data[fed.feedAt + 1], fed.data[fed.feedAt + 2], fed.data[fed.feedAt + 3]));
+        // everything before the pairs is the plan without them (a captured graph's offsets do not move)
+        assertEquals(java.util.Arrays.toString(plain.data), java.util.Arrays.toString(java.util.Arrays.copyOf(fed.data, fed.feedAt)));
+    }
+
+    @Test
     void rowsPositionsAndSlotsFollowTheTables() {
         BlockTable a = table(0), b = table(700);
         List<Window> ws = List.of(w(new int[]{5, 6, 7}, a, false, true), w(new int[]{9}, b, false, true));

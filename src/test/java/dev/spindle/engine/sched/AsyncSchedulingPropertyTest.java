@@ -183,6 +183,49 @@ class AsyncSchedulingPropertyTest {
         assertTrue(async.fedSteps() >= 15, "steps started ahead: " + async.fedSteps());
     }
 
+    /** A backend whose n-th started step fails when it is read (as a GPU fault surfaces at the wait). */
+    static final class FailingRead extends ForwardingPass {
+        private final int failAt;
+        private int started;
+
+        FailingRead(ForwardPass inner, int failAt) {
+            super(inner);
+            this.failAt = failAt;
+        }
+
+        @Override
+        public PendingStep start(ModelStep step) {
+            PendingStep p = inner.start(step);
+            if (++started != failAt) {
+                return p;
+            }
+            return () -> {
+                p.await();
+                throw new IllegalStateException("injected fault");
+            };
+        }
+    }
+
+    @Example
+    void aStepThatFailsWhenReadFailsItsRequestsAndTheEngineGoesOn() {
+        List<Request> requests = new ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            requests.add(new Request(EngineCoreTest.f.prompts.get(i), params(i == 0 ? 0 : 0.6, 5 + i, 12, Set.of(), true, -1), 0));
+        }
+        requests.add(new Request(EngineCoreTest.f.prompts.get(1), params(0, 9, 12, Set.of(), true, -1), 30)); // arrives after the fault
+        Scenario sc = new Scenario(requests, 512, 8, 64);
+        Outcome whole = runOnCpu(true, sc, Map.of());
+        Outcome failed = run(new FailingRead(cpu(true, sc.blocks()), 5), true, sc, Map.of());
+        for (int i = 0; i < 3; i++) {
+            EngineCoreTest.Collect c = failed.replies().get(i);
+            assertTrue(c.error != null && c.error.getMessage().contains("injected fault"), "request " + i + " fails with the step");
+            for (int j = 0; j < c.events.size(); j++) {
+                assertEquals(whole.replies().get(i).events.get(j).token(), c.events.get(j).token(), "request " + i + " token " + j);
+            }
+        }
+        assertEquals(whole.replies().get(3).signature(), failed.replies().get(3).signature(), "a later request is served as before");
+    }
+
     @Example
     void aRequestCancelledWhileAStepIsStartedForItEndsCleanly() {
         List<Request> requests = new ArrayList<>();

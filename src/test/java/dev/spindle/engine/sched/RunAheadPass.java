@@ -55,14 +55,17 @@ final class RunAheadPass extends ForwardingPass {
             windows.add(w);
         }
         StepOutput out = inner.execute(new ModelStep(windows, step.tapLayers(), step.tapsToHost()));
+        // as the CUDA pass: only a step whose every wanted row was drawn on the device (and that wanted some) leaves ids to feed from
         List<Integer> drawn = new ArrayList<>();
+        boolean all = true;
         for (int i = 0; i < windows.size(); i++) {
             int[] ids = out.tokens().get(i);
             for (int r = 0; r < windows.get(i).logitRows().length; r++) {
                 drawn.add(ids == null ? -1 : ids[r]);
+                all &= ids != null;
             }
         }
-        lastDrawn = drawn;
+        lastDrawn = all ? drawn : List.of();
         Handle h = new Handle(out);
         pending.add(h);
         return h;
