@@ -40,9 +40,13 @@ public final class SafetensorsFile {
     private final Map<String, TensorInfo> tensors;
     private final Map<String, String> metadata;
 
-    private SafetensorsFile(Path path, MemorySegment data, Map<String, TensorInfo> tensors, Map<String, String> metadata) {
+    /** The file offset of the data section (after the header). */
+    private final long dataStart;
+
+    private SafetensorsFile(Path path, MemorySegment data, long dataStart, Map<String, TensorInfo> tensors, Map<String, String> metadata) {
         this.path = path;
         this.data = data;
+        this.dataStart = dataStart;
         this.tensors = tensors;
         this.metadata = metadata;
     }
@@ -68,7 +72,7 @@ public final class SafetensorsFile {
         MemorySegment data = file.asSlice(8 + headerLen);
         Map<String, String> metadata = new LinkedHashMap<>();
         Map<String, TensorInfo> tensors = parseHeader(path, header, data.byteSize(), metadata);
-        return new SafetensorsFile(path, data, tensors, metadata);
+        return new SafetensorsFile(path, data, 8 + headerLen, tensors, metadata);
     }
 
     private static Map<String, TensorInfo> parseHeader(Path path, byte[] header, long dataSize, Map<String, String> metadata) {
@@ -180,6 +184,11 @@ public final class SafetensorsFile {
 
     public Map<String, String> metadata() {
         return metadata;
+    }
+
+    /** Where the bytes of {@code info} lie in the file. */
+    public FileRange range(TensorInfo info) {
+        return new FileRange(path, dataStart + info.begin());
     }
 
     /** The raw bytes of {@code info} (a slice of the mapping, no copy). */
