@@ -95,21 +95,10 @@ public final class CudaForwardPass implements ForwardPass {
     static final long GRAPH_MAX_PARTIALS = 65536;
     private long cos, sin, partO, partML;
     private final DeviceDraws drawer;
-    /**
-     * Each logit row's drawn id (the argmax, or the sample kernel's draw) of the last step that drew them here: what the
-     * next step's feed_tokens reads ({@link #start}); a step's copy of them to the host follows its draws in the stream.
-     */
-    private final long drawnIds;
-    /** Two pinned slots the ids of started steps come back into (one step's copy may wait in the stream while the next starts). */
-    private final MemorySegment[] idsHost;
-    /** Recorded after each slot's copy: a started step's ids are on the host once it has passed. */
-    private final MemorySegment[] idsCopied;
-    private int idsSlot;
-    /** The step ({@link #stepSerial}) whose ids each slot holds: a started step's await finds its own, or another step's. */
-    private final long[] slotOwner = {-1, -1};
-    /** Steps run on this pass, and the one of them whose draws {@link #drawnIds} holds (-1: none) and its logit rows. */
-    private long stepSerial, drawnSerial = -1;
-    private int drawnRows;
+    /** The ids steps draw here: fed to the next step on the device, copied back through two host slots. */
+    private final DrawnIds drawn;
+    /** Steps run on this pass (the serial {@link #drawn} keeps track of). */
+    private long stepSerial;
     /** The residual rows after each tap layer of the current step (taps x rows x hidden, bf16), grown on demand. */
     private long tapBuf, tapCapacity;
     private int tapRows; // rows of the last step's taps (0: none)
@@ -203,9 +192,7 @@ public final class CudaForwardPass implements ForwardPass {
         ensureMeta(16 * n + 4096);
         logitsHost = head ? cuda.allocHost((long) logitRowsMax * c.vocabSize() * 2) : null;
         drawer = head ? new DeviceDraws(k, c.vocabSize(), n) : null;
-        drawnIds = head ? buffer((long) n * 4) : 0;
-        idsHost = head ? new MemorySegment[]{cuda.allocHost((long) n * 4), cuda.allocHost((long) n * 4)} : null;
-        idsCopied = head ? new MemorySegment[]{cuda.createEvent(), cuda.createEvent()} : null;
+        drawn = head ? new DrawnIds(cuda, n) : null;
         partial = partialLt == null ? null : new long[]{buffer((long) n * h * 4), buffer((long) n * h * 4)};
         cos = buffer((long) c.maxPositions() * c.headDim() / 2 * 4);
         sin = buffer((long) c.maxPositions() * c.headDim() / 2 * 4);
@@ -533,53 +520,37 @@ public final class CudaForwardPass implements ForwardPass {
             }
         }
         StepPlan plan = run(step, false);
-        long serial = stepSerial;
-        int slot = idsSlot;
-        idsSlot ^= 1;
-        drawer.upload(rowDraws, rowU, logitRows, slot);
-        for (int done = 0; done < logitRows; ) {
+        drawer.upload(rowDraws, rowU, logitRows, (int) (stepSerial & 1));
+        for (int done = 0; done < logitRows; done += logitRowsMax) {
             int m = Math.min(logitRowsMax, logitRows - done);
             if (!plan.headDone) {
                 head(plan, done, m);
             }
-            drawer.sample(logits, m, done, slot, drawnIds);
-            done += m;
+            drawer.sample(logits, m, done, (int) (stepSerial & 1), drawn.device);
         }
-        cuda.syncEvent(idsCopied[slot]); // the slot's last step: awaited by now (else its await will say it was overwritten)
-        MemorySegment host = idsHost[slot].asSlice(0, 4L * logitRows);
-        cuda.copyToHostAsync(host, drawnIds);
-        cuda.record(idsCopied[slot]);
-        slotOwner[slot] = serial;
-        drawnSerial = serial;
-        drawnRows = logitRows;
-        MemorySegment copied = idsCopied[slot];
+        drawn.drew(stepSerial, logitRows);
+        DrawnIds.Copy copy = drawn.copyBack(stepSerial, logitRows);
         int[] counts = plan.logitCounts.clone();
         int vocab = c.vocabSize();
         return () -> {
-            if (slotOwner[slot] != serial) {
-                throw new IllegalStateException("a started step is awaited once, before two more steps start (its ids' slot was reused)");
-            }
-            cuda.makeCurrent();
-            cuda.syncEvent(copied);
-            slotOwner[slot] = -1; // read: awaited once
+            int[] ids = copy.ids();
             List<float[][]> out = new ArrayList<>();
-            List<int[]> drawn = new ArrayList<>();
+            List<int[]> tokens = new ArrayList<>();
             for (int wi = 0, j = 0; wi < counts.length; wi++) {
                 out.add(new float[0][]);
                 if (windows.get(wi).draw() == null) {
-                    drawn.add(null);
+                    tokens.add(null);
                     continue;
                 }
-                int[] ids = new int[counts[wi]];
-                for (int r = 0; r < ids.length; r++, j++) {
-                    ids[r] = host.getAtIndex(ValueLayout.JAVA_INT, j);
+                for (int r = j; r < j + counts[wi]; r++) {
                     if (ids[r] < 0 || ids[r] >= vocab) {
                         throw new IllegalStateException("the device drew token id " + ids[r] + " for window " + wi + ", outside the vocabulary");
                     }
                 }
-                drawn.add(ids);
+                tokens.add(java.util.Arrays.copyOfRange(ids, j, j + counts[wi]));
+                j += counts[wi];
             }
-            return new StepOutput(out, drawn, java.util.Collections.nCopies(windows.size(), null));
+            return new StepOutput(out, tokens, java.util.Collections.nCopies(windows.size(), null));
         };
     }
 
@@ -644,23 +615,13 @@ public final class CudaForwardPass implements ForwardPass {
         cuda.makeCurrent();
         StepPlan plan = run(step, true);
         long t1 = System.nanoTime();
-        int[] ids = new int[plan.logitRows];
-        int done = 0;
-        while (done < plan.logitRows) {
+        for (int done = 0; done < plan.logitRows && !plan.headDone; done += logitRowsMax) {
             int m = Math.min(logitRowsMax, plan.logitRows - done);
-            if (!plan.headDone) {
-                head(plan, done, m);
-                k.argmax(logits, m, c.vocabSize(), drawnIds + 4L * done);
-            }
-            MemorySegment host = metaHost.asSlice(0, m * 4L);
-            cuda.copyToHost(host, drawnIds + 4L * done);
-            for (int r = 0; r < m; r++) {
-                ids[done + r] = host.getAtIndex(ValueLayout.JAVA_INT, r);
-            }
-            done += m;
+            head(plan, done, m);
+            k.argmax(logits, m, c.vocabSize(), drawn.device + 4L * done);
         }
-        drawnSerial = stepSerial; // the next step may be fed from these ids
-        drawnRows = plan.logitRows;
+        drawn.drew(stepSerial, plan.logitRows); // the next step may be fed from these ids
+        int[] ids = drawn.copyBack(stepSerial, plan.logitRows).ids();
         long t2 = System.nanoTime();
         boolean timed = timeGraphs && plan.headDone;
         long graphNanos = timed ? Math.round(cuda.elapsedSeconds(graphTimes[0], graphTimes[1]) * 1e9) : 0;
@@ -707,17 +668,16 @@ public final class CudaForwardPass implements ForwardPass {
         List<Window> windows = step.windows();
         stepTaps = step.tapLayers();
         int splits = graphSplits(windows);
-        for (int i = 0; i < windows.size(); i++) {
-            int row = step.fedRow(i);
-            if (row >= 0 && (drawnSerial != stepSerial || row >= drawnRows)) {
-                throw new IllegalArgumentException("window " + i + " is fed from logit row " + row + ", but the previous step on this pass "
-                        + (drawnSerial != stepSerial ? "left no device draws to feed from" : "drew " + drawnRows + " rows"));
+        if (step.feeds()) {
+            if (drawn == null) {
+                throw new IllegalArgumentException("a tensor-parallel rank without the head draws nothing to feed from");
             }
+            drawn.checkFeeds(step, stepSerial);
         }
         stepSerial++; // before anything can throw: a failed step leaves no draws to feed from
         StepPlan p = prepare(step, splits);
         if (p.feeds > 0) {
-            k.feedTokens(meta, p.feedAt, p.feeds, drawnIds, c.vocabSize()); // after the upload, before the layers read the tokens
+            k.feedTokens(meta, p.feedAt, p.feeds, drawn.device, c.vocabSize()); // after the upload, before the layers read the tokens
         }
         preparedAt = System.nanoTime();
         tapRows = stepTaps.length > 0 ? p.rows : 0;
@@ -774,8 +734,7 @@ public final class CudaForwardPass implements ForwardPass {
     /**
      * Bench: the last graph-eligible step's graph replayed {@code n} times back to back, then one wait; seconds a replay.
      * Each replay is that step's work again (its rows, positions, KV slots and tokens; a greedy graph's argmax writes its ids
-     * into drawnIds, apart from the plan). Against a
-     * step's wall time it gives what the host's part of a step costs: building and sending the plan, launching, waiting for
+     * into {@link DrawnIds}, apart from the plan). Against a step's wall time it gives what the host's part of a step costs: building and sending the plan, launching, waiting for
      * and reading the ids.
      */
     public double replayLastGraph(int n) {
@@ -799,7 +758,7 @@ public final class CudaForwardPass implements ForwardPass {
             layers(p);
             head(p, 0, p.logitRows);
             if (greedy) {
-                k.argmax(logits, p.logitRows, c.vocabSize(), drawnIds);
+                k.argmax(logits, p.logitRows, c.vocabSize(), drawn.device);
             }
         });
     }
@@ -1203,11 +1162,8 @@ public final class CudaForwardPass implements ForwardPass {
         if (drawer != null) {
             drawer.close();
         }
-        if (idsHost != null) {
-            for (int i = 0; i < 2; i++) {
-                cuda.freeHost(idsHost[i]);
-                cuda.destroyEvent(idsCopied[i]);
-            }
+        if (drawn != null) {
+            drawn.close();
         }
         linear.close();
         paired.close();
