@@ -86,6 +86,11 @@ public class ModelService {
         if (speculation.enabled()) {
             Log.infof("speculative decoding: %s; %s", specConfig.describe(), speculation.proposer().describe());
         }
+        if (config.asyncScheduling()) {
+            Log.info(!backend.pass().runsAhead() ? "async scheduling asked for, but this backend runs each step to its end: it has no effect"
+                    : speculation.enabled() ? "async scheduling asked for, but it has no effect beside speculative decoding"
+                    : "async scheduling: plain decode steps start before the previous step's tokens reach the host");
+        }
         Engine engine = new Engine(backend.pass(), config.maxNumBatchedTokens(), config.maxNumSeqs(), eos, config.maxWaitingRequests(), speculation,
                 config.asyncScheduling());
         var texts = dev.spindle.engine.grammar.TokenTexts.load(dir.resolve("tokenizer.json"), mc.vocabSize());
