@@ -1,11 +1,12 @@
 package dev.spindle.model;
 
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.BasicFileAttributes;
 import java.nio.file.StandardOpenOption;
 import java.util.concurrent.ConcurrentHashMap;
 
@@ -23,7 +24,7 @@ public final class FileReads implements AutoCloseable {
         if (bytes > dst.byteSize() || bytes > Integer.MAX_VALUE) {
             throw new IllegalArgumentException(bytes + " bytes do not fit a read into " + dst.byteSize());
         }
-        FileChannel ch = channels.computeIfAbsent(from.file(), FileReads::open);
+        FileChannel ch = channels.computeIfAbsent(from.file(), f -> open(from));
         ByteBuffer b = dst.asSlice(0, bytes).asByteBuffer();
         long at = from.offset();
         try {
@@ -40,12 +41,21 @@ public final class FileReads implements AutoCloseable {
         }
     }
 
-    private static FileChannel open(Path file) {
+    /** Opens the range's file, refusing one that replaced the file mapped and checked (another file key). */
+    private static FileChannel open(FileRange r) {
+        FileChannel ch;
         try {
-            return FileChannel.open(file, StandardOpenOption.READ);
+            ch = FileChannel.open(r.file(), StandardOpenOption.READ);
+            Object key = Files.readAttributes(r.file(), BasicFileAttributes.class).fileKey();
+            if (r.fileKey() != null && !r.fileKey().equals(key)) {
+                ch.close();
+                throw new ModelLoadException(r.file() + ": replaced since it was mapped and checked (file key " + r.fileKey() + ", now " + key
+                        + "); restart to load the new file");
+            }
         } catch (IOException e) {
-            throw new UncheckedIOException(file + ": cannot open for reading", e);
+            throw new ModelLoadException(r.file() + ": cannot open for reading: " + e.getMessage(), e);
         }
+        return ch;
     }
 
     @Override

@@ -90,6 +90,18 @@ class FileReadsTest {
             MemorySegment buf = arena.allocate(64);
             ModelLoadException e = assertThrows(ModelLoadException.class, () -> reads.read(c.source().plus(size - c.source().offset() - 8), buf, 64));
             assertTrue(e.getMessage().contains(c.source().file().toString()) && e.getMessage().contains("ends at"), e.getMessage());
+            // a shard replaced after it was mapped and checked (a new file moved over it): its bytes are not the ones checked
+            Path shard = b(bound).file(), fresh = dir.resolve("fresh.tmp");
+            Files.copy(shard, fresh);
+            Files.move(fresh, shard, java.nio.file.StandardCopyOption.REPLACE_EXISTING, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+            try (FileReads later = new FileReads()) {
+                ModelLoadException replaced = assertThrows(ModelLoadException.class, () -> later.read(b(bound), buf, 8));
+                assertTrue(replaced.getMessage().contains("replaced since it was mapped"), replaced.getMessage());
+            }
         }
+    }
+
+    private static FileRange b(Map<String, Tensor> bound) {
+        return bound.get("b.weight").source();
     }
 }

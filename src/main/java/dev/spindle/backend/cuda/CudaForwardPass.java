@@ -621,7 +621,7 @@ public final class CudaForwardPass implements ForwardPass {
             k.argmax(logits, m, c.vocabSize(), drawn.device + 4L * done);
         }
         drawn.drew(stepSerial, plan.logitRows); // the next step may be fed from these ids
-        int[] ids = drawn.copyBack(stepSerial, plan.logitRows).ids();
+        int[] ids = drawn.readNow(plan.logitRows);
         long t2 = System.nanoTime();
         boolean timed = timeGraphs && plan.headDone;
         long graphNanos = timed ? Math.round(cuda.elapsedSeconds(graphTimes[0], graphTimes[1]) * 1e9) : 0;

@@ -268,6 +268,14 @@ public final class CudaWeights implements AutoCloseable {
 
         /** Copies every part listed, with up to {@code threads} threads; returns when all are on the device. */
         void run(int threads) {
+            try {
+                copyAll(threads);
+            } finally {
+                reads.close(); // after every thread has stopped reading (copyAll joins them all)
+            }
+        }
+
+        private void copyAll(int threads) {
             total = parts.stream().mapToLong(Part::bytes).sum();
             int n = Math.max(1, Math.min(threads, (parts.size() + 1) / 2));
             java.util.concurrent.atomic.AtomicReference<Throwable> failure = new java.util.concurrent.atomic.AtomicReference<>();
@@ -275,7 +283,6 @@ public final class CudaWeights implements AutoCloseable {
             Thread probe = Thread.ofPlatform().unstarted(() -> { });
             if (!parts.stream().allMatch(p -> p.src().isAccessibleBy(probe))) {
                 copyParts(failure);
-                reads.close();
                 return;
             }
             List<Thread> workers = new ArrayList<>();
@@ -288,15 +295,23 @@ public final class CudaWeights implements AutoCloseable {
                     }
                 }));
             }
+            // every worker joined, even when interrupted (they stop at their next part once a failure is set): nothing may
+            // read a file or copy into device memory after this returns
+            boolean interrupted = false;
             for (Thread w : workers) {
-                try {
-                    w.join();
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                    failure.compareAndSet(null, e);
+                while (true) {
+                    try {
+                        w.join();
+                        break;
+                    } catch (InterruptedException e) {
+                        interrupted = true;
+                        failure.compareAndSet(null, e);
+                    }
                 }
             }
-            reads.close();
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
             Throwable e = failure.get();
             if (e instanceof RuntimeException r) {
                 throw r;

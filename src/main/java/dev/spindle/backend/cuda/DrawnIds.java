@@ -17,6 +17,8 @@ final class DrawnIds implements AutoCloseable {
     /** The device ids, one int a logit row of a step. */
     final long device;
     private final MemorySegment[] host;
+    /** Where a step read at once ({@link #readNow}) copies its ids: never one of the two slots a started step may hold. */
+    private final MemorySegment now;
     /** Recorded after each slot's copy: its ids are on the host once it has passed. */
     private final MemorySegment[] copied;
     /** The step whose ids each slot holds (-1: read, or none): a read finds its own step's, or knows they were overwritten. */
@@ -30,6 +32,7 @@ final class DrawnIds implements AutoCloseable {
         this.cuda = cuda;
         device = cuda.alloc(maxRows * 4L);
         host = new MemorySegment[]{cuda.allocHost(maxRows * 4L), cuda.allocHost(maxRows * 4L)};
+        now = cuda.allocHost(maxRows * 4L);
         copied = new MemorySegment[]{cuda.createEvent(), cuda.createEvent()};
     }
 
@@ -82,9 +85,17 @@ final class DrawnIds implements AutoCloseable {
         };
     }
 
+    /** The first {@code rows} ids of the step just queued, copied and waited for now (a step not started ahead). */
+    int[] readNow(int rows) {
+        MemorySegment h = now.asSlice(0, 4L * rows);
+        cuda.copyToHost(h, device);
+        return h.toArray(ValueLayout.JAVA_INT);
+    }
+
     @Override
     public void close() {
         cuda.free(device);
+        cuda.freeHost(now);
         for (int i = 0; i < 2; i++) {
             cuda.freeHost(host[i]);
             cuda.destroyEvent(copied[i]);
