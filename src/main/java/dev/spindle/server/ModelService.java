@@ -87,8 +87,11 @@ public class ModelService {
             Log.infof("speculative decoding: %s; %s", specConfig.describe(), speculation.proposer().describe());
         }
         if (config.asyncScheduling()) {
+            boolean taps = speculation.enabled() && speculation.proposer().tapLayers().length > 0;
             Log.info(!backend.pass().runsAhead() ? "async scheduling asked for, but this backend runs each step to its end: it has no effect"
-                    : speculation.enabled() ? "async scheduling asked for, but it has no effect beside speculative decoding"
+                    : taps ? "async scheduling asked for, but it has no effect beside a draft head that reads the target's hidden states"
+                    : speculation.enabled() ? "async scheduling: plain decode steps start before the previous step's tokens reach the host"
+                            + " while more sequences decode than speculative decoding drafts for (--speculative-max-batch)"
                     : "async scheduling: plain decode steps start before the previous step's tokens reach the host");
         }
         Engine engine = new Engine(backend.pass(), config.maxNumBatchedTokens(), config.maxNumSeqs(), eos, config.maxWaitingRequests(), speculation,

@@ -75,9 +75,13 @@ class AsyncSchedulingPropertyTest {
 
     /** Runs the scenario's requests on an engine over {@code pass} (closed afterwards), cancelling each of cancelAt's at its step. */
     static Outcome run(ForwardPass pass, boolean async, Scenario sc, Map<Integer, Integer> cancelAt) {
+        return run(pass, async, sc, cancelAt, Speculation.NONE);
+    }
+
+    static Outcome run(ForwardPass pass, boolean async, Scenario sc, Map<Integer, Integer> cancelAt, Speculation spec) {
         List<Request> requests = sc.requests();
         try (Counting counted = new Counting(pass)) {
-            EngineCore core = new EngineCore(counted, sc.budget(), sc.maxSeqs(), Set.of(2), Speculation.NONE, async);
+            EngineCore core = new EngineCore(counted, sc.budget(), sc.maxSeqs(), Set.of(2), spec, async);
             Map<Integer, EngineCoreTest.Collect> replies = new HashMap<>();
             int added = 0, step = 0;
             while (added < requests.size() || !core.idle()) {
@@ -158,6 +162,42 @@ class AsyncSchedulingPropertyTest {
             assertNull(async.replies().get(i).error, "request " + i + " failed");
             assertEquals(sync.replies().get(i).signature(), async.replies().get(i).signature(), "request " + i + " of seed " + seed);
         }
+    }
+
+    /**
+     * Beside speculative decoding (prompt lookup, drafting while at most two sequences decode): the steps of more sequences
+     * start ahead, the drafted ones do not, and every request gets the same tokens as without running ahead.
+     */
+    @Property(tries = 15)
+    void besidePromptLookupEveryRequestGetsTheSameTokens(@ForAll long seed) {
+        SplittableRandom r = new SplittableRandom(seed);
+        Scenario plain = scenario(r);
+        // more sequences than the drafting batch, so that some steps may start ahead
+        List<Request> requests = new ArrayList<>(plain.requests());
+        while (requests.size() < 4) {
+            requests.add(new Request(prompt(r), params(r.nextBoolean() ? 0 : 0.6, r.nextLong(), 1 + r.nextInt(24), Set.of(), true, -1), 0));
+        }
+        Scenario sc = new Scenario(requests, plain.budget(), Math.max(3, plain.maxSeqs()), Math.max(40, plain.blocks()));
+        java.util.function.Supplier<Speculation> lookup = () -> new Speculation(new dev.spindle.engine.spec.NgramProposer(1, 3, 0), 3, 2);
+        Outcome sync = run(cpu(false, sc.blocks()), false, sc, Map.of(), lookup.get());
+        Outcome async = run(cpu(true, sc.blocks()), true, sc, Map.of(), lookup.get());
+        for (int i = 0; i < requests.size(); i++) {
+            assertNull(async.replies().get(i).error, "request " + i + " failed");
+            assertEquals(sync.replies().get(i).signature(), async.replies().get(i).signature(), "request " + i + " of seed " + seed);
+        }
+    }
+
+    @Example
+    void stepsOfMoreSequencesThanTheDraftingBatchStartAhead() {
+        List<Request> requests = new ArrayList<>();
+        for (int i = 0; i < 4; i++) {
+            requests.add(new Request(EngineCoreTest.f.prompts.get(i % 3), params(i % 2 == 0 ? 0 : 0.6, 21 + i, 12 + 4 * i, Set.of(), true, -1), 0));
+        }
+        Scenario sc = new Scenario(requests, 512, 8, 64);
+        Outcome async = run(cpu(true, 64), true, sc, Map.of(), new Speculation(new dev.spindle.engine.spec.NgramProposer(1, 3, 0), 3, 2));
+        // after the prompts' step, four decode tokens 2-12 (11 steps started ahead, the last one's row for request 0 dropped),
+        // three decode tokens 13-16 (4 more); from then on two decode, which prompt lookup drafts for: none started ahead
+        assertEquals(15, async.fedSteps(), "steps started ahead");
     }
 
     @Example
