@@ -123,14 +123,23 @@ public final class BlockPool {
         byHash.put(hash, id);
     }
 
+    /** As {@link #lookup}, without taking a reference: what a lookup would find now. */
+    public int find(long hash, long parent, int[] tokens, int from) {
+        Integer id = byHash.get(hash);
+        if (id == null || parentOf[id] != parent
+                || !java.util.Arrays.equals(tokensOf, id * blockSize, (id + 1) * blockSize, tokens, from, from + blockSize)) {
+            return -1;
+        }
+        return id;
+    }
+
     /**
      * The cached block for {@code hash}, with a reference taken, or -1: also where the block under {@code hash} holds
      * other tokens or follows another parent (a collision).
      */
     public int lookup(long hash, long parent, int[] tokens, int from) {
-        Integer id = byHash.get(hash);
-        if (id == null || parentOf[id] != parent
-                || !java.util.Arrays.equals(tokensOf, id * blockSize, (id + 1) * blockSize, tokens, from, from + blockSize)) {
+        int id = find(hash, parent, tokens, from);
+        if (id < 0) {
             return -1;
         }
         if (refs[id] == 0) {

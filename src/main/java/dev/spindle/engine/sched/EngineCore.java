@@ -214,13 +214,14 @@ public final class EngineCore {
     /**
      * Starts the step after {@code now} before now's tokens reach the host, where the next step is plain to see: every
      * sequence of {@code now} decodes its device-drawn token next (no drafts, taps, grammar or host sampling; nobody
-     * waiting to be admitted; blocks free without preempting; with speculative decoding, more sequences than it drafts for). Its windows take their tokens from now's draws on the
+     * waiting who might be admitted; blocks free without preempting; with speculative decoding, more sequences than it
+     * drafts for). Its windows take their tokens from now's draws on the
      * device ({@link ModelStep#fed}); a sequence that now's token ends (a stop token, a stop string) is dropped from it when
      * it is read: its row was computed for nothing, and its K/V write lands past the end of a table that is freed. Null
      * when the next step is not plain: it is scheduled once now's tokens are in.
      */
     private Launched launchAhead(Launched now) {
-        if (!model.runsAhead() || now.step().tapLayers().length > 0 || scheduler.admissionDue()
+        if (!model.runsAhead() || now.step().tapLayers().length > 0 || scheduler.admissionDue(now.plan().entries().size())
                 || now.plan().entries().size() != scheduler.running()) {
             return null;
         }

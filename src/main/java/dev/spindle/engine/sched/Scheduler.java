@@ -130,9 +130,26 @@ public final class Scheduler {
         return new StepPlan(entries);
     }
 
-    /** Whether a waiting sequence could be admitted now (a free sequence slot): the next step must be scheduled, not run ahead. */
-    boolean admissionDue() {
-        return !waiting.isEmpty() && running.size() < maxSequences;
+    /**
+     * Whether the next waiting sequence could be admitted beside {@code decodeTokens} tokens of the running sequences, as
+     * {@link #schedule} would admit it now (a free sequence slot, budget left, blocks for its first chunk after its cached
+     * prefix): the next step must then be scheduled, not started ahead. Reads the prefix cache without taking anything.
+     */
+    boolean admissionDue(int decodeTokens) {
+        Sequence s = waiting.peek();
+        int budget = maxBatchedTokens - decodeTokens;
+        if (s == null || running.size() >= maxSequences || budget <= 0) {
+            return false;
+        }
+        int bs = pool.blockSize(), have = s.table.numBlocks(), hits = 0, idle = 0;
+        if (have == 0) {
+            for (int id : cachedPrefix(s, false).ids()) {
+                hits++;
+                idle += pool.refCount(id) == 0 ? 1 : 0; // adopting it takes it from the blocks an allocation can take
+            }
+        }
+        int computed = have == 0 ? hits * bs : s.computed(), n = Math.min(s.length - computed, budget);
+        return (computed + n + bs - 1) / bs - Math.max(have, hits) <= pool.freeBlocks() - idle;
     }
 
     /**
@@ -191,29 +208,43 @@ public final class Scheduler {
     /** Starts a sequence on the cached blocks of its longest cached full-block prefix, leaving at least one token to compute. */
     private void adoptCachedPrefix(Sequence s) {
         int bs = pool.blockSize();
-        // never the whole sequence: its last token must be computed for logits; a scoring
-        // request computes every prompt position (it needs each one's logits)
+        int full = s.promptLogprobs != null ? 0 : (s.length - 1) / bs;
+        Prefix hits = cachedPrefix(s, true);
+        if (!s.admittedOnce) {
+            prefixQueriedTokens += (long) full * bs;
+            prefixHitTokens += (long) hits.ids().length * bs;
+            s.cachedTokens = Math.min(hits.ids().length * bs, s.promptLength);
+            s.admittedOnce = true;
+        }
+        s.table.adoptCached(hits.ids());
+        s.registeredBlocks = hits.ids().length;
+        s.lastHash = hits.hash();
+    }
+
+    /** The cached blocks of a sequence's longest cached full-block prefix, and the chained hash after them. */
+    private record Prefix(int[] ids, long hash) {
+    }
+
+    /**
+     * The longest cached full-block prefix of {@code s}, never the whole sequence (its last token must be computed for
+     * logits; a scoring request computes every prompt position, needing each one's logits): with a reference taken on each
+     * block where {@code take} ({@link BlockPool#lookup}), else only found ({@link BlockPool#find}).
+     */
+    private Prefix cachedPrefix(Sequence s, boolean take) {
+        int bs = pool.blockSize();
         int full = s.promptLogprobs != null ? 0 : (s.length - 1) / bs;
         long hash = PrefixHash.ROOT;
         List<Integer> hits = new ArrayList<>();
         for (int b = 0; b < full; b++) {
             long h = prefixHash.of(hash, s.tokens, b * bs, (b + 1) * bs);
-            int id = pool.lookup(h, hash, s.tokens, b * bs);
+            int id = take ? pool.lookup(h, hash, s.tokens, b * bs) : pool.find(h, hash, s.tokens, b * bs);
             if (id < 0) {
                 break;
             }
             hits.add(id);
             hash = h;
         }
-        if (!s.admittedOnce) {
-            prefixQueriedTokens += (long) full * bs;
-            prefixHitTokens += (long) hits.size() * bs;
-            s.cachedTokens = Math.min(hits.size() * bs, s.promptLength);
-            s.admittedOnce = true;
-        }
-        s.table.adoptCached(hits.stream().mapToInt(Integer::intValue).toArray());
-        s.registeredBlocks = hits.size();
-        s.lastHash = hash;
+        return new Prefix(hits.stream().mapToInt(Integer::intValue).toArray(), hash);
     }
 
     public BlockPool pool() {

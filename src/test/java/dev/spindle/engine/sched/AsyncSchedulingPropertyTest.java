@@ -201,6 +201,23 @@ class AsyncSchedulingPropertyTest {
     }
 
     @Example
+    void aRequestWaitingForBlocksDoesNotStopTheOthersRunningAhead() {
+        // three different 64-token prompts of 16 tokens each (5 blocks of 16 a request) in a pool of 11 blocks: two run, the
+        // third waits for blocks that only a finished request gives back; meanwhile the two start their steps ahead
+        SplittableRandom r = new SplittableRandom(3);
+        List<Request> requests = new ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            requests.add(new Request(r.ints(64, 3, 512).toArray(), params(0.6, 31 + i, 16, Set.of(), true, -1), 0));
+        }
+        Scenario sc = new Scenario(requests, 512, 8, 11);
+        Outcome sync = runOnCpu(false, sc, Map.of()), async = runOnCpu(true, sc, Map.of());
+        for (int i = 0; i < 3; i++) {
+            assertEquals(sync.replies().get(i).signature(), async.replies().get(i).signature(), "request " + i);
+        }
+        assertTrue(async.fedSteps() >= 20, "steps started ahead while one request waits for blocks: " + async.fedSteps());
+    }
+
+    @Example
     void plainDecodingRunsAheadAndStopsWhereTheTokensSay() {
         List<Request> plain = new ArrayList<>();
         for (int i = 0; i < 4; i++) {
