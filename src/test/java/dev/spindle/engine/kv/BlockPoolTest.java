@@ -46,6 +46,22 @@ class BlockPoolTest {
     }
 
     @Test
+    void findSeesWhatALookupWouldTakeWithoutTakingIt() {
+        BlockPool pool = new BlockPool(4, 2);
+        int id = pool.allocate();
+        pool.cache(id, 42, PrefixHash.ROOT, new int[]{3, 4}, 0);
+        pool.release(id);
+        assertEquals(4, pool.freeBlocks(), "a cached block nobody holds can be taken");
+        assertEquals(id, pool.find(42, PrefixHash.ROOT, new int[]{3, 4}, 0));
+        assertEquals(-1, pool.find(42, PrefixHash.ROOT, new int[]{3, 5}, 0), "other tokens under the same hash");
+        assertEquals(0, pool.refCount(id));
+        assertEquals(4, pool.freeBlocks(), "found, not taken");
+        assertEquals(id, pool.lookup(42, PrefixHash.ROOT, new int[]{3, 4}, 0));
+        assertEquals(1, pool.refCount(id));
+        assertEquals(3, pool.freeBlocks(), "looked up: held");
+    }
+
+    @Test
     void aHashCollisionIsAMissNotAnotherPrefix() {
         BlockPool pool = new BlockPool(4, 2);
         int id = pool.allocate();
