@@ -18,4 +18,6 @@ for key in ("decode", "aggregate_decode", "decode_sampled_on_device"):
         print(f"{key} b{r['batch']} ctx {r['context_tokens']}: {r['tokens_per_second']:.1f} tok/s, {r['step_ms']} ms ({r['fraction_of_copy_bandwidth']}){replay}")
 for r in d.get("decode_paired_epilogues", []):
     print(f"paired epilogues {'on ' if r['paired_epilogues'] else 'off'} b{r['batch']} ctx {r['context_tokens']}: {r['tokens_per_second']:.1f} tok/s, {r['step_ms']} ms")
+for r in d.get("engine_decode", []):
+    print(f"engine b{r['streams']} async {'on ' if r['async_scheduling'] else 'off'}: {r['tokens_per_second']:.1f} tok/s ({r['decode_tokens']} tokens)")
 print("ttft", d.get("time_to_first_token"))

@@ -143,6 +143,20 @@ final class CudaBenchRun implements Callable<Integer> {
             }
             out.put("decode_sampled_on_device", sampled);
             if (tensorParallel == 1) {
+                // through the engine the server runs, without and with asynchronous scheduling, alternated (a warm-up run of
+                // each first: its steps' graphs are captured there)
+                List<Object> engine = new ArrayList<>();
+                for (int b : new int[]{1, 32}) {
+                    EngineDecodeFigure.measure(gpu, stepRows, b, 128, 16, true, 1);
+                    for (int round = 0; round < 2; round++) {
+                        for (boolean async : new boolean[]{false, true}) {
+                            engine.add(EngineDecodeFigure.measure(gpu, stepRows, b, 128, 64, async, 2 + round));
+                        }
+                    }
+                }
+                out.put("engine_decode", engine);
+            }
+            if (tensorParallel == 1) {
                 // the paired launches (gate|up with SwiGLU, q|k|v with rope_kv_write) where chosen per shape, against the two
                 // launches, alternated in this process, so that both run on the same GEMM choices (the pass's own choice:
                 // gemm_algorithms' "paired launches" line)
