@@ -225,41 +225,13 @@ public final class EngineCore {
                 || now.plan().entries().size() != scheduler.running()) {
             return null;
         }
-        List<StepPlan.Entry> entries = new ArrayList<>();
-        List<Integer> fedRows = new ArrayList<>();
-        int row = 0;
-        for (int i = 0; i < now.plan().entries().size(); i++) {
-            StepPlan.Entry e = now.plan().entries().get(i);
-            ModelStep.Window w = now.step().windows().get(i);
-            Sequence s = e.sequence();
-            if (!e.samples() || e.drafted() || w.draw() == null || w.logitRows().length != 1 || s.finished) {
-                return null;
-            }
-            int at = e.from() + e.count(); // where now's token goes
-            int fedRow = row++;
-            if (s.generated() + 1 >= s.params.maxTokens() || at + 1 >= maxPositions) {
-                continue; // now's token is its last (emit's "length")
-            }
-            if (s.constraint != null || !deviceDrawable(s, at, s.generated() + 1)) {
-                return null;
-            }
-            entries.add(new StepPlan.Entry(s, at, 1, true, StepPlan.NO_DRAFTS));
-            fedRows.add(fedRow);
-        }
+        AheadStep next = AheadStep.after(now.plan(), now.step().windows(), maxPositions);
         // beside speculative decoding only where the next step would not draft: more sequences decode than its batch (its
         // proposer is then not asked, as propose() would not ask it), and no hidden states are tapped (checked above)
-        if (entries.isEmpty() || (spec.enabled() && entries.size() <= spec.maxBatch()) || !scheduler.reserveAhead(entries)) {
+        if (next == null || (spec.enabled() && next.entries().size() <= spec.maxBatch()) || !scheduler.reserveAhead(next.entries())) {
             return null;
         }
-        List<ModelStep.Window> windows = new ArrayList<>();
-        for (StepPlan.Entry e : entries) {
-            Sequence s = e.sequence();
-            // the uniform taken as deviceDraw takes it (the step after now's would take the same one)
-            double[] u = {s.params.temperature() > 0 ? s.rng.nextDouble() : 0};
-            windows.add(new ModelStep.Window(new int[]{0}, e.from(), s.table, ModelStep.lastRow(1), draw(s.params, u)));
-        }
-        int[] fed = fedRows.stream().mapToInt(Integer::intValue).toArray();
-        return launch(new StepPlan(entries), new ModelStep(windows, new int[0], true, fed));
+        return launch(new StepPlan(next.entries()), new ModelStep(next.windows(), new int[0], true, next.fedRows()));
     }
 
     /** Reads a launched step's output and applies it (tables advanced, tokens sampled or verified and emitted). */
@@ -592,7 +564,7 @@ public final class EngineCore {
     }
 
     /** The device draw of a request's settings, one uniform a wanted row (a greedy draw reads none: the device takes the argmax at T 0). */
-    private static ModelStep.Draw draw(SamplingParams p, double[] u) {
+    static ModelStep.Draw draw(SamplingParams p, double[] u) {
         return new ModelStep.Draw(p.temperature(), p.topK(), p.topP(), p.minP(), u);
     }
 
@@ -602,7 +574,7 @@ public final class EngineCore {
     }
 
     /** {@link #deviceDrawable(Sequence, int)} once the sequence has generated {@code generated} tokens. */
-    private static boolean deviceDrawable(Sequence s, int from, int generated) {
+    static boolean deviceDrawable(Sequence s, int from, int generated) {
         SamplingParams p = s.params;
         // a grammar that masks nothing this step (the model still reasons, or writes free text before a lazy trigger)
         return p.maxTokens() > 0 && (s.constraint == null || s.constraint.unmasked()) && p.logitBias().isEmpty() && p.logprobs() < 0
