@@ -734,8 +734,8 @@ public final class CudaForwardPass implements ForwardPass {
     /**
      * Bench: the last graph-eligible step's graph replayed {@code n} times back to back, then one wait; seconds a replay.
      * Each replay is that step's work again (its rows, positions, KV slots and tokens; a greedy graph's argmax writes its ids
-     * into {@link DrawnIds}, apart from the plan). Against a step's wall time it gives what the host's part of a step costs: building and sending the plan, launching, waiting for
-     * and reading the ids.
+     * into {@link DrawnIds}, apart from the plan). Against a step's wall time it gives what the host's part of a step costs:
+     * building and sending the plan, launching, waiting for and reading the ids.
      */
     public double replayLastGraph(int n) {
         if (!replayedAGraph()) {
