@@ -48,9 +48,7 @@ class BlockPoolTest {
     @Test
     void findSeesWhatALookupWouldTakeWithoutTakingIt() {
         BlockPool pool = new BlockPool(4, 2);
-        int id = pool.allocate();
-        pool.cache(id, 42, PrefixHash.ROOT, new int[]{3, 4}, 0);
-        pool.release(id);
+        int id = cachedUnheld(pool);
         assertEquals(4, pool.freeBlocks(), "a cached block nobody holds can be taken");
         assertEquals(id, pool.find(42, PrefixHash.ROOT, new int[]{3, 4}, 0));
         assertEquals(-1, pool.find(42, PrefixHash.ROOT, new int[]{3, 5}, 0), "other tokens under the same hash");
@@ -64,13 +62,19 @@ class BlockPoolTest {
     @Test
     void aHashCollisionIsAMissNotAnotherPrefix() {
         BlockPool pool = new BlockPool(4, 2);
-        int id = pool.allocate();
-        pool.cache(id, 42, PrefixHash.ROOT, new int[]{3, 4}, 0);
-        pool.release(id);
+        int id = cachedUnheld(pool);
         assertEquals(-1, pool.lookup(42, PrefixHash.ROOT, new int[]{3, 5}, 0), "other tokens under the same hash");
         assertEquals(-1, pool.lookup(42, 17, new int[]{3, 4}, 0), "the same tokens after another prefix");
         assertEquals(1, pool.cachedBlocks());
         assertEquals(id, pool.lookup(42, PrefixHash.ROOT, new int[]{9, 3, 4}, 1));
         assertEquals(1, pool.refCount(id));
+    }
+
+    /** A block of tokens {3, 4} cached under hash 42 after the root, held by nobody. */
+    private static int cachedUnheld(BlockPool pool) {
+        int id = pool.allocate();
+        pool.cache(id, 42, PrefixHash.ROOT, new int[]{3, 4}, 0);
+        pool.release(id);
+        return id;
     }
 }
