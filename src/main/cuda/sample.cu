@@ -272,19 +272,36 @@ extern "C" __global__ void __launch_bounds__(SAMPLE_THREADS) sample(const bf16 *
     const int topK = (int) pr[1];
     if (T < 0) return;
     SampleRow row{reinterpret_cast<const unsigned short *>(logits) + (long) r * vocab, scratch + (long) r * vocab, vocab, shd, shi};
+    if (T == 0) {
+        // the first in order, the largest key and the lowest id among its equals, in one pass: each thread's best of its
+        // ids (taken in increasing order, so the first of equals stays), packed as key << 32 | ~id so that one max over
+        // the block prefers the larger key, then the lower id. 16 bytes a load where the rows are 16-byte aligned.
+        long long best = -1;
+        if (vocab % 8 == 0) {
+            for (int c = threadIdx.x; c * 8 < vocab; c += SAMPLE_THREADS) {
+                uint4 v = *reinterpret_cast<const uint4 *>(row.bits + 8 * c);
+                const unsigned short *e = reinterpret_cast<const unsigned short *>(&v);
+                #pragma unroll
+                for (int j = 0; j < 8; j++) {
+                    long long k = ((long long) order_key(e[j]) << 32) | (unsigned) ~(8 * c + j);
+                    best = k > best ? k : best;
+                }
+            }
+        } else {
+            for (int i = threadIdx.x; i < vocab; i += SAMPLE_THREADS) {
+                long long k = ((long long) row.key(i) << 32) | (unsigned) ~i;
+                best = k > best ? k : best;
+            }
+        }
+        __shared__ long long shl[34];
+        best = block_reduce(best, shl, [](long long a, long long b) { return a > b ? a : b; });
+        if (threadIdx.x == 0) out[r] = (int) ~(unsigned) (best & 0xFFFFFFFFLL);
+        return;
+    }
     // the first in order: the largest key, lowest id
     int best = 0;
     for (int i = threadIdx.x; i < vocab; i += SAMPLE_THREADS) best = max(best, row.key(i));
     const int top = block_reduce(best, shi, [](int a, int b) { return max(a, b); });
-    if (T == 0) {
-        int id = vocab;
-        for (int i = threadIdx.x; i < vocab; i += SAMPLE_THREADS) {
-            if (row.key(i) == top) id = min(id, i);
-        }
-        id = block_reduce(id, shi, [](int a, int b) { return min(a, b); });
-        if (threadIdx.x == 0) out[r] = id;
-        return;
-    }
     if (topK > 0 && topK <= SAMPLE_THREADS && topK < vocab) {
         int id = sample_small_top_k(row, topK, T, topP, minP, u);
         if (threadIdx.x == 0) out[r] = id;
