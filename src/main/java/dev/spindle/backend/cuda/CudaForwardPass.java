@@ -414,19 +414,14 @@ public final class CudaForwardPass implements ForwardPass {
         cuda.makeCurrent(); // the engine thread, not the thread that opened the pass
         List<Window> windows = step.windows();
         StepPlan plan = run(step, false);
-        // per logit row (in the plan's order): its window's draw and uniform, or null when the row's logits go to the host
         Draw[] rowDraws = new Draw[plan.logitRows];
         double[] rowU = new double[plan.logitRows];
+        rowDraws(windows, rowDraws, rowU);
         int[] rowTokens = new int[plan.logitRows];
         boolean toHost = false, anyDraw = false;
-        for (int wi = 0, j = 0; wi < windows.size(); wi++) {
-            Draw d = windows.get(wi).draw();
-            for (int r = 0; r < plan.logitCounts[wi]; r++, j++) {
-                rowDraws[j] = d;
-                rowU[j] = d == null ? 0 : d.u()[r];
-                toHost |= d == null;
-                anyDraw |= d != null;
-            }
+        for (Draw d : rowDraws) {
+            toHost |= d == null;
+            anyDraw |= d != null;
         }
         int V = c.vocabSize();
         int done = 0;
@@ -478,6 +473,20 @@ public final class CudaForwardPass implements ForwardPass {
         return new StepOutput(out, drawn, taps);
     }
 
+    /**
+     * Per logit row (windows in order, each window's wanted rows in order, as the plan gathers them): its window's draw
+     * and uniform, or null and 0 where the row's logits go to the host.
+     */
+    private static void rowDraws(List<Window> windows, Draw[] draws, double[] us) {
+        for (int wi = 0, j = 0; wi < windows.size(); wi++) {
+            Draw d = windows.get(wi).draw();
+            for (int r = 0; r < windows.get(wi).logitRows().length; r++, j++) {
+                draws[j] = d;
+                us[j] = d == null ? 0 : d.u()[r];
+            }
+        }
+    }
+
     /** Steps without taps and with a head (no tensor-parallel group: its ranks' plans are sent apart) may be fed and run ahead. */
     @Override
     public boolean runsAhead() {
@@ -512,13 +521,7 @@ public final class CudaForwardPass implements ForwardPass {
         cuda.makeCurrent();
         Draw[] rowDraws = new Draw[logitRows];
         double[] rowU = new double[logitRows];
-        for (int wi = 0, j = 0; wi < windows.size(); wi++) {
-            Window w = windows.get(wi);
-            for (int r = 0; r < w.logitRows().length; r++, j++) {
-                rowDraws[j] = w.draw();
-                rowU[j] = w.draw().u()[r];
-            }
-        }
+        rowDraws(windows, rowDraws, rowU);
         StepPlan plan = run(step, false);
         drawer.upload(rowDraws, rowU, logitRows, (int) (stepSerial & 1));
         for (int done = 0; done < logitRows; done += logitRowsMax) {
