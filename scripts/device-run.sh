@@ -11,6 +11,8 @@
 #                                  --profile-from-start off and the bench's --profile-figure KIND:N, one figure's kernels)
 #   device-run.sh ab ARGS...       the same bench on the base classes (device-bundle.sh --base REV), then on these
 #   device-run.sh variants ROUNDS DIR,DIR,... ARGS...   the same bench on each classes folder in turn, ROUNDS times
+#   device-run.sh cli DIR ARGS...  spindle ARGS... on the classes folder DIR (.dist/classes, .dist/base-classes, or another
+#                                  built the same way): e.g. generate --backend cuda, whose start line gives the load's phases
 #   device-run.sh serve-check      the packaged server on CUDA against itself and the CPU backend (bundled chat model)
 set -uo pipefail
 mkdir -p /tmp/spindle-jre && [ -x /tmp/spindle-jre/jre25/bin/java ] || tar xJf "$(ls .dist/jre.txz .dist-server/jre.txz 2>/dev/null | head -1)" -C /tmp/spindle-jre
@@ -39,6 +41,7 @@ case "$what" in
   ncu-bench) args=(); while [ "$1" != "--" ]; do args+=("$1"); shift; done; shift
        ncu "${args[@]}" "${java[@]}" -cp ".dist/classes:.dist/lib/*" dev.spindle.cli.SpindleCli bench --backend cuda "$@" ;;
   bench) "${java[@]}" -cp ".dist/classes:.dist/lib/*" dev.spindle.cli.SpindleCli bench --backend cuda "$@" ;;
+  cli) d="$1"; shift; "${java[@]}" -cp "$d:.dist/lib/*" dev.spindle.cli.SpindleCli "$@" ;;
   ab)
     # the same bench on the base commit's classes (device-bundle.sh --base REV) and on this tree's, one after
     # the other in this call; JSON to $OUT/ab-base.json and $OUT/ab-current.json, then both summaries
@@ -73,5 +76,5 @@ case "$what" in
     for c in 1 16 64; do python3 scripts/serve_bench.py http://localhost:8002 "$c" 4 128; done
     kill "$cpu" "$gpu"; wait
     exit "$rc" ;;
-  *) echo "usage: device-run.sh tests|test|method|ncu|ncu-bench|bench|ab|variants|serve-check ..." >&2; exit 2 ;;
+  *) echo "usage: device-run.sh tests|test|method|ncu|ncu-bench|bench|cli|ab|variants|serve-check ..." >&2; exit 2 ;;
 esac

@@ -68,7 +68,7 @@ public final class CudaDraftHead implements DraftHead {
      * Captured block forwards, per (rows, drafted rows), and injections, per (-1, rows) with host taps or (-2, rows, tap buffer
      * rows, its address) with the target's; beyond MAX_GRAPHS they launch kernel by kernel.
      */
-    private final Map<List<Integer>, MemorySegment> graphs = new HashMap<>();
+    private final GraphCache graphs;
     static final int MAX_GRAPHS = 256;
     private final Arena arena = Arena.ofShared();
     private final MemorySegment logitsHost, idsHost, projHost, injectStaging;
@@ -137,6 +137,7 @@ public final class CudaDraftHead implements DraftHead {
                           long dummySeed) {
         this.c = config;
         this.cuda = target.driver();
+        this.graphs = new GraphCache(cuda, MAX_GRAPHS);
         cuda.makeCurrent();
         this.k = target.kernels();
         this.target = target;
@@ -440,16 +441,11 @@ public final class CudaDraftHead implements DraftHead {
      * or MAX_GRAPHS are held.
      */
     private void replay(List<Integer> key, Runnable launches) {
-        MemorySegment graph = target.cudaGraphs() ? graphs.get(key) : null;
-        if (graph == null && (!target.cudaGraphs() || graphs.size() >= MAX_GRAPHS)) {
+        if (target.cudaGraphs()) {
+            graphs.replay(key, launches);
+        } else {
             launches.run();
-            return;
         }
-        if (graph == null) {
-            graph = cuda.capture(true, launches);
-            graphs.put(key, graph);
-        }
-        cuda.launchGraph(graph);
     }
 
     /** The injection's launches; ropeBytes and addrBytes: the staged inputs' layout as injectAll wrote it (set by n). */
@@ -742,8 +738,7 @@ public final class CudaDraftHead implements DraftHead {
     public void close() {
         cuda.makeCurrent();
         cuda.sync();
-        graphs.values().forEach(cuda::destroyGraph);
-        graphs.clear();
+        graphs.close();
         contexts.clear();
         allocations.forEach(linear::forget); // the GEMMs' cached tensor maps of these buffers go with them
         allocations.forEach(cuda::free);

@@ -88,9 +88,10 @@ public final class CudaForwardPass implements ForwardPass {
     /** Recorded after each copy from {@link #metaHost}: the next step rewrites the buffer only once it has been read. */
     private final MemorySegment metaUploaded;
     private int metaInts;
-    private final java.util.Map<java.util.List<Integer>, MemorySegment> graphs = new java.util.HashMap<>();
     /** Captured graphs kept at most (one per step shape); a step of a new shape beyond it launches kernel by kernel. */
     static final int MAX_GRAPHS = 512;
+    /** The decode steps' captured graphs, by {@link #graphKey}. */
+    private final GraphCache graphs;
     /** Split slots a captured step may give its rows at most (each about 40 KB on the 33B shape: 2.6 GB). */
     static final long GRAPH_MAX_PARTIALS = 65536;
     private long cos, sin, partO, partML;
@@ -172,6 +173,7 @@ public final class CudaForwardPass implements ForwardPass {
         this.c = config;
         this.k = kernels;
         this.cuda = kernels.driver();
+        this.graphs = new GraphCache(cuda, MAX_GRAPHS);
         this.lt = lt;
         this.linear = new Linear(kernels, lt);
         this.paired = new PairedLinear(kernels, linear);
@@ -626,8 +628,9 @@ public final class CudaForwardPass implements ForwardPass {
         drawn.drew(stepSerial, plan.logitRows); // the next step may be fed from these ids
         int[] ids = drawn.readNow(plan.logitRows);
         long t2 = System.nanoTime();
-        boolean timed = timeGraphs && plan.headDone;
-        long graphNanos = timed ? Math.round(cuda.elapsedSeconds(graphTimes[0], graphTimes[1]) * 1e9) : 0;
+        double graphSeconds = plan.headDone ? graphs.lastLaunchSeconds() : -1;
+        boolean timed = graphSeconds >= 0;
+        long graphNanos = timed ? Math.round(graphSeconds * 1e9) : 0;
         stepTimes = stepTimes.plus(new StepTimes(plannedAt - t0, preparedAt - plannedAt, t1 - preparedAt, t2 - t1, 1, graphNanos,
                 timed ? 1 : 0));
         return ids;
@@ -643,18 +646,12 @@ public final class CudaForwardPass implements ForwardPass {
      * timing events recorded before and after the launch.
      */
     public void timeGraphs(boolean on) {
-        if (on && graphTimes == null) {
-            graphTimes = new MemorySegment[]{cuda.createTimingEvent(), cuda.createTimingEvent()};
-        }
-        timeGraphs = on;
+        graphs.time(on);
     }
 
     private StepTimes stepTimes = StepTimes.NONE;
     /** When the step being run had its plan built, and sent (the phases of {@link #stepTimes}). */
     private long plannedAt, preparedAt;
-    private boolean timeGraphs;
-    /** The timing events of {@link #timeGraphs}, made on first use. */
-    private MemorySegment[] graphTimes;
 
     /** The lm head over logit rows [first, first + m) of the plan: gather their final hidden rows, then one GEMM. */
     private void head(StepPlan plan, int first, int m) {
@@ -685,53 +682,38 @@ public final class CudaForwardPass implements ForwardPass {
         preparedAt = System.nanoTime();
         tapRows = stepTaps.length > 0 ? p.rows : 0;
         if (ensureTaps((long) stepTaps.length * p.rows * c.hiddenSize() * 2)) {
-            dropGraphs(); // graphs of tapped steps hold the old buffer's address
+            graphs.drop(); // graphs of tapped steps hold the old buffer's address
         }
         if (splits == 0) {
             layers(p);
             return p;
         }
-        java.util.List<Integer> key = graphKey(windows, splits, greedy, stepTaps);
-        MemorySegment graph = graphs.get(key);
-        if (graph == null && graphs.size() >= MAX_GRAPHS) {
+        MemorySegment graph;
+        try {
+            graph = graphs.graph(graphKey(windows, splits, greedy, stepTaps), () -> capture(p, greedy));
+        } catch (CudaException e) {
+            if (group == null) {
+                throw e;
+            }
+            // one graph over several GPUs' streams has run on lanes of one GPU only: where a driver refuses it, the
+            // ranks launch kernel by kernel (the same launches, so the same bits), slower but serving
+            groupGraphsRefused = e.getMessage();
+            LOG.log(System.Logger.Level.WARNING, "a decode step over " + group.size() + " tensor-parallel ranks could not be captured as"
+                    + " one CUDA graph (" + e.getMessage() + "); this pass launches kernel by kernel from now on");
+            graph = null;
+        }
+        if (graph == null) { // MAX_GRAPHS held, or the group's capture refused
             layers(p);
             return p;
         }
-        if (graph == null) {
-            try {
-                graph = capture(p, greedy);
-            } catch (CudaException e) {
-                if (group == null) {
-                    throw e;
-                }
-                // one graph over several GPUs' streams has run on lanes of one GPU only: where a driver refuses it, the
-                // ranks launch kernel by kernel (the same launches, so the same bits), slower but serving
-                groupGraphsRefused = e.getMessage();
-                LOG.log(System.Logger.Level.WARNING, "a decode step over " + group.size() + " tensor-parallel ranks could not be captured as"
-                        + " one CUDA graph (" + e.getMessage() + "); this pass launches kernel by kernel from now on");
-                layers(p);
-                return p;
-            }
-            graphs.put(key, graph);
-        }
-        if (timeGraphs) {
-            cuda.record(graphTimes[0]);
-        }
-        cuda.launchGraph(graph);
-        if (timeGraphs) {
-            cuda.record(graphTimes[1]);
-        }
-        lastGraph = graph;
+        graphs.launch(graph);
         p.headDone = true;
         return p;
     }
 
-    /** The graph the last graph-eligible step replayed (the bench's {@link #replayLastGraph}), or null. */
-    private MemorySegment lastGraph;
-
     /** Whether a step has replayed a graph that is still held ({@link #replayLastGraph} has one to replay). */
     public boolean replayedAGraph() {
-        return lastGraph != null;
+        return graphs.launchedAny();
     }
 
     /**
@@ -741,17 +723,8 @@ public final class CudaForwardPass implements ForwardPass {
      * building and sending the plan, launching, waiting for and reading the ids.
      */
     public double replayLastGraph(int n) {
-        if (!replayedAGraph()) {
-            throw new IllegalStateException("no step has replayed a CUDA graph on this pass");
-        }
         cuda.makeCurrent();
-        cuda.sync();
-        long t0 = System.nanoTime();
-        for (int i = 0; i < n; i++) {
-            cuda.launchGraph(lastGraph);
-        }
-        cuda.sync();
-        return (System.nanoTime() - t0) / 1e9 / n;
+        return graphs.replayLast(n);
     }
 
     /** A decode step's launches (and the head, and the argmax when greedy) captured as one graph on this pass's stream. */
@@ -820,13 +793,6 @@ public final class CudaForwardPass implements ForwardPass {
         return List.copyOf(key);
     }
 
-    private void dropGraphs() {
-        cuda.sync();
-        graphs.values().forEach(cuda::destroyGraph);
-        graphs.clear();
-        lastGraph = null;
-    }
-
     /** Where the step's longest prefill window (one not run row by row: StepPlan.rowwise) ends; 0 where it has none. */
     static int prefillKeys(List<Window> windows) {
         int keys = 0;
@@ -857,7 +823,7 @@ public final class CudaForwardPass implements ForwardPass {
             moved |= group.prepare(step, fixedSplits); // the other ranks' plans (a captured step holds their buffers too)
         }
         if (moved) {
-            dropGraphs(); // graphs hold the old buffers' addresses
+            graphs.drop(); // graphs hold the old buffers' addresses
             movedSinceTaken = true;
         }
         // the previous step's copy from metaHost may still wait in the stream (a step without logits returns without a sync, and
@@ -1032,7 +998,7 @@ public final class CudaForwardPass implements ForwardPass {
             throw new IllegalStateException("paired epilogues are switched per pass, not over a tensor-parallel group");
         }
         cuda.makeCurrent();
-        dropGraphs();
+        graphs.drop();
         pairedOn = on;
     }
 
@@ -1153,7 +1119,7 @@ public final class CudaForwardPass implements ForwardPass {
             group = null;
         }
         cuda.makeCurrent();
-        dropGraphs();
+        graphs.close();
         for (long b : buffers) {
             cuda.free(b);
         }
@@ -1176,11 +1142,6 @@ public final class CudaForwardPass implements ForwardPass {
         cuda.free(meta);
         cuda.freeHost(metaHost);
         cuda.destroyEvent(metaUploaded);
-        if (graphTimes != null) {
-            for (MemorySegment e : graphTimes) {
-                cuda.destroyEvent(e);
-            }
-        }
         if (logitsHost != null) {
             cuda.freeHost(logitsHost);
         }
