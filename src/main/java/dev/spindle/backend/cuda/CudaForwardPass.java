@@ -419,11 +419,14 @@ public final class CudaForwardPass implements ForwardPass {
         Draw[] rowDraws = new Draw[plan.logitRows];
         double[] rowU = new double[plan.logitRows];
         rowDraws(windows, rowDraws, rowU);
-        int[] rowTokens = new int[plan.logitRows];
         boolean toHost = false, anyDraw = false;
         for (Draw d : rowDraws) {
             toHost |= d == null;
             anyDraw |= d != null;
+        }
+        int slot = (int) (stepSerial & 1);
+        if (anyDraw) {
+            drawer.upload(rowDraws, rowU, plan.logitRows, slot); // a row not drawn here is skipped by the kernel
         }
         int V = c.vocabSize();
         int done = 0;
@@ -434,7 +437,7 @@ public final class CudaForwardPass implements ForwardPass {
                 head(plan, done, m);
             }
             if (anyDraw) {
-                drawer.draw(logits, m, rowDraws, rowU, done, rowTokens);
+                drawer.sample(logits, m, done, slot, drawn.device);
             }
             if (toHost) {
                 MemorySegment host = logitsHost.asSlice(0, (long) m * V * 2);
@@ -454,6 +457,9 @@ public final class CudaForwardPass implements ForwardPass {
             }
             done += m;
         }
+        // the drawn rows' ids (others: whatever the buffer held); not marked as the draws a next step may be fed from: only
+        // a started step's (start) or greedy()'s are
+        int[] rowTokens = anyDraw ? this.drawn.readNow(plan.logitRows) : null;
         List<float[][]> out = new ArrayList<>();
         List<int[]> drawn = new ArrayList<>();
         List<float[][]> taps = readTaps(step, plan);

@@ -7,7 +7,8 @@ import java.lang.foreign.ValueLayout;
 
 /**
  * Draws tokens from logits rows that stay on the device (the {@code sample} kernel): each row's
- * parameters go up as five doubles, its token id comes back; the logits never cross PCIe. Rows are
+ * parameters go up as five doubles ({@link #upload}), its token id is written on the device ({@link #sample}),
+ * where the next step may be fed from it or the host reads it; the logits never cross PCIe. Rows are
  * drawn in groups of at most {@link #GROUP}, the size of the kernel's fp32 scratch.
  */
 final class DeviceDraws implements AutoCloseable {
@@ -17,8 +18,7 @@ final class DeviceDraws implements AutoCloseable {
     private final CudaDriver cuda;
     private final CudaKernels k;
     private final int vocab;
-    private final long params, scratch, ids;
-    private final MemorySegment paramsHost, idsHost;
+    private final long scratch;
     /** A step's rows at most ({@link #upload}). */
     private final int stepRows;
     /**
@@ -28,20 +28,12 @@ final class DeviceDraws implements AutoCloseable {
     private final long[] stepParams = new long[2];
     private final MemorySegment[] stepParamsHost = new MemorySegment[2], stepUploaded = new MemorySegment[2];
 
-    DeviceDraws(CudaKernels kernels, int vocab) {
-        this(kernels, vocab, GROUP);
-    }
-
     DeviceDraws(CudaKernels kernels, int vocab, int stepRows) {
         this.k = kernels;
         this.cuda = kernels.driver();
         this.vocab = vocab;
         this.stepRows = stepRows;
-        params = cuda.alloc(GROUP * 5L * 8);
         scratch = cuda.alloc((long) GROUP * vocab * 4);
-        ids = cuda.alloc(GROUP * 4L);
-        paramsHost = cuda.allocHost(GROUP * 5L * 8);
-        idsHost = cuda.allocHost(GROUP * 4L);
         for (int i = 0; i < 2; i++) {
             stepParams[i] = cuda.alloc(stepRows * 5L * 8);
             stepParamsHost[i] = cuda.allocHost(stepRows * 5L * 8);
@@ -85,41 +77,9 @@ final class DeviceDraws implements AutoCloseable {
         }
     }
 
-    /**
-     * Draws rows [0, m) of {@code logits} (bf16, m x vocab) whose entry in {@code draws} (from
-     * {@code first} on) is non-null, with that row's uniform from {@code us}, writing their ids into
-     * {@code out} at the same index.
-     */
-    void draw(long logits, int m, Draw[] draws, double[] us, int first, int[] out) {
-        for (int g = 0; g < m; g += GROUP) {
-            int n = Math.min(GROUP, m - g);
-            boolean any = false;
-            for (int r = 0; r < n; r++) {
-                Draw d = draws[first + g + r];
-                any |= d != null;
-                put(paramsHost, r * 5L * 8, d, us[first + g + r]);
-            }
-            if (!any) {
-                continue;
-            }
-            cuda.copyToDeviceAsync(params, paramsHost, n * 5L * 8);
-            k.sample(logits + (long) g * vocab * 2, n, vocab, params, scratch, ids);
-            cuda.copyToHost(idsHost.asSlice(0, n * 4L), ids);
-            for (int r = 0; r < n; r++) {
-                if (draws[first + g + r] != null) {
-                    out[first + g + r] = idsHost.getAtIndex(ValueLayout.JAVA_INT, r);
-                }
-            }
-        }
-    }
-
     @Override
     public void close() {
-        cuda.free(params);
         cuda.free(scratch);
-        cuda.free(ids);
-        cuda.freeHost(paramsHost);
-        cuda.freeHost(idsHost);
         for (int i = 0; i < 2; i++) {
             cuda.free(stepParams[i]);
             cuda.freeHost(stepParamsHost[i]);

@@ -461,10 +461,10 @@ class KernelContractTest {
             for (int r = 0; r < n; r++) {
                 System.arraycopy(rows.get(r), 0, flat, r * vocab, vocab);
             }
-            try (Arena a = Arena.ofConfined(); DeviceDraws dd = new DeviceDraws(k, vocab)) {
+            try (Arena a = Arena.ofConfined(); DeviceDraws dd = new DeviceDraws(k, vocab, n)) {
                 long dl = upload(a, flat);
-                int[] got = new int[n];
-                dd.draw(dl, n, draws.toArray(new dev.spindle.backend.ModelStep.Draw[0]), draws.stream().mapToDouble(x -> x.u()[0]).toArray(), 0, got);
+                int[] got = drawOnDevice(a, dd, dl, draws.toArray(new dev.spindle.backend.ModelStep.Draw[0]),
+                        draws.stream().mapToDouble(x -> x.u()[0]).toArray());
                 for (int r = 0; r < n; r++) {
                     dev.spindle.backend.ModelStep.Draw d = draws.get(r);
                     dev.spindle.engine.SamplingParams p = new dev.spindle.engine.SamplingParams(d.temperature(), d.topK(), d.topP(), d.minP(), null, 0,
@@ -483,8 +483,7 @@ class KernelContractTest {
                 // batch invariance: every 7th row alone
                 for (int r = 0; r < n; r += 7) {
                     dev.spindle.backend.ModelStep.Draw[] one = {draws.get(r)};
-                    int[] alone = new int[1];
-                    dd.draw(dl + (long) r * vocab * 2, 1, one, one[0].u(), 0, alone);
+                    int[] alone = drawOnDevice(a, dd, dl + (long) r * vocab * 2, one, one[0].u());
                     if (alone[0] != got[r]) {
                         failures.append("vocab ").append(vocab).append(" row ").append(r).append(" alone gives ").append(alone[0])
                                 .append(", in its group ").append(got[r]).append("; ");
@@ -497,6 +496,21 @@ class KernelContractTest {
                 nearBoundary);
         assertTrue(failures.isEmpty(), failures.toString());
         assertTrue(nearBoundary * 20 <= cases, "too many boundary cases: " + nearBoundary);
+    }
+
+    /** The ids the sample kernel draws for logit rows [0, draws.length) at {@code logits}, as a forward pass draws a step's rows. */
+    private int[] drawOnDevice(Arena a, DeviceDraws dd, long logits, dev.spindle.backend.ModelStep.Draw[] draws, double[] us) {
+        int n = draws.length;
+        long ids = cuda.alloc(4L * n);
+        try {
+            dd.upload(draws, us, n, 0);
+            dd.sample(logits, n, 0, 0, ids);
+            MemorySegment h = a.allocate(4L * n);
+            cuda.copyToHost(h, ids);
+            return h.toArray(ValueLayout.JAVA_INT);
+        } finally {
+            cuda.free(ids);
+        }
     }
 
     /**
