@@ -119,6 +119,10 @@ final class BenchCommand implements Callable<Integer> {
             + "step, for 1, 8 and 16 sequences at once, and the speed those costs allow (a projection).")
     boolean draftHeadCost;
 
+    @Option(names = "--gemm-split-k", description = "With --backend cuda: for each weight shape of the model, what splitting K into 1, 2 or 4 parts "
+            + "would give its cuBLASLt GEMM (row-invariant and repeatable candidates, best 1-row and --prompt-tokens-row times); only config.json is read.")
+    boolean gemmSplitK;
+
     @Option(names = "--draft-head-layers", paramLabel = "N", split = ",", defaultValue = "5",
             description = "With --draft-head-cost: the heads' layer counts to measure (comma-separated; default ${DEFAULT-VALUE}, the published "
                     + "heads' usual depth): a draft reads every layer's weights, so the share of a decode step it can reach falls with fewer.")
@@ -138,6 +142,9 @@ final class BenchCommand implements Callable<Integer> {
         }
         if (grammarTokenizer != null) {
             return new GrammarBenchRun(grammarTokenizer, grammarSequences, grammarSteps).call();
+        }
+        if (gemmSplitK) {
+            return new GemmSplitKRun(model, promptTokens).call();
         }
         if (draftHeadCost) {
             return new DraftHeadCostRun(model, stepRows, kvMemoryFraction, draftHeadLayers).call();

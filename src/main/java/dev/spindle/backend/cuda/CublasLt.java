@@ -290,7 +290,12 @@ public final class CublasLt {
 
     /** Whether cuBLASLt accepts the algorithm for this weight at 1, 7, 64 and {@value #LARGE} rows within the workspace. */
     private boolean supported(MemorySegment algo, int k, int nOut) {
-        for (int n : new int[]{1, 7, 64, LARGE}) {
+        return supported(algo, k, nOut, new int[]{1, 7, 64, LARGE});
+    }
+
+    /** Whether cuBLASLt accepts the algorithm for this weight at each of {@code rows} within the workspace. */
+    private boolean supported(MemorySegment algo, int k, int nOut, int[] rows) {
+        for (int n : rows) {
             MemorySegment[] l = layouts(n, k, nOut);
             MemorySegment result = arena.allocate(HEURISTIC_BYTES, 8);
             int status = rawCall("cublasLtMatmulAlgoCheck", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS,
@@ -443,6 +448,82 @@ public final class CublasLt {
                     best1 * 1e6, LARGE, bestL * 1e6, plan, (tFound - t0) / 1e9, spent[0] / 1e9, spent[1] / 1e9, spent[2] / 1e9, LARGE, spent[3] / 1e9,
                     (tEnd - tTimed) / 1e9));
             return new Pinned(algos);
+        } finally {
+            cuda.sync();
+            cuda.free(x);
+            cuda.free(y);
+            cuda.free(w);
+        }
+    }
+
+    /**
+     * The bench's {@code gemm_split_k}: what splitting K in a fixed number of parts would give a k x nOut weight. A split-free
+     * algorithm's outputs are each one fp32 chain of k / 16 dependent MMAs, which bounds a narrow weight's few-row GEMM
+     * (the 3B's down projection: its chain takes longer than its bytes' copy); a fixed split walks shorter chains at once and
+     * sums them. Here cuBLASLt's candidates (as {@link #choose} gathers them) are run with {@code splits} parts and each
+     * reduction scheme (1 in place, 2 in the compute type, 4 in the output type), kept where cuBLASLt accepts them at 1 to
+     * {@code rows} rows within the workspace, one row alone gets the bits it gets among {@value #PROBE} and a second run
+     * the same bits; each kind's best 1-row and {@code rows}-row times against the split-free best's. Nothing is pinned.
+     */
+    public List<Map<String, Object>> probeSplits(int k, int nOut, int rows, int[] splitCounts) {
+        List<MemorySegment> found = new ArrayList<>();
+        found.addAll(heuristics(LARGE, k, nOut, 16));
+        for (int n : new int[]{1, 16, 64, 256, 1024}) {
+            found.addAll(heuristics(n, k, nOut, 8));
+        }
+        int[] checkRows = {1, 7, PROBE, rows};
+        long x = cuda.alloc((long) rows * k * 2), y = cuda.alloc((long) rows * nOut * outBytes), w = cuda.alloc((long) nOut * k * 2);
+        fill.random(x, (long) rows * k, 11);
+        fill.random(w, (long) nOut * k, 13);
+        FunctionDescriptor set = FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, ADDRESS, JAVA_LONG);
+        List<Map<String, Object>> out = new ArrayList<>();
+        try (Arena host = Arena.ofConfined()) {
+            MemorySegment probe = host.allocate((long) PROBE * nOut * outBytes), again = host.allocate(probe.byteSize()),
+                    one = host.allocate((long) nOut * outBytes);
+            for (int splits : splitCounts) {
+                for (int reduction : splits == 1 ? new int[]{0} : new int[]{1, 2, 4}) {
+                    Map<String, MemorySegment> unique = new java.util.LinkedHashMap<>();
+                    for (MemorySegment f : found) {
+                        MemorySegment algo = arena.allocate(64, 8).copyFrom(f);
+                        if (rawCall("cublasLtMatmulAlgoConfigSetAttribute", set, algo, CONFIG_SPLITK, arena.allocateFrom(JAVA_INT, splits), 4L) == 0
+                                && rawCall("cublasLtMatmulAlgoConfigSetAttribute", set, algo, CONFIG_REDUCTION, arena.allocateFrom(JAVA_INT, reduction), 4L) == 0
+                                && supported(algo, k, nOut, checkRows)) {
+                            unique.putIfAbsent(key(algo), algo);
+                        }
+                    }
+                    int invariant = 0;
+                    java.util.Set<Long> groups = new java.util.HashSet<>();
+                    double best1 = Double.MAX_VALUE, bestRows = Double.MAX_VALUE;
+                    for (MemorySegment algo : unique.values()) {
+                        if (!rowInvariant(algo, x, k, w, nOut, y, probe, one)) {
+                            continue;
+                        }
+                        run(x, PROBE, k, w, nOut, y, algo);
+                        cuda.copyToHost(again, y);
+                        if (again.mismatch(probe) != -1) {
+                            continue; // not the same bits twice
+                        }
+                        invariant++;
+                        groups.add(hash(probe));
+                        best1 = Math.min(best1, cuda.time(() -> { for (int i = 0; i < 5; i++) run(x, 1, k, w, nOut, y, algo); }) / 5);
+                        run(x, rows, k, w, nOut, y, algo);
+                        bestRows = Math.min(bestRows, cuda.time(() -> { for (int i = 0; i < 2; i++) run(x, rows, k, w, nOut, y, algo); }) / 2);
+                    }
+                    Map<String, Object> r = new java.util.LinkedHashMap<>();
+                    r.put("shape", nOut + " x " + k);
+                    r.put("splits", splits);
+                    r.put("reduction", reduction);
+                    r.put("candidates", unique.size());
+                    r.put("row_invariant_and_repeatable", invariant);
+                    r.put("bit_groups", groups.size());
+                    if (invariant > 0) {
+                        r.put("best_1_row_us", Math.round(best1 * 1e7) / 10.0);
+                        r.put("best_" + rows + "_rows_us", Math.round(bestRows * 1e7) / 10.0);
+                    }
+                    out.add(r);
+                }
+            }
+            return out;
         } finally {
             cuda.sync();
             cuda.free(x);
