@@ -113,11 +113,6 @@ public final class Checkpoint {
         return tensors;
     }
 
-    /** Where the bytes of {@code info} lie in its file. */
-    public FileRange range(TensorInfo info) {
-        return files.get(info.file()).range(info);
-    }
-
     /** The file bytes of {@code info} (no copy). */
     public MemorySegment bytes(TensorInfo info) {
         return files.get(info.file()).bytes(info);

@@ -40,17 +40,9 @@ public final class SafetensorsFile {
     private final Map<String, TensorInfo> tensors;
     private final Map<String, String> metadata;
 
-    /** The file offset of the data section (after the header). */
-    private final long dataStart;
-    /** The file's identity when it was mapped (FileRange.fileKey). */
-    private final Object fileKey;
-
-    private SafetensorsFile(Path path, MemorySegment data, long dataStart, Object fileKey, Map<String, TensorInfo> tensors,
-                            Map<String, String> metadata) {
+    private SafetensorsFile(Path path, MemorySegment data, Map<String, TensorInfo> tensors, Map<String, String> metadata) {
         this.path = path;
         this.data = data;
-        this.dataStart = dataStart;
-        this.fileKey = fileKey;
         this.tensors = tensors;
         this.metadata = metadata;
     }
@@ -58,10 +50,8 @@ public final class SafetensorsFile {
     /** Maps and validates {@code path}; the mapping lives as long as {@code arena}. */
     public static SafetensorsFile open(Path path, Arena arena) {
         MemorySegment file;
-        Object fileKey;
         try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ)) {
             file = ch.map(FileChannel.MapMode.READ_ONLY, 0, ch.size(), arena);
-            fileKey = java.nio.file.Files.readAttributes(path, java.nio.file.attribute.BasicFileAttributes.class).fileKey();
         } catch (IOException e) {
             throw new ModelLoadException(path + ": cannot read safetensors file: " + e.getMessage(), e);
         }
@@ -78,7 +68,7 @@ public final class SafetensorsFile {
         MemorySegment data = file.asSlice(8 + headerLen);
         Map<String, String> metadata = new LinkedHashMap<>();
         Map<String, TensorInfo> tensors = parseHeader(path, header, data.byteSize(), metadata);
-        return new SafetensorsFile(path, data, 8 + headerLen, fileKey, tensors, metadata);
+        return new SafetensorsFile(path, data, tensors, metadata);
     }
 
     private static Map<String, TensorInfo> parseHeader(Path path, byte[] header, long dataSize, Map<String, String> metadata) {
@@ -190,11 +180,6 @@ public final class SafetensorsFile {
 
     public Map<String, String> metadata() {
         return metadata;
-    }
-
-    /** Where the bytes of {@code info} lie in the file. */
-    public FileRange range(TensorInfo info) {
-        return new FileRange(path, fileKey, dataStart + info.begin());
     }
 
     /** The raw bytes of {@code info} (a slice of the mapping, no copy). */

@@ -7,14 +7,8 @@ import java.util.Arrays;
  * A weight in memory: a bf16 row-major array of {@code shape} backed by a memory
  * segment (a mapping of the safetensors file, or off-heap memory for converted
  * and dummy weights). Never on the Java heap.
- *
- * @param source where {@code data}'s bytes lie in the checkpoint file (a published bf16 tensor read as it is), or null
  */
-public record Tensor(String name, long[] shape, MemorySegment data, FileRange source) {
-    public Tensor(String name, long[] shape, MemorySegment data) {
-        this(name, shape, data, null);
-    }
-
+public record Tensor(String name, long[] shape, MemorySegment data) {
     public Tensor {
         shape = shape.clone();
         long n = 1;

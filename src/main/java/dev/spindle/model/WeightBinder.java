@@ -82,7 +82,7 @@ public final class WeightBinder {
                 case F16 -> convert(raw, info, arena, true);
                 case F32 -> convert(raw, info, arena, false);
             };
-            bound.put(name, new Tensor(name, info.shape(), bf16, info.dtype() == DType.BF16 ? ckpt.range(info) : null));
+            bound.put(name, new Tensor(name, info.shape(), bf16));
         }
         if (reads == HostReads.AT_LOAD) {
             prefault(List.copyOf(bound.values()), total, listener);

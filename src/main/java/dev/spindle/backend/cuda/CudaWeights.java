@@ -1,7 +1,5 @@
 package dev.spindle.backend.cuda;
 
-import dev.spindle.model.FileRange;
-import dev.spindle.model.FileReads;
 import dev.spindle.model.LayerWeights;
 import dev.spindle.model.LoadListener;
 import dev.spindle.model.ModelConfig;
@@ -21,7 +19,7 @@ import java.util.List;
 public final class CudaWeights implements AutoCloseable {
     /**
      * Threads that copy weights to the device at once (each with two 32 MiB pinned buffers): reading the
-     * checkpoint (the page cache, or the disk) is the slow side of the copy, so it runs in parallel.
+     * host mapping (the page cache) is the slow side of the copy, so it runs in parallel.
      */
     static final int UPLOAD_THREADS = Math.max(1, Math.min(8, Runtime.getRuntime().availableProcessors()));
 
@@ -195,9 +193,8 @@ public final class CudaWeights implements AutoCloseable {
     /**
      * Host to device in chunks, by several threads at once: {@link #put} lists a tensor's chunks (a fused
      * matrix's parts land at their offsets: the fusion is done by the copies), {@link #run} copies them.
-     * Each thread takes the next chunk, reads it into one of its two pinned buffers (a published tensor's part with a
-     * positional read of its file, {@link FileReads}; a converted tensor or a column slice copied from memory or the
-     * mapping), reading the page cache, the slow part, in parallel (or the disk, for a checkpoint bound with
+     * Each thread takes the next chunk, copies it from the host mapping into one of its two pinned
+     * buffers (reading the page cache, the slow part, in parallel; or the disk, for a checkpoint bound with
      * {@link dev.spindle.model.HostReads#AT_UPLOAD}: the reads and the copies to the device then overlap) and sends it on that buffer's stream,
      * so a thread fills one buffer while the other's copy runs and the copies of all threads share the
      * host link.
@@ -205,11 +202,8 @@ public final class CudaWeights implements AutoCloseable {
     private static final class Uploader {
         private static final long PART = 32L << 20;
 
-        /**
-         * rowBytes of each of the part's rows, stride apart in src (a column slice), or the whole src where rowBytes is 0;
-         * source: where a whole src lies in its checkpoint file (read from there with pread), or null (copied from src)
-         */
-        private record Part(long dst, MemorySegment src, String tensor, boolean last, long rowBytes, long stride, FileRange source) {
+        /** rowBytes of each of the part's rows, stride apart in src (a column slice), or the whole src where rowBytes is 0. */
+        private record Part(long dst, MemorySegment src, String tensor, boolean last, long rowBytes, long stride) {
             long bytes() {
                 return rowBytes == 0 ? src.byteSize() : ((src.byteSize() - rowBytes) / stride + 1) * rowBytes;
             }
@@ -221,8 +215,6 @@ public final class CudaWeights implements AutoCloseable {
         /** Bytes of every part listed, summed when the copies start. */
         private long total;
         private final java.util.concurrent.atomic.AtomicInteger next = new java.util.concurrent.atomic.AtomicInteger();
-        /** The checkpoint files' channels, shared by the threads (positional reads). */
-        private final FileReads reads = new FileReads();
         private long done;
 
         Uploader(CudaDriver cuda, LoadListener listener) {
@@ -231,14 +223,13 @@ public final class CudaWeights implements AutoCloseable {
         }
 
         long put(long dst, Tensor t) {
-            return put(dst, t.data(), t.source(), t.name(), true);
+            return put(dst, t.data(), t.name(), true);
         }
 
-        private long put(long dst, MemorySegment src, FileRange source, String name, boolean endsTensor) {
+        private long put(long dst, MemorySegment src, String name, boolean endsTensor) {
             for (long off = 0; off < src.byteSize(); off += PART) {
                 long n = Math.min(PART, src.byteSize() - off);
-                parts.add(new Part(dst + off, src.asSlice(off, n), name, endsTensor && off + n == src.byteSize(), 0, 0,
-                        source == null ? null : source.plus(off)));
+                parts.add(new Part(dst + off, src.asSlice(off, n), name, endsTensor && off + n == src.byteSize(), 0, 0));
             }
             return dst;
         }
@@ -246,8 +237,7 @@ public final class CudaWeights implements AutoCloseable {
         /** Rows [first, first + count) of a row-major 2-D weight (a column-parallel rank's rows): one contiguous range. */
         long putRows(long dst, Tensor t, int first, int count) {
             long width = t.data().byteSize() / t.dim(0);
-            return put(dst, t.data().asSlice(first * width, count * width), t.source() == null ? null : t.source().plus(first * width), t.name(),
-                    (long) (first + count) == t.dim(0));
+            return put(dst, t.data().asSlice(first * width, count * width), t.name(), (long) (first + count) == t.dim(0));
         }
 
         /** Columns [first, first + count) of every row of a row-major 2-D weight (a row-parallel rank's columns), packed. */
@@ -261,21 +251,13 @@ public final class CudaWeights implements AutoCloseable {
                 long n = Math.min(perPart, rows - r);
                 // from the first row's slice to the end of the last row's
                 MemorySegment src = t.data().asSlice(r * stride + 2L * first, (n - 1) * stride + rowBytes);
-                parts.add(new Part(dst + r * rowBytes, src, t.name(), r + n == rows, rowBytes, stride, null));
+                parts.add(new Part(dst + r * rowBytes, src, t.name(), r + n == rows, rowBytes, stride));
             }
             return dst;
         }
 
         /** Copies every part listed, with up to {@code threads} threads; returns when all are on the device. */
         void run(int threads) {
-            try {
-                copyAll(threads);
-            } finally {
-                reads.close(); // after every thread has stopped reading (copyAll joins them all)
-            }
-        }
-
-        private void copyAll(int threads) {
             total = parts.stream().mapToLong(Part::bytes).sum();
             int n = Math.max(1, Math.min(threads, (parts.size() + 1) / 2));
             java.util.concurrent.atomic.AtomicReference<Throwable> failure = new java.util.concurrent.atomic.AtomicReference<>();
@@ -296,7 +278,7 @@ public final class CudaWeights implements AutoCloseable {
                 }));
             }
             // every worker joined, even when interrupted (they stop at their next part once a failure is set): nothing may
-            // read a file or copy into device memory after this returns
+            // read the checkpoint or copy into device memory after this returns
             boolean interrupted = false;
             for (Thread w : workers) {
                 while (true) {
@@ -332,19 +314,9 @@ public final class CudaWeights implements AutoCloseable {
                 int b = 0;
                 for (int i = next.getAndIncrement(); i < parts.size() && failure.get() == null; i = next.getAndIncrement()) {
                     Part p = parts.get(i);
-                    if (p.source() != null) {
-                        // a tensor read as published: straight from its file into the buffer (pread: one copy from the page
-                        // cache, or the disk's read, without faulting the mapping's pages in under the process's lock)
-                        cuda.sync(stream[b]); // this buffer's previous copy is done
-                        reads.read(p.source(), buf[b], p.bytes());
-                        cuda.copyToDeviceAsync(p.dst(), buf[b], p.bytes(), stream[b]);
-                        progress(p);
-                        b ^= 1;
-                        continue;
-                    }
                     if (p.src().isMapped()) {
-                        // a column slice of a checkpoint bound with HostReads.AT_UPLOAD: the part's pages read now, all at
-                        // once (madvise, then a touch a page), by every thread at once, from the page cache or the disk
+                        // a checkpoint bound with HostReads.AT_UPLOAD: the part's pages read now, all at once (madvise, then
+                        // a touch a page), by every thread at once, from the page cache or the disk
                         p.src().load();
                     }
                     cuda.sync(stream[b]); // this buffer's previous copy is done
