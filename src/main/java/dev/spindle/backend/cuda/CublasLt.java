@@ -256,6 +256,15 @@ public final class CublasLt {
         }
     }
 
+    /** The algorithms a weight shape's search starts from: cuBLASLt's own ranking at {@value #LARGE} rows and at 1 to 1,024. */
+    private List<MemorySegment> candidates(int k, int nOut) {
+        List<MemorySegment> found = new ArrayList<>(heuristics(LARGE, k, nOut, 16));
+        for (int n : new int[]{1, 16, 64, 256, 1024}) {
+            found.addAll(heuristics(n, k, nOut, 8));
+        }
+        return found;
+    }
+
     /** cuBLASLt's own ranked algorithms for this problem (split-K allowed), up to {@code count}. */
     private List<MemorySegment> heuristics(int n, int k, int nOut, int count) {
         MemorySegment[] l = layouts(n, k, nOut);
@@ -342,11 +351,7 @@ public final class CublasLt {
      */
     private Pinned choose(int k, int nOut) {
         long t0 = System.nanoTime();
-        List<MemorySegment> found = new ArrayList<>();
-        found.addAll(heuristics(LARGE, k, nOut, 16));
-        for (int n : new int[]{1, 16, 64, 256, 1024}) {
-            found.addAll(heuristics(n, k, nOut, 8));
-        }
+        List<MemorySegment> found = candidates(k, nOut);
         Map<String, MemorySegment> unique = new java.util.LinkedHashMap<>();
         for (MemorySegment algo : found) {
             if (splitFree(algo, k, nOut)) {
@@ -460,17 +465,13 @@ public final class CublasLt {
      * The bench's {@code gemm_split_k}: what splitting K in a fixed number of parts would give a k x nOut weight. A split-free
      * algorithm's outputs are each one fp32 chain of k / 16 dependent MMAs, which bounds a narrow weight's few-row GEMM
      * (the 3B's down projection: its chain takes longer than its bytes' copy); a fixed split walks shorter chains at once and
-     * sums them. Here cuBLASLt's candidates (as {@link #choose} gathers them) are run with {@code splits} parts and each
+     * sums them. Here the search's candidates ({@link #candidates}) are run with {@code splits} parts and each
      * reduction scheme (1 in place, 2 in the compute type, 4 in the output type), kept where cuBLASLt accepts them at 1 to
      * {@code rows} rows within the workspace, one row alone gets the bits it gets among {@value #PROBE} and a second run
      * the same bits; each kind's best 1-row and {@code rows}-row times against the split-free best's. Nothing is pinned.
      */
     public List<Map<String, Object>> probeSplits(int k, int nOut, int rows, int[] splitCounts) {
-        List<MemorySegment> found = new ArrayList<>();
-        found.addAll(heuristics(LARGE, k, nOut, 16));
-        for (int n : new int[]{1, 16, 64, 256, 1024}) {
-            found.addAll(heuristics(n, k, nOut, 8));
-        }
+        List<MemorySegment> found = candidates(k, nOut);
         int[] checkRows = {1, 7, PROBE, rows};
         long x = cuda.alloc((long) rows * k * 2), y = cuda.alloc((long) rows * nOut * outBytes), w = cuda.alloc((long) nOut * k * 2);
         fill.random(x, (long) rows * k, 11);
