@@ -102,11 +102,6 @@ final class GraphCache implements AutoCloseable {
         return (System.nanoTime() - t0) / 1e9 / n;
     }
 
-    /** Graphs held. */
-    int size() {
-        return graphs.size();
-    }
-
     /** Destroys every graph held, once the device has finished what it launched (a buffer one holds has moved, or a switch). */
     void drop() {
         cuda.sync();
