@@ -69,7 +69,7 @@ public final class CudaKernels {
     static final int WS_STAGES = 4;
 
     private final CudaDriver cuda;
-    private final MemorySegment feedTokens, embed, rmsNorm, addRmsNorm, rope, ropeKvWrite, swiglu, residualAdd, kvWrite, attentionMerge, attentionMergeLong, argmax, sample,
+    private final MemorySegment feedTokens, embed, rmsNorm, addRmsNorm, rope, ropeKvWrite, swiglu, residualAdd, kvWrite, attentionMerge, attentionMergeWide, argmax, sample,
             fillDummy, allReduceSum;
     private final java.util.Map<Integer, MemorySegment> attention = new java.util.HashMap<>();
     /**
@@ -201,8 +201,8 @@ public final class CudaKernels {
             }
         }
         attentionMerge = cuda.function(module, "attention_merge");
-        attentionMergeLong = cuda.function(module, "attention_merge_long");
-        cuda.allowSharedMemory(attentionMergeLong, MERGE_LONG_BYTES);
+        attentionMergeWide = cuda.function(module, "attention_merge_wide");
+        cuda.allowSharedMemory(attentionMergeWide, MERGE_WIDE_BYTES);
         argmax = cuda.function(module, "argmax");
         sample = cuda.function(module, "sample");
         fillDummy = cuda.function(module, "fill_dummy");
@@ -561,22 +561,34 @@ public final class CudaKernels {
         return List.copyOf(linearRows.keySet());
     }
 
-    /** Split states a decode row has from which {@link #attentionMerge} spreads its slices over CTAs of their own (4,096 keys). */
-    static final int LONG_MERGE_SPLITS = 32;
-    /** attention.cu's merge stages (MERGE_WARP_BYTES): a warp's (CHUNK, STAGES) in attention_merge (16, 4) and attention_merge_long (32, 16). */
-    static final int MERGE_WARP_BYTES = 4 * 16 * (32 * 4 + 8) + 512, MERGE_LONG_BYTES = 16 * 32 * (32 * 4 + 8) + 512;
+    /** attention.cu's merge stages: a warp's (CHUNK, STAGES) in attention_merge (16, 4), MERGE_WARP_BYTES. */
+    static final int MERGE_WARP_BYTES = 4 * 16 * (32 * 4 + 8) + 512;
+    /** attention_merge_wide's stages (MERGE_WIDE_BYTES): 4 of 32 splits of 128 dims and their (m, l), then the factor table. */
+    static final int MERGE_WIDE_BYTES = 4 * 32 * (128 * 4 + 8) + 512;
+    /** Split states a decode row has from which {@link #attentionMerge} runs attention_merge_wide (4,096 keys). */
+    static final int WIDE_MERGE_SPLITS = 32;
+    /** The merge kernels: attention_merge (a CTA per row and head, a warp per 32 dims), attention_merge_wide (a warp per 128 dims, four a lane). */
+    static final int MERGE = 0, MERGE_WIDE = 1;
 
     /**
-     * Folds decode rows' split states (partO, partML; row descriptors cdesc) in split order into out: a warp per
-     * row, query head and slice of 32 dims, in one CTA per row and head, or, for rows of {@code splits} >=
-     * {@link #LONG_MERGE_SPLITS} split states, one CTA per slice with deeper stages (the same bits).
+     * Folds decode rows' split states (partO, partML; row descriptors cdesc) in split order into out: for rows of
+     * {@code splits} >= {@link #WIDE_MERGE_SPLITS} split states a warp per row, query head and 128 dims
+     * (attention_merge_wide; every head dim the attention kernels are built for is a multiple of 4), else a warp per
+     * row, query head and slice of 32 dims in one CTA per row and head. Both give the same bits.
      */
     public void attentionMerge(int rows, int splits, long partO, long partML, long cdesc, long out, int heads, int headDim) {
-        int slices = (headDim + 31) / 32;
-        if (splits >= LONG_MERGE_SPLITS) {
-            cuda.launchShared(attentionMergeLong, rows, heads * slices, 32, MERGE_LONG_BYTES, partO, partML, cdesc, out, heads, headDim);
-        } else {
-            cuda.launchShared(attentionMerge, rows, heads, 32 * slices, slices * MERGE_WARP_BYTES, partO, partML, cdesc, out, heads, headDim);
+        attentionMergeBy(splits >= WIDE_MERGE_SPLITS ? MERGE_WIDE : MERGE, rows, partO, partML, cdesc, out, heads, headDim);
+    }
+
+    /** {@link #attentionMerge} through the given merge kernel ({@link #MERGE} or {@link #MERGE_WIDE}). */
+    void attentionMergeBy(int kernel, int rows, long partO, long partML, long cdesc, long out, int heads, int headDim) {
+        switch (kernel) {
+            case MERGE_WIDE -> cuda.launchShared(attentionMergeWide, rows, heads * ((headDim + 127) / 128), 32, MERGE_WIDE_BYTES, partO, partML, cdesc, out, heads, headDim);
+            case MERGE -> {
+                int slices = (headDim + 31) / 32;
+                cuda.launchShared(attentionMerge, rows, heads, 32 * slices, slices * MERGE_WARP_BYTES, partO, partML, cdesc, out, heads, headDim);
+            }
+            default -> throw new IllegalArgumentException("no merge kernel " + kernel);
         }
     }
 

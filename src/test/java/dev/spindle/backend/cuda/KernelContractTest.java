@@ -197,7 +197,7 @@ class KernelContractTest {
     /**
      * A decode row through the split path (split CTAs, then attention_merge) equals the same row computed by
      * the prefill kernel, bit for bit, at contexts of 1 to 194 splits (of 128, 256 and 512 keys: KeySplits): the merge's chunking and staging
-     * (16 or 32 splits a chunk, a CTA per head or per slice of dims) must not change the split-order arithmetic. KV blocks
+     * (16 or 32 splits a chunk, a warp per 32 or per 128 dims) must not change the split-order arithmetic. KV blocks
      * of 16 keys (the default), 4 (a 64-key tile spans 16 blocks) and 128 (a split lies in one block); 4, 12
      * and 7 query heads a KV head (a decode CTA's upper 8 MMA rows empty, used, and empty with 7 used below); head
      * dim 16, and 128 (the 33B's, where the wgmma prefill and the warp-specialised ones run on sm_90a and must give the same
@@ -251,10 +251,13 @@ class KernelContractTest {
             long partO = cuda.alloc((long) part * heads * hd * 4), partML = cuda.alloc((long) part * heads * 8);
             float scale = (float) Math.pow(hd, -0.5);
             k.attention(CudaKernels.DECODE, desc.size(), dq, stride, splitOut, dpool, dtab, ddesc, partO, partML, heads, kvHeads, hd, bs, scale);
-            // both merge kernels (a warp per slice in a CTA per head, or a CTA per slice): the same bits
-            k.attentionMerge(decode.length, CudaKernels.LONG_MERGE_SPLITS, partO, partML, dcd, splitOut, heads, hd);
-            float[] splitLong = download(a, splitOut, decode.length * qd);
-            k.attentionMerge(decode.length, 1, partO, partML, dcd, splitOut, heads, hd);
+            // both merge kernels (a warp per 32 dims in a CTA per head, a warp per 128 dims): the same bits
+            float[][] merged = new float[2][];
+            for (int kernel : new int[]{CudaKernels.MERGE_WIDE, CudaKernels.MERGE}) {
+                cuda.memsetZero(splitOut, (long) decode.length * qd * 2);
+                k.attentionMergeBy(kernel, decode.length, partO, partML, dcd, splitOut, heads, hd);
+                merged[kernel] = download(a, splitOut, decode.length * qd);
+            }
             // warp pairs are left out on GPUs with 99 KiB of shared memory a block: then the last kernel run is the reference
             if (k.hasAttention(hd, CudaKernels.PREFILL_WARP_PAIRS)) {
                 k.attention(CudaKernels.PREFILL_WARP_PAIRS, zero.size(), dq, stride, zeroOut, dpool, dtab, dzero, partO, partML, heads, kvHeads, hd, bs, scale);
@@ -304,8 +307,8 @@ class KernelContractTest {
                 assertEquals(0, compare(want, got)[1], "decode row at position " + decode[i] + " differs from the prefill kernel");
                 assertEquals(0, compare(want, java.util.Arrays.copyOfRange(foldedRows, i * qd, (i + 1) * qd))[1],
                         "decode row at position " + decode[i] + " folded in its CTA differs from the prefill kernel");
-                float[] gotLong = java.util.Arrays.copyOfRange(splitLong, i * qd, (i + 1) * qd);
-                assertEquals(0, compare(want, gotLong)[1], "decode row at position " + decode[i] + " through attention_merge_long differs from the prefill kernel");
+                float[] wide = java.util.Arrays.copyOfRange(merged[CudaKernels.MERGE_WIDE], i * qd, (i + 1) * qd);
+                assertEquals(0, compare(want, wide)[1], "decode row at position " + decode[i] + " through attention_merge_wide differs from the prefill kernel");
             }
             System.out.println("[cuda] decode split path = prefill (one warp per row group = warp pairs), KV blocks of " + bs + ", "
                     + group + " query heads a KV head, at "
