@@ -21,13 +21,6 @@
 // (64 BOXES keys); grid ceil(nOut / RB), block 128, dynamic shared memory STAGES * BOXES * (128 RB + 1024 NT)
 // + 128 (64 - RB) (the last box's overread) + 1024 (alignment) + 8 STAGES (mbarriers) bytes.
 //
-// linear_rows_mma_n1_b{BOXES}_s{STAGES}_r16(mapX, n, k, mapW, nOut, y): the same maps, stages and bits (each output one fp32
-// accumulator fed k's 16-wide chunks in order, from zero) on mma.sync.m16n8k16 instead of wgmma: one warp a CTA, its 16
-// weight rows against up to 8 rows of x, each 16-key chunk's operands read from the swizzled stage by ldmatrix. A narrow
-// weight's few-row GEMM is bound by that chain of k / 16 dependent MMAs, not by its bytes (the 3B's down projection: 656
-// a chain, 18-20 us against the 13 its bytes take to copy on an H200), and a dependent mma.sync may take fewer cycles than
-// a dependent wgmma. Grid nOut / 16, block 32, the shared memory of the wgmma variant of the same boxes, stages and rows.
-//
 // linear_rows_paired_n1_b{BOXES}_s{STAGES}(mapX, n, k, mapW, nOut, y, mode, group, span, pair, cos, sin, positions,
 // qHeads, kvHeads, headDim, pool, slotMap, blockSize): the same weight stream and accumulators (so the same bits), with
 // each CTA's 64 weight rows taken as two halves of 32 whose outputs its epilogue combines, so that a small kernel after
@@ -228,85 +221,6 @@ __device__ __forceinline__ void linear_rows_impl(const void *mapX, int n, int k,
         }
     }
 }
-
-// the mma.sync variant (see the top): lane 0 both copies (TMA, as above) and computes with the warp
-template <int BOXES, int STAGES>
-__device__ __forceinline__ void linear_rows_mma_impl(const void *mapX, int n, int k, const void *mapW, int nOut, bf16 *y) {
-    constexpr int RB = 16, WB = RB * 128, XB = 8 * 128, SB = BOXES * (WB + XB), KS = 64 * BOXES;
-    const int o0 = blockIdx.x * RB, lane = threadIdx.x, blocks = k / KS;
-    const unsigned base = ((unsigned) __cvta_generic_to_shared(lr_smem) + 1023) & ~1023u, bars = base + STAGES * SB;
-    auto bar = [&](int b) { return bars + 8 * (b % STAGES); };
-    auto slot = [&](int b) { return base + (b % STAGES) * SB; };
-    if (lane == 0) {
-        #pragma unroll
-        for (int s = 0; s < STAGES; s++) asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" :: "r"(bars + 8 * s) : "memory");
-        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-        // the weights of every stage before the wait: they do not depend on the previous kernel
-        for (int b = 0; b < STAGES && b < blocks; b++) {
-            asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" :: "r"(bar(b)), "r"(SB) : "memory");
-            #pragma unroll
-            for (int j = 0; j < BOXES; j++) lr_tma(slot(b) + j * WB, mapW, b * KS + 64 * j, o0, bar(b));
-        }
-    }
-    dependent_launch_entry();
-    if (lane == 0) {
-        for (int b = 0; b < STAGES && b < blocks; b++) {
-            #pragma unroll
-            for (int j = 0; j < BOXES; j++) lr_tma(slot(b) + BOXES * WB + j * XB, mapX, b * KS + 64 * j, 0, bar(b));
-        }
-    }
-    __syncwarp(); // the barriers are initialised
-    // ldmatrix's rows, 128 bytes each, their 16-byte chunks swizzled (chunk c of row r at c ^ (r % 8)): for the weights'
-    // 16 x 16 tile (x4) lane L gives row (L % 8) + 8 ((L / 8) % 2) of key half L / 16, so the four matrices land as the
-    // mma's A fragment (rows 0-7 and 8-15 of keys 0-7, then of keys 8-15); for x's 8 x 16 (x2, lanes 0-15) row L % 8 of
-    // key half (L / 8) % 2, x's rows as the mma's n
-    const int ar = (lane & 7) + 8 * ((lane >> 3) & 1), ah = lane >> 4, xr = lane & 7, xh = (lane >> 3) & 1;
-    float d[4] = {0.f, 0.f, 0.f, 0.f};
-    #pragma unroll 1
-    for (int b = 0; b < blocks; b++) {
-        lr_wait(bar(b), (b / STAGES) & 1);
-        const unsigned s = slot(b);
-        unsigned a[BOXES * 4][4], x[BOXES * 4][2];
-        #pragma unroll
-        for (int c = 0; c < BOXES * 4; c++) {
-            const unsigned w = s + (c / 4) * WB, xb = s + BOXES * WB + (c / 4) * XB;
-            const int h = 2 * (c % 4);
-            asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                         : "=r"(a[c][0]), "=r"(a[c][1]), "=r"(a[c][2]), "=r"(a[c][3])
-                         : "r"(w + ar * 128 + (((h + ah) ^ (ar & 7)) << 4)) : "memory");
-            asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n"
-                         : "=r"(x[c][0]), "=r"(x[c][1]) : "r"(xb + xr * 128 + (((h + xh) ^ xr) << 4)) : "memory");
-        }
-        // the chain: k's 16-key chunks in order into the same accumulators
-        #pragma unroll
-        for (int c = 0; c < BOXES * 4; c++) {
-            asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                         : "r"(a[c][0]), "r"(a[c][1]), "r"(a[c][2]), "r"(a[c][3]), "r"(x[c][0]), "r"(x[c][1]));
-        }
-        // the stage's reads are done (the warp's ldmatrix results fed the mmas above): its slot takes block b + STAGES
-        const int nb = b + STAGES;
-        if (nb < blocks) {
-            __syncwarp();
-            if (lane == 0) {
-                asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); // the generic reads before the copies' writes
-                asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" :: "r"(bar(nb)), "r"(SB) : "memory");
-                #pragma unroll
-                for (int j = 0; j < BOXES; j++) {
-                    lr_tma(slot(nb) + j * WB, mapW, nb * KS + 64 * j, o0, bar(nb));
-                    lr_tma(slot(nb) + BOXES * WB + j * XB, mapX, nb * KS + 64 * j, 0, bar(nb));
-                }
-            }
-        }
-    }
-    // d: weight rows gr (e < 2) and gr + 8, x rows 2 tq + (e & 1)
-    const int gr = lane >> 2, tq = lane & 3;
-    #pragma unroll
-    for (int e = 0; e < 4; e++) {
-        const int row = 2 * tq + (e & 1), out = o0 + gr + 8 * (e >> 1);
-        if (row < n && out < nOut) y[(long) row * nOut + out] = __float2bfloat16_rn(d[e]);
-    }
-}
 #endif
 
 // The variants: rows (8 NT), boxes of 64 keys a stage, stages, and (suffix _r16, _r32) weight rows a CTA
@@ -315,18 +229,15 @@ __device__ __forceinline__ void linear_rows_mma_impl(const void *mapX, int n, in
 // evenly (the 33B's 9,216 are 144). Built for sm_90a only (elsewhere the backend does not load them and
 // the body traps).
 // The 64-row variants of one row tile (up to 8 rows: decode steps of batch 1 to 8, where PairingChoice times them in
-// the step) have paired twins (linear_rows_paired_...), declared after the table. LINEAR_ROWS_MMA(boxes, stages): the
-// mma.sync variants (one row tile, 16 weight rows).
+// the step) have paired twins (linear_rows_paired_...), declared after the table.
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define LR_BODY(nt, boxes, stages, rb) linear_rows_impl<nt, boxes, stages, rb, false>(mapX, n, k, mapW, nOut, y, LrPaired{});
 #define LR_PAIRED_BODY(nt, boxes, stages) \
     linear_rows_impl<nt, boxes, stages, 64, true>(mapX, n, k, mapW, nOut, y, \
         LrPaired{mode, group, span, pair, cos, sin, positions, qHeads, kvHeads, headDim, pool, slotMap, blockSize});
-#define LR_MMA_BODY(boxes, stages) linear_rows_mma_impl<boxes, stages>(mapX, n, k, mapW, nOut, y);
 #else
 #define LR_BODY(nt, boxes, stages, rb) __trap();
 #define LR_PAIRED_BODY(nt, boxes, stages) __trap();
-#define LR_MMA_BODY(boxes, stages) __trap();
 #endif
 #define LINEAR_ROWS_RB(nt, boxes, stages, rb, suffix) \
     extern "C" __global__ void __launch_bounds__(128) linear_rows_n##nt##_b##boxes##_s##stages##suffix( \
@@ -339,11 +250,6 @@ __device__ __forceinline__ void linear_rows_mma_impl(const void *mapX, int n, in
             const float *cos, const float *sin, const int *positions, int qHeads, int kvHeads, int headDim, bf16 *pool, \
             const int *slotMap, int blockSize) { \
         LR_PAIRED_BODY(nt, boxes, stages) \
-    }
-#define LINEAR_ROWS_MMA(boxes, stages) \
-    extern "C" __global__ void __launch_bounds__(32) linear_rows_mma_n1_b##boxes##_s##stages##_r16( \
-            const void *mapX, int n, int k, const void *mapW, int nOut, bf16 *y) { \
-        LR_MMA_BODY(boxes, stages) \
     }
 #define LINEAR_ROWS(nt, boxes, stages) LINEAR_ROWS_RB(nt, boxes, stages, 64, )
 LINEAR_ROWS(1, 1, 8)
@@ -360,9 +266,6 @@ LINEAR_ROWS_RB(1, 4, 8, 16, _r16)
 LINEAR_ROWS_RB(1, 2, 8, 32, _r32)
 LINEAR_ROWS_RB(2, 4, 6, 16, _r16)
 LINEAR_ROWS_RB(4, 2, 8, 16, _r16)
-LINEAR_ROWS_MMA(2, 8)
-LINEAR_ROWS_MMA(4, 6)
-LINEAR_ROWS_MMA(4, 8)
 LINEAR_ROWS_PAIRED(1, 1, 8)
 LINEAR_ROWS_PAIRED(1, 2, 6)
 LINEAR_ROWS_PAIRED(1, 2, 8)

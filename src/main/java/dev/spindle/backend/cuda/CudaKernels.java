@@ -75,27 +75,11 @@ public final class CudaKernels {
     /**
      * A linear_rows kernel (sm_90a): up to 8 {@code tiles} rows, stages of {@code boxes} 64-key boxes,
      * {@code stages} stages in flight, {@code weightRows} weight rows (outputs) a CTA: 64, or 16 or 32 for more
-     * CTAs on a narrow weight (linear_rows.cu's table); {@code mma}: on mma.sync, one warp a CTA (one row tile, 16
-     * weight rows), rather than wgmma and a warpgroup.
+     * CTAs on a narrow weight (linear_rows.cu's table).
      */
-    public record LinearRowsVariant(int tiles, int boxes, int stages, int weightRows, boolean mma) {
+    public record LinearRowsVariant(int tiles, int boxes, int stages, int weightRows) {
         public LinearRowsVariant(int tiles, int boxes, int stages) {
             this(tiles, boxes, stages, 64);
-        }
-
-        public LinearRowsVariant(int tiles, int boxes, int stages, int weightRows) {
-            this(tiles, boxes, stages, weightRows, false);
-        }
-
-        public LinearRowsVariant {
-            if (mma && (tiles != 1 || weightRows != 16)) {
-                throw new IllegalArgumentException("the mma.sync variants take one row tile and 16 weight rows, not " + tiles + " and " + weightRows);
-            }
-        }
-
-        /** Threads a CTA: a warpgroup, or one warp for the mma.sync variants. */
-        int threads() {
-            return mma ? 32 : 128;
         }
 
         public int rows() {
@@ -108,12 +92,12 @@ public final class CudaKernels {
         }
 
         String kernel() {
-            return "linear_rows_" + (mma ? "mma_" : "") + "n" + tiles + "_b" + boxes + "_s" + stages + (weightRows == 64 ? "" : "_r" + weightRows);
+            return "linear_rows_n" + tiles + "_b" + boxes + "_s" + stages + (weightRows == 64 ? "" : "_r" + weightRows);
         }
 
         /** Whether linear_rows.cu defines its paired twin: the 64-row variants of one row tile (up to 8 rows). */
         public boolean hasPairedTwin() {
-            return weightRows == 64 && tiles == 1 && !mma;
+            return weightRows == 64 && tiles == 1;
         }
 
         /** The paired twin (linear_rows.cu): the same weight stream, an epilogue ({@link PairedEpilogue}). */
@@ -126,15 +110,15 @@ public final class CudaKernels {
 
         /** How the backend's choices name it: boxes, stages, and weight rows where not 64. */
         public String label() {
-            return (mma ? "mma " : "") + "b" + boxes + " s" + stages + (weightRows == 64 ? "" : " r" + weightRows);
+            return "b" + boxes + " s" + stages + (weightRows == 64 ? "" : " r" + weightRows);
         }
 
         /**
          * STAGES x BOXES x (weight rows + 8 NT rows of x) x 64 keys bf16, the last box's overread by the 64-row
-         * wgmma (none on mma.sync), 1024 for alignment, 8 per stage's mbarrier.
+         * wgmma, 1024 for alignment, 8 per stage's mbarrier.
          */
         int sharedBytes() {
-            return stages * boxes * (128 * weightRows + 1024 * tiles) + (mma ? 0 : 128 * (64 - weightRows)) + 1024 + 8 * stages;
+            return stages * boxes * (128 * weightRows + 1024 * tiles) + 128 * (64 - weightRows) + 1024 + 8 * stages;
         }
     }
 
@@ -143,8 +127,7 @@ public final class CudaKernels {
             new LinearRowsVariant(1, 1, 8), new LinearRowsVariant(1, 2, 6), new LinearRowsVariant(1, 2, 8), new LinearRowsVariant(1, 4, 4),
             new LinearRowsVariant(2, 1, 8), new LinearRowsVariant(2, 2, 6), new LinearRowsVariant(4, 1, 8), new LinearRowsVariant(4, 2, 6),
             new LinearRowsVariant(8, 1, 6), new LinearRowsVariant(8, 2, 4), new LinearRowsVariant(1, 4, 8, 16), new LinearRowsVariant(1, 2, 8, 32),
-            new LinearRowsVariant(2, 4, 6, 16), new LinearRowsVariant(4, 2, 8, 16), new LinearRowsVariant(1, 2, 8, 16, true),
-            new LinearRowsVariant(1, 4, 6, 16, true), new LinearRowsVariant(1, 4, 8, 16, true));
+            new LinearRowsVariant(2, 4, 6, 16), new LinearRowsVariant(4, 2, 8, 16));
 
     /** The variants whose shared memory this device allows, with their functions. */
     private final java.util.Map<LinearRowsVariant, MemorySegment> linearRows = new java.util.LinkedHashMap<>();
@@ -526,7 +509,7 @@ public final class CudaKernels {
             throw new IllegalArgumentException(v.kernel() + (f == null ? " is not available on this device" : " takes 1 to " + v.rows()
                     + " rows and k a multiple of " + v.keys() + ", not " + n + " rows, k " + k));
         }
-        cuda.launchShared(f, (nOut + v.weightRows() - 1) / v.weightRows(), 1, v.threads(), v.sharedBytes(), mapX, n, k, mapW, nOut, y);
+        cuda.launchShared(f, (nOut + v.weightRows() - 1) / v.weightRows(), 1, 128, v.sharedBytes(), mapX, n, k, mapW, nOut, y);
     }
 
     /**

@@ -32,13 +32,6 @@ class LinearRowsTableTest {
             }
             declared.add(new CudaKernels.LinearRowsVariant(Integer.parseInt(m.group(1)), Integer.parseInt(m.group(2)), Integer.parseInt(m.group(3)), rows));
         }
-        // then LINEAR_ROWS_MMA(boxes, stages): the mma.sync variants, one row tile and 16 weight rows
-        Matcher mm = Pattern.compile("(?m)^LINEAR_ROWS_MMA\\((\\d+), (\\d+)\\)$").matcher(source);
-        while (mm.find()) {
-            declared.add(new CudaKernels.LinearRowsVariant(1, Integer.parseInt(mm.group(1)), Integer.parseInt(mm.group(2)), 16, true));
-        }
-        assertTrue(source.contains("void __launch_bounds__(32) linear_rows_mma_n1_b##boxes##_s##stages##_r16("),
-                "the mma.sync variants' names are LinearRowsVariant.kernel()'s, one warp a CTA (LinearRowsVariant.threads())");
         assertEquals(declared, CudaKernels.LINEAR_ROWS, "linear_rows.cu's LINEAR_ROWS(...) lines and CudaKernels.LINEAR_ROWS");
         // the paired twins: LINEAR_ROWS_PAIRED(1, boxes, stages) for every 64-row variant of one row tile, none other
         Matcher pm = Pattern.compile("(?m)^LINEAR_ROWS_PAIRED\\((\\d+), (\\d+), (\\d+)\\)$").matcher(source);
