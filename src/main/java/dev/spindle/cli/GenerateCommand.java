@@ -36,7 +36,9 @@ final class GenerateCommand implements Callable<Integer> {
     @Option(names = "--prefill-chunk", defaultValue = "512", paramLabel = "TOKENS", description = "Prompt tokens per prefill window (default 512).")
     int prefillChunk;
 
-    @Option(names = "--async-scheduling", description = "Start each decode step before the previous step's token reaches the host (CUDA; as the server's --async-scheduling).")
+    @Option(names = "--async-scheduling", negatable = true, defaultValue = "true", fallbackValue = "true",
+            description = "Start each decode step before the previous step's token reaches the host (CUDA; as the server's --async-scheduling; "
+                    + "default on, --no-async-scheduling to run each step to its end).")
     boolean asyncScheduling;
 
     @Mixin

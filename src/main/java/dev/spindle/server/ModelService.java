@@ -88,8 +88,8 @@ public class ModelService {
         }
         if (config.asyncScheduling()) {
             boolean taps = speculation.enabled() && speculation.proposer().tapLayers().length > 0;
-            Log.info(!backend.pass().runsAhead() ? "async scheduling asked for, but this backend runs each step to its end: it has no effect"
-                    : taps ? "async scheduling asked for, but it has no effect beside a draft head that reads the target's hidden states"
+            Log.info(!backend.pass().runsAhead() ? "async scheduling: not used (this backend runs each step to its end)"
+                    : taps ? "async scheduling: not used beside a draft head that reads the target's hidden states"
                     : speculation.enabled() ? "async scheduling: plain decode steps start before the previous step's tokens reach the host"
                             + " while more sequences decode than speculative decoding drafts for (--speculative-max-batch)"
                     : "async scheduling: plain decode steps start before the previous step's tokens reach the host");

@@ -37,7 +37,7 @@ final class ServeOptions {
     @Option(names = "--cuda-graphs", paramLabel = "true|false", arity = "1", description = "CUDA: replay decode steps as CUDA graphs (default true).")
     Boolean cudaGraphs;
     @Option(names = "--async-scheduling", paramLabel = "true|false", arity = "1",
-            description = "Start each plain decode step before the previous step's tokens reach the host (CUDA; default false).")
+            description = "Start each plain decode step before the previous step's tokens reach the host (CUDA; default true).")
     Boolean asyncScheduling;
     @Option(names = "--gemm-cache", paramLabel = "DIR|none", description = "CUDA: folder caching the pinned GEMM algorithms (default ~/.cache/spindle; none: search at every start).")
     String gemmCache;
