@@ -3,7 +3,8 @@
 # toolkit's cuBLAS (and NCCL, where found) on the loader path, then runs what is asked, writing logs under $OUT:
 #   device-run.sh tests            the CUDA contract, parity and invariance tests
 #   device-run.sh test CLASS...    only the named test classes (dev.spindle.backend.cuda.LinearRowsContractTest ...)
-#   device-run.sh method CLASS#METHOD...  only the named test methods
+#   device-run.sh method CLASS#METHOD...  only the named test methods (a parameterized one with its parameter types:
+#                                  'KernelContractTest#decodeSplitPathEqualsPhaseZeroAtLongContext(int,int,int)')
 #   device-run.sh ncu ARGS... -- METHOD   one test method (class#method) under Nsight Compute with ARGS
 #   device-run.sh bench ARGS...    spindle bench --backend cuda ARGS...
 #   device-run.sh ncu-bench ARGS... -- BENCH_ARGS...   that bench under Nsight Compute with ARGS (give the bench
