@@ -5,6 +5,8 @@ import dev.spindle.backend.cpu.KvSlots;
 import dev.spindle.backend.cuda.CublasLt;
 import dev.spindle.backend.cuda.CudaException;
 import dev.spindle.backend.cuda.CudaForwardPass;
+import dev.spindle.backend.cuda.CudaPasses;
+import dev.spindle.backend.cuda.Placement;
 import dev.spindle.backend.cuda.CudaKernels;
 import dev.spindle.model.ConfigParser;
 import dev.spindle.model.LoadFormat;
@@ -183,8 +185,8 @@ public final class Backends {
         double mapSeconds = (System.nanoTime() - t0) / 1e9;
         try {
             long t1 = System.nanoTime();
-            CudaForwardPass gpu = CudaForwardPass.openTensorParallel(c, host == null ? null : host.weights(), options, listener,
-                    CudaForwardPass.Placement.oneGpuEach(s.tensorParallel()));
+            CudaForwardPass gpu = CudaPasses.openTensorParallel(c, host == null ? null : host.weights(), options, listener,
+                    Placement.oneGpuEach(s.tensorParallel()));
             // the start's phases, as bench's "load": the checkpoint mapped, validated and read in; the upload; the pass's setup
             // (kernels, cuBLASLt's GEMM choices or their cache, linear_rows checks and tensor maps, the KV pool)
             double setupSeconds = (System.nanoTime() - t1) / 1e9 - gpu.weights().seconds();

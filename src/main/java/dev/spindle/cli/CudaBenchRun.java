@@ -6,6 +6,8 @@ import dev.spindle.backend.cuda.CudaBench;
 import dev.spindle.backend.cuda.CudaDriver;
 import dev.spindle.backend.cuda.CudaException;
 import dev.spindle.backend.cuda.CudaForwardPass;
+import dev.spindle.backend.cuda.CudaPasses;
+import dev.spindle.backend.cuda.Placement;
 import dev.spindle.backend.cuda.CublasLt;
 import dev.spindle.backend.cuda.CudaKernels;
 import dev.spindle.model.ConfigParser;
@@ -85,9 +87,9 @@ final class CudaBenchRun implements Callable<Integer> {
             throw new CudaException("--tensor-parallel-size " + tensorParallel + " needs " + tensorParallel + " GPUs; this machine has "
                     + CudaDriver.deviceCount());
         }
-        try (CudaForwardPass gpu = CudaForwardPass.openTensorParallel(c, host == null ? null : host.weights(),
+        try (CudaForwardPass gpu = CudaPasses.openTensorParallel(c, host == null ? null : host.weights(),
                 new CudaForwardPass.Options(model.blockSize, stepRows, kvMemoryFraction, 0, cudaGraphs, model.gemmCacheDir()), bar,
-                tensorParallelLanes ? CudaForwardPass.Placement.lanesOfGpu0(tensorParallel) : CudaForwardPass.Placement.oneGpuEach(tensorParallel))) {
+                tensorParallelLanes ? Placement.lanesOfGpu0(tensorParallel) : Placement.oneGpuEach(tensorParallel))) {
             bar.done();
             double load = (System.nanoTime() - t0) / 1e9;
             out.put("architecture", c.architecture());

@@ -1154,42 +1154,6 @@ public final class CudaForwardPass implements ForwardPass {
         w.close();
     }
 
-    /**
-     * Opens the CUDA backend for a model: kernels, cuBLASLt, weights on the device (uploaded
-     * from {@code hostWeights}, or generated there when it is null: --load-format dummy), the pass.
-     *
-     * @throws CudaException saying why when there is no usable GPU, kernels or cuBLASLt here
-     */
-    public static CudaForwardPass open(ModelConfig config, dev.spindle.model.ModelWeights hostWeights, Options options,
-                                       dev.spindle.model.LoadListener listener) {
-        return open(config, hostWeights, options, listener, 0);
-    }
-
-    /** As {@link #open(ModelConfig, dev.spindle.model.ModelWeights, Options, dev.spindle.model.LoadListener)}, on device {@code ordinal}. */
-    public static CudaForwardPass open(ModelConfig config, dev.spindle.model.ModelWeights hostWeights, Options options,
-                                       dev.spindle.model.LoadListener listener, int ordinal) {
-        CudaKernels kernels = CudaKernels.load(ordinal).orElseThrow(() -> new CudaException("the CUDA backend is unavailable on device " + ordinal
-                + ": " + (ordinal == 0 ? CudaKernels.unavailableReason() : "no such device, or no kernels in this build")));
-        kernels.driver().makeCurrent();
-        CublasLt lt = CublasLt.open(kernels).orElseThrow(() -> new CudaException("the CUDA backend needs cuBLASLt (libcublasLt.so.13) on the library path"));
-        CudaWeights w = hostWeights == null ? CudaWeights.dummy(kernels.driver(), kernels, config, 0x5EED, listener)
-                : CudaWeights.upload(kernels.driver(), config, hostWeights, listener);
-        CudaForwardPass pass;
-        try {
-            pass = new CudaForwardPass(config, kernels, lt, w, options);
-        } catch (RuntimeException e) {
-            w.close();
-            throw e;
-        }
-        try {
-            pass.choosePairing();
-        } catch (RuntimeException e) {
-            pass.close();
-            throw e;
-        }
-        return pass;
-    }
-
     /** What {@link PairingChoice} (or its absence) decided, for the GEMM choices; null until decided. */
     private String pairingChoice;
 
@@ -1197,7 +1161,7 @@ public final class CudaForwardPass implements ForwardPass {
      * Keeps the paired launches only where whole decode steps run faster with them (PairingChoice): with CUDA graphs (what
      * decode steps run), where PairedLinear chose one for steps of up to 8 rows; off otherwise.
      */
-    private void choosePairing() {
+    void choosePairing() {
         boolean planned = pairedShapes && (paired.pairs(ropeShape(), c.hiddenSize(), 1) || paired.pairs(swigluShape(), c.hiddenSize(), 1));
         if (!planned) {
             pairedOn = false;
@@ -1210,90 +1174,18 @@ public final class CudaForwardPass implements ForwardPass {
         }
     }
 
-    /** Where a tensor-parallel rank runs: device {@code ordinal}, lane {@code lane} of it ({@link CudaDriver#device(int, int)}). */
-    public record Placement(int ordinal, int lane) {
-        /** Rank r on GPU r, for each of {@code ranks} ranks. */
-        public static List<Placement> oneGpuEach(int ranks) {
-            List<Placement> out = new ArrayList<>();
-            for (int r = 0; r < ranks; r++) {
-                out.add(new Placement(r, 0));
-            }
-            return out;
-        }
-
-        /** Every rank on GPU 0, rank r on lane r (tests, and measuring the path's own cost on one GPU). */
-        public static List<Placement> lanesOfGpu0(int ranks) {
-            List<Placement> out = new ArrayList<>();
-            for (int r = 0; r < ranks; r++) {
-                out.add(new Placement(0, r));
-            }
-            return out;
-        }
-    }
-
     /**
-     * Opens the model split over {@code placements.size()} tensor-parallel ranks ({@link dev.spindle.backend.TensorParallelLayout}),
-     * rank r at placements[r]: each rank's weights uploaded from {@code hostWeights} (or generated, without host weights), its
-     * KV pool and buffers; returns rank 0, which leads the others (its {@link #execute} runs every rank; it computes the head)
-     * and closes them with itself. Each rank's KV pool has as many blocks as rank 0's (the smallest, as rank 0 holds the head
-     * too). One placement: {@link #open(ModelConfig, dev.spindle.model.ModelWeights, Options, dev.spindle.model.LoadListener, int)}.
+     * Makes this pass (rank 0) the leader of a tensor-parallel group with {@code others}: its {@link #execute} runs every
+     * rank and it closes them with itself. The paired launches are off on every rank (PairingChoice times whole steps of
+     * one pass, not of a group).
      */
-    public static CudaForwardPass openTensorParallel(ModelConfig config, dev.spindle.model.ModelWeights hostWeights, Options options,
-                                                     dev.spindle.model.LoadListener listener, List<Placement> placements) {
-        int n = placements.size();
-        dev.spindle.backend.TensorParallelLayout tp = dev.spindle.backend.TensorParallelLayout.of(config, n);
-        if (n == 1) {
-            return open(config, hostWeights, options, listener, placements.getFirst().ordinal());
+    void leadTensorParallel(List<CudaForwardPass> others) {
+        for (CudaForwardPass p : others) {
+            p.pairedOn = false;
         }
-        if (n > CudaKernels.MAX_RANKS) {
-            throw new CudaException("tensor-parallel size " + n + ": the all-reduce adds at most " + CudaKernels.MAX_RANKS + " ranks");
-        }
-        ModelConfig shapes = tp.rankConfig(config);
-        List<CudaForwardPass> others = new ArrayList<>();
-        try {
-            int blocks = options.maxKvBlocks() > 0 ? options.maxKvBlocks() : Integer.MAX_VALUE;
-            for (int r = 1; r < n; r++) {
-                CudaForwardPass p = openRank(config, shapes, tp, r, hostWeights, options, listener, placements.get(r));
-                others.add(p);
-                blocks = Math.min(blocks, p.kvCapacity().blocks());
-            }
-            Options leadOptions = new Options(options.blockSize(), options.maxStepRows(), options.kvMemoryFraction(), blocks, options.cudaGraphs(),
-                    options.gemmCache(), options.reserveBytes(), options.extraKvBytesPerToken());
-            CudaForwardPass lead = openRank(config, shapes, tp, 0, hostWeights, leadOptions, listener, placements.getFirst());
-            for (CudaForwardPass p : others) {
-                p.pairedOn = false;
-            }
-            // not timed in whole steps over the ranks (PairingChoice runs on one pass)
-            lead.pairedOn = false;
-            lead.pairingChoice = "paired launches: off (tensor parallelism)";
-            lead.group = new TensorParallelGroup(lead, others);
-            return lead;
-        } catch (RuntimeException e) {
-            for (CudaForwardPass p : others) {
-                p.close();
-            }
-            throw e;
-        }
-    }
-
-    private static CudaForwardPass openRank(ModelConfig config, ModelConfig shapes, dev.spindle.backend.TensorParallelLayout tp, int rank,
-                                            dev.spindle.model.ModelWeights hostWeights, Options options, dev.spindle.model.LoadListener listener,
-                                            Placement at) {
-        CudaKernels kernels = CudaKernels.load(at.ordinal(), at.lane()).orElseThrow(() -> new CudaException("tensor-parallel rank " + rank
-                + ": the CUDA backend is unavailable on device " + at.ordinal() + ": "
-                + (at.ordinal() == 0 ? CudaKernels.unavailableReason() : "no such device, or no kernels in this build")));
-        kernels.driver().makeCurrent();
-        CublasLt lt = CublasLt.open(kernels).orElseThrow(() -> new CudaException("the CUDA backend needs cuBLASLt (libcublasLt.so.13) on the library path"));
-        CublasLt partialLt = CublasLt.open(kernels, true).orElseThrow();
-        boolean head = rank == 0;
-        CudaWeights w = hostWeights == null ? CudaWeights.dummy(kernels.driver(), kernels, shapes, 0x5EED + 7919L * rank, listener, head)
-                : CudaWeights.upload(kernels.driver(), config, hostWeights, listener, tp, rank, head);
-        try {
-            return new CudaForwardPass(config, shapes, kernels, lt, partialLt, w, options, head);
-        } catch (RuntimeException e) {
-            w.close();
-            throw e;
-        }
+        pairedOn = false;
+        pairingChoice = "paired launches: off (tensor parallelism)";
+        group = new TensorParallelGroup(this, others);
     }
 
     /** One line per weight shape: the GEMM algorithms pinned, where linear_rows runs, and their timings. */

@@ -45,7 +45,7 @@ class CudaForwardPassTest {
     }
 
     static CudaForwardPass open(Fixture f) {
-        return CudaForwardPass.open(f.model.config(), f.model.weights(), OPTIONS, LoadListener.NONE);
+        return CudaPasses.open(f.model.config(), f.model.weights(), OPTIONS, LoadListener.NONE);
     }
 
     @ParameterizedTest
@@ -103,7 +103,7 @@ class CudaForwardPassTest {
     @org.junit.jupiter.api.Test
     void chunksWithoutLogitsRunningAheadEqualOneWindow() {
         ModelConfig c = ConfigParser.read(Path.of("models/shapes/nanbeige4.1-3b-shape/config.json"));
-        try (CudaForwardPass gpu = CudaForwardPass.open(c, null, new CudaForwardPass.Options(16, 8192, 0.3, 2048, true), LoadListener.NONE)) {
+        try (CudaForwardPass gpu = CudaPasses.open(c, null, new CudaForwardPass.Options(16, 8192, 0.3, 2048, true), LoadListener.NONE)) {
             int[] prompt = new Random(3).ints(8192, 3, c.vocabSize()).toArray();
             BlockTable whole = new BlockTable(dev.spindle.backend.TestSteps.pool(gpu));
             float[] one;
@@ -138,7 +138,7 @@ class CudaForwardPassTest {
     @org.junit.jupiter.api.Test
     void decodeStepsPastSixteenKEqualAWindow() {
         ModelConfig c = ConfigParser.read(Path.of("models/shapes/nanbeige4.1-3b-shape/config.json"));
-        try (CudaForwardPass gpu = CudaForwardPass.open(c, null, new CudaForwardPass.Options(16, 8192, 0.3, 6144, true), LoadListener.NONE)) {
+        try (CudaForwardPass gpu = CudaPasses.open(c, null, new CudaForwardPass.Options(16, 8192, 0.3, 6144, true), LoadListener.NONE)) {
             int n = 40_003, tail = 19;
             int[] prompt = new Random(5).ints(n, 3, c.vocabSize()).toArray();
             BlockTable stepped = new BlockTable(dev.spindle.backend.TestSteps.pool(gpu)), windowed = new BlockTable(dev.spindle.backend.TestSteps.pool(gpu));
@@ -170,7 +170,7 @@ class CudaForwardPassTest {
     @org.junit.jupiter.api.Test
     void aFoldedBatchOfDecodeRowsEqualsEachRowAlone() {
         ModelConfig c = ConfigParser.read(Path.of("models/shapes/nanbeige4.1-3b-shape/config.json"));
-        try (CudaForwardPass gpu = CudaForwardPass.open(c, null, new CudaForwardPass.Options(16, 8192, 0.3, 6144, true), LoadListener.NONE)) {
+        try (CudaForwardPass gpu = CudaPasses.open(c, null, new CudaForwardPass.Options(16, 8192, 0.3, 6144, true), LoadListener.NONE)) {
             int n = 64;
             Random random = new Random(9);
             List<BlockTable> tables = new java.util.ArrayList<>();
@@ -213,7 +213,7 @@ class CudaForwardPassTest {
     @org.junit.jupiter.api.Test
     void decodeStepsThroughPairedLaunchesEqualAWindow() {
         ModelConfig c = ConfigParser.read(Path.of("models/shapes/nanbeige4.1-3b-shape/config.json"));
-        try (CudaForwardPass gpu = CudaForwardPass.open(c, null, new CudaForwardPass.Options(16, 8192, 0.3, 2048, true), LoadListener.NONE)) {
+        try (CudaForwardPass gpu = CudaPasses.open(c, null, new CudaForwardPass.Options(16, 8192, 0.3, 2048, true), LoadListener.NONE)) {
             org.junit.jupiter.api.Assumptions.assumeTrue(!gpu.kernels().pairedRowsVariants().isEmpty(), "no paired linear_rows variant on this GPU (sm_90a only)");
             int n = 1_500, tail = 12;
             int[] prompt = new Random(13).ints(n, 3, c.vocabSize()).toArray();
@@ -276,7 +276,7 @@ class CudaForwardPassTest {
     @org.junit.jupiter.api.Test
     void warpSpecializedPrefillEqualsTheWgmmaPrefill() {
         ModelConfig c = ConfigParser.read(Path.of("models/shapes/nanbeige4.1-3b-shape/config.json"));
-        try (CudaForwardPass gpu = CudaForwardPass.open(c, null, new CudaForwardPass.Options(16, 8192, 0.3, 2048, true), LoadListener.NONE)) {
+        try (CudaForwardPass gpu = CudaPasses.open(c, null, new CudaForwardPass.Options(16, 8192, 0.3, 2048, true), LoadListener.NONE)) {
             org.junit.jupiter.api.Assumptions.assumeTrue(gpu.hasPrefillAttentionKernel(CudaKernels.PREFILL_WS),
                     "the warp-specialised prefill is built for sm_90a (H100, H200) only");
             int[] prompt = new Random(11).ints(1300, 3, c.vocabSize()).toArray();

@@ -31,7 +31,7 @@ public class TensorParallelCudaTest {
     }
 
     public static CudaForwardPass open(ModelConfig c, dev.spindle.model.ModelWeights w, int ranks) {
-        return CudaForwardPass.openTensorParallel(c, w, CudaForwardPassTest.OPTIONS, LoadListener.NONE, CudaForwardPass.Placement.lanesOfGpu0(ranks));
+        return CudaPasses.openTensorParallel(c, w, CudaForwardPassTest.OPTIONS, LoadListener.NONE, Placement.lanesOfGpu0(ranks));
     }
 
     @ParameterizedTest
@@ -79,7 +79,7 @@ public class TensorParallelCudaTest {
         ModelConfig c = TensorParallelCpuTest.sixteenEightHeadLlama();
         try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofShared()) {
             dev.spindle.model.ModelWeights w = dev.spindle.model.DummyWeights.create(c, 41, arena, LoadListener.NONE);
-            try (CudaForwardPass one = CudaForwardPass.open(c, w, CudaForwardPassTest.OPTIONS, LoadListener.NONE); CudaForwardPass four = open(c, w, 4)) {
+            try (CudaForwardPass one = CudaPasses.open(c, w, CudaForwardPassTest.OPTIONS, LoadListener.NONE); CudaForwardPass four = open(c, w, 4)) {
                 assertEquals(4, four.tensorParallelSize());
                 TensorParallelCpuTest.assertWithinTheSumsRoundingOfOne("cuda", one, four, 4);
             }

@@ -1,6 +1,7 @@
 package dev.spindle.engine.sched;
 
 import dev.spindle.backend.cuda.CudaForwardPass;
+import dev.spindle.backend.cuda.CudaPasses;
 import dev.spindle.engine.SamplingParams;
 import dev.spindle.engine.spec.DraftModelProposer;
 import dev.spindle.engine.spec.NgramProposer;
@@ -39,7 +40,7 @@ class CudaSpeculativeTest {
     }
 
     static CudaForwardPass cuda(LoadedModel m) {
-        return CudaForwardPass.open(m.config(), m.weights(), new CudaForwardPass.Options(16, 1024, 0.1, 1024, true), LoadListener.NONE);
+        return CudaPasses.open(m.config(), m.weights(), new CudaForwardPass.Options(16, 1024, 0.1, 1024, true), LoadListener.NONE);
     }
 
     static Speculation draftModel(int k) {
