@@ -443,7 +443,6 @@ extern "C" __global__ void __launch_bounds__(128) attention_merge(const float *p
                                reinterpret_cast<float *>(attn_smem) + warp * (MERGE_WARP_BYTES(CHUNK, STAGES) / 4));
 }
 
-
 // attention_merge_wide: the same fold with four dims a lane, so one warp folds 128 dims of a row's head: each split's
 // 512 bytes of o come in one 16-byte copy a lane (one coalesced request, no index arithmetic a piece), and a split's
 // fold is four independent chains a lane behind the same two shared loads (the factors, then o's float4): about a
