@@ -28,10 +28,8 @@ public final class CudaPasses {
     /** As {@link #open(ModelConfig, dev.spindle.model.ModelWeights, CudaForwardPass.Options, dev.spindle.model.LoadListener)}, on device {@code ordinal}. */
     public static CudaForwardPass open(ModelConfig config, dev.spindle.model.ModelWeights hostWeights, Options options,
                                        dev.spindle.model.LoadListener listener, int ordinal) {
-        CudaKernels kernels = CudaKernels.load(ordinal).orElseThrow(() -> new CudaException("the CUDA backend is unavailable on device " + ordinal
-                + ": " + (ordinal == 0 ? CudaKernels.unavailableReason() : "no such device, or no kernels in this build")));
-        kernels.driver().makeCurrent();
-        CublasLt lt = CublasLt.open(kernels).orElseThrow(() -> new CudaException("the CUDA backend needs cuBLASLt (libcublasLt.so.13) on the library path"));
+        CudaKernels kernels = kernels(new Placement(ordinal, 0), "");
+        CublasLt lt = cublasLt(kernels);
         CudaWeights w = hostWeights == null ? CudaWeights.dummy(kernels.driver(), kernels, config, 0x5EED, listener)
                 : CudaWeights.upload(kernels.driver(), config, hostWeights, listener);
         CudaForwardPass pass;
@@ -92,11 +90,8 @@ public final class CudaPasses {
     private static CudaForwardPass openRank(ModelConfig config, ModelConfig shapes, dev.spindle.backend.TensorParallelLayout tp, int rank,
                                             dev.spindle.model.ModelWeights hostWeights, Options options, dev.spindle.model.LoadListener listener,
                                             Placement at) {
-        CudaKernels kernels = CudaKernels.load(at.ordinal(), at.lane()).orElseThrow(() -> new CudaException("tensor-parallel rank " + rank
-                + ": the CUDA backend is unavailable on device " + at.ordinal() + ": "
-                + (at.ordinal() == 0 ? CudaKernels.unavailableReason() : "no such device, or no kernels in this build")));
-        kernels.driver().makeCurrent();
-        CublasLt lt = CublasLt.open(kernels).orElseThrow(() -> new CudaException("the CUDA backend needs cuBLASLt (libcublasLt.so.13) on the library path"));
+        CudaKernels kernels = kernels(at, "tensor-parallel rank " + rank + ": ");
+        CublasLt lt = cublasLt(kernels);
         CublasLt partialLt = CublasLt.open(kernels, true).orElseThrow();
         boolean head = rank == 0;
         CudaWeights w = hostWeights == null ? CudaWeights.dummy(kernels.driver(), kernels, shapes, 0x5EED + 7919L * rank, listener, head)
@@ -107,5 +102,18 @@ public final class CudaPasses {
             w.close();
             throw e;
         }
+    }
+
+    /** The kernels at {@code at}, made current on this thread; {@code who} prefixes the refusal (a rank's, or none). */
+    private static CudaKernels kernels(Placement at, String who) {
+        CudaKernels kernels = CudaKernels.load(at.ordinal(), at.lane()).orElseThrow(() -> new CudaException(who
+                + "the CUDA backend is unavailable on device " + at.ordinal() + ": "
+                + (at.ordinal() == 0 ? CudaKernels.unavailableReason() : "no such device, or no kernels in this build")));
+        kernels.driver().makeCurrent();
+        return kernels;
+    }
+
+    private static CublasLt cublasLt(CudaKernels kernels) {
+        return CublasLt.open(kernels).orElseThrow(() -> new CudaException("the CUDA backend needs cuBLASLt (libcublasLt.so.13) on the library path"));
     }
 }
