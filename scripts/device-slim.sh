@@ -2,9 +2,9 @@
 # A device call carries the working tree (tracked and untracked-not-ignored files) plus the carried .dist,
 # 64 MiB in all, and the tree alone is most of that. This moves out of the tree what one kind of call does
 # not read, into a folder outside the repository, and puts it back:
-#   device-slim.sh tests      the CUDA suite (device-run.sh tests): keeps the bundled target and the parity fixtures
-#                             but llama-headdim-sharded (its two parity tests then fail with "not found": the rest does
-#                             not fit beside .dist); moves the DFlash fixtures and heads, the drafter (no test of the
+#   device-slim.sh tests      the CUDA suite (device-run.sh tests): keeps the bundled target and every parity fixture
+#                             (with .dist as device-bundle.sh leaves it: an overlay folder added to .dist may not fit
+#                             beside them; size says so); moves the DFlash fixtures and heads, the drafter (no test of the
 #                             suite reads it; CudaSpeculativeTest, which does, runs in the dflash mode), the tokenizers,
 #                             the node clients, docs/bench and .dist/base-classes (only an A/B reads it)
 #   device-slim.sh dflash     CudaDraftHeadTest's trained heads and CudaSpeculativeTest: keeps the bundled models and
@@ -69,7 +69,7 @@ dflash=(src/test/resources/fixtures/dflash models/spindle-chat-dflash models/spi
 parity=(src/test/resources/fixtures/llama-headdim-sharded src/test/resources/fixtures/llama-gqa src/test/resources/fixtures/nanbeige-looped)
 bundled=(src/test/resources/fixtures/chat-target models/spindle-chat-drafter models/spindle-chat-target)
 case "${1:-}" in
-  tests) move "${common[@]}" "${dflash[@]}" src/test/resources/fixtures/llama-headdim-sharded models/spindle-chat-drafter .dist/base-classes; size ;;
+  tests) move "${common[@]}" "${dflash[@]}" models/spindle-chat-drafter .dist/base-classes; size ;;
   dflash) move "${common[@]}" "${parity[@]}" src/test/resources/fixtures/dflash src/test/resources/fixtures/chat-target/reference.safetensors \
             .dist/base-classes; size ;;
   dflash-reference) move "${common[@]}" "${parity[@]}" models/spindle-chat-dflash models/spindle-chat-dflash2 models/spindle-chat-drafter \

@@ -85,6 +85,29 @@ def text(reply):
     return "".join(p for _, p in reply.get("text", [])) if isinstance(reply, dict) else str(reply)
 
 
+def first_difference(url, ref, body):
+    """Where two servers' greedy replies to body part: the token position and each side's two likeliest tokens there
+    (ids and logprobs, asked again without streaming). A near tie (both margins a few hundredths) is rounding; a wide
+    margin on either side is a bug to chase."""
+    ask = dict(body, stream=False, logprobs=True, top_logprobs=2, return_tokens_as_token_ids=True)
+    sides = {}
+    for name, u in (("here", url), ("reference", ref)):
+        status, data = post(u, "/v1/chat/completions", ask, False)
+        if status != 200:
+            return {"logprobs_error": f"{u}: {status} {data[:200]}"}
+        sides[name] = json.loads(data)["choices"][0]["logprobs"]["content"]
+    here, there = sides["here"], sides["reference"]
+    i = next((k for k in range(min(len(here), len(there))) if here[k]["token"] != there[k]["token"]), None)
+    if i is None:
+        return {"first_difference": "none in the logprobs replies (their lengths: %d, %d)" % (len(here), len(there))}
+
+    def top(entry):
+        alts = [(a["token"], round(a["logprob"], 4)) for a in entry["top_logprobs"]]
+        return {"top2": alts, "margin": round(alts[0][1] - alts[1][1], 4) if len(alts) > 1 else None}
+
+    return {"first_difference": {"position": i, "here": top(here[i]), "reference": top(there[i])}}
+
+
 def wait_ready(url, seconds=900, refused_seconds=120):
     """Until /q/health/ready answers 200; gives up when the server stops answering (it exits when it cannot serve)."""
     u = urlparse(url)
@@ -134,7 +157,8 @@ def main():
         other = run(ref, [bodies[j] for j in greedy], False)
         same = [j for j in greedy if text(other[j]) == text(alone[j]) and other[j].get("tool_calls") == alone[j].get("tool_calls")]
         report["greedy_equals_reference"] = f"{len(same)} of {len(greedy)} replies ({ref})"
-        report["greedy_differs_from_reference"] = [{"request": j, "reference": text(other[j]), "here": text(alone[j])}
+        report["greedy_differs_from_reference"] = [dict({"request": j, "reference": text(other[j]), "here": text(alone[j])},
+                                                        **first_difference(url, ref, bodies[j]))
                                                    for j in greedy if j not in same]
     report["ok"] = bool(ok)
     print(json.dumps(report, indent=1))
