@@ -54,6 +54,8 @@ if [ -n "$base" ]; then
   git worktree add -q --detach "$tree" "$base"
   (cd "$tree" && mvn -B -q -ntp -DskipTests compile)
   mkdir -p .dist/base-classes && cp -r "$tree"/target/classes/dev "$tree"/target/classes/cuda .dist/base-classes/
+  # the logging setup (without it the CLI says "logging setup failed"), where REV has it
+  cp "$tree"/target/classes/*.properties .dist/base-classes/ 2>/dev/null || true
   git worktree remove --force "$tree"
 fi
 du -sh .dist/* .dist-server/*
