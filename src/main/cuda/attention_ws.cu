@@ -189,7 +189,7 @@ ATTENTION_WS(128, p0sp, true, false)
 // (wg_attention_rows's QS): the split fold without the shared-memory round trip. Written without a GPU (2026-12-05)
 ATTENTION_WS(128, p0sr, true, true)
 // p0sq: p0sr without the ping-pong (p0s measured equal to or 1-3% faster than p0sp; p0sq 1.2% faster than p0sr on the
-// H100 at 8K): the prefill on Hopper (CudaForwardPass.HOPPER_PREFILL_ORDER)
+// H100 at 8K): the prefill on Hopper (PrefillKernelChoice.HOPPER_ORDER)
 ATTENTION_WS(128, p0sq, false, true)
 // p0st: pairs of tiles a consumer iteration, K and V in slots of their own (attention_pairs.cuh): the prefill on Hopper
 // from 4K keys (CudaForwardPass.PAIRS_FROM_KEYS; p0's bits, KernelContractTest, docs/bench/pairs-by-length)

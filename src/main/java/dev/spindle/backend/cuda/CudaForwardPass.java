@@ -79,6 +79,8 @@ public final class CudaForwardPass implements ForwardPass {
     /** Bytes of one slot's (executed layer's) pool; the slots' pools lie one after another. */
     private final long slotBytes;
     private final RotaryTable rotary;
+    /** Which prefill attention kernel a step runs, of those loaded for this head dim. */
+    private final PrefillKernelChoice prefill;
     private final List<Long> buffers = new ArrayList<>();
     private final long x, xn, qkv, att, proj, gateUp, act, logits, picked;
     private final MemorySegment logitsHost;
@@ -180,6 +182,7 @@ public final class CudaForwardPass implements ForwardPass {
         this.w = weights;
         this.opt = options;
         this.rotary = new RotaryTable(c.headDim(), c.ropeTheta());
+        this.prefill = new PrefillKernelChoice(kernel -> kernels.hasAttention(config.headDim(), kernel));
         int n = options.maxStepRows(), h = c.hiddenSize(), qkvDim = c.qDim() + 2 * c.kvDim(), in = c.intermediateSize();
         x = buffer((long) n * h * 2);
         xn = buffer((long) n * h * 2);
@@ -799,17 +802,6 @@ public final class CudaForwardPass implements ForwardPass {
         return List.copyOf(key);
     }
 
-    /** Where the step's longest prefill window (one not run row by row: StepPlan.rowwise) ends; 0 where it has none. */
-    static int prefillKeys(List<Window> windows) {
-        int keys = 0;
-        for (Window w : windows) {
-            if (!StepPlan.rowwise(w.tokens().length)) {
-                keys = Math.max(keys, w.start() + w.tokens().length);
-            }
-        }
-        return keys;
-    }
-
     /** Uploads the step's integers (one copy); the device buffers they need are in place. */
     StepPlan prepare(ModelStep step, int fixedSplits) {
         List<Window> windows = step.windows();
@@ -818,7 +810,7 @@ public final class CudaForwardPass implements ForwardPass {
             throw new IllegalArgumentException(n + " rows in one step exceed the CUDA backend's " + opt.maxStepRows() + " (max step rows)");
         }
         ForwardPass.checkWindows(this, step);
-        int kernel = prefillKernel(prefillKeys(windows));
+        int kernel = prefill.forKeys(PrefillKernelChoice.keysOf(windows));
         StepPlan p = new StepPlan(windows, c.numHeads() / c.numKvHeads(), c.numKvHeads(), fixedSplits,
                 CudaKernels.attentionTileRows(kernel), step.fed());
         p.prefillKernel = kernel;
@@ -1024,55 +1016,16 @@ public final class CudaForwardPass implements ForwardPass {
     }
 
     /**
-     * The prefill attention kernel where Hopper's wgmma kernel is not loaded: one warp per row group, which loads on
-     * every GPU (96 KiB of shared memory a block at head dim 128) and, in one pass, was faster than warp pairs at
-     * every length on the 33B shape (H200, attention of all layers, one warp / warp pairs, ms: 512 tokens 3.61 /
-     * 4.02, 2K 29.2 / 37.7, 8K 406 / 519; docs/bench/ab-one-pass-attention). On an H100/H200 (sm_90a) prefill runs
-     * the warp-specialised {@link CudaKernels#PREFILL_WS_REGISTERS_NO_PINGPONG} (33B shape, attention of all layers,
-     * H100, one process on 2026-12-05: 8K 187.9 ms against 190.1 for {@link CudaKernels#PREFILL_WS_REGISTERS}, 196.0
-     * for {@link CudaKernels#PREFILL_WS}, 196.3 for {@link CudaKernels#PREFILL_WS_PINGPONG}, 240.7 for
-     * {@link CudaKernels#PREFILL_WGMMA} and 371 for this kernel; 2K 14.6 / 14.8 / 15.4 / 15.1 / 17.9 / 27.8; on the H200
-     * earlier that day p0sr 187.3 against 192.6 / 194.8 for p0s / p0sp). They compute the same values; the bench times
-     * each (prefill_attention_kernels in its JSON).
-     */
-    static final int PREFILL_KERNEL = CudaKernels.PREFILL;
-    /** On sm_90a, the fastest loaded first (the warp-specialised kernels at head dim 128, else wgmma). */
-    static final java.util.List<Integer> HOPPER_PREFILL_ORDER = java.util.List.of(CudaKernels.PREFILL_WS_REGISTERS_NO_PINGPONG,
-            CudaKernels.PREFILL_WS_REGISTERS, CudaKernels.PREFILL_WGMMA);
-    /**
-     * Keys (the longest prefill window's end) from which a step runs {@link CudaKernels#PREFILL_WS_PAIRS} where it is
-     * loaded: its CTAs walk two tiles an iteration, which pays on long walks and costs on short ones (33B shape, attention
-     * of all layers in steps of 8K rows, H100, one process: 2K 13.9 ms against 12.55 for p0sq, 4K 45.27 / 45.29, 8K 156.2 /
-     * 163.1, 16K 579 / 619, 32K 2,187 / 2,327; docs/bench/pairs-by-length). Both compute p0's bits, so which one a step
-     * runs changes no value.
-     */
-    static final int PAIRS_FROM_KEYS = 4096;
-
-    /** -1: the default ({@link #PREFILL_KERNEL}, or the first Hopper kernel loaded); else every prefill step runs this kernel. */
-    private int prefillKernelOverride = -1;
-
-    /**
-     * The prefill kernel a step runs whose longest prefill window ends at key {@code keys} (every step's, when one was set:
-     * {@link #prefillAttentionKernel}).
+     * The prefill kernel a step runs whose longest prefill window ends at key {@code keys} ({@link PrefillKernelChoice}; every
+     * step's, when one was set: {@link #prefillAttentionKernel}).
      */
     int prefillKernel(int keys) {
-        if (prefillKernelOverride >= 0) {
-            return prefillKernelOverride;
-        }
-        if (keys >= PAIRS_FROM_KEYS && k.hasAttention(c.headDim(), CudaKernels.PREFILL_WS_PAIRS)) {
-            return CudaKernels.PREFILL_WS_PAIRS;
-        }
-        for (int kernel : HOPPER_PREFILL_ORDER) {
-            if (k.hasAttention(c.headDim(), kernel)) {
-                return kernel;
-            }
-        }
-        return PREFILL_KERNEL;
+        return prefill.forKeys(keys);
     }
 
     /** Whether prefill attention kernel {@code kernel} is loaded for this model's head dim on this GPU. */
     public boolean hasPrefillAttentionKernel(int kernel) {
-        return k.hasAttention(c.headDim(), kernel);
+        return prefill.loaded(kernel);
     }
 
     /**
@@ -1080,13 +1033,7 @@ public final class CudaForwardPass implements ForwardPass {
      * same values), or -1 to let the step's length pick. For comparing the kernels' speed.
      */
     public void prefillAttentionKernel(int kernel) {
-        if (kernel != -1 && !CudaKernels.PREFILL_KERNELS.contains(kernel)) {
-            throw new IllegalArgumentException("not a prefill attention kernel: " + kernel);
-        }
-        if (kernel != -1 && !k.hasAttention(c.headDim(), kernel)) {
-            throw new IllegalArgumentException("prefill attention kernel " + kernel + " is not loaded on this GPU");
-        }
-        prefillKernelOverride = kernel;
+        prefill.force(kernel);
     }
 
     private java.util.Map<String, Double> profile;

@@ -115,7 +115,7 @@ class AttentionKernelTableTest {
      */
     @Test
     void prefillRunsAKernelThatLoadsEverywhere() {
-        assertEquals(CudaKernels.PREFILL, CudaForwardPass.PREFILL_KERNEL);
+        assertEquals(CudaKernels.PREFILL, PrefillKernelChoice.FALLBACK);
         int smallGpu = 99 * 1024;
         for (int hd : new int[]{64, 128}) {
             assertTrue(CudaKernels.attentionSharedBytes(hd, CudaKernels.PREFILL) <= smallGpu, "one warp per row group, head dim " + hd);

@@ -160,9 +160,9 @@ class StepPlanTest {
         List<Window> ws = List.of(w(new int[]{1}, decode, false, true), w(new int[600], chunk, false, true),
                 w(new int[300], fresh, false, true));
         // the decode row's 9,001 keys run in the decode kernels; the chunk's window ends at key 4,600
-        assertEquals(4600, CudaForwardPass.prefillKeys(ws));
-        assertEquals(0, CudaForwardPass.prefillKeys(List.of(w(new int[]{1}, table(20000), false, true))));
-        assertTrue(CudaForwardPass.PAIRS_FROM_KEYS > 2048 && CudaForwardPass.PAIRS_FROM_KEYS <= 8192,
+        assertEquals(4600, PrefillKernelChoice.keysOf(ws));
+        assertEquals(0, PrefillKernelChoice.keysOf(List.of(w(new int[]{1}, table(20000), false, true))));
+        assertTrue(PrefillKernelChoice.PAIRS_FROM_KEYS > 2048 && PrefillKernelChoice.PAIRS_FROM_KEYS <= 8192,
                 "the pairs kernel was slower at 2K and faster at 8K (docs/bench/tile-pairs)");
     }
 

@@ -1,0 +1,89 @@
+package dev.spindle.backend.cuda;
+
+import dev.spindle.backend.ModelStep.Window;
+
+import java.util.List;
+import java.util.function.IntPredicate;
+
+/**
+ * Which prefill attention kernel a step runs, by where its longest prefill window ends and which kernels are loaded
+ * for the model's head dim on this GPU. Every prefill kernel computes the same values (the kernel contract), so the
+ * choice is speed only; the bench times each (prefill_attention_kernels in its JSON) and may force one.
+ */
+final class PrefillKernelChoice {
+    /**
+     * The prefill attention kernel where Hopper's wgmma kernels are not loaded: one warp per row group, which loads on
+     * every GPU (96 KiB of shared memory a block at head dim 128) and, in one pass, was faster than warp pairs at
+     * every length on the 33B shape (H200, attention of all layers, one warp / warp pairs, ms: 512 tokens 3.61 /
+     * 4.02, 2K 29.2 / 37.7, 8K 406 / 519; docs/bench/ab-one-pass-attention).
+     */
+    static final int FALLBACK = CudaKernels.PREFILL;
+    /**
+     * On sm_90a, the fastest loaded first: the warp-specialised kernels at head dim 128, else wgmma (33B shape, attention
+     * of all layers, H100, one process on 2026-12-05: 8K 187.9 ms for {@link CudaKernels#PREFILL_WS_REGISTERS_NO_PINGPONG}
+     * against 190.1 for {@link CudaKernels#PREFILL_WS_REGISTERS}, 196.0 for {@link CudaKernels#PREFILL_WS}, 196.3 for
+     * {@link CudaKernels#PREFILL_WS_PINGPONG}, 240.7 for {@link CudaKernels#PREFILL_WGMMA} and 371 for {@link #FALLBACK};
+     * 2K 14.6 / 14.8 / 15.4 / 15.1 / 17.9 / 27.8; on the H200 earlier that day p0sr 187.3 against 192.6 / 194.8 for p0s /
+     * p0sp).
+     */
+    static final List<Integer> HOPPER_ORDER = List.of(CudaKernels.PREFILL_WS_REGISTERS_NO_PINGPONG, CudaKernels.PREFILL_WS_REGISTERS,
+            CudaKernels.PREFILL_WGMMA);
+    /**
+     * Keys (the longest prefill window's end) from which a step runs {@link CudaKernels#PREFILL_WS_PAIRS} where it is
+     * loaded: its CTAs walk two tiles an iteration, which pays on long walks and costs on short ones (33B shape, attention
+     * of all layers in steps of 8K rows, H100, one process: 2K 13.9 ms against 12.55 for p0sq, 4K 45.27 / 45.29, 8K 156.2 /
+     * 163.1, 16K 579 / 619, 32K 2,187 / 2,327; docs/bench/pairs-by-length).
+     */
+    static final int PAIRS_FROM_KEYS = 4096;
+
+    /** Whether a prefill kernel is loaded for this model's head dim on this GPU. */
+    private final IntPredicate loaded;
+    /** -1: chosen by the step's keys; else every prefill step runs this kernel. */
+    private int forced = -1;
+
+    PrefillKernelChoice(IntPredicate loaded) {
+        this.loaded = loaded;
+    }
+
+    /** The kernel a step runs whose longest prefill window ends at key {@code keys} ({@link #keysOf}). */
+    int forKeys(int keys) {
+        if (forced >= 0) {
+            return forced;
+        }
+        if (keys >= PAIRS_FROM_KEYS && loaded.test(CudaKernels.PREFILL_WS_PAIRS)) {
+            return CudaKernels.PREFILL_WS_PAIRS;
+        }
+        for (int kernel : HOPPER_ORDER) {
+            if (loaded.test(kernel)) {
+                return kernel;
+            }
+        }
+        return FALLBACK;
+    }
+
+    boolean loaded(int kernel) {
+        return loaded.test(kernel);
+    }
+
+    /** Every prefill step runs {@code kernel} (one of {@link CudaKernels#PREFILL_KERNELS}, loaded), or, with -1, the chosen one. */
+    void force(int kernel) {
+        if (kernel != -1 && !CudaKernels.PREFILL_KERNELS.contains(kernel)) {
+            throw new IllegalArgumentException("not a prefill attention kernel: " + kernel);
+        }
+        if (kernel != -1 && !loaded.test(kernel)) {
+            throw new IllegalArgumentException("prefill attention kernel " + kernel + " is not loaded on this GPU");
+        }
+        forced = kernel;
+    }
+
+    /** Where a step's longest prefill window (one not run row by row: StepPlan.rowwise) ends; 0 where it has none. */
+    static int keysOf(List<Window> windows) {
+        int keys = 0;
+        for (Window w : windows) {
+            if (!StepPlan.rowwise(w.tokens().length)) {
+                keys = Math.max(keys, w.start() + w.tokens().length);
+            }
+        }
+        return keys;
+    }
+}

@@ -1,0 +1,61 @@
+package dev.spindle.backend.cuda;
+
+import org.junit.jupiter.api.Test;
+
+import java.util.Set;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** The prefill kernel rule with the kernels a GPU would load, without a GPU. */
+class PrefillKernelChoiceTest {
+    private static PrefillKernelChoice loading(Integer... kernels) {
+        Set<Integer> set = Set.of(kernels);
+        return new PrefillKernelChoice(set::contains);
+    }
+
+    @Test
+    void hopperRunsTheWarpSpecialisedKernelsAndThePairsFromTheirKeys() {
+        PrefillKernelChoice hopper = loading(CudaKernels.PREFILL, CudaKernels.PREFILL_WGMMA, CudaKernels.PREFILL_WS_REGISTERS,
+                CudaKernels.PREFILL_WS_REGISTERS_NO_PINGPONG, CudaKernels.PREFILL_WS_PAIRS);
+        int pairsFrom = PrefillKernelChoice.PAIRS_FROM_KEYS;
+        assertEquals(CudaKernels.PREFILL_WS_REGISTERS_NO_PINGPONG, hopper.forKeys(0));
+        assertEquals(CudaKernels.PREFILL_WS_REGISTERS_NO_PINGPONG, hopper.forKeys(pairsFrom - 1));
+        assertEquals(CudaKernels.PREFILL_WS_PAIRS, hopper.forKeys(pairsFrom));
+        assertEquals(CudaKernels.PREFILL_WS_PAIRS, hopper.forKeys(512 * 1024));
+    }
+
+    @Test
+    void eachKernelStandsInForTheOneBeforeItWhenThatDoesNotLoad() {
+        // head dims without the warp-specialised kernels: wgmma on Hopper, the one-warp kernel elsewhere, at every length
+        PrefillKernelChoice wgmmaOnly = loading(CudaKernels.PREFILL, CudaKernels.PREFILL_WGMMA);
+        assertEquals(CudaKernels.PREFILL_WGMMA, wgmmaOnly.forKeys(100));
+        assertEquals(CudaKernels.PREFILL_WGMMA, wgmmaOnly.forKeys(1 << 20));
+        PrefillKernelChoice ampere = loading(CudaKernels.PREFILL, CudaKernels.DECODE);
+        assertEquals(PrefillKernelChoice.FALLBACK, ampere.forKeys(100));
+        assertEquals(PrefillKernelChoice.FALLBACK, ampere.forKeys(1 << 20));
+        assertEquals(CudaKernels.PREFILL_WS_REGISTERS, loading(CudaKernels.PREFILL_WS_REGISTERS, CudaKernels.PREFILL_WGMMA).forKeys(8192));
+    }
+
+    @Test
+    void aForcedKernelRunsEveryStepUntilReleased() {
+        PrefillKernelChoice hopper = loading(CudaKernels.PREFILL, CudaKernels.PREFILL_WGMMA, CudaKernels.PREFILL_WS_REGISTERS_NO_PINGPONG,
+                CudaKernels.PREFILL_WS_PAIRS);
+        hopper.force(CudaKernels.PREFILL_WGMMA);
+        assertEquals(CudaKernels.PREFILL_WGMMA, hopper.forKeys(10));
+        assertEquals(CudaKernels.PREFILL_WGMMA, hopper.forKeys(1 << 20));
+        hopper.force(-1);
+        assertEquals(CudaKernels.PREFILL_WS_PAIRS, hopper.forKeys(1 << 20));
+    }
+
+    @Test
+    void onlyALoadedPrefillKernelCanBeForced() {
+        PrefillKernelChoice ampere = loading(CudaKernels.PREFILL, CudaKernels.DECODE);
+        var notLoaded = assertThrows(IllegalArgumentException.class, () -> ampere.force(CudaKernels.PREFILL_WS_PAIRS));
+        assertTrue(notLoaded.getMessage().contains("not loaded"), notLoaded.getMessage());
+        var notPrefill = assertThrows(IllegalArgumentException.class, () -> ampere.force(CudaKernels.DECODE));
+        assertTrue(notPrefill.getMessage().contains("not a prefill attention kernel"), notPrefill.getMessage());
+        assertEquals(PrefillKernelChoice.FALLBACK, ampere.forKeys(1 << 20));
+    }
+}
