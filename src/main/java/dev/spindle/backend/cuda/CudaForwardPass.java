@@ -259,15 +259,7 @@ public final class CudaForwardPass implements ForwardPass {
         slots = c.executedLayers();
         long bytesPerBlock = (long) slots * 2 * options.blockSize() * c.kvDim() * 2;
         long free = cuda.memInfo()[0];
-        // a draft model opened after this one needs its weights and buffers (reserveBytes) and as many KV tokens (extraKvBytesPerToken each)
-        long budget = (long) (free * options.kvMemoryFraction()) - (512L << 20) - options.reserveBytes();
-        long perBlock = bytesPerBlock + options.extraKvBytesPerToken() * options.blockSize();
-        int blocks = (int) Math.min(Integer.MAX_VALUE - 1, Math.max(0, budget / perBlock));
-        if (options.maxKvBlocks() > 0) {
-            blocks = Math.min(blocks, options.maxKvBlocks());
-        }
-        // the attention kernels number a layer's KV rows (of one head's dims) in 32 bits
-        blocks = (int) Math.min(blocks, 0xFFFFFFFFL / (2L * c.numKvHeads() * options.blockSize()));
+        int blocks = kvBlocks(free, bytesPerBlock, options, c.numKvHeads());
         if (blocks < 1) {
             throw new CudaException("no device memory left for the KV pool: " + free + " bytes free after weights and activations");
         }
@@ -279,6 +271,26 @@ public final class CudaForwardPass implements ForwardPass {
         long tEnd = System.nanoTime();
         setupSeconds = java.util.Map.of("gemm_choices", (tGemms - tBuffers) / 1e9, "tensor_maps", (tMaps - tGemms) / 1e9,
                 "kv_pool", (tEnd - tMaps) / 1e9);
+    }
+
+    /** Device memory left out of the KV pool's share for what a step allocates later (graphs, cuBLASLt's workspace). */
+    static final long KV_POOL_SPARE_BYTES = 512L << 20;
+
+    /**
+     * KV blocks a pass's pool gets from {@code freeBytes} of device memory (after the weights and activations), at
+     * {@code bytesPerBlock} a block over all executed layers: the options' share of it less {@link #KV_POOL_SPARE_BYTES}
+     * and the memory reserved for a draft model opened next, which also needs {@code extraKvBytesPerToken} for each of the
+     * pool's tokens; at most {@code maxKvBlocks} (where set), and no more than the attention kernels can number (a layer's
+     * KV rows of one head's dims in 32 bits). 0 where nothing is left.
+     */
+    static int kvBlocks(long freeBytes, long bytesPerBlock, Options options, int kvHeads) {
+        long budget = (long) (freeBytes * options.kvMemoryFraction()) - KV_POOL_SPARE_BYTES - options.reserveBytes();
+        long perBlock = bytesPerBlock + options.extraKvBytesPerToken() * options.blockSize();
+        long blocks = Math.min(Integer.MAX_VALUE - 1, Math.max(0, budget / perBlock));
+        if (options.maxKvBlocks() > 0) {
+            blocks = Math.min(blocks, options.maxKvBlocks());
+        }
+        return (int) Math.min(blocks, 0xFFFFFFFFL / (2L * kvHeads * options.blockSize()));
     }
 
     private long buffer(long bytes) {
