@@ -15,6 +15,8 @@
 #   device-run.sh cli DIR ARGS...  spindle ARGS... on the classes folder DIR (.dist/classes, .dist/base-classes, or another
 #                                  built the same way): e.g. generate --backend cuda, whose start line gives the load's phases
 #   device-run.sh serve-check      the packaged server on CUDA against itself and the CPU backend (bundled chat model)
+#   device-run.sh figures [ARGS...]  the README's tables: the whole bench of the 33B shape, then of the 3B shape (dummy
+#                                  weights, ARGS added to both), JSON to $OUT/figures-<shape>.json, then both summaries
 set -uo pipefail
 mkdir -p /tmp/spindle-jre && [ -x /tmp/spindle-jre/jre25/bin/java ] || tar xJf "$(ls .dist/jre.txz .dist-server/jre.txz 2>/dev/null | head -1)" -C /tmp/spindle-jre
 export LD_LIBRARY_PATH="$(dirname "$(find / -name 'libcublasLt.so.13' 2>/dev/null | head -1)")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -77,5 +79,13 @@ case "$what" in
     for c in 1 16 64; do python3 scripts/serve_bench.py http://localhost:8002 "$c" 4 128; done
     kill "$cpu" "$gpu"; wait
     exit "$rc" ;;
-  *) echo "usage: device-run.sh tests|test|method|ncu|ncu-bench|bench|cli|ab|variants|serve-check ..." >&2; exit 2 ;;
+  figures)
+    rc=0
+    for m in nanbeige4.3-33b-shape nanbeige4.1-3b-shape; do
+      "${java[@]}" -cp ".dist/classes:.dist/lib/*" dev.spindle.cli.SpindleCli bench --backend cuda --model "models/shapes/$m" --load-format dummy "$@" \
+        > "${OUT:-/tmp}/figures-$m.json" 2> "${OUT:-/tmp}/figures-$m.err" || { rc=$?; tail -3 "${OUT:-/tmp}/figures-$m.err"; }
+    done
+    for m in nanbeige4.3-33b-shape nanbeige4.1-3b-shape; do echo "== $m"; python3 scripts/bench-summary.py "${OUT:-/tmp}/figures-$m.json"; done
+    exit "$rc" ;;
+  *) echo "usage: device-run.sh tests|test|method|ncu|ncu-bench|bench|cli|ab|variants|serve-check|figures ..." >&2; exit 2 ;;
 esac
