@@ -770,7 +770,12 @@ public final class CudaForwardPass implements ForwardPass {
      * logit rows in one pass of the head.
      */
     private int graphSplits(List<Window> windows) {
-        if (!opt.cudaGraphs() || groupGraphsRefused != null || windows.size() > logitRowsMax) {
+        return opt.cudaGraphs() && groupGraphsRefused == null ? graphSplits(windows, logitRowsMax) : 0;
+    }
+
+    /** {@link #graphSplits(List)} of a pass whose head takes up to {@code logitRowsMax} rows in one pass, graphs on. */
+    static int graphSplits(List<Window> windows, int logitRowsMax) {
+        if (windows.size() > logitRowsMax) {
             return 0;
         }
         int keys = KeySplits.MIN, logitRows = 0;
