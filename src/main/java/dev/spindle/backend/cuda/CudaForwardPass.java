@@ -273,7 +273,10 @@ public final class CudaForwardPass implements ForwardPass {
                 "kv_pool", (tEnd - tMaps) / 1e9);
     }
 
-    /** Device memory kept out of the KV pool's share: headroom for what the pass allocates after the pool (split-state and tap buffers grown on demand, captured graphs). */
+    /**
+     * Device memory kept out of the KV pool's share: headroom for what the pass allocates after the pool (split-state and
+     * tap buffers grown on demand, captured graphs).
+     */
     static final long KV_POOL_SPARE_BYTES = 512L << 20;
 
     /**
