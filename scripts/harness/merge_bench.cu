@@ -6,12 +6,13 @@
 //   nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -I src/main/cuda -o merge_bench scripts/harness/merge_bench.cu
 //   ./merge_bench [splits]            (default 1032: 128K keys of 128-key splits)
 // What each variant asks (docs/bench/ab-merge-slices/summary.txt has the question):
-//   load_only        the long merge's loads alone (no fold): is the access pattern the bound?
+//   load_only        the loads of a CTA per 32-dim slice alone (no fold): is the access pattern the bound?
 //   load_only_w8     the same loads issued by eight warps a slice
-//   long             attention_merge_long as built
-//   long (L2 hot)    the same right after a run: the partials in L2 (27 MB of a 50 MB L2)
+//   wide             attention_merge_wide as built (since session 31; it replaced attention_merge_long, a CTA per
+//                    32-dim slice with 16 stages, whose loads and fold the variants below keep)
+//   wide (L2 hot)    the same right after a run: the partials in L2 (27 MB of a 50 MB L2)
 //   loaders_w4/_w8   four / eight warps a slice issue the loads, warp 0 folds (branch merge-loader-warps)
-//   contig           the long merge over partials laid out [head][slot][dim]: each slice's stream contiguous
+//   contig           a CTA per slice over partials laid out [head][slot][dim]: each slice's stream contiguous
 // merge_variant folds with attention.cu's merge_chunk (the kernels' own fold); only the loads vary.
 #include "attention.cu"
 #include <cstdio>
@@ -121,10 +122,11 @@ int main(int argc, char **argv) {
     CK(cudaMemcpy(dOh, oh.data(), oN * 4, cudaMemcpyHostToDevice)); CK(cudaMemcpy(dMLh, mh.data(), mlN * 4, cudaMemcpyHostToDevice));
     int cd[3] = {0, n, 0};
     CK(cudaMemcpy(cdesc, cd, 12, cudaMemcpyHostToDevice));
-    const int shortBytes = SLICES * (4 * 16 * (32 * 4 + 8) + 512), longBytes = ST * CH * (32 * 4 + 8) + 512;
-    CK(cudaFuncSetAttribute(attention_merge_long, cudaFuncAttributeMaxDynamicSharedMemorySize, longBytes));
+    // the variants' stages: ST of CH splits of a 32-dim slice and their (m, l), then the factor table
+    const int shortBytes = SLICES * (4 * 16 * (32 * 4 + 8) + 512), variantBytes = ST * CH * (32 * 4 + 8) + 512;
+    CK(cudaFuncSetAttribute(attention_merge_wide, cudaFuncAttributeMaxDynamicSharedMemorySize, MERGE_WIDE_BYTES));
     auto mergeShort = [&](bf16 *y) { attention_merge<<<dim3(1, HEADS), 32 * SLICES, shortBytes>>>(dO, dML, cdesc, y, HEADS, HD); };
-    auto mergeLong = [&]() { attention_merge_long<<<dim3(1, HEADS * SLICES), 32, longBytes>>>(dO, dML, cdesc, got, HEADS, HD); };
+    auto mergeWide = [&]() { attention_merge_wide<<<dim3(1, HEADS * ((HD + 127) / 128)), 32, MERGE_WIDE_BYTES>>>(dO, dML, cdesc, got, HEADS, HD); };
     mergeShort(ref);
     CK(cudaDeviceSynchronize());
     std::vector<unsigned short> want(HEADS * HD), have(HEADS * HD);
@@ -149,13 +151,13 @@ int main(int argc, char **argv) {
         report(name, us, check(name));
     };
     timed("short (128 thr)", [&] { mergeShort(got); }, true);
-    timed("long", mergeLong, true);
-    timed("long (L2 hot)", mergeLong, false);
+    timed("wide", mergeWide, true);
+    timed("wide (L2 hot)", mergeWide, false);
     SlotMajor sl{HEADS, HD};
     HeadMajor hm{n, HD};
     auto variant = [&](const char *name, auto kernel, int warps, bool fold, auto layout, const float *po, const float *pml) {
-        CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, longBytes));
-        auto run = [&] { kernel<<<dim3(1, HEADS * SLICES), 32 * warps, longBytes>>>(po, pml, n, layout, got); };
+        CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, variantBytes));
+        auto run = [&] { kernel<<<dim3(1, HEADS * SLICES), 32 * warps, variantBytes>>>(po, pml, n, layout, got); };
         float us = timeIt(run, true);
         report(name, us, fold ? check(name) : -1);
     };
