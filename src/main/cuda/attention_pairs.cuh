@@ -25,6 +25,13 @@ struct PairSmem {
     __device__ __forceinline__ static unsigned vFull(unsigned bars, int s) { return bars + 16 + 8 * s; }
     __device__ __forceinline__ static unsigned kEmpty(unsigned bars, int s) { return bars + 32 + 8 * s; }
     __device__ __forceinline__ static unsigned vEmpty(unsigned bars, int s) { return bars + 48 + 8 * s; }
+    // bytes from one 64-dim column block of a K slot to the next: a tile's (the pair's tiles one after the other), or WIDE
+    // (p0su) a pair's (the pair one tile of 128 keys, the second tile's keys rows 64.. of each column block)
+    template <bool WIDE>
+    __host__ __device__ static constexpr unsigned kColumnBlock() { return WIDE ? 2 * KT * 128 : KT * 128; }
+    // where a pair's second K tile starts in its slot
+    template <bool WIDE>
+    __host__ __device__ static constexpr unsigned kSecond() { return WIDE ? KT * 128 : TILE; }
 };
 
 // The MMA rows of a CTA's 256 consumer threads t (warpgroup w: MMA rows 64 w ..; p0's rows per warp) walking the CTA's
@@ -32,7 +39,9 @@ struct PairSmem {
 // thread's values c = 4 j .. 4 j + 3 at float4 j * 256 + t), then out.
 // (The run's O in registers instead, as p0sq keeps it, made ptxas spill 400-700 bytes a thread whatever the split of
 // registers between producer and consumers.)
-template <int HD, int VLBO, int VSBO>
+// WIDE (p0su): a pair's scores as one m64n128k16 product a 16-dim chunk (8 wgmmas a pair instead of 16), its K slot laid
+// out as one tile of 128 keys (PairSmem::kColumnBlock); the same values as p0st's.
+template <int HD, int VLBO, int VSBO, bool WIDE = false>
 __device__ __forceinline__ void wg_attention_pairs(const bf16 *qkv, int qkvStride, bf16 *out, const WgCta &cta, int heads, int kvHeads,
         float scale, unsigned t, unsigned base, float *orun) {
     using SM = PairSmem<HD>;
@@ -84,6 +93,14 @@ __device__ __forceinline__ void wg_attention_pairs(const bf16 *qkv, int qkvStrid
     // dims in order from zero
     auto scores = [&](unsigned ks) {
         const unsigned long long a0 = wg_desc(base + SM::K + ks, 16, 1024), b0 = a0 + (SM::TILE >> 4);
+        if constexpr (WIDE) {
+            constexpr unsigned CB = SM::template kColumnBlock<WIDE>();
+            wg_scores_pair0(SA, SB, qf[0], a0);
+            #pragma unroll
+            for (int kk = 1; kk < KS; kk++) wg_scores_pair(SA, SB, qf[kk], a0 + (((kk >> 2) * CB + (kk & 3) * 32) >> 4));
+            asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+            return;
+        }
         wg_scores0(SA, qf[0], a0);
         #pragma unroll
         for (int kk = 1; kk < KS; kk++) wg_scores(SA, qf[kk], a0 + (((kk >> 2) * (KT * 128) + (kk & 3) * 32) >> 4), 1);

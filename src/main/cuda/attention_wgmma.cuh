@@ -95,10 +95,11 @@ struct WgTileCopy {
     }
 
     // tile i's K alone (V: its V alone) into the tile at shared address dst, from its rows (not committed): attention_ws.cu's
-    // p0st keeps K and V apart
-    template <bool V>
+    // p0st keeps K and V apart. CB: the bytes from one 64-dim column block to the next (a tile's own KT * 128, or p0su's
+    // 2 KT * 128: a pair's two K tiles as one of 128 keys, the second tile's keys rows 64.. of each column block)
+    template <bool V, unsigned CB = KT * 128>
     __device__ __forceinline__ void copy_part(unsigned dst, int i, const unsigned (&row)[KT / KSTEP]) const {
-        const unsigned d = dst + off0;
+        const unsigned d = dst + off0 + (unsigned) (ch >> 3) * (CB - KT * 128);
         const bf16 *col = V ? vColumn : column;
         const int k0 = firstKey + i * KT + lk;
         if (paired()) {

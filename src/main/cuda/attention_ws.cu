@@ -122,7 +122,7 @@ __device__ __forceinline__ void attention_ws_impl(
 // producer copies pair p's K once pair p - 2's scores are done, then its V once pair p - 2's P V is, each marked full by
 // the copies' own completion (cp.async.mbarrier.arrive: the producer never waits for its copies); a CTA of an odd
 // count of tiles walks one more, past its last key (zeros, masked: an exact no-op, as p0s's warpgroups may)
-template <int HD, int VLBO, int VSBO>
+template <int HD, int VLBO, int VSBO, bool WIDE>
 __device__ __forceinline__ void attention_pairs_impl(
         const bf16 *qkv, int qkvStride, bf16 *out, const bf16 *pool, const int *tables, const int *desc,
         int heads, int kvHeads, int blockSize, float scale) {
@@ -155,8 +155,8 @@ __device__ __forceinline__ void attention_pairs_impl(
             const int s = p & 1;
             const unsigned k = base + SM::K + s * SM::PAIR, v = base + SM::V + s * SM::PAIR;
             if (p >= 2) mbar_wait(SM::kEmpty(bars, s), ((p >> 1) - 1) & 1);
-            copy.template copy_part<false>(k, 2 * p, ra);
-            copy.template copy_part<false>(k + SM::TILE, 2 * p + 1, rb);
+            copy.template copy_part<false, SM::template kColumnBlock<WIDE>()>(k, 2 * p, ra);
+            copy.template copy_part<false, SM::template kColumnBlock<WIDE>()>(k + SM::template kSecond<WIDE>(), 2 * p + 1, rb);
             asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" :: "r"(SM::kFull(bars, s)) : "memory");
             if (p >= 2) mbar_wait(SM::vEmpty(bars, s), ((p >> 1) - 1) & 1);
             copy.template copy_part<true>(v, 2 * p, ra);
@@ -166,13 +166,13 @@ __device__ __forceinline__ void attention_pairs_impl(
         asm volatile("cp.async.wait_all;\n" ::: "memory");
     } else {
         asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(WS_CONSUMER_REGS));
-        wg_attention_pairs<HD, VLBO, VSBO>(qkv, qkvStride, out, cta, heads, kvHeads, scale, threadIdx.x - 128, base, orun);
+        wg_attention_pairs<HD, VLBO, VSBO, WIDE>(qkv, qkvStride, out, cta, heads, kvHeads, scale, threadIdx.x - 128, base, orun);
     }
 }
-#define WS_PAIRS_BODY(hd) attention_pairs_impl<hd, 8192, 1024>(qkv, qkvStride, out, pool, tables, desc, heads, kvHeads, blockSize, scale);
+#define WS_PAIRS_BODY(hd, wide) attention_pairs_impl<hd, 8192, 1024, wide>(qkv, qkvStride, out, pool, tables, desc, heads, kvHeads, blockSize, scale);
 #else
 #define WS_BODY(hd, pp, qs) __trap();
-#define WS_PAIRS_BODY(hd) __trap();
+#define WS_PAIRS_BODY(hd, wide) __trap();
 #endif
 
 // p0's signature (partO and partML unused: prefill writes out)
@@ -193,10 +193,13 @@ ATTENTION_WS(128, p0sr, true, true)
 ATTENTION_WS(128, p0sq, false, true)
 // p0st: pairs of tiles a consumer iteration, K and V in slots of their own (attention_pairs.cuh): the prefill on Hopper
 // from 4K keys (CudaForwardPass.PAIRS_FROM_KEYS; p0's bits, KernelContractTest, docs/bench/pairs-by-length)
-#define ATTENTION_WS_PAIRS(hd, name) \
+#define ATTENTION_WS_PAIRS(hd, name, wide) \
     extern "C" __global__ void __launch_bounds__(384, 1) attention_hd##hd##_##name( \
             const bf16 *qkv, int qkvStride, bf16 *out, const bf16 *pool, const int *tables, const int *desc, float *partO, \
             float *partML, int heads, int kvHeads, int blockSize, float scale) { \
-        WS_PAIRS_BODY(hd) \
+        WS_PAIRS_BODY(hd, wide) \
     }
-ATTENTION_WS_PAIRS(128, p0st)
+ATTENTION_WS_PAIRS(128, p0st, false)
+// p0su: p0st with a pair's scores as one m64n128k16 wgmma a 16-dim chunk over both tiles' keys (8 a pair instead of 16),
+// each K slot one tile of 128 keys; p0st's values. Written without a GPU (2026-12-06)
+ATTENTION_WS_PAIRS(128, p0su, true)

@@ -59,6 +59,24 @@ __device__ __forceinline__ void wg_scores_ss(float *d, unsigned long long a, uns
                  : WG_R8(0), WG_R8(8), WG_R8(16), WG_R8(24) : "l"(a), "l"(b));
 }
 
+// a pair of tiles' scores in one product (attention_pairs.cuh's p0su): dA (keys 0..63) and dB (keys 64..127) as one 64 x 128
+// accumulator (its columns 8 c + .. are dA's for c < 8, dB's after) = a * B, B 128 keys of a K-major tile pair; the first chunk
+// from zero, then += (each score the same fp32 accumulator fed the same chunks in order as two m64n64k16 products give it)
+#define WG_W8X(x, i) "=f"(x[i]), "=f"(x[i + 1]), "=f"(x[i + 2]), "=f"(x[i + 3]), "=f"(x[i + 4]), "=f"(x[i + 5]), "=f"(x[i + 6]), "=f"(x[i + 7])
+#define WG_R8X(x, i) "+f"(x[i]), "+f"(x[i + 1]), "+f"(x[i + 2]), "+f"(x[i + 3]), "+f"(x[i + 4]), "+f"(x[i + 5]), "+f"(x[i + 6]), "+f"(x[i + 7])
+__device__ __forceinline__ void wg_scores_pair0(float *dA, float *dB, const unsigned *a, unsigned long long b) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 0, 0;\nwgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " WG_L64
+                 ", {%64,%65,%66,%67}, %68, p, 1, 1, 0;\n}\n"
+                 : WG_W8X(dA, 0), WG_W8X(dA, 8), WG_W8X(dA, 16), WG_W8X(dA, 24), WG_W8X(dB, 0), WG_W8X(dB, 8), WG_W8X(dB, 16), WG_W8X(dB, 24)
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
+}
+__device__ __forceinline__ void wg_scores_pair(float *dA, float *dB, const unsigned *a, unsigned long long b) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\nwgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " WG_L64
+                 ", {%64,%65,%66,%67}, %68, p, 1, 1, 0;\n}\n"
+                 : WG_R8X(dA, 0), WG_R8X(dA, 8), WG_R8X(dA, 16), WG_R8X(dA, 24), WG_R8X(dB, 0), WG_R8X(dB, 8), WG_R8X(dB, 16), WG_R8X(dB, 24)
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
+}
+
 template <>
 __device__ __forceinline__ void wg_mma<64, 1>(float *d, const unsigned *a, unsigned long long b, int accumulate) {
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\nwgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " WG_L32

@@ -384,7 +384,7 @@ public final class CudaBench {
                 CudaKernels.PREFILL_WGMMA, "wgmma", CudaKernels.PREFILL_WS, "warp_specialized", CudaKernels.PREFILL_WS_PINGPONG,
                 "warp_specialized_pingpong", CudaKernels.PREFILL_WS_REGISTERS, "warp_specialized_o_in_registers",
                 CudaKernels.PREFILL_WS_REGISTERS_NO_PINGPONG, "warp_specialized_o_in_registers_no_pingpong", CudaKernels.PREFILL_WS_PAIRS,
-                "warp_specialized_tile_pairs");
+                "warp_specialized_tile_pairs", CudaKernels.PREFILL_WS_PAIRS_WIDE, "warp_specialized_tile_pairs_wide_scores");
         try {
             for (int kernel : CudaKernels.PREFILL_KERNELS) {
                 if (!gpu.hasPrefillAttentionKernel(kernel)) {

@@ -25,26 +25,29 @@ public final class CudaKernels {
      * one warpgroup per 64 MMA rows), and warp-specialised on Hopper (attention_ws.cu: a producer warpgroup copying
      * K/V tiles for two consumer warpgroups of 64 MMA rows each, with or without their ping-pong, the running O in shared
      * memory or, with each consumer's Q there instead, in registers; or, p0st, the consumers walking pairs of tiles with K and V
-     * in stages of their own). The prefill kernels compute the same values.
+     * in stages of their own; or, p0su, p0st with a pair's scores as one 128-key product). The prefill kernels compute the same
+     * values.
      */
     public static final int PREFILL = 0, DECODE = 1, PREFILL_WARP_PAIRS = 2, PREFILL_WGMMA = 3, PREFILL_WS = 4, PREFILL_WS_PINGPONG = 5,
-            PREFILL_WS_REGISTERS = 6, PREFILL_WS_REGISTERS_NO_PINGPONG = 7, PREFILL_WS_PAIRS = 8;
+            PREFILL_WS_REGISTERS = 6, PREFILL_WS_REGISTERS_NO_PINGPONG = 7, PREFILL_WS_PAIRS = 8, PREFILL_WS_PAIRS_WIDE = 9;
     /** The prefill kernels, for comparisons. */
     public static final List<Integer> PREFILL_KERNELS = List.of(PREFILL, PREFILL_WARP_PAIRS, PREFILL_WGMMA, PREFILL_WS, PREFILL_WS_PINGPONG,
-            PREFILL_WS_REGISTERS, PREFILL_WS_REGISTERS_NO_PINGPONG, PREFILL_WS_PAIRS);
+            PREFILL_WS_REGISTERS, PREFILL_WS_REGISTERS_NO_PINGPONG, PREFILL_WS_PAIRS, PREFILL_WS_PAIRS_WIDE);
     /** The warp-specialised prefill kernels (attention_ws.cu). */
     public static final List<Integer> WARP_SPECIALIZED = List.of(PREFILL_WS, PREFILL_WS_PINGPONG, PREFILL_WS_REGISTERS, PREFILL_WS_REGISTERS_NO_PINGPONG,
-            PREFILL_WS_PAIRS);
+            PREFILL_WS_PAIRS, PREFILL_WS_PAIRS_WIDE);
+    /** The kernels that walk pairs of tiles (attention_pairs.cuh's shared memory). */
+    static final List<Integer> TILE_PAIRS = List.of(PREFILL_WS_PAIRS, PREFILL_WS_PAIRS_WIDE);
     /** The warp-specialised kernels with each consumer's Q in shared memory and its running O in registers. */
     static final List<Integer> O_IN_REGISTERS = List.of(PREFILL_WS_REGISTERS, PREFILL_WS_REGISTERS_NO_PINGPONG);
     /**
      * The kernel suffixes, by kind index (attention_hd{headDim}_{suffix}; p0g in attention_wgmma.cu, p0s, p0sp, p0sr, p0sq and
-     * p0st in attention_ws.cu, the rest in attention.cu).
+     * p0st, p0su in attention_ws.cu, the rest in attention.cu).
      */
-    static final List<String> ATTENTION_KERNELS = List.of("p0", "p1", "p0w", "p0g", "p0s", "p0sp", "p0sr", "p0sq", "p0st");
+    static final List<String> ATTENTION_KERNELS = List.of("p0", "p1", "p0w", "p0g", "p0s", "p0sp", "p0sr", "p0sq", "p0st", "p0su");
     /** The Hopper-only prefill kernels (sm_90a: wgmma, setmaxnreg), built for {@link #hasWgmmaPrefill} head dims. */
     static final List<Integer> HOPPER_PREFILL = List.of(PREFILL_WGMMA, PREFILL_WS, PREFILL_WS_PINGPONG, PREFILL_WS_REGISTERS,
-            PREFILL_WS_REGISTERS_NO_PINGPONG, PREFILL_WS_PAIRS);
+            PREFILL_WS_REGISTERS_NO_PINGPONG, PREFILL_WS_PAIRS, PREFILL_WS_PAIRS_WIDE);
     /** Head dims the wgmma prefill is built for: 128, the family's (its code takes any multiple of 64; 64 has not run on a GPU). */
     static boolean hasWgmmaPrefill(int headDim) {
         return headDim == 128;
@@ -451,7 +454,7 @@ public final class CudaKernels {
      */
     static int attentionSharedBytes(int headDim, int kind, int group) {
         int stage = 2 * 64 * headDim * 2;
-        if (kind == PREFILL_WS_PAIRS) {
+        if (TILE_PAIRS.contains(kind)) {
             // attention_pairs.cuh's PairSmem: 1024 for alignment, two slots of a pair of tiles' K and two of their V, the consumers'
             // running O (fp32), eight mbarriers
             return 1024 + 8 * 64 * headDim * 2 + 2 * 64 * headDim * 4 + 8 * 8;

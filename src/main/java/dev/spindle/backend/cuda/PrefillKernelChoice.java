@@ -29,12 +29,18 @@ final class PrefillKernelChoice {
     static final List<Integer> HOPPER_ORDER = List.of(CudaKernels.PREFILL_WS_REGISTERS_NO_PINGPONG, CudaKernels.PREFILL_WS_REGISTERS,
             CudaKernels.PREFILL_WGMMA);
     /**
-     * Keys (the longest prefill window's end) from which a step runs {@link CudaKernels#PREFILL_WS_PAIRS} where it is
+     * Keys (the longest prefill window's end) from which a step runs a kernel of {@link #PAIRS_ORDER} where one is
      * loaded: its CTAs walk two tiles an iteration, which pays on long walks and costs on short ones (33B shape, attention
      * of all layers in steps of 8K rows, H100, one process: 2K 13.9 ms against 12.55 for p0sq, 4K 45.27 / 45.29, 8K 156.2 /
      * 163.1, 16K 579 / 619, 32K 2,187 / 2,327; docs/bench/pairs-by-length).
      */
     static final int PAIRS_FROM_KEYS = 4096;
+    /**
+     * The pair kernels, the fastest first: a pair's scores as one 128-key product, then as two 64-key ones (33B shape,
+     * attention of all layers, H100, one process on 2026-12-06: 8K 147.8 ms against 150.3, 32K 2,085 against 2,116;
+     * docs/bench/wide-pair-scores).
+     */
+    static final List<Integer> PAIRS_ORDER = List.of(CudaKernels.PREFILL_WS_PAIRS_WIDE, CudaKernels.PREFILL_WS_PAIRS);
 
     /** Whether a prefill kernel is loaded for this model's head dim on this GPU. */
     private final IntPredicate loaded;
@@ -50,8 +56,12 @@ final class PrefillKernelChoice {
         if (forced >= 0) {
             return forced;
         }
-        if (keys >= PAIRS_FROM_KEYS && loaded.test(CudaKernels.PREFILL_WS_PAIRS)) {
-            return CudaKernels.PREFILL_WS_PAIRS;
+        if (keys >= PAIRS_FROM_KEYS) {
+            for (int kernel : PAIRS_ORDER) {
+                if (loaded.test(kernel)) {
+                    return kernel;
+                }
+            }
         }
         for (int kernel : HOPPER_ORDER) {
             if (loaded.test(kernel)) {

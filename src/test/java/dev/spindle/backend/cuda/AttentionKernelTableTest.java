@@ -56,7 +56,7 @@ class AttentionKernelTableTest {
             assertEquals(2 * CudaKernels.ATTENTION_TILE, CudaKernels.attentionTileRows(CudaKernels.ATTENTION_KERNELS.indexOf(wsBuilt.group(2))),
                     wsBuilt.group(2) + ": the host plans two consumer warpgroups' rows a CTA");
         }
-        Matcher pairsBuilt = Pattern.compile("(?m)^ATTENTION_WS_PAIRS\\((\\d+), (\\w+)\\)").matcher(ws);
+        Matcher pairsBuilt = Pattern.compile("(?m)^ATTENTION_WS_PAIRS\\((\\d+), (\\w+), (?:true|false)\\)").matcher(ws);
         while (pairsBuilt.find()) {
             assertTrue(CudaKernels.hasWgmmaPrefill(Integer.parseInt(pairsBuilt.group(1))), pairsBuilt.group(2) + " is built at head dim " + pairsBuilt.group(1));
             assertTrue(ws.contains("__launch_bounds__(384, 1) attention_hd##hd##_##name(") && !declared.containsKey(pairsBuilt.group(2)), pairsBuilt.group(2));

@@ -18,12 +18,19 @@ class PrefillKernelChoiceTest {
     @Test
     void hopperRunsTheWarpSpecialisedKernelsAndThePairsFromTheirKeys() {
         PrefillKernelChoice hopper = loading(CudaKernels.PREFILL, CudaKernels.PREFILL_WGMMA, CudaKernels.PREFILL_WS_REGISTERS,
-                CudaKernels.PREFILL_WS_REGISTERS_NO_PINGPONG, CudaKernels.PREFILL_WS_PAIRS);
+                CudaKernels.PREFILL_WS_REGISTERS_NO_PINGPONG, CudaKernels.PREFILL_WS_PAIRS, CudaKernels.PREFILL_WS_PAIRS_WIDE);
         int pairsFrom = PrefillKernelChoice.PAIRS_FROM_KEYS;
         assertEquals(CudaKernels.PREFILL_WS_REGISTERS_NO_PINGPONG, hopper.forKeys(0));
         assertEquals(CudaKernels.PREFILL_WS_REGISTERS_NO_PINGPONG, hopper.forKeys(pairsFrom - 1));
-        assertEquals(CudaKernels.PREFILL_WS_PAIRS, hopper.forKeys(pairsFrom));
-        assertEquals(CudaKernels.PREFILL_WS_PAIRS, hopper.forKeys(512 * 1024));
+        assertEquals(CudaKernels.PREFILL_WS_PAIRS_WIDE, hopper.forKeys(pairsFrom));
+        assertEquals(CudaKernels.PREFILL_WS_PAIRS_WIDE, hopper.forKeys(512 * 1024));
+    }
+
+    @Test
+    void theTwoScoreProductPairsStandInForTheWideOne() {
+        PrefillKernelChoice narrow = loading(CudaKernels.PREFILL, CudaKernels.PREFILL_WS_REGISTERS_NO_PINGPONG, CudaKernels.PREFILL_WS_PAIRS);
+        assertEquals(CudaKernels.PREFILL_WS_PAIRS, narrow.forKeys(PrefillKernelChoice.PAIRS_FROM_KEYS));
+        assertEquals(CudaKernels.PREFILL_WS_REGISTERS_NO_PINGPONG, narrow.forKeys(PrefillKernelChoice.PAIRS_FROM_KEYS - 1));
     }
 
     @Test
@@ -41,12 +48,12 @@ class PrefillKernelChoiceTest {
     @Test
     void aForcedKernelRunsEveryStepUntilReleased() {
         PrefillKernelChoice hopper = loading(CudaKernels.PREFILL, CudaKernels.PREFILL_WGMMA, CudaKernels.PREFILL_WS_REGISTERS_NO_PINGPONG,
-                CudaKernels.PREFILL_WS_PAIRS);
+                CudaKernels.PREFILL_WS_PAIRS, CudaKernels.PREFILL_WS_PAIRS_WIDE);
         hopper.force(CudaKernels.PREFILL_WGMMA);
         assertEquals(CudaKernels.PREFILL_WGMMA, hopper.forKeys(10));
         assertEquals(CudaKernels.PREFILL_WGMMA, hopper.forKeys(1 << 20));
         hopper.force(-1);
-        assertEquals(CudaKernels.PREFILL_WS_PAIRS, hopper.forKeys(1 << 20));
+        assertEquals(CudaKernels.PREFILL_WS_PAIRS_WIDE, hopper.forKeys(1 << 20));
     }
 
     @Test
