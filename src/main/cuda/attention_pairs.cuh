@@ -132,9 +132,6 @@ __device__ __forceinline__ void wg_attention_pairs(const bf16 *qkv, int qkvStrid
         for (int c = 0; c < DN * 4; c++) os[c] = __fmul_rn(os[c], a[(c & 3) >> 1]);
     };
 
-    // the run's O (this thread's values) from zeros: the fold of the CTA's first split then reads +0, as its own zeros
-    #pragma unroll
-    for (int j = 0; j < DN; j++) reinterpret_cast<float4 *>(orun)[j * THREADS + t] = make_float4(0.f, 0.f, 0.f, 0.f);
     unsigned pA[4][4], pB[4][4], nB[4][4];
     float aA[2], aB[2], bA[2], bB[2];
     if (pairs > 0) {
@@ -198,9 +195,7 @@ __device__ __forceinline__ void wg_attention_pairs(const bf16 *qkv, int qkvStrid
         pinO();
         pinP(pB);
         mbar_arrive(SM::vEmpty(bars, j & 1));
-        // (the run's O starts as zeros in shared memory, below: every fold reads it, the first one's O a + o b with O = +0
-        // as wg_fold_orun's own zeros give it, without a branch a float4)
-        if (splitEnds) wg_fold_orun<DN, THREADS>(orun, t, false, fa, os, fb);
+        if (splitEnds) wg_fold_orun<DN, THREADS>(orun, t, split_of(t0) == cta.s0, fa, os, fb);
         aA[0] = bA[0]; // (pA holds the next pair's A already)
         aA[1] = bA[1];
         wg_take_next(pB, nB, aB, bB);
