@@ -123,20 +123,20 @@ final class CudaBenchRun implements Callable<Integer> {
             List<Object> prefill = new ArrayList<>();
             for (int n : prefillLengths) {
                 prefill.add(profiling(cuda, ProfiledFigure.Kind.PREFILL, n, () -> bench.prefill(n, stepRows, peak)));
-                System.err.println("prefill " + n + " done");
+                System.err.println("prefill " + n + done(prefill.getLast()));
             }
             out.put("prefill", prefill);
             out.put("time_to_first_token", bench.timeToFirstToken(1024, stepRows));
             List<Object> decode = new ArrayList<>();
             for (int ctx : decodeContexts) {
                 decode.add(profiling(cuda, ProfiledFigure.Kind.DECODE, ctx, () -> bench.decode(1, ctx, decodeSteps, copy)));
-                System.err.println("decode at " + ctx + " done");
+                System.err.println("decode at " + ctx + done(decode.getLast()));
             }
             out.put("decode", decode);
             List<Object> aggregate = new ArrayList<>();
             for (int b : concurrency) {
                 aggregate.add(profiling(cuda, ProfiledFigure.Kind.AGGREGATE, b, () -> bench.decode(b, 1024, decodeSteps, copy)));
-                System.err.println("aggregate " + b + " done");
+                System.err.println("aggregate " + b + done(aggregate.getLast()));
             }
             out.put("aggregate_decode", aggregate);
             List<Object> sampled = new ArrayList<>();
@@ -193,6 +193,13 @@ final class CudaBenchRun implements Callable<Integer> {
         }
         System.out.println(new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT).writeValueAsString(out));
         return 0;
+    }
+
+    /** " done", or why a figure was skipped (it does not fit this GPU's KV pool: the bench goes on without it). */
+    @SuppressWarnings("unchecked")
+    private static String done(Object figure) {
+        Object why = figure instanceof Map<?, ?> m ? ((Map<String, Object>) m).get("skipped") : null;
+        return why == null ? " done" : " skipped: " + why;
     }
 
     /** The figure, inside cuProfilerStart / cuProfilerStop when it is the one --profile-figure names. */

@@ -104,6 +104,10 @@ public final class CudaBench {
      * tokens: a single 32K prefill takes seconds), each on a new sequence.
      */
     public Map<String, Object> prefill(int tokens, int chunk, double gemmTflops) {
+        Map<String, Object> skipped = KvFit.skippedPrompt(tokens, pool);
+        if (skipped != null) {
+            return skipped;
+        }
         int runs = prefillRuns(tokens);
         double[] each = new double[runs];
         for (int r = 0; r < runs; r++) {
@@ -146,7 +150,22 @@ public final class CudaBench {
      * temperature 0.8, top-k 50, top-p 0.9 drawn on the device (only ids come back either way).
      */
     public Map<String, Object> decode(int batch, int context, int steps, double copyGBs, boolean sampled) {
+        Map<String, Object> skipped = KvFit.skipped(batch, context, pool);
+        if (skipped != null) {
+            return skipped;
+        }
         List<BlockTable> tables = new ArrayList<>();
+        try {
+            return decode(tables, batch, context, steps, copyGBs, sampled);
+        } catch (dev.spindle.engine.kv.KvCapacityException e) {
+            // the pool held the contexts but not the tokens the figure's steps add to them
+            return KvFit.ranOut(batch, context, tables, pool, e);
+        } finally {
+            tables.forEach(BlockTable::release);
+        }
+    }
+
+    private Map<String, Object> decode(List<BlockTable> tables, int batch, int context, int steps, double copyGBs, boolean sampled) {
         for (int i = 0; i < batch; i++) {
             tables.add(reserved(context));
         }
@@ -215,7 +234,6 @@ public final class CudaBench {
             }
             ahead = aheadRounds.stream().sorted().toList().get(aheadRounds.size() / 2);
         }
-        tables.forEach(BlockTable::release);
         double perStep = rounds.stream().sorted().toList().get(rounds.size() / 2);
         long weightBytes = c.decodeWeightBytes();
         // the timed steps' mean context (every step adds a token to each sequence)
@@ -267,23 +285,29 @@ public final class CudaBench {
         int[] fed = java.util.stream.IntStream.range(0, batch).toArray();
         ForwardPass.PendingStep pending = null;
         List<Window> pendingWindows = null;
-        for (int s = 0; s < steps; s++) {
-            List<Window> ws = new ArrayList<>(batch);
-            for (BlockTable t : tables) {
-                int at = t.tokens() + (pending == null ? 0 : 1); // a table advances once its step is read
-                t.reserve(at + 1);
-                ModelStep.Draw d = sampled ? new ModelStep.Draw(0.8, 50, 0.9, 0, new double[]{rnd.nextDouble()}) : ModelStep.Draw.greedy(1);
-                ws.add(new Window(new int[]{pending == null ? next[ws.size()] : 0}, at, t, ModelStep.lastRow(1), d));
+        try {
+            for (int s = 0; s < steps; s++) {
+                List<Window> ws = new ArrayList<>(batch);
+                for (BlockTable t : tables) {
+                    int at = t.tokens() + (pending == null ? 0 : 1); // a table advances once its step is read
+                    t.reserve(at + 1);
+                    ModelStep.Draw d = sampled ? new ModelStep.Draw(0.8, 50, 0.9, 0, new double[]{rnd.nextDouble()}) : ModelStep.Draw.greedy(1);
+                    ws.add(new Window(new int[]{pending == null ? next[ws.size()] : 0}, at, t, ModelStep.lastRow(1), d));
+                }
+                ForwardPass.PendingStep started = gpu.start(new ModelStep(ws, new int[0], true, pending == null ? new int[0] : fed));
+                if (pending != null) {
+                    ForwardPass.PendingStep read = pending;
+                    pending = null;
+                    readAhead(read, pendingWindows, next);
+                }
+                pending = started;
+                pendingWindows = ws;
             }
-            ForwardPass.PendingStep started = gpu.start(new ModelStep(ws, new int[0], true, pending == null ? new int[0] : fed));
+        } finally {
+            // the step started last is read whatever stopped the loop (a table the pool could not grow): none stays in flight
             if (pending != null) {
                 readAhead(pending, pendingWindows, next);
             }
-            pending = started;
-            pendingWindows = ws;
-        }
-        if (pending != null) {
-            readAhead(pending, pendingWindows, next);
         }
     }
 
@@ -356,6 +380,10 @@ public final class CudaBench {
      * sequences at {@code context}.
      */
     public Map<String, Object> profile(int rows, int context, int batch) {
+        Map<String, Object> skipped = KvFit.skipped(batch, context + rows - 1, pool);
+        if (skipped != null) {
+            return skipped;
+        }
         List<BlockTable> ts = new ArrayList<>();
         List<Window> ws = new ArrayList<>();
         for (int i = 0; i < batch; i++) {
@@ -379,6 +407,10 @@ public final class CudaBench {
      * times slower), then with the kernel each step picks by its keys ({@code default_ms}; {@code picked}: per step).
      */
     public Map<String, Object> prefillAttentionKernels(int rows, int stepRows) {
+        Map<String, Object> skipped = KvFit.skippedPrompt(rows, pool);
+        if (skipped != null) {
+            return skipped;
+        }
         Map<String, Object> m = new LinkedHashMap<>();
         Map<Integer, String> names = Map.of(CudaKernels.PREFILL, "one_warp_per_rows", CudaKernels.PREFILL_WARP_PAIRS, "warp_pairs",
                 CudaKernels.PREFILL_WGMMA, "wgmma", CudaKernels.PREFILL_WS, "warp_specialized", CudaKernels.PREFILL_WS_PINGPONG,
