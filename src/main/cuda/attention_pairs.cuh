@@ -92,21 +92,22 @@ __device__ __forceinline__ void wg_attention_pairs(const bf16 *qkv, int qkvStrid
     // the scores' and P V's operands and the split's fold share) times the K tiles of the slot at ks, each chunk kk of 16
     // dims in order from zero
     auto scores = [&](unsigned ks) {
-        const unsigned long long a0 = wg_desc(base + SM::K + ks, 16, 1024), b0 = a0 + (SM::TILE >> 4);
+        constexpr unsigned CB = SM::template kColumnBlock<WIDE>();
+        const unsigned long long a0 = wg_desc(base + SM::K + ks, 16, 1024);
         if constexpr (WIDE) {
-            constexpr unsigned CB = SM::template kColumnBlock<WIDE>();
+            // both tiles' keys in one product a chunk
             wg_scores_pair0(SA, SB, qf[0], a0);
             #pragma unroll
             for (int kk = 1; kk < KS; kk++) wg_scores_pair(SA, SB, qf[kk], a0 + (((kk >> 2) * CB + (kk & 3) * 32) >> 4));
-            asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-            return;
+        } else {
+            const unsigned long long b0 = a0 + (SM::TILE >> 4);
+            wg_scores0(SA, qf[0], a0);
+            #pragma unroll
+            for (int kk = 1; kk < KS; kk++) wg_scores(SA, qf[kk], a0 + (((kk >> 2) * CB + (kk & 3) * 32) >> 4), 1);
+            wg_scores0(SB, qf[0], b0);
+            #pragma unroll
+            for (int kk = 1; kk < KS; kk++) wg_scores(SB, qf[kk], b0 + (((kk >> 2) * CB + (kk & 3) * 32) >> 4), 1);
         }
-        wg_scores0(SA, qf[0], a0);
-        #pragma unroll
-        for (int kk = 1; kk < KS; kk++) wg_scores(SA, qf[kk], a0 + (((kk >> 2) * (KT * 128) + (kk & 3) * 32) >> 4), 1);
-        wg_scores0(SB, qf[0], b0);
-        #pragma unroll
-        for (int kk = 1; kk < KS; kk++) wg_scores(SB, qf[kk], b0 + (((kk >> 2) * (KT * 128) + (kk & 3) * 32) >> 4), 1);
         asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
     };
     auto pinScores = [&]() {

@@ -191,8 +191,9 @@ ATTENTION_WS(128, p0sr, true, true)
 // p0sq: p0sr without the ping-pong (p0s measured equal to or 1-3% faster than p0sp; p0sq 1.2% faster than p0sr on the
 // H100 at 8K): the prefill on Hopper (PrefillKernelChoice.HOPPER_ORDER)
 ATTENTION_WS(128, p0sq, false, true)
-// p0st: pairs of tiles a consumer iteration, K and V in slots of their own (attention_pairs.cuh): the prefill on Hopper
-// from 4K keys (CudaForwardPass.PAIRS_FROM_KEYS; p0's bits, KernelContractTest, docs/bench/pairs-by-length)
+// p0st: pairs of tiles a consumer iteration, K and V in slots of their own (attention_pairs.cuh): p0's bits
+// (KernelContractTest, docs/bench/pairs-by-length); the prefill on Hopper from 4K keys where p0su does not load
+// (PrefillKernelChoice.PAIRS_FROM_KEYS, PAIRS_ORDER)
 #define ATTENTION_WS_PAIRS(hd, name, wide) \
     extern "C" __global__ void __launch_bounds__(384, 1) attention_hd##hd##_##name( \
             const bf16 *qkv, int qkvStride, bf16 *out, const bf16 *pool, const int *tables, const int *desc, float *partO, \
@@ -201,5 +202,6 @@ ATTENTION_WS(128, p0sq, false, true)
     }
 ATTENTION_WS_PAIRS(128, p0st, false)
 // p0su: p0st with a pair's scores as one m64n128k16 wgmma a 16-dim chunk over both tiles' keys (8 a pair instead of 16),
-// each K slot one tile of 128 keys; p0st's values. Written without a GPU (2026-12-06)
+// each K slot one tile of 128 keys: p0st's bits (KernelContractTest on an H100), 1.3-1.7% faster at 8K and 32K; the
+// prefill on Hopper from 4K keys (docs/bench/wide-pair-scores)
 ATTENTION_WS_PAIRS(128, p0su, true)
