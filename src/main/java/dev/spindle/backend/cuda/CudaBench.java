@@ -6,6 +6,7 @@ import dev.spindle.backend.ModelStep.Window;
 import dev.spindle.backend.StepOutput;
 import dev.spindle.engine.kv.BlockPool;
 import dev.spindle.engine.kv.BlockTable;
+import dev.spindle.engine.kv.KvCapacityException;
 import dev.spindle.model.ModelConfig;
 
 import java.util.ArrayList;
@@ -157,7 +158,7 @@ public final class CudaBench {
         List<BlockTable> tables = new ArrayList<>();
         try {
             return decode(tables, batch, context, steps, copyGBs, sampled);
-        } catch (dev.spindle.engine.kv.KvCapacityException e) {
+        } catch (KvCapacityException e) {
             // the pool held the contexts but not the tokens the figure's steps add to them
             return KvFit.ranOut(batch, context, tables, pool, e);
         } finally {
