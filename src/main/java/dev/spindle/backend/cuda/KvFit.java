@@ -27,9 +27,13 @@ final class KvFit {
         if (need <= pool.freeBlocks()) {
             return null;
         }
-        return entry(batch, context, "does not fit the KV pool: " + batch + (batch == 1 ? " sequence" : " sequences") + " of " + context
-                + (batch == 1 ? " tokens needs " : " tokens need ") + need + " blocks of " + pool.blockSize() + " tokens, the pool has " + pool.freeBlocks()
-                + " free of " + pool.numBlocks() + " (a larger --kv-memory-fraction, or a GPU with more memory)");
+        return entry(batch, context, doesNotFit(batch + (batch == 1 ? " sequence of " + context + " tokens needs " : " sequences of " + context
+                + " tokens need "), need, pool));
+    }
+
+    private static String doesNotFit(String what, long need, BlockPool pool) {
+        return "does not fit the KV pool: " + what + need + " blocks of " + pool.blockSize() + " tokens, the pool has " + pool.freeBlocks()
+                + " free of " + pool.numBlocks() + " (a larger --kv-memory-fraction, or a GPU with more memory)";
     }
 
     /** Null where a prompt of {@code tokens} fits the pool's free blocks; else the prefill figure's "skipped" entry. */
@@ -40,9 +44,7 @@ final class KvFit {
         }
         Map<String, Object> m = new LinkedHashMap<>();
         m.put("tokens", tokens);
-        m.put("skipped", "does not fit the KV pool: a prompt of " + tokens + " tokens needs " + need + " blocks of " + pool.blockSize()
-                + " tokens, the pool has " + pool.freeBlocks() + " free of " + pool.numBlocks()
-                + " (a larger --kv-memory-fraction, or a GPU with more memory)");
+        m.put("skipped", doesNotFit("a prompt of " + tokens + " tokens needs ", need, pool));
         return m;
     }
 
