@@ -56,19 +56,18 @@ final class PrefillKernelChoice {
         if (forced >= 0) {
             return forced;
         }
-        if (keys >= PAIRS_FROM_KEYS) {
-            for (int kernel : PAIRS_ORDER) {
-                if (loaded.test(kernel)) {
-                    return kernel;
-                }
-            }
-        }
-        for (int kernel : HOPPER_ORDER) {
+        int hopper = firstLoaded(HOPPER_ORDER, FALLBACK);
+        return keys >= PAIRS_FROM_KEYS ? firstLoaded(PAIRS_ORDER, hopper) : hopper;
+    }
+
+    /** The first kernel of {@code order} that is loaded, else {@code otherwise}. */
+    private int firstLoaded(List<Integer> order, int otherwise) {
+        for (int kernel : order) {
             if (loaded.test(kernel)) {
                 return kernel;
             }
         }
-        return FALLBACK;
+        return otherwise;
     }
 
     boolean loaded(int kernel) {
