@@ -1,6 +1,7 @@
 package dev.spindle.server.anthropic;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.spindle.server.ModelService;
 import dev.spindle.server.openai.ChatCompletions;
@@ -32,20 +33,48 @@ public class Messages {
         this.chat = chat;
     }
 
-    /** A request made ready. */
-    public record Prepared(String id, ChatCompletions.Prepared chat, boolean stream) {
+    /**
+     * A request made ready.
+     *
+     * @param contextEdits the context edits applied ({@code applied_edits}), or null when none was asked for
+     */
+    public record Prepared(String id, ChatCompletions.Prepared chat, boolean stream, ArrayNode contextEdits) {
     }
 
     public Prepared prepare(JsonNode body) {
+        ContextEdits edits = ContextEdits.parse(body.get("context_management"));
+        MessagesRequest.parse(body, false); // every field checked before anything is rendered
+        ArrayNode applied = null;
+        if (!edits.isEmpty()) {
+            ContextEdits.Result r = edits.apply(body, b -> chat.promptTokens(MessagesRequest.parse(b, true)));
+            body = r.body();
+            applied = r.applied();
+        }
         ObjectNode chatBody = MessagesRequest.parse(body, false);
-        return new Prepared("msg_" + UUID.randomUUID().toString().replace("-", ""), chat.prepare(chatBody), Fields.bool(body, "stream", false));
+        return new Prepared("msg_" + UUID.randomUUID().toString().replace("-", ""), chat.prepare(chatBody), Fields.bool(body, "stream", false), applied);
     }
 
-    /** POST /v1/messages/count_tokens: the prompt's tokens as /v1/messages would render it. */
+    /**
+     * POST /v1/messages/count_tokens: the prompt's tokens as /v1/messages would render it (after its
+     * context edits, with the count before them as {@code context_management.original_input_tokens}).
+     */
     public ObjectNode countTokens(JsonNode body) {
-        ObjectNode chatBody = MessagesRequest.parse(body, true);
-        chatBody.put("max_tokens", 1);
-        return JSON.createObjectNode().put("input_tokens", chat.prepare(chatBody).prompt().length);
+        ContextEdits edits = ContextEdits.parse(body.get("context_management"));
+        ObjectNode out = JSON.createObjectNode();
+        if (edits.isEmpty()) {
+            return out.put("input_tokens", chat.promptTokens(MessagesRequest.parse(body, true)));
+        }
+        ContextEdits.Result r = edits.apply(body, b -> chat.promptTokens(MessagesRequest.parse(b, true)));
+        out.put("input_tokens", chat.promptTokens(MessagesRequest.parse(r.body(), true)));
+        out.putObject("context_management").put("original_input_tokens", r.originalTokens());
+        return out;
+    }
+
+    /** The response's context_management report, where edits were asked for. */
+    private static void contextManagement(Prepared p, ObjectNode into) {
+        if (p.contextEdits() != null) {
+            into.putObject("context_management").set("applied_edits", p.contextEdits().deepCopy());
+        }
     }
 
     private static String stopReason(ReplyStep last) {
@@ -81,6 +110,9 @@ public class Messages {
             }
         }
         m.set("usage", usage(p, last));
+        if (last != null) {
+            contextManagement(p, m);
+        }
         return m;
     }
 
@@ -113,6 +145,7 @@ public class Messages {
                     d.putNull("stop_sequence");
                 }
                 delta.set("usage", usage(p, step));
+                contextManagement(p, delta);
                 w.event("message_delta", delta);
                 w.event("message_stop", JSON.createObjectNode());
             }

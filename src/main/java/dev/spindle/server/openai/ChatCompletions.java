@@ -7,6 +7,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.spindle.chat.ChatTemplateException;
 import dev.spindle.chat.ParsedDelta;
 import dev.spindle.chat.ReplyParser;
+import dev.spindle.chat.SystemMessages;
 import dev.spindle.chat.ToolCall;
 import dev.spindle.chat.ToolCallDelta;
 import dev.spindle.chat.ToolSchemas;
@@ -53,7 +54,7 @@ public class ChatCompletions {
 
     /** The context GenerationRequest.parse needs from the served model. */
     GenerationRequest.Context generationContext() {
-        return new GenerationRequest.Context(service.generationDefaults(), service.config().defaultMaxTokens(), service.modelConfig().vocabSize(),
+        return new GenerationRequest.Context(service.generationDefaults(), service.config().defaultMaxTokens().orElse(Integer.MAX_VALUE), service.modelConfig().vocabSize(),
                 service.config().maxLogprobs(), service.tokenizer()::encode);
     }
 
@@ -112,12 +113,7 @@ public class ChatCompletions {
             grammar = grammar == null ? json : EitherRecognizer.of(ToolCallRecognizer.forced(toolSchemas.functions(), parallel), json);
         }
         GenerationRequest gen = GenerationRequest.parse(body, generationContext(), true);
-        String prompt;
-        try {
-            prompt = service.template().render(messages, offered, kwargs);
-        } catch (ChatTemplateException e) {
-            throw ApiException.badRequest(e.getMessage(), "messages");
-        }
+        String prompt = render(messages, offered, kwargs);
         if (continueFinal) {
             prompt = continuation(prompt, messages);
         }
@@ -138,6 +134,39 @@ public class ChatCompletions {
         }
         String requestId = Fields.string(body, "request_id", UUID.randomUUID().toString().replace("-", ""));
         return new Prepared("chatcmpl-" + requestId, System.currentTimeMillis() / 1000, ids, gen, inReasoning, toolSchemas, thinkEnd);
+    }
+
+    /**
+     * The prompt's length in tokens as {@link #prepare} renders it, with no check against the context
+     * (count_tokens, and context editing measuring what it clears).
+     */
+    public int promptTokens(JsonNode body) {
+        List<?> messages = ChatMessages.parse(body.get("messages"), "messages");
+        List<?> tools = ChatMessages.tools(body.get("tools"), "tools");
+        Map<String, Object> kwargs = ChatMessages.templateKwargs(body);
+        kwargs.putIfAbsent("add_generation_prompt", true);
+        List<?> offered = toolChoice(body.get("tool_choice")).equals("none") ? null : tools;
+        return service.tokenizer().encode(render(messages, offered, kwargs)).length;
+    }
+
+    /**
+     * The template's rendering of the conversation. Where it refuses a system message after the first turn
+     * (as Nanbeige's does), the conversation is rendered with the system messages merged at the front
+     * ({@link SystemMessages}); any other refusal is a 400 with the template's own message.
+     */
+    String render(List<?> messages, List<?> tools, Map<String, Object> kwargs) {
+        try {
+            return service.template().render(messages, tools, kwargs);
+        } catch (ChatTemplateException e) {
+            if (!SystemMessages.anyAfterFirst(messages)) {
+                throw ApiException.badRequest(e.getMessage(), "messages");
+            }
+            try {
+                return service.template().render(SystemMessages.mergedToFront(messages), tools, kwargs);
+            } catch (ChatTemplateException merged) {
+                throw ApiException.badRequest(merged.getMessage(), "messages");
+            }
+        }
     }
 
     /**
