@@ -94,6 +94,7 @@ public class ChatCompletions {
         // tool_choice "none": the tools stay out of the prompt (the model is not told of them, as in a chat
         // without tools) and the reply is not searched for calls
         List<?> offered = toolChoice.equals("none") ? null : tools;
+        strictTools(tools);
         ToolSchemas toolSchemas = ToolSchemas.of(offered);
         Recognizer grammar = null;
         // names the XML format cannot hold: a forced call is refused, under auto the calls are parsed but not constrained
@@ -210,6 +211,28 @@ public class ChatCompletions {
             throw ApiException.badRequest("tool_choice must name a function: {\"type\": \"function\", \"function\": {\"name\": ...}}", "tool_choice");
         }
         return "function:" + name;
+    }
+
+    /**
+     * Tools marked {@code strict: true}: their parameter schemas must compile strictly, so a keyword
+     * constrained decoding cannot enforce is a 400 naming it rather than left unchecked.
+     */
+    static void strictTools(List<?> tools) {
+        if (tools == null) {
+            return;
+        }
+        for (int i = 0; i < tools.size(); i++) {
+            JsonNode t = JSON.valueToTree(tools.get(i));
+            JsonNode fn = t.has("function") ? t.get("function") : t;
+            if (fn.path("strict").asBoolean(false) && fn.hasNonNull("parameters")) {
+                try {
+                    Schema.compile(fn.get("parameters"));
+                } catch (IllegalArgumentException e) {
+                    throw ApiException.badRequest("tool '" + fn.path("name").asText() + "' is strict, and its parameters " + e.getMessage(),
+                            "tools[" + i + "]." + (t.has("function") ? "function." : "") + "parameters");
+                }
+            }
+        }
     }
 
     /**

@@ -46,8 +46,24 @@ public class OpenAiRoutes {
             }
             ObjectNode e = r.putObject("error");
             e.put("message", message).put("type", status >= 500 ? "server_error" : status == 404 ? "not_found_error" : "invalid_request_error")
-                    .put("param", param).put("code", status);
+                    .put("param", param).put("code", openAiCode(status));
             return r;
+        }
+
+        /** OpenAI's error code: a string (the Open Responses specification types it so), named for the status. */
+        static String openAiCode(int status) {
+            return switch (status) {
+                case 400 -> "invalid_request";
+                case 401 -> "invalid_api_key";
+                case 403 -> "forbidden";
+                case 404 -> "not_found";
+                case 405 -> "method_not_allowed";
+                case 413 -> "request_too_large";
+                case 415 -> "unsupported_media_type";
+                case 429 -> "rate_limit_exceeded";
+                case 503 -> "model_not_ready";
+                default -> status >= 500 ? "server_error" : "http_" + status;
+            };
         }
 
         private static String anthropicType(int status) {

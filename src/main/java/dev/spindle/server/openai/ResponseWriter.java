@@ -170,6 +170,18 @@ final class ResponseWriter {
 
     /** Ends the item being written with its .done events. */
     void close() {
+        close(false);
+    }
+
+    /**
+     * Ends the reply: the item being written is closed, as {@code incomplete} when the reply was cut off
+     * (max_output_tokens) and {@code completed} otherwise.
+     */
+    void finish(boolean cutOff) {
+        close(cutOff);
+    }
+
+    private void close(boolean cutOff) {
         if (open == null) {
             return;
         }
@@ -198,7 +210,7 @@ final class ResponseWriter {
                 part.putArray("annotations");
                 part.putArray("logprobs");
                 ((ArrayNode) open.get("content")).add(part);
-                open.put("status", "completed");
+                open.put("status", cutOff ? "incomplete" : "completed");
                 ObjectNode td = at().put("content_index", 0).put("text", all);
                 td.putArray("logprobs");
                 event("response.output_text.done", td);

@@ -81,31 +81,50 @@ public class Responses {
     /** The response object, in progress (no output yet) or final. */
     private ObjectNode response(Prepared p, String status, ArrayNode output, ReplyStep last) {
         JsonNode b = p.body();
+        dev.spindle.engine.SamplingParams params = p.chat().gen().params();
         ObjectNode r = JSON.createObjectNode();
-        r.put("id", p.id()).put("object", "response").put("created_at", p.created()).put("status", status);
+        r.put("id", p.id()).put("object", "response").put("created_at", p.created());
+        if (status.equals("completed")) {
+            r.put("completed_at", System.currentTimeMillis() / 1000);
+        } else {
+            r.putNull("completed_at");
+        }
+        r.put("status", status);
         r.putNull("error");
         if ("incomplete".equals(status)) {
             r.putObject("incomplete_details").put("reason", "max_output_tokens");
         } else {
             r.putNull("incomplete_details");
         }
-        r.set("instructions", b.hasNonNull("instructions") ? b.get("instructions") : JSON.nullNode());
+        r.set("instructions", echo(b, "instructions"));
         r.put("model", service.servedName());
         r.set("output", output);
         r.put("parallel_tool_calls", b.path("parallel_tool_calls").asBoolean(true));
-        r.set("previous_response_id", b.hasNonNull("previous_response_id") ? b.get("previous_response_id") : JSON.nullNode());
+        r.set("previous_response_id", echo(b, "previous_response_id"));
         r.set("tool_choice", b.hasNonNull("tool_choice") ? b.get("tool_choice") : JSON.getNodeFactory().textNode("auto"));
-        r.set("tools", b.hasNonNull("tools") ? b.get("tools") : JSON.createArrayNode());
-        r.put("temperature", p.chat().gen().params().temperature());
-        r.put("top_p", p.chat().gen().params().topP());
-        r.set("max_output_tokens", b.hasNonNull("max_output_tokens") ? b.get("max_output_tokens") : JSON.nullNode());
+        r.set("tools", p.request().tools());
+        r.put("temperature", params.temperature());
+        r.put("top_p", params.topP());
+        r.put("presence_penalty", params.presencePenalty());
+        r.put("frequency_penalty", params.frequencyPenalty());
+        r.put("top_logprobs", 0);
+        r.put("max_output_tokens", params.maxTokens()); // the limit that applied: the request's, or what the context left
+        r.set("max_tool_calls", echo(b, "max_tool_calls"));
         ObjectNode reasoning = r.putObject("reasoning");
         reasoning.set("effort", b.path("reasoning").hasNonNull("effort") ? b.path("reasoning").get("effort") : JSON.nullNode());
-        reasoning.putNull("summary");
+        reasoning.set("summary", b.path("reasoning").hasNonNull("summary") ? b.path("reasoning").get("summary") : JSON.nullNode());
         ObjectNode text = r.putObject("text");
         text.set("format", b.path("text").hasNonNull("format") ? b.path("text").get("format") : JSON.createObjectNode().put("type", "text"));
+        if (b.path("text").hasNonNull("verbosity")) {
+            text.set("verbosity", b.path("text").get("verbosity"));
+        }
         r.put("truncation", "disabled");
         r.put("store", p.request().store() && store.enabled());
+        r.put("background", false);
+        r.put("service_tier", b.hasNonNull("service_tier") && !b.get("service_tier").asText().equals("auto") ? b.get("service_tier").asText() : "default");
+        r.set("user", echo(b, "user"));
+        r.set("safety_identifier", echo(b, "safety_identifier"));
+        r.set("prompt_cache_key", echo(b, "prompt_cache_key"));
         r.set("metadata", b.hasNonNull("metadata") ? b.get("metadata") : JSON.createObjectNode());
         if (!p.request().warnings().isEmpty()) {
             ArrayNode w = r.putArray("warnings");
@@ -124,6 +143,11 @@ public class Responses {
         return r;
     }
 
+    /** A request field echoed as given, or null. */
+    private static JsonNode echo(JsonNode body, String field) {
+        return body.hasNonNull(field) ? body.get(field) : JSON.nullNode();
+    }
+
     private static String status(ReplyStep last) {
         return "length".equals(last.finishReason()) ? "incomplete" : "completed";
     }
@@ -140,7 +164,7 @@ public class Responses {
             ChatCompletions.Collected c = list.getFirst();
             ResponseWriter w = new ResponseWriter(p.request().encryptedReasoning());
             c.steps().forEach(step -> w.step(step.delta())); // step by step, as a stream would: the same items in the same order
-            w.close();
+            w.finish(status(c.last()).equals("incomplete"));
             ObjectNode r = response(p, status(c.last()), w.output(), c.last());
             remember(p, r);
             return r;
@@ -161,7 +185,7 @@ public class Responses {
             last[0] = step;
             w.step(step.delta());
             if (step.last()) {
-                w.close();
+                w.finish(status(step).equals("incomplete"));
                 ObjectNode r = response(p, status(step), w.output().deepCopy(), step);
                 remember(p, r);
                 w.event("incomplete".equals(r.get("status").asText()) ? "response.incomplete" : "response.completed", wrap(r));

@@ -21,20 +21,23 @@ import static dev.spindle.server.openai.ChatCompletions.JSON;
  * the template's thinking off, {@code max_output_tokens} becomes {@code max_tokens}. Fields are
  * checked here under their own names. Tools that need OpenAI's own servers (web search, file
  * search, image generation, computer use, code interpreter, MCP, shell) are left out of the prompt
- * and listed in {@link #warnings}.
+ * and listed in {@link #warnings}. Accepted without effect, and echoed: {@code service_tier},
+ * {@code prompt_cache_key}, {@code prompt_cache_retention}, {@code safety_identifier}, {@code user},
+ * {@code max_tool_calls} (it bounds calls of hosted tools, which never run here), {@code store}'s
+ * absence of a limit, {@code stream_options}.
  *
  * @param chatBody    the chat-completions body to prepare
  * @param messages    the conversation as chat messages, without the instructions (what a follow-up continues)
  * @param warnings    what was left out, for the response's {@code warnings}
  * @param encryptedReasoning whether reasoning items carry {@code encrypted_content} (include: reasoning.encrypted_content)
  */
-record ResponsesRequest(ObjectNode chatBody, ArrayNode messages, List<String> warnings, boolean encryptedReasoning, boolean store) {
+record ResponsesRequest(ObjectNode chatBody, ArrayNode messages, List<String> warnings, boolean encryptedReasoning, boolean store, ArrayNode tools) {
     /** Tool types served by OpenAI's own infrastructure: left out with a warning, not an error. */
     private static final Set<String> HOSTED_TOOLS = Set.of("web_search", "web_search_preview", "web_search_preview_2025_03_11", "web_search_2025_08_26",
             "file_search", "image_generation", "computer_use_preview", "computer_use", "code_interpreter", "mcp", "local_shell", "shell",
             "apply_patch", "custom");
     /** Fields of the Responses API Spindle does not implement: refused when set. */
-    private static final List<String> REFUSED = List.of("background", "conversation", "prompt", "max_tool_calls", "top_logprobs");
+    private static final List<String> REFUSED = List.of("background", "conversation", "prompt", "top_logprobs");
     /** The prefix of Spindle's own encrypted_content (the reasoning text, base64: Spindle keeps no secrets, only the text). */
     static final String REASONING_BLOB = "spindle-reasoning:";
 
@@ -100,6 +103,13 @@ record ResponsesRequest(ObjectNode chatBody, ArrayNode messages, List<String> wa
         copy(body, chat, "parallel_tool_calls");
         copy(body, chat, "temperature");
         copy(body, chat, "top_p");
+        copy(body, chat, "presence_penalty");
+        copy(body, chat, "frequency_penalty");
+        Fields.integer(body, "max_tool_calls", 0, 0, Integer.MAX_VALUE);
+        for (String f : List.of("service_tier", "prompt_cache_key", "prompt_cache_retention", "safety_identifier", "user")) {
+            Fields.string(body, f, null);
+        }
+        Fields.object(body, "stream_options");
         JsonNode max = Fields.get(body, "max_output_tokens");
         if (max != null) {
             chat.put("max_tokens", Fields.integer(body, "max_output_tokens", 0, 1, Integer.MAX_VALUE));
@@ -124,7 +134,7 @@ record ResponsesRequest(ObjectNode chatBody, ArrayNode messages, List<String> wa
         Fields.object(body, "metadata");
         boolean store = Fields.bool(body, "store", true);
         Fields.bool(body, "stream", false);
-        return new ResponsesRequest(chat, messages, warnings, encrypted, store);
+        return new ResponsesRequest(chat, messages, warnings, encrypted, store, echoedTools(body.get("tools")));
     }
 
     private static void copy(JsonNode from, ObjectNode to, String field) {
@@ -285,6 +295,9 @@ record ResponsesRequest(ObjectNode chatBody, ArrayNode messages, List<String> wa
             if (t.path("description").isTextual()) {
                 fn.put("description", t.get("description").asText());
             }
+            if (t.path("strict").isBoolean()) {
+                fn.put("strict", t.get("strict").asBoolean());
+            }
             JsonNode params = t.get("parameters");
             if (params != null && !params.isNull()) {
                 if (!params.isObject()) {
@@ -292,6 +305,30 @@ record ResponsesRequest(ObjectNode chatBody, ArrayNode messages, List<String> wa
                 }
                 fn.set("parameters", params);
             }
+        }
+        return out;
+    }
+
+    /** The tools as the response echoes them: as given, with a function tool's {@code strict} and {@code description} always present. */
+    private static ArrayNode echoedTools(JsonNode tools) {
+        ArrayNode out = JSON.createArrayNode();
+        if (tools == null || !tools.isArray()) {
+            return out;
+        }
+        for (JsonNode t : tools) {
+            ObjectNode copy = ((ObjectNode) t).deepCopy();
+            if ("function".equals(t.path("type").asText())) {
+                if (!copy.has("strict")) {
+                    copy.put("strict", false); // absent: schemas are enforced leniently (unsupported keywords unchecked), not refused
+                }
+                if (!copy.has("description")) {
+                    copy.putNull("description");
+                }
+                if (!copy.has("parameters")) {
+                    copy.putNull("parameters");
+                }
+            }
+            out.add(copy);
         }
         return out;
     }
