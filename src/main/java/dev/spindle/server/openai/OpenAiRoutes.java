@@ -3,7 +3,6 @@ package dev.spindle.server.openai;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import dev.spindle.chat.ChatTemplateException;
 import dev.spindle.engine.EngineBusyException;
 import dev.spindle.server.ModelService;
 import io.quarkus.logging.Log;
@@ -91,15 +90,17 @@ public class OpenAiRoutes {
     private final ChatCompletions chat;
     private final Completions completions;
     private final Responses responses;
+    private final Compaction compaction;
     private final dev.spindle.server.anthropic.Messages messages;
     private final long startedAt = System.currentTimeMillis() / 1000;
 
-    public OpenAiRoutes(ModelService service, ChatCompletions chat, Completions completions, Responses responses,
+    public OpenAiRoutes(ModelService service, ChatCompletions chat, Completions completions, Responses responses, Compaction compaction,
                         dev.spindle.server.anthropic.Messages messages) {
         this.service = service;
         this.chat = chat;
         this.completions = completions;
         this.responses = responses;
+        this.compaction = compaction;
         this.messages = messages;
     }
 
@@ -131,6 +132,15 @@ public class OpenAiRoutes {
             Responses.Prepared p = responses.prepare(b);
             return p.stream() ? responses.stream(p) : responses.complete(p);
         }));
+        router.post("/v1/responses/compact").handler(body).handler(ctx -> json(ctx, Dialect.OPENAI, b -> compaction.complete(compaction.prepare(b))));
+        router.get("/v1/responses").handler(ctx -> { // the WebSocket transport
+            if (!"websocket".equalsIgnoreCase(ctx.request().getHeader("Upgrade"))) {
+                ctx.next();
+                return;
+            }
+            ctx.request().toWebSocket().onSuccess(ws -> ResponsesSocket.serve(ws, responses, service))
+                    .onFailure(err -> send(ctx.response(), 400, Dialect.OPENAI.error(400, "the WebSocket upgrade failed: " + err.getMessage(), null)));
+        });
         router.get("/v1/responses/:id").handler(ctx -> answer(ctx, Dialect.OPENAI, () -> responses.get(ctx.pathParam("id"))));
         router.delete("/v1/responses/:id").handler(ctx -> answer(ctx, Dialect.OPENAI, () -> responses.delete(ctx.pathParam("id"))));
         router.post("/v1/messages").handler(body).handler(ctx -> json(ctx, Dialect.ANTHROPIC, b -> {
@@ -155,7 +165,8 @@ public class OpenAiRoutes {
         Map<String, String> allowed = new java.util.LinkedHashMap<>();
         allowed.put("/v1/chat/completions", "POST");
         allowed.put("/v1/completions", "POST");
-        allowed.put("/v1/responses", "POST");
+        allowed.put("/v1/responses", "POST, GET"); // GET: the WebSocket transport
+        allowed.put("/v1/responses/compact", "POST");
         allowed.put("/v1/responses/:id", "GET, DELETE");
         allowed.put("/v1/messages", "POST");
         allowed.put("/v1/messages/count_tokens", "POST");
@@ -235,11 +246,7 @@ public class OpenAiRoutes {
             List<?> tools = ChatMessages.tools(b.get("tools"), "tools");
             Map<String, Object> kwargs = ChatMessages.templateKwargs(b);
             kwargs.put("add_generation_prompt", Fields.bool(b, "add_generation_prompt", true));
-            try {
-                text = service.template().render(messages, tools, kwargs);
-            } catch (ChatTemplateException e) {
-                throw ApiException.badRequest(e.getMessage(), "messages");
-            }
+            text = this.chat.render(messages, tools, kwargs);
         } else if (Fields.get(b, "prompt") != null) {
             text = Fields.string(b, "prompt", "");
         } else {

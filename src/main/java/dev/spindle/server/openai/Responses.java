@@ -38,9 +38,32 @@ public class Responses {
     }
 
     Prepared prepare(JsonNode body) {
+        return prepare(body, id -> null);
+    }
+
+    /**
+     * @param connection the conversations of responses this connection made (the WebSocket transport keeps
+     *                   its last one, stored or not), consulted where the store has none
+     */
+    Prepared prepare(JsonNode body, java.util.function.Function<String, ArrayNode> connection) {
+        ResponsesRequest request = translate(body, connection);
+        ChatCompletions.Prepared p = chat.prepare(request.chatBody());
+        return new Prepared("resp_" + UUID.randomUUID().toString().replace("-", ""), System.currentTimeMillis() / 1000, request, p, body,
+                Fields.bool(body, "stream", false));
+    }
+
+    /** The request in the chat pipeline's form, after the stored conversation previous_response_id names. */
+    ResponsesRequest translate(JsonNode body) {
+        return translate(body, id -> null);
+    }
+
+    private ResponsesRequest translate(JsonNode body, java.util.function.Function<String, ArrayNode> connection) {
         ArrayNode previous = null;
         String prevId = Fields.string(body, "previous_response_id", null);
-        if (prevId != null) {
+        ArrayNode kept = prevId == null ? null : connection.apply(prevId);
+        if (kept != null) {
+            previous = kept.deepCopy();
+        } else if (prevId != null) {
             ResponseStore.Entry e = store.get(prevId);
             if (e == null) {
                 throw new ApiException(404, "no stored response '" + prevId + "' (unknown, expired, or stored with store=false); this server keeps "
@@ -49,32 +72,13 @@ public class Responses {
             previous = e.messages().deepCopy();
             previous.addAll(messagesOf(e.response().path("output")));
         }
-        ResponsesRequest request = ResponsesRequest.parse(body, previous);
-        ChatCompletions.Prepared p = chat.prepare(request.chatBody());
-        return new Prepared("resp_" + UUID.randomUUID().toString().replace("-", ""), System.currentTimeMillis() / 1000, request, p, body,
-                Fields.bool(body, "stream", false));
+        return ResponsesRequest.parse(body, previous);
     }
 
-    /** A response's output items as the chat messages a follow-up renders (an assistant turn with its calls). */
+    /** A response's output items as the chat messages a follow-up renders (read as the same items sent back as input would be). */
     static ArrayNode messagesOf(JsonNode output) {
         ArrayNode out = JSON.createArrayNode();
-        ObjectNode turn = JSON.createObjectNode().put("role", "assistant").put("content", "");
-        StringBuilder text = new StringBuilder();
-        for (JsonNode item : output) {
-            switch (item.path("type").asText()) {
-                case "reasoning" -> turn.put("reasoning_content", ResponsesRequest.contentText(item.get("content"), "output"));
-                case "message" -> text.append(ResponsesRequest.contentText(item.get("content"), "output"));
-                case "function_call" -> {
-                    ArrayNode calls = turn.has("tool_calls") ? (ArrayNode) turn.get("tool_calls") : turn.putArray("tool_calls");
-                    ObjectNode call = calls.addObject().put("id", item.path("call_id").asText()).put("type", "function");
-                    call.putObject("function").put("name", item.path("name").asText()).put("arguments", item.path("arguments").asText("{}"));
-                }
-                default -> {
-                }
-            }
-        }
-        turn.put("content", text.toString());
-        out.add(turn);
+        ResponsesRequest.items(output, out);
         return out;
     }
 
@@ -102,7 +106,7 @@ public class Responses {
         r.put("parallel_tool_calls", b.path("parallel_tool_calls").asBoolean(true));
         r.set("previous_response_id", echo(b, "previous_response_id"));
         r.set("tool_choice", b.hasNonNull("tool_choice") ? b.get("tool_choice") : JSON.getNodeFactory().textNode("auto"));
-        r.set("tools", p.request().tools());
+        r.set("tools", p.request().echoedTools());
         r.put("temperature", params.temperature());
         r.put("top_p", params.topP());
         r.put("presence_penalty", params.presencePenalty());
@@ -111,7 +115,8 @@ public class Responses {
         r.put("max_output_tokens", params.maxTokens()); // the limit that applied: the request's, or what the context left
         r.set("max_tool_calls", echo(b, "max_tool_calls"));
         ObjectNode reasoning = r.putObject("reasoning");
-        reasoning.set("effort", b.path("reasoning").hasNonNull("effort") ? b.path("reasoning").get("effort") : JSON.nullNode());
+        String effort = b.path("reasoning").path("effort").asText(null);
+        reasoning.set("effort", effort == null ? JSON.nullNode() : JSON.getNodeFactory().textNode(effort.equals("minimal") ? "none" : effort));
         reasoning.set("summary", b.path("reasoning").hasNonNull("summary") ? b.path("reasoning").get("summary") : JSON.nullNode());
         ObjectNode text = r.putObject("text");
         text.set("format", b.path("text").hasNonNull("format") ? b.path("text").get("format") : JSON.createObjectNode().put("type", "text"));
@@ -162,7 +167,7 @@ public class Responses {
     Uni<ObjectNode> complete(Prepared p) {
         return chat.collect(p.chat()).map(list -> {
             ChatCompletions.Collected c = list.getFirst();
-            ResponseWriter w = new ResponseWriter(p.request().encryptedReasoning());
+            ResponseWriter w = new ResponseWriter(p.request().encryptedReasoning(), p.request().tools());
             c.steps().forEach(step -> w.step(step.delta())); // step by step, as a stream would: the same items in the same order
             w.finish(status(c.last()).equals("incomplete"));
             ObjectNode r = response(p, status(c.last()), w.output(), c.last());
@@ -171,9 +176,34 @@ public class Responses {
         });
     }
 
+    /**
+     * A warm-up over the WebSocket transport ({@code generate: false}): the request is checked and its
+     * conversation kept, nothing is generated; the events say so ({@code response.created}, then
+     * {@code response.completed} with no output).
+     */
+    List<ObjectNode> warmUp(Prepared p) {
+        ResponseWriter w = new ResponseWriter(false, p.request().tools());
+        ObjectNode created = response(p, "in_progress", JSON.createArrayNode(), null);
+        ObjectNode done = response(p, "completed", JSON.createArrayNode(), null);
+        ObjectNode u = done.putObject("usage");
+        u.put("input_tokens", 0).putObject("input_tokens_details").put("cached_tokens", 0);
+        u.put("output_tokens", 0).putObject("output_tokens_details").put("reasoning_tokens", 0);
+        u.put("total_tokens", 0);
+        List<ObjectNode> out = new ArrayList<>();
+        for (var e : List.of(java.util.Map.entry("response.created", created), java.util.Map.entry("response.completed", done))) {
+            String frame = w.event(e.getKey(), wrap(e.getValue()));
+            try {
+                out.add((ObjectNode) JSON.readTree(frame.substring(frame.indexOf("data: ") + 6)));
+            } catch (com.fasterxml.jackson.core.JsonProcessingException ex) {
+                throw new IllegalStateException(ex);
+            }
+        }
+        return out;
+    }
+
     /** The typed event stream. */
     Multi<String> stream(Prepared p) {
-        ResponseWriter w = new ResponseWriter(p.request().encryptedReasoning());
+        ResponseWriter w = new ResponseWriter(p.request().encryptedReasoning(), p.request().tools());
         ObjectNode initial = response(p, "in_progress", JSON.createArrayNode(), null);
         List<String> head = new ArrayList<>();
         head.add(w.event("response.created", wrap(initial)));
@@ -189,15 +219,23 @@ public class Responses {
                 ObjectNode r = response(p, status(step), w.output().deepCopy(), step);
                 remember(p, r);
                 w.event("incomplete".equals(r.get("status").asText()) ? "response.incomplete" : "response.completed", wrap(r));
+                return Multi.createFrom().iterable(done(w.drain()));
             }
             return Multi.createFrom().iterable(w.drain());
         }).onFailure().recoverWithMulti(err -> {
             ObjectNode r = response(p, "failed", w.output().deepCopy(), last[0]);
             r.putObject("error").put("code", "server_error").put("message", String.valueOf(err.getMessage()));
             w.event("response.failed", wrap(r));
-            return Multi.createFrom().iterable(w.drain());
+            return Multi.createFrom().iterable(done(w.drain()));
         });
         return Multi.createBy().concatenating().streams(Multi.createFrom().iterable(head), body);
+    }
+
+    /** The stream's last frames, then {@code [DONE]} (the Open Responses specification ends every stream so; the OpenAI SDKs and Codex accept it). */
+    private static List<String> done(List<String> frames) {
+        List<String> out = new ArrayList<>(frames);
+        out.add("data: [DONE]\n\n");
+        return out;
     }
 
     private static ObjectNode wrap(ObjectNode response) {
