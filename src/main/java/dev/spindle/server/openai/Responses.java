@@ -119,7 +119,7 @@ public class Responses {
         reasoning.set("effort", effort == null ? JSON.nullNode() : JSON.getNodeFactory().textNode(effort.equals("minimal") ? "none" : effort));
         reasoning.set("summary", b.path("reasoning").hasNonNull("summary") ? b.path("reasoning").get("summary") : JSON.nullNode());
         ObjectNode text = r.putObject("text");
-        text.set("format", b.path("text").hasNonNull("format") ? b.path("text").get("format") : JSON.createObjectNode().put("type", "text"));
+        text.set("format", echoedFormat(b.path("text").get("format")));
         if (b.path("text").hasNonNull("verbosity")) {
             text.set("verbosity", b.path("text").get("verbosity"));
         }
@@ -146,6 +146,26 @@ public class Responses {
             r.putNull("usage");
         }
         return r;
+    }
+
+    /** text.format as echoed: as given, a json_schema format with its name, description and strict present. */
+    private static JsonNode echoedFormat(JsonNode format) {
+        if (format == null || format.isNull()) {
+            return JSON.createObjectNode().put("type", "text");
+        }
+        ObjectNode f = ((ObjectNode) format).deepCopy();
+        if ("json_schema".equals(f.path("type").asText())) {
+            if (!f.has("name")) {
+                f.put("name", "response");
+            }
+            if (!f.has("description")) {
+                f.putNull("description");
+            }
+            if (!f.has("strict")) {
+                f.put("strict", false);
+            }
+        }
+        return f;
     }
 
     /** A request field echoed as given, or null. */
