@@ -400,7 +400,7 @@ public final class LarkGrammar {
             case '\t' -> "\\t";
             case '\f' -> "\\f";
             default -> {
-                if ("\\.^$|?*+()[]{}/-".indexOf(cp) >= 0) {
+                if ("\\.^$|?*+()[]{}".indexOf(cp) >= 0) {
                     yield "\\" + (char) cp;
                 }
                 if (cp < 0x20 || cp == 0x7f) {
