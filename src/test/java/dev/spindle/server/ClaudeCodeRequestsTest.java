@@ -191,4 +191,33 @@ class ClaudeCodeRequestsTest {
         assertTrue(reply.path("answer").isIntegralNumber(), text);
         assertFalse(reply.has("other"));
     }
+
+    @Test
+    void messageThreadsHoldTheConversationBetweenTurns() throws Exception {
+        ObjectNode first = JSON.createObjectNode().put("max_tokens", 200).put("temperature", 0);
+        first.putArray("system").addObject().put("type", "text").put("text", "You are a helpful assistant.");
+        first.putArray("messages").addObject().put("role", "user").put("content", "What is 58 + 27?");
+        first.putObject("thread").put("type", "create");
+        JsonNode r1 = JSON.readTree(http().body(first.toString()).post("/v1/messages").then().statusCode(200).extract().asString());
+
+        ObjectNode next = JSON.createObjectNode().put("max_tokens", 200).put("temperature", 0);
+        next.putArray("messages").addObject().put("role", "user").put("content", "And 85 + 15?");
+        next.putObject("thread").put("type", "continue").put("previous_message_id", r1.get("id").asText());
+        JsonNode r2 = JSON.readTree(http().body(next.toString()).post("/v1/messages").then().statusCode(200).extract().asString());
+        // the same turn sent whole, without a thread: the same prompt
+        ObjectNode whole = JSON.createObjectNode().put("max_tokens", 200).put("temperature", 0);
+        whole.set("system", first.get("system"));
+        ArrayNode all = whole.putArray("messages");
+        all.add(first.get("messages").get(0));
+        all.addObject().put("role", "assistant").set("content", r1.get("content"));
+        all.add(next.get("messages").get(0));
+        JsonNode counted = JSON.readTree(http().body(whole.toString()).post("/v1/messages/count_tokens").then().statusCode(200).extract().asString());
+        assertEquals(counted.get("input_tokens").asInt(), r2.path("usage").path("input_tokens").asInt() + r2.path("usage").path("cache_read_input_tokens").asInt(),
+                "a continued thread renders the kept conversation, then the new turn");
+
+        next.with("thread").put("previous_message_id", "msg_unknown");
+        Response lost = http().body(next.toString()).post("/v1/messages");
+        assertEquals(404, lost.statusCode());
+        assertEquals("thread_not_found", JSON.readTree(lost.asString()).path("error").path("details").path("error_code").asText(), lost.asString());
+    }
 }

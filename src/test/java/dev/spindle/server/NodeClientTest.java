@@ -64,7 +64,7 @@ class NodeClientTest {
 
     @org.junit.jupiter.params.ParameterizedTest
     @org.junit.jupiter.params.provider.CsvSource({"openai, agent-openai.mjs", "ai, agent-vercel.mjs", "@langchain/openai, agent-langchain.mjs",
-            "@openai/agents, agents-sdk.mjs", "openai, agent-openai.mjs --stream"})
+            "@openai/agents, agents-sdk.mjs", "openai, agent-openai.mjs --stream", "@anthropic-ai/sdk, anthropic-runner.mjs"})
     void agentHelperCompletesAToolTurn(String module, String script) throws Exception {
         JsonNode r = node(module, script, "What's the weather in Madrid?");
         System.out.println("[agent " + script + "] " + r);

@@ -7,6 +7,7 @@ import dev.spindle.server.ModelService;
 import dev.spindle.server.openai.ChatCompletions;
 import dev.spindle.server.openai.Fields;
 import dev.spindle.server.openai.ReplyStep;
+import dev.spindle.server.openai.ResponseStore;
 import io.smallrye.mutiny.Multi;
 import io.smallrye.mutiny.Uni;
 import jakarta.enterprise.context.ApplicationScoped;
@@ -27,21 +28,29 @@ import static dev.spindle.server.openai.ChatCompletions.JSON;
 public class Messages {
     private final ModelService service;
     private final ChatCompletions chat;
+    private final ResponseStore store;
 
-    public Messages(ModelService service, ChatCompletions chat) {
+    public Messages(ModelService service, ChatCompletions chat, ResponseStore store) {
         this.service = service;
         this.chat = chat;
+        this.store = store;
     }
 
     /**
      * A request made ready.
      *
      * @param contextEdits the context edits applied ({@code applied_edits}), or null when none was asked for
+     * @param thread       the request's whole conversation with its system prompt and tools, kept for the next turn
+     *                     of its message thread; null when the request is not on one
      */
-    public record Prepared(String id, ChatCompletions.Prepared chat, boolean stream, ArrayNode contextEdits) {
+    public record Prepared(String id, ChatCompletions.Prepared chat, boolean stream, ArrayNode contextEdits, ObjectNode thread) {
     }
 
     public Prepared prepare(JsonNode body) {
+        ObjectNode thread = MessageThreads.resolve(body, store);
+        if (thread != null) {
+            body = thread.get("request");
+        }
         ContextEdits edits = ContextEdits.parse(body.get("context_management"));
         MessagesRequest.parse(body, false); // every field checked before anything is rendered
         ArrayNode applied = null;
@@ -51,7 +60,8 @@ public class Messages {
             applied = r.applied();
         }
         ObjectNode chatBody = MessagesRequest.parse(body, false);
-        return new Prepared("msg_" + UUID.randomUUID().toString().replace("-", ""), chat.prepare(chatBody), Fields.bool(body, "stream", false), applied);
+        return new Prepared("msg_" + UUID.randomUUID().toString().replace("-", ""), chat.prepare(chatBody), Fields.bool(body, "stream", false), applied,
+                thread);
     }
 
     /**
@@ -122,6 +132,7 @@ public class Messages {
             MessageWriter w = new MessageWriter();
             c.steps().forEach(step -> w.step(step.delta())); // step by step, as a stream would: the same items in the same order
             w.close();
+            MessageThreads.keep(p.thread(), p.id(), w.content(), store);
             return message(p, w, c.last());
         });
     }
@@ -148,6 +159,7 @@ public class Messages {
                 contextManagement(p, delta);
                 w.event("message_delta", delta);
                 w.event("message_stop", JSON.createObjectNode());
+                MessageThreads.keep(p.thread(), p.id(), w.content(), store);
             }
             return Multi.createFrom().iterable(w.drain());
         }).onFailure().recoverWithMulti(err -> {

@@ -37,10 +37,18 @@ public class OpenAiRoutes {
         OPENAI, ANTHROPIC;
 
         public ObjectNode error(int status, String message, String param) {
+            return error(status, message, param, null);
+        }
+
+        /** @param errorCode a reason clients act on: Anthropic's {@code error.details.error_code} (null: none) */
+        public ObjectNode error(int status, String message, String param, String errorCode) {
             ObjectNode r = JSON.createObjectNode();
             if (this == ANTHROPIC) {
                 r.put("type", "error");
-                r.putObject("error").put("type", anthropicType(status)).put("message", message);
+                ObjectNode e = r.putObject("error").put("type", anthropicType(status)).put("message", message);
+                if (errorCode != null) {
+                    e.putObject("details").put("error_code", errorCode);
+                }
                 return r;
             }
             ObjectNode e = r.putObject("error");
@@ -388,7 +396,7 @@ public class OpenAiRoutes {
             }
             send(response, 429, r);
         } else if (err instanceof ApiException api) {
-            send(response, api.status, dialect.error(api.status, api.getMessage(), api.param));
+            send(response, api.status, dialect.error(api.status, api.getMessage(), api.param, api.errorCode));
         } else if (err instanceof IllegalArgumentException bad) {
             send(response, 400, dialect.error(400, bad.getMessage(), null));
         } else {

@@ -65,7 +65,7 @@ public class Responses {
             previous = kept.deepCopy();
         } else if (prevId != null) {
             ResponseStore.Entry e = store.get(prevId);
-            if (e == null) {
+            if (e == null || !"response".equals(e.response().path("object").asText())) {
                 throw new ApiException(404, "no stored response '" + prevId + "' (unknown, expired, or stored with store=false); this server keeps "
                         + "responses in memory for spindle.responses.store-ttl", "previous_response_id");
             }
@@ -267,7 +267,7 @@ public class Responses {
     /** GET /v1/responses/{id}. */
     ObjectNode get(String id) {
         ResponseStore.Entry e = store.get(id);
-        if (e == null) {
+        if (e == null || !"response".equals(e.response().path("object").asText())) { // the store holds message threads too
             throw new ApiException(404, "no stored response '" + id + "'", "response_id");
         }
         return e.response();
