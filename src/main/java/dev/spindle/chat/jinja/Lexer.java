@@ -76,6 +76,7 @@ final class Lexer {
             flush(text);
             if (kind == '%' && isRawStart()) {
                 lstripNext = readRaw(text);
+                trimNewline = !lstripNext; // endraw is a block tag: trim_blocks applies after it
                 continue;
             }
             boolean block = kind == '%';
