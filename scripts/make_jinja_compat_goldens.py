@@ -5,7 +5,7 @@ by Python's Jinja2 set up as HF's apply_chat_template sets it up.
 
 The templates are our own (src/test/resources/templates-compat/*.jinja): each is rendered
 over every scenario below. probes.txt holds small templates, one per "##### name" header,
-rendered over the tools scenario. Each JSONL line: name, template, messages, tools,
+rendered over the tools scenario (plus a few built here). Each JSONL line: name, template, messages, tools,
 documents, kwargs, bos_token/eos_token (absent when the tokenizer has none, as HF leaves
 them out of the special tokens map), and `expected` or `error` (raise_exception's message;
 "*" for any other error, whose wording is Python's, kept in python_error).
@@ -138,7 +138,9 @@ def main():
     for path in sorted(TEMPLATES.glob("*.jinja")):
         for scenario in SCENARIOS:
             lines.append(dict(name=f"{path.stem}/{scenario}", **render(env, path.read_text(), scenario)))
-    for name, template in probes():
+    # line breaks other than \n cannot live in the probe file (read with universal newlines)
+    extra = [("line_breaks_normalised", "a\r\nb\rc\n{{ 'x\\ry' }}{{ 'lit\rcr' }}\r\n{% if true %}\r\nafter-trim{% endif %}")]
+    for name, template in list(probes()) + extra:
         lines.append(dict(name=f"probe/{name}", **render(env, template, "tools")))
     with open(out_path, "w") as out:
         for case in lines:

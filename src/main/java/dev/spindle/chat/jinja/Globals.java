@@ -98,6 +98,12 @@ final class Globals {
                 continue;
             }
             char d = fmt.charAt(++i);
+            if (d == '-' && i + 1 < fmt.length()) { // glibc's %-d, %-m...: the number without its padding
+                String padded = strftime("%" + fmt.charAt(++i), t);
+                String bare = padded.replaceFirst("^[0 ]+(?=.)", "");
+                b.append(bare);
+                continue;
+            }
             switch (d) {
                 case 'Y' -> b.append(t.getYear());
                 case 'y' -> b.append(String.format("%02d", t.getYear() % 100));
