@@ -47,7 +47,15 @@ public class Responses {
      */
     Prepared prepare(JsonNode body, java.util.function.Function<String, ArrayNode> connection) {
         ResponsesRequest request = translate(body, connection);
-        ChatCompletions.Prepared p = chat.prepare(request.chatBody());
+        ChatCompletions.Prepared p;
+        try {
+            p = chat.prepare(request.chatBody());
+        } catch (ApiException e) {
+            if (!"messages".equals(e.param)) {
+                throw e;
+            }
+            throw new ApiException(e.status, e.getMessage(), "input", e.errorCode); // the conversation is this API's input
+        }
         return new Prepared("resp_" + UUID.randomUUID().toString().replace("-", ""), System.currentTimeMillis() / 1000, request, p, body,
                 Fields.bool(body, "stream", false));
     }
