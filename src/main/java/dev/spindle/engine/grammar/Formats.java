@@ -22,7 +22,7 @@ final class Formats {
             + DURATION_TIME + ")?|" + DURATION_TIME + "|[0-9]+W)";
     private static final String LABEL = "[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?";
     private static final String HOSTNAME = LABEL + "(\\." + LABEL + ")*";
-    private static final String ATOM = "[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+";
+    private static final String ATEXT = "[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]";
     private static final String OCTET = "(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])";
     private static final String IPV4 = OCTET + "(\\." + OCTET + "){3}";
     private static final String H16 = "[0-9A-Fa-f]{1,4}";
@@ -38,7 +38,7 @@ final class Formats {
             "time", TIME,
             "date-time", DATE + "T" + TIME,
             "duration", DURATION,
-            "email", ATOM + "(\\." + ATOM + ")*@" + HOSTNAME,
+            "email", "(" + ATEXT + "{1,64}|" + ATEXT + "{1,15}(\\." + ATEXT + "{1,15}){1,3})@" + HOSTNAME,
             "hostname", HOSTNAME,
             "ipv4", IPV4,
             "ipv6", IPV6,
