@@ -183,6 +183,24 @@ public final class JsonRecognizer implements Recognizer {
         return (JsonRecognizer) Recognizer.super.feed(text);
     }
 
+    /** A bounded string far from its maxLength masks as the unbounded one (whose state repeats, and is stable where its automaton loops). */
+    @Override
+    public JsonRecognizer maskEquivalent(int longest) {
+        Stack[] out = null;
+        for (int i = 0; i < configs.length; i++) {
+            if (configs[i].top() instanceof Str str && !str.key() && str.escape() == 0 && str.check() != null && str.check().high() == 0
+                    && str.check().rule().farFromMax(str.check().count(), longest)) {
+                StrCheck k = str.check();
+                StringRule u = k.rule().unbounded();
+                if (out == null) {
+                    out = configs.clone();
+                }
+                out[i] = new Stack(new Str(false, null, 0, str.guard(), new StrCheck(u, k.q(), u.counted(k.count()), 0, (char) 0)), configs[i].rest());
+            }
+        }
+        return out == null ? this : new JsonRecognizer(out, options);
+    }
+
     @Override
     public boolean accepting() {
         for (Stack s : configs) {

@@ -72,8 +72,13 @@ record NumberRule(BigDecimal min, boolean minExclusive, BigDecimal max, boolean 
             return integer ? contains(BigDecimal.ZERO) : magnitude(neg, BigDecimal.ZERO, BigDecimal.ONE, grid);
         }
         BigDecimal n = new BigDecimal(ip);
+        BigDecimal far = neg ? (min == null ? null : min.negate()) : max; // magnitudes past it are out of bounds, and grow with j
         for (int j = 0; j + ip.length() <= JsonRecognizer.MAX_INT_DIGITS; j++) {
-            if (magnitude(neg, n.movePointRight(j), n.add(BigDecimal.ONE).movePointRight(j), grid)) {
+            BigDecimal lo = n.movePointRight(j);
+            if (far != null && lo.compareTo(far) > 0) {
+                return false;
+            }
+            if (magnitude(neg, lo, n.add(BigDecimal.ONE).movePointRight(j), grid)) {
                 return true;
             }
         }

@@ -13,6 +13,7 @@ final class StringRule {
     final Dfa dfa;
     final int minLength, maxLength; // code points; maxLength Integer.MAX_VALUE: unbounded
     private final boolean[][] exact;  // [state][d]: acceptance reachable in exactly d code points, d <= minLength + states
+    private volatile StringRule unbounded; // this rule without maxLength (see JsonRecognizer.maskEquivalent)
 
     StringRule(Dfa dfa, int minLength, int maxLength) {
         this.dfa = dfa;
@@ -26,6 +27,31 @@ final class StringRule {
         } else {
             this.exact = null;
         }
+    }
+
+    /** This rule without its maxLength (one instance per rule, so that states built on it compare equal). */
+    StringRule unbounded() {
+        StringRule u = unbounded;
+        if (u == null) {
+            synchronized (this) {
+                u = unbounded;
+                if (u == null) {
+                    unbounded = u = new StringRule(dfa, minLength, Integer.MAX_VALUE);
+                }
+            }
+        }
+        return u;
+    }
+
+    /**
+     * Whether, {@code count} code points in, no text of at most {@code longest} characters can come
+     * near maxLength: every such text is then taken exactly as under {@link #unbounded} (each
+     * character adds at most one code point, and an accepting completion needs fewer code points
+     * than the automaton has states, plus its exact-length window).
+     */
+    boolean farFromMax(int count, int longest) {
+        int states = dfa == null ? 1 : dfa.states();
+        return maxLength != Integer.MAX_VALUE && (long) maxLength - count > (long) longest + 2L * states + 1 && (long) maxLength - minLength > states;
     }
 
     static StringRule and(StringRule a, StringRule b) {
