@@ -52,6 +52,37 @@ final class GrammarBenchRun implements Callable<Integer> {
              "wind": {"type": "object", "properties": {"speed": {"type": "number"}, "direction": {"type": "string"}}, "required": ["speed"]}},
              "required": ["city", "temperature", "unit"], "additionalProperties": false}""";
 
+    /** A recursive node ($defs, $ref) whose values carry the rules added since: formats, a pattern, numeric bounds, a length bound. */
+    static final String RULES_SCHEMA = """
+            {"$defs": {"Node": {"type": "object", "properties": {"id": {"type": "string", "format": "uuid"},
+              "name": {"type": "string", "pattern": "^[A-Z][a-z]+( [A-Z][a-z]+)*$"}, "score": {"type": "number", "minimum": 0, "maximum": 100},
+              "count": {"type": "integer", "minimum": 1, "maximum": 500, "multipleOf": 5}, "when": {"type": "string", "format": "date-time"},
+              "note": {"type": "string", "maxLength": 60}, "kind": {"enum": ["leaf", "branch", 1.5]},
+              "children": {"type": "array", "items": {"$ref": "#/$defs/Node"}, "maxItems": 3}},
+              "required": ["id", "name", "score", "children"], "additionalProperties": false}}, "$ref": "#/$defs/Node"}""";
+
+    /** Grammars timed, by name: the first schema's constructs, then one construct each (so a slow one shows alone). */
+    static final Map<String, String> SCHEMAS = new LinkedHashMap<>();
+
+    static {
+        SCHEMAS.put("json_schema", SCHEMA);
+        SCHEMAS.put("json_schema_rules", RULES_SCHEMA);
+        SCHEMAS.put("json_schema_ref_recursion", """
+                {"type": "object", "properties": {"v": {"type": "integer"}, "next": {"anyOf": [{"$ref": "#"}, {"type": "null"}]}},
+                 "required": ["v", "next"], "additionalProperties": false}""");
+        SCHEMAS.put("json_schema_pattern_format", """
+                {"type": "object", "properties": {"code": {"type": "string", "pattern": "^[A-Z]{3}-\\\\d{4}$"}, "email": {"type": "string", "format": "email"},
+                 "ip": {"type": "string", "format": "ipv6"}, "day": {"type": "string", "format": "date"}}, "required": ["code", "email", "ip", "day"],
+                 "additionalProperties": false}""");
+        SCHEMAS.put("json_schema_numeric_bounds", """
+                {"type": "object", "properties": {"p": {"type": "number", "exclusiveMinimum": 0, "maximum": 1}, "n": {"type": "integer", "minimum": -40, "maximum": 40},
+                 "m": {"type": "number", "multipleOf": 0.25}, "xs": {"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 9999}}},
+                 "required": ["p", "n", "m", "xs"], "additionalProperties": false}""");
+        SCHEMAS.put("json_schema_string_lengths", """
+                {"type": "object", "properties": {"short": {"type": "string", "maxLength": 12}, "long": {"type": "string", "minLength": 5, "maxLength": 400}},
+                 "required": ["short", "long"], "additionalProperties": false}""");
+    }
+
     @Override
     public Integer call() throws Exception {
         ObjectMapper json = new ObjectMapper();
@@ -61,7 +92,6 @@ final class GrammarBenchRun implements Callable<Integer> {
         long t1 = System.nanoTime();
         TokenTrie trie = texts.trie();
         double trieSeconds = (System.nanoTime() - t1) / 1e9;
-        Schema schema = Schema.compile(json.readTree(SCHEMA));
         Map<String, Schema> tools = new LinkedHashMap<>();
         tools.put("get_weather", Schema.compile(json.readTree("""
                 {"type": "object", "properties": {"city": {"type": "string"}, "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
@@ -78,7 +108,10 @@ final class GrammarBenchRun implements Callable<Integer> {
         }
         Set<Integer> ends = eos < 0 ? Set.of() : Set.of(eos);
         Map<String, Supplier<Recognizer>> grammars = new LinkedHashMap<>();
-        grammars.put("json_schema", () -> JsonRecognizer.start(schema));
+        for (var e : SCHEMAS.entrySet()) {
+            Schema compiled = Schema.compile(json.readTree(e.getValue()));
+            grammars.put(e.getKey(), () -> JsonRecognizer.start(compiled));
+        }
         grammars.put("tool_call_forced", () -> ToolCallRecognizer.forced(tools, true));
         grammars.put("tool_call_lazy", () -> ToolCallRecognizer.lazy(tools, true));
 

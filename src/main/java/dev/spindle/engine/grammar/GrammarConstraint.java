@@ -75,10 +75,11 @@ public final class GrammarConstraint {
         if (unmasked() || preparedFor == state) {
             return;
         }
-        Mask m = cache.get(state);
+        Recognizer key = state.maskEquivalent(texts.trie().longest()); // e.g. a bounded string far from its bound: the unbounded one's mask
+        Mask m = cache.get(key);
         if (m == null) {
-            m = compute(state);
-            cache.put(state, m);
+            m = compute(key);
+            cache.put(key, m);
         }
         prepared = m;
         preparedFor = state;

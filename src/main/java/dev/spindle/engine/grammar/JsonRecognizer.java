@@ -1,7 +1,5 @@
 package dev.spindle.engine.grammar;
 
-import com.fasterxml.jackson.databind.JsonNode;
-
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.LinkedHashSet;
@@ -38,12 +36,29 @@ public final class JsonRecognizer implements Recognizer {
     record Arr(Schema schema, int state, int count, int ws) implements Frame {
     }
 
-    /** Inside a string; key strings collect their text (to check property names); escape: 0 none, 1 after '\', 2..5 hex digits. */
-    record Str(boolean key, String text, int escape, TagGuard guard) implements Frame {
+    /**
+     * Inside a string; key strings collect their text (to check property names); escape: 0 none,
+     * 1 after '\', 2..5 hex digits; check: the value's {@link StringRule} state, or null for free text.
+     */
+    record Str(boolean key, String text, int escape, TagGuard guard, StrCheck check) implements Frame {
     }
 
-    /** Inside a number: state per the JSON number grammar (accepting: 2, 3, 5, 8), digits in the current part. */
-    record Num(boolean integer, int state, int digits) implements Frame {
+    /**
+     * A string's progress under its rule: automaton state q, code points so far (see
+     * {@link StringRule#counted}), the hex digits of a unicode escape so far, a high surrogate
+     * waiting for its low one (0: none).
+     */
+    record StrCheck(StringRule rule, int q, int count, int hex, char high) {
+    }
+
+    /**
+     * Inside a number: state per the JSON number grammar (accepting: 2, 3, 5, 8), digits in the
+     * current part; under a rule (else null) its text so far.
+     */
+    record Num(boolean integer, int state, int digits, NumberRule rule, String text) implements Frame {
+        Num with(int state, int digits) {
+            return new Num(integer, state, digits, rule, text);
+        }
     }
 
     /** A fixed text (true, false, null, an enum or const value). */
@@ -117,7 +132,6 @@ public final class JsonRecognizer implements Recognizer {
 
     private final Stack[] configs;
     private final Options options;
-    private static final long STRING_SPECIALS = TokenTrie.CONTROLS | TokenTrie.bits("\"\\");
     private final long stable; // see Recognizer.stableExcept
 
     private JsonRecognizer(Stack[] configs, Options options) {
@@ -125,8 +139,10 @@ public final class JsonRecognizer implements Recognizer {
         this.options = options;
         long s = 0;
         for (Stack c : configs) {
-            if (c.top() instanceof Str str && !str.key() && str.escape() == 0 && (str.guard() == null || str.guard().clear())) {
-                s |= STRING_SPECIALS | (str.guard() == null ? 0 : str.guard().starts());
+            long one = c.top() instanceof Str str && !str.key() && str.escape() == 0 && (str.guard() == null || str.guard().clear())
+                    ? JsonStrings.stableExcept(str) : TokenTrie.NOT_STABLE;
+            if (one >= 0) {
+                s |= one;
             } else {
                 s = TokenTrie.NOT_STABLE;
                 break;
@@ -167,10 +183,28 @@ public final class JsonRecognizer implements Recognizer {
         return (JsonRecognizer) Recognizer.super.feed(text);
     }
 
+    /** A bounded string far from its maxLength masks as the unbounded one (whose state repeats, and is stable where its automaton loops). */
+    @Override
+    public JsonRecognizer maskEquivalent(int longest) {
+        Stack[] out = null;
+        for (int i = 0; i < configs.length; i++) {
+            if (configs[i].top() instanceof Str str && !str.key() && str.escape() == 0 && str.check() != null && str.check().high() == 0
+                    && str.check().rule().farFromMax(str.check().count(), longest)) {
+                StrCheck k = str.check();
+                StringRule u = k.rule().unbounded();
+                if (out == null) {
+                    out = configs.clone();
+                }
+                out[i] = new Stack(new Str(false, null, 0, str.guard(), new StrCheck(u, k.q(), u.counted(k.count()), 0, (char) 0)), configs[i].rest());
+            }
+        }
+        return out == null ? this : new JsonRecognizer(out, options);
+    }
+
     @Override
     public boolean accepting() {
         for (Stack s : configs) {
-            if (s.top() instanceof Done || (s.rest() == null && s.top() instanceof Num n && numberComplete(n.state()))) {
+            if (s.top() instanceof Done || (s.rest() == null && s.top() instanceof Num n && JsonNumbers.complete(n))) {
                 return true;
             }
         }
@@ -186,7 +220,7 @@ public final class JsonRecognizer implements Recognizer {
     public boolean asciiNext() {
         for (Stack c : configs) {
             boolean ascii = switch (c.top()) {
-                case Str str -> str.key() && str.escape() == 0 && asciiKeys((Obj) c.rest().top());
+                case Str str -> str.key() && str.escape() == 0 && JsonStrings.asciiKeys((Obj) c.rest().top());
                 case Lit l -> l.text().charAt(l.pos()) < 0x80;
                 default -> true;
             };
@@ -225,7 +259,7 @@ public final class JsonRecognizer implements Recognizer {
     }
 
     /** The stack once the value on top of {@code rest} is complete. */
-    private static Stack completed(Stack rest) {
+    static Stack completed(Stack rest) {
         return rest == null ? new Stack(new Done(0), null) : rest;
     }
 
@@ -253,14 +287,14 @@ public final class JsonRecognizer implements Recognizer {
                 }
             }
             case Num n -> {
-                Num next = numberStep(n, c);
+                Num next = JsonNumbers.step(n, c);
                 if (next != null) {
                     out.add(new Stack(next, s.rest()));
-                } else if (numberComplete(n.state())) {
+                } else if (JsonNumbers.complete(n)) {
                     step(completed(s.rest()), c, out); // the character ends the number and belongs to the parent
                 }
             }
-            case Str str -> stringStep(str, s, c, out);
+            case Str str -> JsonStrings.step(str, s, c, out);
             case Obj o -> objectStep(o, s, c, out);
             case Arr a -> arrayStep(a, s, c, out);
         }
@@ -273,16 +307,7 @@ public final class JsonRecognizer implements Recognizer {
             }
             return;
         }
-        if (schema.enumValues() != null) {
-            for (JsonNode e : schema.enumValues()) {
-                String text = e.toString();
-                if (text.charAt(0) == c) {
-                    out.add(text.length() == 1 ? completed(rest) : new Stack(new Lit(text, 1), rest));
-                }
-            }
-            return;
-        }
-        var t = schema.types();
+        var t = schema.types;
         if ((c == '{' || c == '[') && rest != null && rest.depth >= MAX_DEPTH) {
             return;
         }
@@ -291,172 +316,64 @@ public final class JsonRecognizer implements Recognizer {
         } else if (c == '[' && t.contains(Schema.Type.ARRAY)) {
             out.add(new Stack(new Arr(schema, 0, 0, 0), rest));
         } else if (c == '"' && t.contains(Schema.Type.STRING)) {
-            out.add(new Stack(new Str(false, null, 0, options.stringGuard()), rest));
+            out.add(new Stack(new Str(false, null, 0, options.stringGuard(), JsonStrings.startCheck(schema.string)), rest));
         } else if ((c == '-' || (c >= '0' && c <= '9')) && (t.contains(Schema.Type.INTEGER) || t.contains(Schema.Type.NUMBER))) {
-            out.add(new Stack(numberStep(new Num(!t.contains(Schema.Type.NUMBER), 0, 0), c), rest));
-        } else if (c == 't' && t.contains(Schema.Type.BOOLEAN)) {
+            Num n = JsonNumbers.start(!t.contains(Schema.Type.NUMBER), schema.number, c);
+            if (n != null) {
+                out.add(new Stack(n, rest));
+            }
+        } else if (c == 't' && t.contains(Schema.Type.BOOLEAN) && !Boolean.FALSE.equals(schema.bool)) {
             out.add(new Stack(new Lit("true", 1), rest));
-        } else if (c == 'f' && t.contains(Schema.Type.BOOLEAN)) {
+        } else if (c == 'f' && t.contains(Schema.Type.BOOLEAN) && !Boolean.TRUE.equals(schema.bool)) {
             out.add(new Stack(new Lit("false", 1), rest));
         } else if (c == 'n' && t.contains(Schema.Type.NULL)) {
             out.add(new Stack(new Lit("null", 1), rest));
         }
     }
 
-    /** The number after {@code c}, or null if {@code c} cannot continue it. */
-    private static Num numberStep(Num n, char c) {
-        boolean digit = c >= '0' && c <= '9';
-        boolean fraction = !n.integer() && c == '.';
-        boolean exponent = !n.integer() && (c == 'e' || c == 'E');
-        int d = n.digits();
-        return switch (n.state()) {
-            case 0 -> c == '-' ? new Num(n.integer(), 1, 0) : c == '0' ? new Num(n.integer(), 2, 1) : digit ? new Num(n.integer(), 3, 1) : null;
-            case 1 -> c == '0' ? new Num(n.integer(), 2, 1) : digit ? new Num(n.integer(), 3, 1) : null;
-            case 2 -> fraction ? new Num(false, 4, 0) : exponent ? new Num(false, 6, 0) : null;
-            case 3 -> digit && d < MAX_INT_DIGITS ? new Num(n.integer(), 3, d + 1) : fraction ? new Num(false, 4, 0) : exponent ? new Num(false, 6, 0) : null;
-            case 4 -> digit ? new Num(false, 5, 1) : null;
-            case 5 -> digit && d < MAX_FRACTION_DIGITS ? new Num(false, 5, d + 1) : exponent ? new Num(false, 6, 0) : null;
-            case 6 -> c == '+' || c == '-' ? new Num(false, 7, 0) : digit ? new Num(false, 8, 1) : null;
-            case 7 -> digit ? new Num(false, 8, 1) : null;
-            case 8 -> digit && d < MAX_EXPONENT_DIGITS ? new Num(false, 8, d + 1) : null;
-            default -> null;
-        };
+    /** Keys not yet given that the object still needs. */
+    private static int missingRequired(Obj o) {
+        int n = 0;
+        for (String r : o.schema().required()) {
+            if (!o.seen().contains(r)) {
+                n++;
+            }
+        }
+        return n;
     }
 
-    private static boolean numberComplete(int state) {
-        return state == 2 || state == 3 || state == 5 || state == 8;
-    }
-
-    private static void stringStep(Str str, Stack s, char c, List<Stack> out) {
-        TagGuard g = str.guard();
-        if (str.escape() == 1) {
-            if ("\"\\/bfnrt".indexOf(c) >= 0) {
-                String text = str.key() ? str.text() + unescape(c) : null;
-                if (!str.key() || keyAllowed((Obj) s.rest().top(), text, false)) {
-                    out.add(new Stack(new Str(str.key(), text, 0, g == null ? null : g.step(c)), s.rest()));
-                }
-            } else if (c == 'u' && (!str.key() || anyKey(((Obj) s.rest().top()).schema()))) {
-                // a key's unicode escape is not resolved, so it is allowed only where any key is
-                out.add(new Stack(new Str(str.key(), str.text(), 2, g == null ? null : g.step(c)), s.rest()));
-            }
-            return;
-        }
-        if (str.escape() >= 2) { // \\uXXXX: escape 2..5 count the hex digits
-            if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')) {
-                out.add(new Stack(new Str(str.key(), str.text(), str.escape() == 5 ? 0 : str.escape() + 1, g == null ? null : g.step(c)), s.rest()));
-            }
-            return;
-        }
-        if (c == '"') {
-            if (!str.key()) {
-                out.add(completed(s.rest()));
-                return;
-            }
-            Obj o = (Obj) s.rest().top();
-            if (keyAllowed(o, str.text(), true)) {
-                out.add(new Stack(new Obj(o.schema(), 2, o.seen(), str.text(), 0), s.rest().rest()));
-            }
-            return;
-        }
-        if (c < 0x20) {
-            return;
-        }
-        TagGuard next = g == null ? null : g.step(c);
-        if (g != null && next == null) {
-            return; // a forbidden tag
-        }
-        if (c == '\\') {
-            if (!str.key() || keyEscapePossible((Obj) s.rest().top(), str.text())) {
-                out.add(new Stack(new Str(str.key(), str.text(), 1, next), s.rest()));
-            }
-        } else if (!str.key()) {
-            out.add(next == g ? s : new Stack(new Str(false, null, 0, next), s.rest()));
-        } else if (keyAllowed((Obj) s.rest().top(), str.text() + c, false)) {
-            out.add(new Stack(new Str(true, str.text() + c, 0, next), s.rest()));
-        }
-    }
-
-    private static String unescape(char c) {
-        return switch (c) {
-            case 'b' -> "\b";
-            case 'f' -> "\f";
-            case 'n' -> "\n";
-            case 'r' -> "\r";
-            case 't' -> "\t";
-            default -> String.valueOf(c);
-        };
-    }
-
-    /** Whether the object takes any key and names none: only there is a key's unresolved unicode escape harmless. */
-    private static boolean anyKey(Schema object) {
-        return object.additionalAllowed() && object.properties().isEmpty();
-    }
-
-    /** Whether every key the object may still take is ASCII (closed to other keys, ASCII property names). */
-    private static boolean asciiKeys(Obj o) {
-        if (o.schema().additionalAllowed()) {
+    /** Whether listed property {@code p} (not yet given) may be written now: its value can be, and maxProperties leaves room. */
+    static boolean listedKeyFits(Obj o, String p) {
+        Schema s = o.schema();
+        if (s.propertySchema(p) == null) {
             return false;
         }
-        for (String p : o.schema().properties().keySet()) {
-            if (!o.seen().contains(p) && !p.chars().allMatch(ch -> ch < 0x80)) {
-                return false;
-            }
-        }
-        return true;
+        int after = o.seen().size() + 1 + missingRequired(o) - (s.required().contains(p) ? 1 : 0);
+        return after <= s.maxProperties();
     }
 
-    /** Whether an escape after {@code key} can still lead to a property name (no dead end). */
-    private static boolean keyEscapePossible(Obj o, String key) {
-        if (o.schema().additionalAllowed()) {
-            return true;
-        }
-        for (char e : "\"\\/bfnrt".toCharArray()) {
-            if (keyAllowed(o, key + unescape(e), false)) {
-                return true;
-            }
-        }
-        return false;
-    }
-
-    /** Whether {@code key} (complete, or a prefix) can name a property not yet given. */
-    private static boolean keyAllowed(Obj o, String key, boolean complete) {
-        if (o.seen().contains(key) && complete) {
-            return false;
-        }
-        if (o.schema().additionalAllowed()) {
-            return true;
-        }
-        for (String p : o.schema().properties().keySet()) {
-            if (!o.seen().contains(p) && (complete ? p.equals(key) : p.startsWith(key))) {
-                return true;
-            }
-        }
-        return false;
-    }
-
-    private static Schema propertySchema(Schema object, String key) {
-        Schema p = object.properties().get(key);
-        if (p != null) {
-            return p;
-        }
-        return object.additional() != null ? object.additional() : Schema.any();
-    }
-
-    private static boolean requiredSeen(Obj o) {
-        return o.seen().containsAll(o.schema().required());
+    /** Whether a key not among the properties may be written now. */
+    static boolean otherKeyFits(Obj o) {
+        Schema s = o.schema();
+        return s.takesOtherKeys() && o.seen().size() + 1 + missingRequired(o) <= s.maxProperties();
     }
 
     /** Whether another property may still be written. */
     private static boolean morePropertiesAllowed(Obj o) {
-        if (o.schema().additionalAllowed()) {
+        if (otherKeyFits(o)) {
             return true;
         }
         for (String p : o.schema().properties().keySet()) {
-            if (!o.seen().contains(p)) {
+            if (!o.seen().contains(p) && listedKeyFits(o, p)) {
                 return true;
             }
         }
         return false;
+    }
+
+    /** Whether the object may close here. */
+    private static boolean closable(Obj o) {
+        return o.seen().containsAll(o.schema().required()) && o.seen().size() >= o.schema().minProperties();
     }
 
     private void objectStep(Obj o, Stack s, char c, List<Stack> out) {
@@ -471,9 +388,9 @@ public final class JsonRecognizer implements Recognizer {
             case 0, 1 -> {
                 if (c == '"' && morePropertiesAllowed(o)) {
                     // a listed property name is fixed text: only free keys are watched for the format's tags
-                    TagGuard keyGuard = o.schema().additionalAllowed() ? options.stringGuard() : null;
-                    out.add(new Stack(new Str(true, "", 0, keyGuard), new Stack(new Obj(o.schema(), o.state(), o.seen(), null, 0), s.rest())));
-                } else if (c == '}' && o.state() == 0 && requiredSeen(o)) {
+                    TagGuard keyGuard = o.schema().takesOtherKeys() ? options.stringGuard() : null;
+                    out.add(new Stack(new Str(true, "", 0, keyGuard, null), new Stack(new Obj(o.schema(), o.state(), o.seen(), null, 0), s.rest())));
+                } else if (c == '}' && o.state() == 0 && closable(o)) {
                     out.add(completed(s.rest()));
                 }
             }
@@ -482,19 +399,28 @@ public final class JsonRecognizer implements Recognizer {
                     Set<String> seen = new HashSet<>(o.seen());
                     seen.add(o.key());
                     Stack after = new Stack(new Obj(o.schema(), 3, Set.copyOf(seen), null, 0), s.rest());
-                    out.add(new Stack(new Value(propertySchema(o.schema(), o.key()), 0), after));
+                    out.add(new Stack(new Value(o.schema().propertySchema(o.key()), 0), after));
                 }
             }
             case 3 -> {
                 if (c == ',' && morePropertiesAllowed(o)) {
                     out.add(new Stack(new Obj(o.schema(), 1, o.seen(), null, 0), s.rest()));
-                } else if (c == '}' && requiredSeen(o)) {
+                } else if (c == '}' && closable(o)) {
                     out.add(completed(s.rest()));
                 }
             }
             default -> {
             }
         }
+    }
+
+    /** The schema of item {@code i}, or null when no such item can be written. */
+    private static Schema item(Schema array, int i) {
+        if (i >= array.maxItems()) {
+            return null;
+        }
+        Schema s = array.itemAt(i);
+        return s == null ? Schema.any() : s.satisfiable() ? s : null;
     }
 
     private void arrayStep(Arr a, Stack s, char c, List<Stack> out) {
@@ -505,17 +431,17 @@ public final class JsonRecognizer implements Recognizer {
             }
             return;
         }
-        Schema items = a.schema().items() != null ? a.schema().items() : Schema.any();
         switch (a.state()) {
             case 0, 2 -> {
+                Schema items = item(a.schema(), a.count());
                 if (c == ']' && a.state() == 0 && a.schema().minItems() == 0) {
                     out.add(completed(s.rest()));
-                } else if (a.count() < a.schema().maxItems()) {
+                } else if (items != null) {
                     startValue(items, new Stack(new Arr(a.schema(), 1, a.count() + 1, 0), s.rest()), c, out);
                 }
             }
             case 1 -> {
-                if (c == ',' && a.count() < a.schema().maxItems()) {
+                if (c == ',' && item(a.schema(), a.count()) != null) {
                     out.add(new Stack(new Arr(a.schema(), 2, a.count(), 0), s.rest()));
                 } else if (c == ']' && a.count() >= a.schema().minItems()) {
                     out.add(completed(s.rest()));

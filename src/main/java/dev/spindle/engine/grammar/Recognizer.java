@@ -35,6 +35,14 @@ public interface Recognizer {
         return false;
     }
 
+    /**
+     * A state that allows exactly the same tokens of at most {@code longest} characters as this
+     * one, and repeats more often (so its mask is cached, or stable): this one by default.
+     */
+    default Recognizer maskEquivalent(int longest) {
+        return this;
+    }
+
     /** The state after {@code text}, or null. */
     default Recognizer feed(String text) {
         Recognizer r = this;

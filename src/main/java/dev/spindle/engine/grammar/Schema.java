@@ -2,7 +2,7 @@ package dev.spindle.engine.grammar;
 
 import com.fasterxml.jackson.databind.JsonNode;
 
-import java.util.ArrayList;
+import java.util.Collections;
 import java.util.EnumSet;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -10,55 +10,100 @@ import java.util.Map;
 import java.util.Set;
 
 /**
- * A JSON schema reduced to what constrained decoding enforces. Enforced keywords: type
- * (one or a list), properties, required, additionalProperties (boolean or schema), items,
- * enum, const, anyOf / oneOf, minItems, maxItems, nullable. Annotations (title,
- * description, default, examples, $schema, $id, $comment, format, strict, deprecated,
- * readOnly, writeOnly) are read and not enforced.
+ * A JSON schema reduced to what constrained decoding enforces: one node of a grammar, either a
+ * union ({@link #anyOf} non-empty: the value is one of the alternatives, and nothing else of the
+ * node applies) or a conjunction of per-type constraints. Compiled by {@link SchemaCompiler};
+ * what each keyword becomes:
+ * <ul>
+ * <li>{@code type} (one or a list), {@code nullable}; {@code enum} and {@code const} as JSON
+ * values, not spellings (1.0 is 1, an object's keys in any order), intersected with the siblings;
+ * {@code properties}, {@code required}, {@code additionalProperties} (boolean or schema),
+ * {@code minProperties}, {@code maxProperties}; {@code items}, {@code prefixItems} (and the
+ * older array form of {@code items} with {@code additionalItems}), {@code minItems},
+ * {@code maxItems}; {@code minLength}, {@code maxLength} (code points of the decoded string),
+ * {@code pattern} (ECMA-262, see {@link Regex}), {@code format} date-time, date, time, duration,
+ * email, hostname, ipv4, ipv6 and uuid (see {@link Formats}; other formats are annotations);
+ * {@code minimum}, {@code maximum}, {@code exclusiveMinimum}, {@code exclusiveMaximum},
+ * {@code multipleOf} (see {@link NumberRule}: a bounded number is written without exponent).</li>
+ * <li>{@code $ref} to a local JSON pointer ({@code #}, {@code #/$defs/X}, {@code #/definitions/X},
+ * any other pointer into the document), recursion included; {@code allOf} and a {@code $ref}'s or
+ * {@code anyOf}'s sibling keywords are intersected into one node ({@code anyOf} distributes:
+ * each alternative gets the siblings).</li>
+ * <li>{@code oneOf}: enforced where its branches are provably disjoint (different types,
+ * different const or enum values, a required property whose values differ in each branch, as
+ * discriminated unions have); otherwise strict compilation refuses it, and lenient compilation
+ * reads it as {@code anyOf} (a value matching two branches is then let through).</li>
+ * <li>{@code not}: where the complement is a node again (not a type, not an enum or const of
+ * strings, booleans or null, not a pattern or format); otherwise refused in strict, unchecked in lenient.</li>
+ * </ul>
  *
- * <p>As OpenAI's strict structured outputs and xgrammar's strict mode do, an object that
- * lists {@code properties} and says nothing of {@code additionalProperties} takes no other
- * keys: the model writes the schema's properties, not ones it invents.
+ * <p>Implicit closing: as OpenAI's strict structured outputs and xgrammar's strict mode do, an
+ * object whose schema lists {@code properties} and where no part of it (after merging allOf,
+ * $ref siblings and anyOf siblings) says {@code additionalProperties} takes only the listed
+ * properties and the names in {@code required} (those with any value): the model writes the
+ * schema's properties, not ones it invents. An object schema without {@code properties} takes
+ * any keys. Merging treats an implicitly closed part as open, and the merged node is then closed
+ * by the same rule; an explicit {@code additionalProperties} in any part decides instead.
  *
- * <p>{@link #compile} (response_format, forced tool calls) refuses any other keyword by name,
- * so a client never gets output that silently ignores its schema. {@link #compileLenient}
- * (tools the model may call of its own accord) leaves unenforced validation keywords
- * (minimum, pattern, ...) unchecked and makes a subschema it cannot read ($ref, allOf, ...) any value.
+ * <p>A schema is never refused for being contradictory in part: a branch, a property or an item
+ * that admits no value is pruned (the key cannot be written, the array cannot grow there); only
+ * a schema that admits no value at all is refused, since nothing could be decoded.
+ *
+ * <p>{@link #compile} (response_format, forced tool calls) refuses any other keyword by name, so
+ * a client never gets output that silently ignores its schema. {@link #compileLenient} (tools the
+ * model may call of its own accord) enforces the same and leaves only the unsupported keywords
+ * (and undecidable oneOf / not, and references outside the document) unchecked, each alone.
+ *
+ * <p>A final class rather than a record: recursive references make the graph cyclic, so a node
+ * exists (as the target of a {@code $ref}) before its content; the compiler fills it once, and
+ * after compilation nothing changes. Nodes compare by identity: a compiled node is one node of
+ * one grammar, and states compare schemas often.
  */
-public record Schema(Set<Type> types, Map<String, Schema> properties, List<String> required, Schema additional,
-                     boolean additionalAllowed, Schema items, List<JsonNode> enumValues, List<Schema> anyOf, int minItems, int maxItems) {
+public final class Schema {
     public enum Type { OBJECT, ARRAY, STRING, INTEGER, NUMBER, BOOLEAN, NULL }
 
-    private static final Set<String> ENFORCED = Set.of("type", "properties", "required", "additionalProperties", "items", "enum", "const",
-            "anyOf", "oneOf", "minItems", "maxItems", "nullable");
-    private static final Set<String> ANNOTATIONS = Set.of("title", "description", "default", "examples", "$schema", "$id", "$comment", "format",
-            "strict", "deprecated", "readOnly", "writeOnly");
-    /** Keywords that only narrow values: lenient compilation leaves them unchecked. */
-    private static final Set<String> NARROWING = Set.of("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
-            "minLength", "maxLength", "pattern", "minProperties", "maxProperties", "uniqueItems", "contentEncoding", "contentMediaType");
+    // a number type always comes with INTEGER: types is the set of JSON types the node admits
+    Set<Type> types;
+    Boolean bool;                      // the one boolean admitted, or null for both
+    Map<String, Schema> properties;
+    List<String> required;
+    Schema additional;                 // schema of other keys when they are allowed, null: any value
+    Boolean additionalSaid;            // additionalProperties as given (false, or true for a schema); null: not given
+    boolean listed;                    // the schema lists properties (closes the object when additionalProperties is not given)
+    int minProperties, maxProperties;
+    Schema items;                      // items after prefixItems; null: any
+    List<Schema> prefixItems;
+    int minItems, maxItems;
+    StringRule string;                 // null: any string
+    NumberRule number;                 // null: any number
+    List<JsonNode> enumValues;         // the values, when the node admits finitely many known ones (enum, const); else null
+    List<Schema> anyOf;
+    boolean filled;                    // false while a recursive $ref's target is being compiled
 
-    public Schema {
-        types = Set.copyOf(types.isEmpty() ? EnumSet.allOf(Type.class) : types);
-        properties = java.util.Collections.unmodifiableMap(new LinkedHashMap<>(properties));
-        required = List.copyOf(required);
-        anyOf = List.copyOf(anyOf);
-        enumValues = enumValues == null ? null : List.copyOf(enumValues);
+    Schema() {
+        types = EnumSet.allOf(Type.class);
+        properties = Map.of();
+        required = List.of();
+        prefixItems = List.of();
+        anyOf = List.of();
+        maxProperties = Integer.MAX_VALUE;
+        maxItems = Integer.MAX_VALUE;
+        filled = true;
     }
 
-    /** Identity: a compiled schema is one node of one grammar, and states compare schemas often. */
-    @Override
-    public boolean equals(Object o) {
-        return this == o;
+    private static final Schema ANY = new Schema();
+    private static final Schema ANY_OBJECT = typed(EnumSet.of(Type.OBJECT));
+
+    static Schema typed(Set<Type> types) {
+        Schema s = new Schema();
+        s.types = types;
+        return s;
     }
 
-    @Override
-    public int hashCode() {
-        return System.identityHashCode(this);
+    /** Admits no value. */
+    static Schema never() {
+        return typed(EnumSet.noneOf(Type.class));
     }
-
-    private static final java.util.function.Function<String, String> JSON_TEXT = t -> new com.fasterxml.jackson.databind.node.TextNode(t).toString();
-    private static final Schema ANY = new Schema(EnumSet.allOf(Type.class), Map.of(), List.of(), null, true, null, null, List.of(), 0, Integer.MAX_VALUE);
-    private static final Schema ANY_OBJECT = new Schema(EnumSet.of(Type.OBJECT), Map.of(), List.of(), null, true, null, null, List.of(), 0, Integer.MAX_VALUE);
 
     /** Any JSON value. */
     public static Schema any() {
@@ -70,144 +115,155 @@ public record Schema(Set<Type> types, Map<String, Schema> properties, List<Strin
         return ANY_OBJECT;
     }
 
-    /** Whether every value of this schema is a string and nothing else (a raw-text tool parameter). */
+    /** @throws IllegalArgumentException naming an unsupported keyword, or why the schema admits no value (path included) */
+    public static Schema compile(JsonNode s) {
+        return SchemaCompiler.compile(s, true);
+    }
+
+    /** As {@link #compile}, but an unsupported keyword is left unchecked instead of refused (the rest is enforced). */
+    public static Schema compileLenient(JsonNode s) {
+        return SchemaCompiler.compile(s, false);
+    }
+
+    public Set<Type> types() {
+        return Collections.unmodifiableSet(types);
+    }
+
+    public Map<String, Schema> properties() {
+        return Collections.unmodifiableMap(properties);
+    }
+
+    public List<String> required() {
+        return required;
+    }
+
+    /** The schema of keys not among the properties (when {@link #additionalAllowed}); null: any value. */
+    public Schema additional() {
+        return additional;
+    }
+
+    /** Whether keys other than the properties may be written (see the implicit closing above). */
+    public boolean additionalAllowed() {
+        return additionalSaid == null ? !listed : additionalSaid;
+    }
+
+    public Schema items() {
+        return items;
+    }
+
+    public List<Schema> prefixItems() {
+        return prefixItems;
+    }
+
+    public List<JsonNode> enumValues() {
+        return enumValues;
+    }
+
+    public List<Schema> anyOf() {
+        return anyOf;
+    }
+
+    public int minItems() {
+        return minItems;
+    }
+
+    public int maxItems() {
+        return maxItems;
+    }
+
+    public int minProperties() {
+        return minProperties;
+    }
+
+    public int maxProperties() {
+        return maxProperties;
+    }
+
+    /** Whether some value satisfies the schema (after compilation, unsatisfiable parts are pruned). */
+    public boolean satisfiable() {
+        return !types.isEmpty();
+    }
+
+    /**
+     * Whether every value of this schema is a string and its text is free (a raw-text tool
+     * parameter): a plain string, or an enum of strings. A string with a pattern, format or
+     * length bounds is not: it is written as a JSON string, where those are enforced.
+     */
     public boolean stringOnly() {
-        if (!anyOf.isEmpty()) {
-            return false;
-        }
         if (enumValues != null) {
             return !enumValues.isEmpty() && enumValues.stream().allMatch(JsonNode::isTextual);
         }
-        return types.equals(Set.of(Type.STRING));
+        if (!anyOf.isEmpty()) {
+            return false;
+        }
+        return types.equals(Set.of(Type.STRING)) && string == null;
     }
 
-    /** @throws IllegalArgumentException naming an unsupported keyword or an unsatisfiable schema (path included) */
-    public static Schema compile(JsonNode s) {
-        return compile(s, "$", true);
+    /** The schema of item {@code i}; null: any value. */
+    Schema itemAt(int i) {
+        return i < prefixItems.size() ? prefixItems.get(i) : items;
     }
 
-    /** As {@link #compile}, but what cannot be enforced is left unchecked instead of refused. */
-    public static Schema compileLenient(JsonNode s) {
-        return compile(s, "$", false);
+    /** The schema of key {@code key} when it may be written, else null. */
+    Schema propertySchema(String key) {
+        Schema p = properties.get(key);
+        if (p != null) {
+            return p.satisfiable() ? p : null;
+        }
+        if (!additionalAllowed()) {
+            return null;
+        }
+        return additional == null ? ANY : additional.satisfiable() ? additional : null;
     }
 
-    private static Schema compile(JsonNode s, String path, boolean strict) {
-        if (s == null || s.isBoolean() && s.asBoolean()) {
-            return any();
+    /** Whether keys beyond the properties can be written. */
+    boolean takesOtherKeys() {
+        return additionalAllowed() && (additional == null || additional.satisfiable());
+    }
+
+    /** Whether this node constrains nothing (any value). */
+    boolean isAny() {
+        return anyOf.isEmpty() && types.size() == Type.values().length && bool == null && properties.isEmpty() && required.isEmpty()
+                && additional == null && (additionalSaid == null || additionalSaid) && minProperties == 0 && maxProperties == Integer.MAX_VALUE
+                && items == null && prefixItems.isEmpty() && minItems == 0 && maxItems == Integer.MAX_VALUE && string == null && number == null
+                && enumValues == null && filled;
+    }
+
+    /** A copy to modify (the content of {@code this}, as a new node). */
+    Schema copy() {
+        Schema s = new Schema();
+        s.become(this);
+        return s;
+    }
+
+    /** Takes {@code o}'s content (a recursive reference's target, once compiled). */
+    void become(Schema o) {
+        types = EnumSet.noneOf(Type.class);
+        types.addAll(o.types);
+        bool = o.bool;
+        properties = new LinkedHashMap<>(o.properties);
+        required = List.copyOf(o.required);
+        additional = o.additional;
+        additionalSaid = o.additionalSaid;
+        listed = o.listed;
+        minProperties = o.minProperties;
+        maxProperties = o.maxProperties;
+        items = o.items;
+        prefixItems = List.copyOf(o.prefixItems);
+        minItems = o.minItems;
+        maxItems = o.maxItems;
+        string = o.string;
+        number = o.number;
+        enumValues = o.enumValues;
+        anyOf = List.copyOf(o.anyOf);
+        filled = true;
+    }
+
+    @Override
+    public String toString() {
+        if (!anyOf.isEmpty()) {
+            return "anyOf" + anyOf.size();
         }
-        if (!s.isObject()) {
-            if (!strict) {
-                return any();
-            }
-            throw new IllegalArgumentException("schema at " + path + " must be an object");
-        }
-        var names = s.fieldNames();
-        while (names.hasNext()) {
-            String k = names.next();
-            if (ENFORCED.contains(k) || ANNOTATIONS.contains(k)) {
-                continue;
-            }
-            if (strict) {
-                throw new IllegalArgumentException("JSON schema keyword '" + k + "' at " + path + " is not supported by constrained decoding");
-            }
-            if (!NARROWING.contains(k) && !k.equals("$defs") && !k.equals("definitions")) {
-                return any(); // $ref, allOf, not, if/then/else, prefixItems, ...: not read, so not constrained
-            }
-        }
-        List<Schema> alternatives = new ArrayList<>();
-        for (String key : List.of("anyOf", "oneOf")) {
-            if (s.has(key)) {
-                if (!s.get(key).isArray() || s.get(key).isEmpty()) {
-                    throw new IllegalArgumentException(path + "." + key + " must be a non-empty list of schemas");
-                }
-                int i = 0;
-                for (JsonNode alt : s.get(key)) {
-                    alternatives.add(compile(alt, path + "." + key + "[" + i++ + "]", strict));
-                }
-            }
-        }
-        Set<Type> types = EnumSet.noneOf(Type.class);
-        JsonNode t = s.get("type");
-        if (t == null) {
-            types = EnumSet.allOf(Type.class);
-        } else {
-            for (JsonNode one : t.isArray() ? t : List.of(t)) {
-                try {
-                    types.add(Type.valueOf(one.asText().toUpperCase(java.util.Locale.ROOT)));
-                } catch (IllegalArgumentException e) {
-                    throw new IllegalArgumentException("unknown JSON schema type '" + one.asText() + "' at " + path);
-                }
-            }
-            if (types.isEmpty()) {
-                throw new IllegalArgumentException("schema at " + path + " allows no type");
-            }
-        }
-        if (s.path("nullable").asBoolean(false)) {
-            types.add(Type.NULL);
-        }
-        if (types.contains(Type.NUMBER)) {
-            types.add(Type.INTEGER);
-        }
-        Map<String, Schema> props = new LinkedHashMap<>();
-        JsonNode properties = s.get("properties");
-        if (properties != null) {
-            if (!properties.isObject()) {
-                throw new IllegalArgumentException(path + ".properties must be an object");
-            }
-            for (var it = properties.fields(); it.hasNext(); ) {
-                var e = it.next();
-                if (e.getKey().chars().anyMatch(ch -> ch < 0x20)) {
-                    // such a name could only be written as an escape, which the recognizer does not resolve in keys
-                    if (strict) {
-                        throw new IllegalArgumentException("property name " + JSON_TEXT.apply(e.getKey()) + " at " + path + " contains a control character");
-                    }
-                    return any();
-                }
-                props.put(e.getKey(), compile(e.getValue(), path + ".properties." + e.getKey(), strict));
-            }
-        }
-        List<String> required = new ArrayList<>();
-        JsonNode req = s.get("required");
-        if (req != null) {
-            if (!req.isArray()) {
-                throw new IllegalArgumentException(path + ".required must be a list of property names");
-            }
-            for (JsonNode r : req) {
-                if (!r.isTextual()) {
-                    throw new IllegalArgumentException(path + ".required must be a list of property names, got " + r);
-                }
-                if (!required.contains(r.asText())) {
-                    required.add(r.asText());
-                }
-            }
-        }
-        JsonNode ap = s.get("additionalProperties");
-        boolean allowed = ap == null ? props.isEmpty() : !ap.isBoolean() || ap.asBoolean();
-        Schema additional = ap != null && ap.isObject() ? compile(ap, path + ".additionalProperties", strict) : null;
-        if (!allowed) {
-            for (String r : required) {
-                if (!props.containsKey(r)) {
-                    throw new IllegalArgumentException(path + ".required names '" + r + "', which is not among its properties (and no other property is allowed)");
-                }
-            }
-        }
-        List<JsonNode> enums = null;
-        if (s.has("enum")) {
-            if (!s.get("enum").isArray() || s.get("enum").isEmpty()) {
-                throw new IllegalArgumentException(path + ".enum must be a non-empty list");
-            }
-            enums = new ArrayList<>();
-            s.get("enum").forEach(enums::add);
-        }
-        if (s.has("const")) {
-            enums = List.of(s.get("const"));
-        }
-        Schema items = s.has("items") ? compile(s.get("items"), path + ".items", strict) : null;
-        int minItems = s.path("minItems").asInt(0);
-        int maxItems = s.has("maxItems") ? s.get("maxItems").asInt() : Integer.MAX_VALUE;
-        if (minItems < 0 || maxItems < minItems) {
-            throw new IllegalArgumentException(path + ": minItems " + minItems + " and maxItems " + maxItems + " admit no array");
-        }
-        return new Schema(types, props, required, additional, allowed, items, enums, alternatives, minItems, maxItems);
+        return "Schema" + types + (enumValues != null ? enumValues : "") + (listed ? properties.keySet() : "");
     }
 }

@@ -47,13 +47,14 @@ public final class TokenTrie {
     private final int[] sortedIds;     // sorted index -> token id
     private final int[] untexted;      // token ids with no text
     private final int vocab;
+    private final int longest;         // characters of the longest token text
     // for stable states: tokens without any special character (sorted-order bits), and the other
     // tokens' texts from their first special character on, in a trie of their own whose tokens
     // are this trie's sorted indices (null for a suffix trie itself)
     private long[] plainTokens;
     private TokenTrie suffixes;
 
-    private TokenTrie(char[] ch, int[] end, int[] lo, int[] hi, int[] own, long[] below, int[] sortedIds, int[] untexted, int vocab) {
+    private TokenTrie(char[] ch, int[] end, int[] lo, int[] hi, int[] own, long[] below, int[] sortedIds, int[] untexted, int vocab, int longest) {
         this.ch = ch;
         this.end = end;
         this.lo = lo;
@@ -63,6 +64,7 @@ public final class TokenTrie {
         this.sortedIds = sortedIds;
         this.untexted = untexted;
         this.vocab = vocab;
+        this.longest = longest;
     }
 
     /** @param texts per token id its text, or null */
@@ -141,7 +143,8 @@ public final class TokenTrie {
             }
             below[node] = b;
         }
-        return new TokenTrie(ch, end, lo, hi, own, below, sorted, none.stream().mapToInt(Integer::intValue).toArray(), texts.length);
+        int longest = ids.stream().mapToInt(id -> texts[id].length()).max().orElse(0);
+        return new TokenTrie(ch, end, lo, hi, own, below, sorted, none.stream().mapToInt(Integer::intValue).toArray(), texts.length, longest);
     }
 
     private static void close(int node, int next, int tokenIndex, int[] end, int[] hi) {
@@ -165,6 +168,11 @@ public final class TokenTrie {
     /** Tokens with text (the trie's tokens). */
     public int tokens() {
         return sortedIds.length;
+    }
+
+    /** Characters of the longest token text. */
+    public int longest() {
+        return longest;
     }
 
     public int nodes() {

@@ -217,17 +217,16 @@ public final class ToolCallRecognizer implements Recognizer {
 
     /** The schema of parameter {@code key} of {@code fn}; null when the key is not allowed. */
     private Schema parameter(String fn, String key) {
-        Schema p = parameters(fn);
-        Schema s = p.properties().get(key);
-        if (s != null || !p.additionalAllowed()) {
-            return s;
-        }
-        return p.additional() != null ? p.additional() : Schema.any();
+        return parameters(fn).propertySchema(key);
     }
 
     private boolean moreParameters(String fn, Set<String> seen) {
         Schema p = parameters(fn);
-        return p.additionalAllowed() || !seen.containsAll(p.properties().keySet());
+        long missing = p.required().stream().filter(r -> !seen.contains(r)).count();
+        if (seen.size() + 1 + missing > p.maxProperties() && missing == 0) {
+            return false;
+        }
+        return p.takesOtherKeys() || p.properties().entrySet().stream().anyMatch(e -> !seen.contains(e.getKey()) && e.getValue().satisfiable());
     }
 
     private void step(St s, char c, List<St> out) {
@@ -268,7 +267,7 @@ public final class ToolCallRecognizer implements Recognizer {
                 if (moreParameters(p.fn(), p.seen())) {
                     step(new Lit(PARAM, 0, new Key(p.fn(), p.seen(), "", p.calls())), c, out);
                 }
-                if (p.seen().containsAll(parameters(p.fn()).required())) {
+                if (p.seen().containsAll(parameters(p.fn()).required()) && p.seen().size() >= parameters(p.fn()).minProperties()) {
                     step(new Lit(CLOSE, 0, new After(p.calls() + 1)), c, out);
                 }
             }
@@ -298,10 +297,16 @@ public final class ToolCallRecognizer implements Recognizer {
         }
     }
 
+    /** Whether maxProperties leaves room for {@code key} after {@code seen}, the required keys still to come counted. */
+    private static boolean roomFor(Schema p, Set<String> seen, String key) {
+        long missing = p.required().stream().filter(r -> !seen.contains(r) && !r.equals(key)).count();
+        return seen.size() + 1 + missing <= p.maxProperties();
+    }
+
     private void keyStep(Key k, char c, List<St> out) {
         Schema p = parameters(k.fn());
         if (c == '>') {
-            Schema value = k.seen().contains(k.buf()) || k.buf().isEmpty() ? null : parameter(k.fn(), k.buf());
+            Schema value = k.seen().contains(k.buf()) || k.buf().isEmpty() || !roomFor(p, k.seen(), k.buf()) ? null : parameter(k.fn(), k.buf());
             if (value == null) {
                 return;
             }
@@ -320,8 +325,8 @@ public final class ToolCallRecognizer implements Recognizer {
             return;
         }
         String b = k.buf() + c;
-        boolean known = p.properties().keySet().stream().anyMatch(name -> !k.seen().contains(name) && name.startsWith(b));
-        boolean other = p.additionalAllowed() && c != '\n' && c != '<' && c != '"';
+        boolean known = p.properties().keySet().stream().anyMatch(name -> !k.seen().contains(name) && name.startsWith(b) && p.propertySchema(name) != null);
+        boolean other = p.takesOtherKeys() && c != '\n' && c != '<' && c != '"';
         if (known || other) {
             out.add(new Key(k.fn(), k.seen(), b, k.calls()));
         }

@@ -111,8 +111,10 @@ class JsonRecognizerTest {
 
     @Test
     void unsupportedKeywordsAreNamed() {
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> schema("{\"type\": \"string\", \"pattern\": \"^a\"}"));
-        assertTrue(e.getMessage().contains("'pattern'"), e.getMessage());
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> schema("{\"type\": \"string\", \"pattern\": \"(a)\\\\1\"}"));
+        assertTrue(e.getMessage().contains("'pattern'") && e.getMessage().contains("backreference"), e.getMessage());
+        e = assertThrows(IllegalArgumentException.class, () -> schema("{\"type\": \"array\", \"uniqueItems\": true}"));
+        assertTrue(e.getMessage().contains("'uniqueItems'"), e.getMessage());
     }
 
     /** The mask over the bundled model's whole vocabulary, and what it costs per decode step. */
