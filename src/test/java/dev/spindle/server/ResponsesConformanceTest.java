@@ -174,12 +174,12 @@ class ResponsesConformanceTest {
         ns.putArray("tools").add(fn);
         ObjectNode custom = tools.addObject().put("type", "custom").put("name", "apply_patch").put("description", "Edit files with a patch.");
         custom.putObject("format").put("type", "grammar").put("syntax", "lark").put("definition", """
-                start: begin hunk+ end
+                start: begin hunk end
                 begin: "*** Begin Patch" LF
                 end: "*** End Patch" LF?
-                hunk: "*** Add File: " path LF line+
-                path: /[a-z]+\\.txt/
-                line: "+" /[a-z ]*/ LF
+                hunk: "*** Add File: " path LF line~1..2
+                path: /[a-z]{1,8}\\.txt/
+                line: "+" /[a-z ]{0,16}/ LF
                 %import common.LF
                 """);
         tools.addObject().put("type", "web_search");
@@ -237,8 +237,8 @@ class ResponsesConformanceTest {
         assertEquals("apply_patch", call.get("name").asText());
         String patch = call.get("input").asText();
         assertEquals(patch, deltas, "the input deltas add up to the input");
-        assertTrue(patch.matches("(?s)\\*\\*\\* Begin Patch\n(\\*\\*\\* Add File: [a-z]+\\.txt\n(\\+[a-z ]*\n)+)+\\*\\*\\* End Patch\n?"),
-                "the input follows the tool's Lark grammar: " + patch);
+        assertTrue(patch.matches("(?s)\\*\\*\\* Begin Patch\n\\*\\*\\* Add File: [a-z]{1,8}\\.txt\n(\\+[a-z ]{0,16}\n){1,2}\\*\\*\\* End Patch\n?"),
+                "the input follows the tool's Lark grammar: " + call + " " + events.getLast());
         assertFalse(call.has("arguments"), call.toString());
 
         ObjectNode follow = codexBody();
