@@ -25,14 +25,14 @@ import static dev.spindle.server.openai.ChatCompletions.JSON;
  * {@code output_config.format} (and the older {@code output_format}) is structured output, enforced as
  * response_format json_schema. {@code context_management} is applied before this translation
  * ({@link ContextEdits}). Accepted without effect (they tune Anthropic's service, or a thinking budget
- * the template does not have): {@code output_config.effort}, {@code thinking.budget_tokens},
+ * the template does not have): {@code output_config.effort}, {@code output_config.task_budget}, {@code thinking.budget_tokens},
  * {@code metadata}, {@code service_tier}, {@code cache_control} on any block, the {@code anthropic-beta}
  * and {@code anthropic-version} headers.
  */
 final class MessagesRequest {
     /** Fields that need Anthropic's own servers (code execution containers, remote MCP servers). */
     private static final Set<String> REFUSED = Set.of("container", "mcp_servers");
-    private static final Set<String> EFFORTS = Set.of("low", "medium", "high", "max");
+    private static final Set<String> EFFORTS = Set.of("low", "medium", "high", "xhigh", "max");
 
     private MessagesRequest() {
     }
@@ -114,7 +114,7 @@ final class MessagesRequest {
         if (oc != null) {
             JsonNode effort = oc.get("effort");
             if (effort != null && !effort.isNull() && !(effort.isTextual() && EFFORTS.contains(effort.asText()))) {
-                throw ApiException.badRequest("output_config.effort must be low, medium, high or max; got " + effort, "output_config.effort");
+                throw ApiException.badRequest("output_config.effort must be low, medium, high, xhigh or max; got " + effort, "output_config.effort");
             }
             format = oc.get("format");
             if (format != null && format.isNull()) {
