@@ -162,7 +162,7 @@ class AgentApisTest {
         String[][] messages = {
                 {"{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}]}", "max_tokens"},
                 {"{\"max_tokens\": 5}", "messages"},
-                {"{\"max_tokens\": 5, \"messages\": [{\"role\": \"system\", \"content\": \"hi\"}]}", "messages.0.role"},
+                {"{\"max_tokens\": 5, \"messages\": [{\"role\": \"robot\", \"content\": \"hi\"}]}", "messages.0.role"},
                 {"{\"max_tokens\": 5, \"messages\": [{\"role\": \"user\", \"content\": [{\"type\": \"image\", \"source\": {}}]}]}", "messages.0.content.0"},
                 {"{\"max_tokens\": 5, \"messages\": [{\"role\": \"user\", \"content\": [{\"type\": \"tool_use\", \"id\": \"a\", \"name\": \"b\"}]}]}", "messages.0.content.0"},
                 {"{\"max_tokens\": 5, \"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"tools\": [{\"name\": \"x\"}]}", "tools.0.input_schema"},

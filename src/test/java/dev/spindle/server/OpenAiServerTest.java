@@ -276,9 +276,14 @@ class OpenAiServerTest {
             }
         }
         Response bad = base.body("{\"messages\": [{\"role\": \"user\", \"content\": \"a\"}], \"response_format\": {\"type\": \"json_schema\","
-                + " \"json_schema\": {\"name\": \"x\", \"schema\": {\"type\": \"string\", \"pattern\": \"a+\"}}}}").post("/v1/chat/completions");
+                + " \"json_schema\": {\"name\": \"x\", \"schema\": {\"type\": \"array\", \"uniqueItems\": true}}}}").post("/v1/chat/completions");
         assertEquals(400, bad.statusCode());
-        assertTrue(bad.jsonPath().getString("error.message").contains("'pattern'"), bad.asString());
+        assertTrue(bad.jsonPath().getString("error.message").contains("'uniqueItems'"), "a keyword the grammar cannot enforce is named: " + bad.asString());
+        Response pattern = base.body("{\"messages\": [{\"role\": \"user\", \"content\": \"a\"}], \"max_tokens\": 200, \"response_format\": {\"type\": \"json_schema\","
+                + " \"json_schema\": {\"name\": \"x\", \"schema\": {\"type\": \"string\", \"pattern\": \"^[a-c]{2,5}$\"}}}}").post("/v1/chat/completions");
+        assertEquals(200, pattern.statusCode(), pattern.asString());
+        String word = new com.fasterxml.jackson.databind.ObjectMapper().readTree(pattern.jsonPath().getString("choices[0].message.content")).asText();
+        assertTrue(word.matches("[a-c]{2,5}"), "a pattern is enforced: " + pattern.asString());
     }
 
     /** echo + logprobs scores a prompt: each prompt token's logprob equals the one the model gives it when generating it. */
