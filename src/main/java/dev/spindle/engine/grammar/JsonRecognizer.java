@@ -32,7 +32,10 @@ public final class JsonRecognizer implements Recognizer {
     record Obj(Schema schema, int state, Set<String> seen, String key, int ws) implements Frame {
     }
 
-    /** Inside an array. state 0: after '['; 1: after a value; 2: after ','. */
+    /**
+     * Inside an array. state 0: after '['; 1: after a value; 2: after ','. count: items so far, kept
+     * only as far as it matters (see {@link #counted}), so that the states of long arrays repeat.
+     */
     record Arr(Schema schema, int state, int count, int ws) implements Frame {
     }
 
@@ -414,6 +417,11 @@ public final class JsonRecognizer implements Recognizer {
         }
     }
 
+    /** The item count an array state keeps: past minItems and prefixItems, an array without maxItems counts no further. */
+    private static int counted(Schema array, int count) {
+        return array.maxItems() == Integer.MAX_VALUE ? Math.min(count, Math.max(array.minItems(), array.prefixItems().size())) : count;
+    }
+
     /** The schema of item {@code i}, or null when no such item can be written. */
     private static Schema item(Schema array, int i) {
         if (i >= array.maxItems()) {
@@ -437,7 +445,7 @@ public final class JsonRecognizer implements Recognizer {
                 if (c == ']' && a.state() == 0 && a.schema().minItems() == 0) {
                     out.add(completed(s.rest()));
                 } else if (items != null) {
-                    startValue(items, new Stack(new Arr(a.schema(), 1, a.count() + 1, 0), s.rest()), c, out);
+                    startValue(items, new Stack(new Arr(a.schema(), 1, counted(a.schema(), a.count() + 1), 0), s.rest()), c, out);
                 }
             }
             case 1 -> {
