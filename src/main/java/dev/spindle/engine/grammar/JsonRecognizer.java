@@ -13,7 +13,8 @@ import java.util.Set;
  * and 16 fraction digits and a 2-digit exponent, so every number it admits is a finite double,
  * non-zero unless written as zero (|x| &lt; 1e115, and &gt; 1e-115 otherwise: a 3-digit exponent let
  * a sampled 4915095129.31e350 through, which clients parse as infinity); a document may be framed by at most 4
- * whitespace characters (when the root allows it). A state is a set of configurations
+ * whitespace characters (when the root allows it); a number with bounds or multipleOf is written
+ * without exponent, so that each prefix can be decided ({@link NumberRule}). A state is a set of configurations
  * (anyOf and enums branch; usually one); a configuration is an immutable stack of frames.
  */
 public final class JsonRecognizer implements Recognizer {
