@@ -137,6 +137,8 @@ public final class JsonRecognizer implements Recognizer {
     private final Stack[] configs;
     private final Options options;
     private final long stable; // see Recognizer.stableExcept
+    private final long stableWithin; // see Recognizer.stableExceptWithin, for budget plain characters
+    private final int budget;
 
     private JsonRecognizer(Stack[] configs, Options options) {
         this.configs = configs;
@@ -153,6 +155,46 @@ public final class JsonRecognizer implements Recognizer {
             }
         }
         this.stable = s;
+        long w = 0;
+        int b = Integer.MAX_VALUE;
+        for (Stack c : configs) {
+            long one = c.top() instanceof Str str && !str.key() && str.escape() == 0 && (str.guard() == null || str.guard().clear())
+                    ? JsonStrings.stableExceptWithin(str) : TokenTrie.NOT_STABLE;
+            if (one < 0) {
+                w = TokenTrie.NOT_STABLE;
+                break;
+            }
+            w |= one;
+            b = Math.min(b, JsonStrings.budget((Str) c.top()));
+        }
+        this.stableWithin = w;
+        this.budget = w < 0 ? Integer.MAX_VALUE : b;
+    }
+
+    @Override
+    public long stableExceptWithin() {
+        return stableWithin;
+    }
+
+    @Override
+    public int stableBudget() {
+        return budget;
+    }
+
+    @Override
+    public JsonRecognizer skipPlain(int k) {
+        if (k == 0 || budget == Integer.MAX_VALUE) {
+            return this;
+        }
+        Stack[] out = configs.clone();
+        for (int i = 0; i < out.length; i++) {
+            Str str = (Str) out[i].top();
+            StrCheck c = str.check();
+            if (c != null) {
+                out[i] = new Stack(new Str(false, null, 0, str.guard(), new StrCheck(c.rule(), c.q(), c.rule().counted(c.count() + k), 0, (char) 0)), out[i].rest());
+            }
+        }
+        return new JsonRecognizer(out, options);
     }
 
     /** A document framed by at most 4 whitespace characters, strings unguarded (response_format). */
