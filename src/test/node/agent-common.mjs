@@ -155,7 +155,8 @@ export let steps = 0;
  */
 export async function loggingFetch(input, init = {}) {
   const url = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
-  if (url.includes("/chat/completions") || url.endsWith("/responses") || url.endsWith("/messages")) steps++;
+  const path = new URL(url).pathname; // the Anthropic SDK's beta calls add ?beta=true
+  if (path.endsWith("/chat/completions") || path.endsWith("/responses") || path.endsWith("/messages")) steps++;
   const body = typeof init.body === "string" ? init.body : init.body === undefined ? "" : "<non-string body>";
   const debug = process.argv.includes("--debug");
   if (debug) console.error(`>>> ${init.method ?? "GET"} ${url}\n${body}`);

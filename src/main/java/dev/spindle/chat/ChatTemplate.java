@@ -14,28 +14,49 @@ import java.util.Map;
 
 /**
  * A model's own chat template, rendered as HF's {@code apply_chat_template} renders it:
- * {@code messages}, {@code tools} (None when absent), {@code add_generation_prompt},
- * {@code bos_token}/{@code eos_token} from tokenizer_config.json, and any template
- * kwargs ({@code enable_thinking}, {@code preserve_thinking}, {@code tool_call_format}, ...).
+ * {@code messages}, {@code tools} and {@code documents} (None when absent),
+ * {@code add_generation_prompt}, the tokenizer's special tokens ({@code bos_token},
+ * {@code eos_token}, ... from tokenizer_config.json; one the tokenizer lacks is left
+ * undefined, as HF leaves it out of its special tokens map), and any template kwargs
+ * ({@code enable_thinking}, {@code preserve_thinking}, {@code tool_call_format}, ...).
  */
 public final class ChatTemplate {
+    /** The special tokens HF's special_tokens_map can hold, each passed to the template under its own name. */
+    private static final List<String> SPECIAL_TOKENS = List.of("bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token");
+
     private final Template template;
     private final String source;
-    private final String bosToken;
-    private final String eosToken;
+    private final Map<String, String> specialTokens;
 
     public ChatTemplate(String source, String bosToken, String eosToken) {
+        this(source, tokens(bosToken, eosToken));
+    }
+
+    /** @param specialTokens token name ("bos_token", ...) to its text; absent or null ones stay undefined in the template */
+    public ChatTemplate(String source, Map<String, String> specialTokens) {
         this.source = source;
         this.template = Template.compile(source);
-        this.bosToken = bosToken;
-        this.eosToken = eosToken;
+        this.specialTokens = new LinkedHashMap<>();
+        specialTokens.forEach((k, v) -> {
+            if (v != null) {
+                this.specialTokens.put(k, v);
+            }
+        });
+    }
+
+    private static Map<String, String> tokens(String bos, String eos) {
+        Map<String, String> m = new LinkedHashMap<>();
+        m.put("bos_token", bos);
+        m.put("eos_token", eos);
+        return m;
     }
 
     /** {@code chat_template.jinja} if present, else {@code tokenizer_config.json}'s {@code chat_template}. */
     public static ChatTemplate fromModelDir(Path dir) {
         Path jinja = dir.resolve("chat_template.jinja");
         Path config = dir.resolve("tokenizer_config.json");
-        String bos = null, eos = null, source = null;
+        String source = null;
+        Map<String, String> special = new LinkedHashMap<>();
         JsonNode cfg = null;
         if (Files.isRegularFile(config)) {
             try {
@@ -43,8 +64,9 @@ public final class ChatTemplate {
             } catch (IOException e) {
                 throw new ChatTemplateException(config + ": not valid JSON: " + e.getMessage());
             }
-            bos = tokenText(cfg.get("bos_token"));
-            eos = tokenText(cfg.get("eos_token"));
+            for (String name : SPECIAL_TOKENS) {
+                special.put(name, tokenText(cfg.get(name)));
+            }
         }
         try {
             if (Files.isRegularFile(jinja)) {
@@ -68,7 +90,7 @@ public final class ChatTemplate {
             throw new ChatTemplateException(dir + ": no chat template (expected chat_template.jinja or a chat_template field in tokenizer_config.json)");
         }
         try {
-            return new ChatTemplate(source, bos, eos);
+            return new ChatTemplate(source, special);
         } catch (TemplateException e) {
             throw new ChatTemplateException(dir + ": the chat template does not parse: " + e.getMessage());
         }
@@ -88,10 +110,9 @@ public final class ChatTemplate {
      * @throws ChatTemplateException with the template's own message (e.g. "System message must be at the beginning.")
      */
     public String render(List<?> messages, List<?> tools, Map<String, Object> kwargs) {
-        Map<String, Object> vars = new LinkedHashMap<>();
-        vars.put("bos_token", bosToken);
-        vars.put("eos_token", eosToken);
+        Map<String, Object> vars = new LinkedHashMap<>(specialTokens);
         vars.put("tools", tools);
+        vars.put("documents", null);
         vars.put("add_generation_prompt", false);
         vars.putAll(kwargs);
         vars.put("messages", messages);

@@ -21,7 +21,9 @@ public final class Engine implements AutoCloseable {
     private final LinkedBlockingQueue<Runnable> commands = new LinkedBlockingQueue<>();
     private final AtomicLong ids = new AtomicLong();
     private final int maxWaiting;
+    private final int maxSequences;
     private final AtomicInteger waiting = new AtomicInteger(); // submitted, not yet in the running batch
+    private volatile int running;                               // in the running batch after the last step
     private final Set<Long> waitingIds = new HashSet<>();      // engine thread only
     private final Thread thread;
     private final dev.spindle.engine.spec.Speculation speculation;
@@ -60,6 +62,7 @@ public final class Engine implements AutoCloseable {
             throw new IllegalArgumentException("the waiting bound must be >= 0, got " + maxWaiting);
         }
         this.maxWaiting = maxWaiting;
+        this.maxSequences = maxSequences;
         this.speculation = speculation;
         this.core = new EngineCore(model, maxBatchedTokens, maxSequences, eosIds, speculation, asyncScheduling);
         this.stats = core.stats();
@@ -70,14 +73,15 @@ public final class Engine implements AutoCloseable {
      * Queues a request; returns its id. Errors that make it impossible (too long for the
      * context or the KV pool, bad token ids) reach the sink's onError.
      *
-     * @throws EngineBusyException when the waiting bound is reached (checked and counted atomically)
+     * @throws EngineBusyException when the waiting bound is reached (checked and counted atomically): a burst first
+     *                             fills the batch's free slots, and only the requests beyond them count against it
      */
     public long submit(int[] prompt, SamplingParams params, TokenSink sink) {
         int w;
         do {
             w = waiting.get();
-            if (w >= maxWaiting) {
-                throw new EngineBusyException(w);
+            if (w >= admissionBound()) {
+                throw new EngineBusyException(Math.max(0, w - freeSlots()));
             }
         } while (!waiting.compareAndSet(w, w + 1));
         long id = ids.incrementAndGet();
@@ -93,9 +97,25 @@ public final class Engine implements AutoCloseable {
         return id;
     }
 
-    /** The waiting bound: requests submitted and not yet running at most. */
+    /** The waiting bound: requests that must wait for a batch slot at most (those that can start at once do not count). */
     public int maxWaiting() {
         return maxWaiting;
+    }
+
+    /** Requests that can be in the engine without running at most: every batch slot free, then the waiting bound. */
+    public int maxQueued() {
+        return (int) Math.min(Integer.MAX_VALUE, (long) maxSequences + maxWaiting);
+    }
+
+    /** Batch slots free after the last step: requests submitted into them start at the next step. */
+    private int freeSlots() {
+        return Math.max(0, maxSequences - running);
+    }
+
+    /** Requests submitted and not yet running at most: the free slots, then the waiting bound. */
+    private int admissionBound() {
+        long bound = (long) freeSlots() + maxWaiting;
+        return (int) Math.min(Integer.MAX_VALUE, bound);
     }
 
     /** Requests submitted that have not yet entered the running batch (exact, not a step's snapshot). */
@@ -159,6 +179,7 @@ public final class Engine implements AutoCloseable {
                 }
                 releaseStarted();
                 stats = core.stats();
+                running = stats.running();
             } catch (InterruptedException e) {
                 return;
             } catch (RuntimeException | Error e) {

@@ -56,8 +56,8 @@ public class ModelService {
         if (config.maxWaitingRequests() < 1) {
             throw new IllegalArgumentException("spindle.max-waiting-requests (--max-waiting-requests) must be at least 1, got " + config.maxWaitingRequests());
         }
-        if (config.defaultMaxTokens() < 1) {
-            throw new IllegalArgumentException("spindle.default-max-tokens (--default-max-tokens) must be at least 1, got " + config.defaultMaxTokens());
+        if (config.defaultMaxTokens().isPresent() && config.defaultMaxTokens().getAsInt() < 1) {
+            throw new IllegalArgumentException("spindle.default-max-tokens (--default-max-tokens) must be at least 1, got " + config.defaultMaxTokens().getAsInt());
         }
         LoadFormat format = LoadFormat.parse(config.loadFormat());
         long t0 = System.nanoTime();

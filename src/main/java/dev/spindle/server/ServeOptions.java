@@ -43,7 +43,7 @@ final class ServeOptions {
     String gemmCache;
     @Option(names = "--block-size", paramLabel = "TOKENS", description = "Tokens per KV block (default 16; a power of two on CUDA).")
     Integer blockSize;
-    @Option(names = "--default-max-tokens", paramLabel = "N", description = "max_tokens when a request gives none (default 1024).")
+    @Option(names = "--default-max-tokens", paramLabel = "N", description = "A cap on max_tokens when a request gives none (default: what the context leaves after the prompt).")
     Integer defaultMaxTokens;
     @Option(names = "--max-logprobs", paramLabel = "N", description = "Alternatives a request may ask for per token at most (top_logprobs, prompt_logprobs; default 20).")
     Integer maxLogprobs;

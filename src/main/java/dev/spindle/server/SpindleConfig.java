@@ -97,9 +97,11 @@ public interface SpindleConfig {
     /** The management port's listen address; defaults to quarkus.http.host. */
     Optional<String> managementHost();
 
-    /** max_tokens when a request gives none. */
-    @WithDefault("1024")
-    int defaultMaxTokens();
+    /**
+     * A cap on max_tokens when a request gives none; without it such a request may use what the context leaves
+     * after its prompt (as OpenAI and vLLM do: a thinking model often needs several thousand tokens).
+     */
+    OptionalInt defaultMaxTokens();
 
     /** The most alternatives a request may ask for per token (top_logprobs, logprobs, prompt_logprobs). */
     @WithDefault("20")

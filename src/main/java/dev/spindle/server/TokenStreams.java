@@ -38,9 +38,9 @@ public class TokenStreams {
      */
     public List<Multi<TokenEvent>> generate(int[] prompt, List<SamplingParams> choices) {
         Engine engine = service.engine();
-        if (choices.size() > engine.maxWaiting()) {
-            throw new dev.spindle.server.openai.ApiException(400, "n = " + choices.size() + " choices wait as " + choices.size()
-                    + " requests, more than this server's max-waiting-requests (" + engine.maxWaiting() + ")", "n");
+        if (choices.size() > engine.maxQueued()) {
+            throw new dev.spindle.server.openai.ApiException(400, "n = " + choices.size() + " choices are " + choices.size()
+                    + " requests, more than this server's batch slots and max-waiting-requests hold (" + engine.maxQueued() + ")", "n");
         }
         List<Multi<TokenEvent>> out = new ArrayList<>();
         List<Long> submitted = new ArrayList<>();

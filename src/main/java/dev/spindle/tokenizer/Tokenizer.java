@@ -23,6 +23,9 @@ public final class Tokenizer implements AutoCloseable {
     private final Map<String, Integer> addedTokens;
     private final Set<Integer> specialIds;
 
+    /** Held so that its level stays set (the log manager keeps loggers weakly). */
+    private static final java.util.logging.Logger DJL_CUDA_PROBE = java.util.logging.Logger.getLogger("ai.djl.util.cuda.CudaUtils");
+
     static {
         // DJL chooses its native tokenizer build by the machine: where CUDA is present it wants a CUDA
         // build, which its jar does not ship, and tries to download one (so the server could not start on
@@ -31,6 +34,8 @@ public final class Tokenizer implements AutoCloseable {
             System.setProperty("RUST_FLAVOR", "cpu");
         }
         System.setProperty("ai.djl.offline", "true");
+        // DJL also probes for a CUDA runtime on the way and warns where none is usable: a CPU build needs none
+        DJL_CUDA_PROBE.setLevel(java.util.logging.Level.SEVERE);
     }
 
     private Tokenizer(HuggingFaceTokenizer hf, Map<String, Integer> addedTokens, Set<Integer> specialIds) {

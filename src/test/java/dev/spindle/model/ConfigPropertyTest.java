@@ -4,16 +4,17 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import net.jqwik.api.Arbitraries;
-import net.jqwik.api.Arbitrary;
-import net.jqwik.api.Combinators;
-import net.jqwik.api.ForAll;
-import net.jqwik.api.Property;
-import net.jqwik.api.Provide;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.spindle.Trials;
+import org.junit.jupiter.api.Test;
 
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.math.BigInteger;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.random.RandomGenerator;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -32,15 +33,22 @@ class ConfigPropertyTest {
             "tie_word_embeddings", "num_loops", "loop_loss_weights", "skip_loop_final_norm", "hidden_act", "rope_scaling", "architectures",
             "model_type");
 
-    private static Arbitrary<JsonNode> value() {
-        Arbitrary<JsonNode> scalar = Arbitraries.oneOf(
-                Arbitraries.of(0, 1, 2, 7, 8, 64, -1, Integer.MAX_VALUE).map(n -> (JsonNode) NODES.numberNode(n)),
-                Arbitraries.of(NODES.numberNode(1L << 33), NODES.numberNode(BigInteger.ONE.shiftLeft(70)), NODES.numberNode(2.7), NODES.numberNode(1e-5),
-                        NODES.numberNode(Double.NaN), NODES.textNode("7"), NODES.textNode("silu"), NODES.textNode("default"), NODES.booleanNode(true),
-                        NODES.booleanNode(false), NODES.nullNode()));
-        Arbitrary<JsonNode> list = scalar.list().ofMaxSize(3).map(ConfigPropertyTest::array);
-        Arbitrary<JsonNode> object = scalar.map(v -> (JsonNode) NODES.objectNode().set("rope_type", v));
-        return Arbitraries.frequencyOf(net.jqwik.api.Tuple.of(6, scalar), net.jqwik.api.Tuple.of(2, list), net.jqwik.api.Tuple.of(1, object));
+    private static final List<JsonNode> INTS = List.of(0, 1, 2, 7, 8, 64, -1, Integer.MAX_VALUE).stream().map(n -> (JsonNode) NODES.numberNode(n)).toList();
+    private static final List<JsonNode> OTHERS = List.of(NODES.numberNode(1L << 33), NODES.numberNode(BigInteger.ONE.shiftLeft(70)), NODES.numberNode(2.7),
+            NODES.numberNode(1e-5), NODES.numberNode(Double.NaN), NODES.textNode("7"), NODES.textNode("silu"), NODES.textNode("default"),
+            NODES.booleanNode(true), NODES.booleanNode(false), NODES.nullNode());
+
+    /** Half the time a small or edge int, else a long, a big integer, a fraction, NaN, text, a boolean or null. */
+    private static JsonNode scalar(RandomGenerator r) {
+        return Trials.oneOf(r, r.nextBoolean() ? INTS : OTHERS);
+    }
+
+    private static JsonNode value(RandomGenerator r) {
+        return switch (Trials.frequency(r, 6, 2, 1)) {
+            case 0 -> scalar(r);
+            case 1 -> array(Trials.listOf(r, 0, 3, ConfigPropertyTest::scalar));
+            default -> NODES.objectNode().set("rope_type", scalar(r));
+        };
     }
 
     private static ArrayNode array(List<JsonNode> items) {
@@ -49,29 +57,33 @@ class ConfigPropertyTest {
         return a;
     }
 
-    @Provide
-    Arbitrary<ObjectNode> configs() {
-        Arbitrary<List<Object[]>> changes = Combinators.combine(Arbitraries.of(FIELDS), value(), Arbitraries.of(true, false))
-                .as((field, v, remove) -> new Object[]{field, v, remove}).list().ofMaxSize(4);
-        return Combinators.combine(Arbitraries.of(true, false), changes).as((looped, edits) -> {
-            ObjectNode c = NODES.objectNode();
-            c.putArray("architectures").add(looped ? "NanbeigeForCausalLM" : "LlamaForCausalLM");
-            c.put("model_type", looped ? "nanbeige" : "llama").put("hidden_size", 64).put("num_attention_heads", 4).put("num_key_value_heads", 2)
-                    .put("intermediate_size", 128).put("num_hidden_layers", 2).put("vocab_size", 300).put("max_position_embeddings", 512)
-                    .put("rms_norm_eps", 1e-5).put("rope_theta", 10000.0).put("bos_token_id", 1).put("hidden_act", "silu");
-            c.putArray("eos_token_id").add(2).add(3);
-            if (looped) {
-                c.put("num_loops", 2);
+    /** Up to four edits to the named fields: each sets a field to a generated value, or removes it. */
+    record Edit(String field, JsonNode value, boolean remove) {
+    }
+
+    private static List<Edit> edits(RandomGenerator r, List<String> fields) {
+        return Trials.listOf(r, 0, 4, g -> new Edit(Trials.oneOf(g, fields), value(g), g.nextBoolean()));
+    }
+
+    static ObjectNode config(RandomGenerator r) {
+        boolean looped = r.nextBoolean();
+        ObjectNode c = NODES.objectNode();
+        c.putArray("architectures").add(looped ? "NanbeigeForCausalLM" : "LlamaForCausalLM");
+        c.put("model_type", looped ? "nanbeige" : "llama").put("hidden_size", 64).put("num_attention_heads", 4).put("num_key_value_heads", 2)
+                .put("intermediate_size", 128).put("num_hidden_layers", 2).put("vocab_size", 300).put("max_position_embeddings", 512)
+                .put("rms_norm_eps", 1e-5).put("rope_theta", 10000.0).put("bos_token_id", 1).put("hidden_act", "silu");
+        c.putArray("eos_token_id").add(2).add(3);
+        if (looped) {
+            c.put("num_loops", 2);
+        }
+        for (Edit e : edits(r, FIELDS)) {
+            if (e.remove()) {
+                c.remove(e.field());
+            } else {
+                c.set(e.field(), e.value());
             }
-            for (Object[] e : edits) {
-                if ((Boolean) e[2]) {
-                    c.remove((String) e[0]);
-                } else {
-                    c.set((String) e[0], (JsonNode) e[1]);
-                }
-            }
-            return c;
-        });
+        }
+        return c;
     }
 
     private static final List<String> HEAD_FIELDS = List.of("hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
@@ -79,34 +91,37 @@ class ConfigPropertyTest {
             "dflash_config.block_size", "dflash_config.mask_token_id", "dflash_config.target_layer_ids", "dflash_config.conv_kernel_size",
             "dflash_config.conv_group_size", "dflash_config.selector_rank", "dflash_config.selector_top_k", "dflash_config.output_multiplier");
 
-    /** The bundled DFlash2 head's config (models/spindle-chat-dflash2) with some fields replaced by JSON values of any kind, or left out. */
-    @Provide
-    Arbitrary<ObjectNode> headConfigs() {
-        Arbitrary<List<Object[]>> changes = Combinators.combine(Arbitraries.of(HEAD_FIELDS), value(), Arbitraries.of(true, false))
-                .as((field, v, remove) -> new Object[]{field, v, remove}).list().ofMaxSize(4);
-        return changes.map(edits -> {
-            ObjectNode c;
-            try {
-                c = (ObjectNode) new com.fasterxml.jackson.databind.ObjectMapper().readTree(java.nio.file.Path.of("models/spindle-chat-dflash2/config.json").toFile());
-            } catch (java.io.IOException e) {
-                throw new java.io.UncheckedIOException(e);
-            }
-            for (Object[] e : edits) {
-                String field = (String) e[0];
-                ObjectNode owner = field.startsWith("dflash_config.") ? (ObjectNode) c.get("dflash_config") : c;
-                String name = field.replace("dflash_config.", "");
-                if ((Boolean) e[2]) {
-                    owner.remove(name);
-                } else {
-                    owner.set(name, (JsonNode) e[1]);
-                }
-            }
-            return c;
-        });
+    private static final ObjectNode HEAD;
+
+    static {
+        try {
+            HEAD = (ObjectNode) new ObjectMapper().readTree(Path.of("models/spindle-chat-dflash2/config.json").toFile());
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
     }
 
-    @Property(tries = 3000)
-    void aDraftHeadConfigIsReadAsWrittenOrRefusedByField(@ForAll("headConfigs") ObjectNode config) {
+    /** The bundled DFlash2 head's config (models/spindle-chat-dflash2) with some fields replaced by JSON values of any kind, or left out. */
+    static ObjectNode headConfig(RandomGenerator r) {
+        ObjectNode c = HEAD.deepCopy();
+        for (Edit e : edits(r, HEAD_FIELDS)) {
+            ObjectNode owner = e.field().startsWith("dflash_config.") ? (ObjectNode) c.get("dflash_config") : c;
+            String name = e.field().replace("dflash_config.", "");
+            if (e.remove()) {
+                owner.remove(name);
+            } else {
+                owner.set(name, e.value());
+            }
+        }
+        return c;
+    }
+
+    @Test
+    void aDraftHeadConfigIsReadAsWrittenOrRefusedByField() {
+        Trials.forAll(3000, ConfigPropertyTest::headConfig, ConfigPropertyTest::aDraftHeadConfigIsReadAsWrittenOrRefusedByField);
+    }
+
+    static void aDraftHeadConfigIsReadAsWrittenOrRefusedByField(ObjectNode config) {
         DraftHeadConfig h;
         try {
             h = DraftHeadConfig.parse(config);
@@ -128,8 +143,12 @@ class ConfigPropertyTest {
         assertTrue(h.hidden() > 0 && h.layers() > 0 && h.heads() > 0 && h.kvHeads() > 0 && h.headDim() > 0 && h.intermediate() > 0, h.describe());
     }
 
-    @Property(tries = 3000)
-    void aConfigIsReadAsWrittenOrRefusedByField(@ForAll("configs") ObjectNode config) {
+    @Test
+    void aConfigIsReadAsWrittenOrRefusedByField() {
+        Trials.forAll(3000, ConfigPropertyTest::config, ConfigPropertyTest::aConfigIsReadAsWrittenOrRefusedByField);
+    }
+
+    static void aConfigIsReadAsWrittenOrRefusedByField(ObjectNode config) {
         ModelConfig m;
         try {
             m = ConfigParser.parse(config);

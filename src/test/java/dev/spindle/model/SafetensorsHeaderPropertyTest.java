@@ -4,13 +4,8 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import net.jqwik.api.Arbitraries;
-import net.jqwik.api.Arbitrary;
-import net.jqwik.api.Combinators;
-import net.jqwik.api.ForAll;
-import net.jqwik.api.Property;
-import net.jqwik.api.Provide;
-import net.jqwik.api.constraints.IntRange;
+import dev.spindle.Trials;
+import org.junit.jupiter.api.Test;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -24,6 +19,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
+import java.util.random.RandomGenerator;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -44,83 +40,97 @@ class SafetensorsHeaderPropertyTest {
     record Entry(String name, JsonNode value) {
     }
 
-    @Provide
-    Arbitrary<List<Entry>> headers() {
-        Arbitrary<JsonNode> count = Arbitraries.frequencyOf(
-                net.jqwik.api.Tuple.of(24, Arbitraries.longs().between(0, 4).map(NODES::numberNode)),
-                net.jqwik.api.Tuple.of(4, Arbitraries.longs().between(5, 40).map(NODES::numberNode)),
-                net.jqwik.api.Tuple.of(1, Arbitraries.longs().between(-3, -1).map(NODES::numberNode)),
-                // past a long: 2^64 + k would read as k if narrowed
-                net.jqwik.api.Tuple.of(1, Arbitraries.longs().between(0, 40).map(k -> NODES.numberNode(BigInteger.ONE.shiftLeft(64).add(BigInteger.valueOf(k))))),
-                net.jqwik.api.Tuple.of(1, Arbitraries.of(NODES.numberNode(2.5), NODES.textNode("4"), NODES.nullNode(), NODES.booleanNode(true))));
-        Arbitrary<JsonNode> shape = Arbitraries.frequencyOf(
-                net.jqwik.api.Tuple.of(12, count.list().ofMaxSize(3).map(SafetensorsHeaderPropertyTest::array)),
-                net.jqwik.api.Tuple.of(1, Arbitraries.of(NODES.textNode("[2]"), NODES.nullNode(), NODES.objectNode())));
-        Arbitrary<JsonNode> badOffsets = Arbitraries.frequencyOf(
-                net.jqwik.api.Tuple.of(4, count.list().ofSize(2).map(SafetensorsHeaderPropertyTest::array)),
-                net.jqwik.api.Tuple.of(1, count.list().ofMinSize(0).ofMaxSize(3).map(SafetensorsHeaderPropertyTest::array)),
-                net.jqwik.api.Tuple.of(1, Arbitraries.of(NODES.textNode("0,4"), NODES.nullNode())));
-        Arbitrary<JsonNode> dtype = Arbitraries.frequencyOf(
-                net.jqwik.api.Tuple.of(12, Arbitraries.of("BF16", "F16", "F32").map(NODES::textNode)),
-                net.jqwik.api.Tuple.of(1, Arbitraries.of(NODES.textNode("I8"), NODES.textNode("bf16"), NODES.numberNode(2), NODES.nullNode())));
-        // mostly offsets [begin, begin + the shape's bytes), so that ranges touch, overlap or run past the data section,
-        // empty tensors among them; now and then a field left out, or offsets of any kind
-        Arbitrary<JsonNode> entry = Arbitraries.frequencyOf(
-                net.jqwik.api.Tuple.of(20, Combinators.combine(dtype, shape, Arbitraries.longs().between(0, 24), badOffsets,
-                        Arbitraries.integers().between(0, 19)).as((d, s, begin, bad, mode) -> {
-                    ObjectNode t = NODES.objectNode();
-                    if (mode != 1) t.set("dtype", d);
-                    if (mode != 2) t.set("shape", s);
-                    if (mode == 3) return (JsonNode) t;
-                    long bytes = -1;
-                    if (d.isTextual() && DType.fromSafetensors(d.asText()).isPresent() && s.isArray()) {
-                        bytes = DType.fromSafetensors(d.asText()).get().bytes;
-                        for (JsonNode n : s) {
-                            bytes = n.isIntegralNumber() && n.canConvertToLong() && n.longValue() >= 0 && bytes >= 0 ? bytes * n.longValue() : -1;
-                        }
-                    }
-                    t.set("data_offsets", mode < 6 || bytes < 0 ? bad : array(List.of(NODES.numberNode(begin), NODES.numberNode(begin + bytes))));
-                    return (JsonNode) t;
-                })),
-                net.jqwik.api.Tuple.of(1, Arbitraries.of(NODES.textNode("tensor"), NODES.arrayNode(), NODES.numberNode(7))));
-        Arbitrary<JsonNode> metadata = Arbitraries.of(NODES.objectNode().put("format", "pt"), NODES.objectNode().set("nested", NODES.objectNode()),
-                NODES.arrayNode(), NODES.textNode("pt"));
-        return Combinators.combine(entry.list().ofMaxSize(5), metadata.optional()).as((entries, meta) -> {
-            List<Entry> out = new ArrayList<>();
-            for (int i = 0; i < entries.size(); i++) {
-                out.add(new Entry("t" + i, entries.get(i)));
+    /** A count (a dimension or an offset): mostly small, now and then negative, past a long or not an integer at all. */
+    private static JsonNode count(RandomGenerator r) {
+        return switch (Trials.frequency(r, 24, 4, 1, 1, 1)) {
+            case 0 -> NODES.numberNode(Trials.between(r, 0L, 4L));
+            case 1 -> NODES.numberNode(Trials.between(r, 5L, 40L));
+            case 2 -> NODES.numberNode(Trials.between(r, -3L, -1L));
+            // past a long: 2^64 + k would read as k if narrowed
+            case 3 -> NODES.numberNode(BigInteger.ONE.shiftLeft(64).add(BigInteger.valueOf(Trials.between(r, 0L, 40L))));
+            default -> Trials.oneOf(r, NODES.numberNode(2.5), NODES.textNode("4"), NODES.nullNode(), NODES.booleanNode(true));
+        };
+    }
+
+    private static JsonNode shape(RandomGenerator r) {
+        return Trials.frequency(r, 12, 1) == 0 ? array(Trials.listOf(r, 0, 3, SafetensorsHeaderPropertyTest::count))
+                : Trials.oneOf(r, NODES.textNode("[2]"), NODES.nullNode(), NODES.objectNode());
+    }
+
+    private static JsonNode badOffsets(RandomGenerator r) {
+        return switch (Trials.frequency(r, 4, 1, 1)) {
+            case 0 -> array(Trials.listOf(r, 2, 2, SafetensorsHeaderPropertyTest::count));
+            case 1 -> array(Trials.listOf(r, 0, 3, SafetensorsHeaderPropertyTest::count));
+            default -> Trials.oneOf(r, NODES.textNode("0,4"), NODES.nullNode());
+        };
+    }
+
+    private static JsonNode dtype(RandomGenerator r) {
+        return Trials.frequency(r, 12, 1) == 0 ? NODES.textNode(Trials.oneOf(r, "BF16", "F16", "F32"))
+                : Trials.oneOf(r, NODES.textNode("I8"), NODES.textNode("bf16"), NODES.numberNode(2), NODES.nullNode());
+    }
+
+    /**
+     * Mostly offsets [begin, begin + the shape's bytes), so that ranges touch, overlap or run past the data section, empty
+     * tensors among them; now and then a field left out, or offsets of any kind.
+     */
+    private static JsonNode entry(RandomGenerator r) {
+        if (Trials.frequency(r, 20, 1) == 1) {
+            return Trials.oneOf(r, NODES.textNode("tensor"), NODES.arrayNode(), NODES.numberNode(7));
+        }
+        JsonNode d = dtype(r), s = shape(r), bad = badOffsets(r);
+        long begin = Trials.between(r, 0L, 24L);
+        int mode = r.nextInt(20); // a selector: uniform, so that 14 in 20 get offsets matching their bytes
+        ObjectNode t = NODES.objectNode();
+        if (mode != 1) t.set("dtype", d);
+        if (mode != 2) t.set("shape", s);
+        if (mode == 3) return t;
+        long bytes = -1;
+        if (d.isTextual() && DType.fromSafetensors(d.asText()).isPresent() && s.isArray()) {
+            bytes = DType.fromSafetensors(d.asText()).get().bytes;
+            for (JsonNode n : s) {
+                bytes = n.isIntegralNumber() && n.canConvertToLong() && n.longValue() >= 0 && bytes >= 0 ? bytes * n.longValue() : -1;
             }
-            meta.ifPresent(m -> out.add(new Entry("__metadata__", m)));
-            return out;
-        });
+        }
+        t.set("data_offsets", mode < 6 || bytes < 0 ? bad : array(List.of(NODES.numberNode(begin), NODES.numberNode(begin + bytes))));
+        return t;
+    }
+
+    /** Up to five entries named t0, t1, ..., and (19 times in 20) a __metadata__ entry, well-formed or not. */
+    static List<Entry> header(RandomGenerator r) {
+        List<Entry> out = new ArrayList<>();
+        for (JsonNode e : Trials.listOf(r, 0, 5, SafetensorsHeaderPropertyTest::entry)) {
+            out.add(new Entry("t" + out.size(), e));
+        }
+        if (r.nextInt(20) != 0) {
+            out.add(new Entry("__metadata__", Trials.oneOf(r, NODES.objectNode().put("format", "pt"), NODES.objectNode().set("nested", NODES.objectNode()),
+                    NODES.arrayNode(), NODES.textNode("pt"))));
+        }
+        return out;
     }
 
     /** Well-formed entries only (small shapes, empty ones among them, offsets matching their bytes): where ranges overlap. */
-    @Provide
-    Arbitrary<List<Entry>> wellFormedHeaders() {
-        Arbitrary<JsonNode> entry = Combinators.combine(Arbitraries.of("BF16", "F16", "F32"), Arbitraries.longs().between(0, 3).list().ofMaxSize(2),
-                Arbitraries.longs().between(0, 24)).as((d, dims, begin) -> {
+    static List<Entry> wellFormedHeader(RandomGenerator r) {
+        List<Entry> out = new ArrayList<>();
+        for (int n = Trials.between(r, 2, 6); out.size() < n; ) {
+            String d = Trials.oneOf(r, "BF16", "F16", "F32");
+            List<Long> dims = Trials.listOf(r, 0, 2, g -> Trials.between(g, 0L, 3L));
+            long begin = Trials.between(r, 0L, 24L);
             long bytes = DType.fromSafetensors(d).orElseThrow().bytes;
-            for (long n : dims) {
-                bytes *= n;
+            for (long dim : dims) {
+                bytes *= dim;
             }
             ObjectNode t = NODES.objectNode().put("dtype", d);
-            t.set("shape", array(dims.stream().map(n -> (JsonNode) NODES.numberNode(n)).toList()));
+            t.set("shape", array(dims.stream().map(dim -> (JsonNode) NODES.numberNode(dim)).toList()));
             t.set("data_offsets", array(List.of(NODES.numberNode(begin), NODES.numberNode(begin + bytes))));
-            return t;
-        });
-        return entry.list().ofMinSize(2).ofMaxSize(6).map(entries -> {
-            List<Entry> out = new ArrayList<>();
-            for (int i = 0; i < entries.size(); i++) {
-                out.add(new Entry("t" + i, entries.get(i)));
-            }
-            return out;
-        });
+            out.add(new Entry("t" + out.size(), t));
+        }
+        return out;
     }
 
-    @Property(tries = 2000)
-    void wellFormedEntriesAreRefusedExactlyWhereTwoOverlap(@ForAll("wellFormedHeaders") List<Entry> entries) {
-        aGeneratedHeaderIsAcceptedExactlyWhenTheFormatAllowsIt(entries, 64);
+    @Test
+    void wellFormedEntriesAreRefusedExactlyWhereTwoOverlap() {
+        Trials.forAll(2000, SafetensorsHeaderPropertyTest::wellFormedHeader, entries -> aGeneratedHeaderIsAcceptedExactlyWhenTheFormatAllowsIt(entries, 64));
     }
 
     private static ArrayNode array(List<JsonNode> items) {
@@ -129,9 +139,17 @@ class SafetensorsHeaderPropertyTest {
         return a;
     }
 
-    @Property(tries = 2000)
-    void aGeneratedHeaderIsAcceptedExactlyWhenTheFormatAllowsIt(@ForAll("headers") List<Entry> entries,
-                                                                 @ForAll @IntRange(min = 0, max = 64) int dataBytes) {
+    /** Entries, and the bytes of the data section after the header. */
+    record Header(List<Entry> entries, int dataBytes) {
+    }
+
+    @Test
+    void aGeneratedHeaderIsAcceptedExactlyWhenTheFormatAllowsIt() {
+        Trials.forAll(2000, r -> new Header(header(r), Trials.between(r, 0, 64)),
+                h -> aGeneratedHeaderIsAcceptedExactlyWhenTheFormatAllowsIt(h.entries(), h.dataBytes()));
+    }
+
+    static void aGeneratedHeaderIsAcceptedExactlyWhenTheFormatAllowsIt(List<Entry> entries, int dataBytes) {
         ObjectNode header = NODES.objectNode();
         entries.forEach(e -> header.set(e.name(), e.value()));
         Path file = write(header.toString().getBytes(StandardCharsets.UTF_8), dataBytes);
@@ -215,8 +233,17 @@ class SafetensorsHeaderPropertyTest {
         return null;
     }
 
-    @Property(tries = 300)
-    void aRealFileWithBytesOverwrittenIsReadOrRefusedWithItsName(@ForAll long seed, @ForAll @IntRange(min = 1, max = 6) int flips) throws IOException {
+    /** The seed of the overwritten bytes' places and values, and how many bytes are overwritten. */
+    record Flips(long seed, int flips) {
+    }
+
+    @Test
+    void aRealFileWithBytesOverwrittenIsReadOrRefusedWithItsName() {
+        Trials.forAll(300, r -> new Flips(r.nextLong(), Trials.between(r, 1, 6)),
+                f -> aRealFileWithBytesOverwrittenIsReadOrRefusedWithItsName(f.seed(), f.flips()));
+    }
+
+    static void aRealFileWithBytesOverwrittenIsReadOrRefusedWithItsName(long seed, int flips) throws IOException {
         byte[] bytes = Files.readAllBytes(SOURCE);
         Random r = new Random(seed);
         int headerEnd = (int) Math.min(bytes.length, 8 + ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN).getLong(0));

@@ -13,6 +13,7 @@ import java.nio.file.Path;
 import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
@@ -63,7 +64,7 @@ class NodeClientTest {
 
     @org.junit.jupiter.params.ParameterizedTest
     @org.junit.jupiter.params.provider.CsvSource({"openai, agent-openai.mjs", "ai, agent-vercel.mjs", "@langchain/openai, agent-langchain.mjs",
-            "@openai/agents, agents-sdk.mjs", "openai, agent-openai.mjs --stream"})
+            "@openai/agents, agents-sdk.mjs", "openai, agent-openai.mjs --stream", "@anthropic-ai/sdk, anthropic-runner.mjs"})
     void agentHelperCompletesAToolTurn(String module, String script) throws Exception {
         JsonNode r = node(module, script, "What's the weather in Madrid?");
         System.out.println("[agent " + script + "] " + r);
@@ -119,6 +120,38 @@ class NodeClientTest {
         r.get("json").forEach(ok -> assertTrue(ok.asBoolean(), "every sampled json_schema reply parses and fits: " + r.get("json")));
         assertEquals("completed", r.path("hosted").path("status").asText());
         assertTrue(r.path("hosted").path("warnings").toString().contains("web_search"), r.toString());
+    }
+
+    /**
+     * npm openai as Codex uses the Responses API (responses-codex.mjs): {@code responses.compact} returns a
+     * compaction item that a follow-up request sends back as input; over the WebSocket transport
+     * ({@code ResponsesWS}) a reply streams as numbered events, a follow-up names the first response with
+     * store off and its prompt holds the first exchange, a bad frame is answered by an error event naming
+     * the field, the connection serves on, and {@code generate: false} warms up without output.
+     */
+    @Test
+    void npmClientCompactsAndSpeaksOverAWebSocket() throws Exception {
+        JsonNode r = run("openai", "responses-codex.mjs", v1.toString());
+        System.out.println("[npm openai compact + websocket] " + r);
+        JsonNode compact = r.get("compact");
+        assertEquals("response.compaction", compact.get("object").asText(), r.toString());
+        assertEquals("[\"message\",\"message\",\"compaction\"]", compact.get("types").toString(), "the user messages, then the compaction item");
+        assertTrue(compact.get("blob").asBoolean() && compact.path("usage").path("output_tokens").asInt() > 0, r.toString());
+        assertEquals("completed", compact.path("next").path("status").asText(), r.toString());
+        assertFalse(compact.path("next").path("text").asText().isBlank(), "the toy model answers after a summary (not always rightly): " + r);
+        JsonNode ws = r.get("ws");
+        assertEquals("response.completed", ws.path("first").path("last").asText(), r.toString());
+        assertTrue(ws.path("first").path("sequential").asBoolean(), r.toString());
+        assertTrue(ws.path("first").path("text").asText().contains("85"), r.toString());
+        assertEquals("response.completed", ws.path("follow").path("last").asText(), r.toString());
+        assertTrue(ws.path("follow").path("input").asInt() > ws.path("follow").path("firstInput").asInt(), "the follow-up's prompt holds the first exchange: " + r);
+        assertFalse(ws.path("follow").path("text").asText().isBlank(), r.toString());
+        assertEquals("error", ws.path("bad").path("type").asText(), r.toString());
+        assertEquals(400, ws.path("bad").path("status").asInt(), r.toString());
+        assertEquals("temperature", ws.path("bad").path("param").asText(), r.toString());
+        assertEquals("response.completed", ws.path("after").path("last").asText(), "the connection serves on after an error: " + r);
+        assertEquals("[\"response.created\",\"response.completed\"]", ws.path("warm").path("types").toString(), r.toString());
+        assertEquals(0, ws.path("warm").path("output").asInt(), r.toString());
     }
 
     /**

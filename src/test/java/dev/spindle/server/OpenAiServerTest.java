@@ -117,9 +117,10 @@ class OpenAiServerTest {
         assertEquals(10, content.size());
         assertTrue(content.stream().allMatch(t -> t.logprob() <= 0 && t.topLogprobs().size() == 2));
 
-        var err = org.junit.jupiter.api.Assertions.assertThrows(com.openai.errors.BadRequestException.class, () -> client.chat().completions().create(
-                ChatCompletionCreateParams.builder().model("spindle-chat-target").addUserMessage("a").maxCompletionTokens(100000L).build()));
-        assertTrue(err.getMessage().contains("context"), err.getMessage());
+        // max_tokens past the context is a ceiling, cut to what the context leaves (as vLLM does)
+        ChatCompletion big = client.chat().completions().create(
+                ChatCompletionCreateParams.builder().model("spindle-chat-target").addUserMessage("a").maxCompletionTokens(100000L).build());
+        assertTrue(big.usage().orElseThrow().totalTokens() <= 2048, "within the context: " + big.usage());
     }
 
     /** The npm client sends Accept: application/json even when streaming: it must still get SSE. */
@@ -209,9 +210,8 @@ class OpenAiServerTest {
     void badRequestsGetClearErrors() {
         var base = RestAssured.given().baseUri(v1.toString().replace("/v1", "")).contentType("application/json");
         Response r = base.body("{\"messages\": [{\"role\": \"user\", \"content\": \"a\"}, {\"role\": \"system\", \"content\": \"late\"}]}").post("/v1/chat/completions");
-        assertEquals(400, r.statusCode());
-        assertEquals("System message must be at the beginning.", r.jsonPath().getString("error.message"));
-        r = base.body("{\"messages\": [{\"role\": \"user\", \"content\": \"a\"}], \"max_tokens\": 100000}").post("/v1/chat/completions");
+        assertEquals(200, r.statusCode(), "a late system message is merged into the system prompt the template allows: " + r.asString());
+        r = base.body("{\"messages\": [{\"role\": \"user\", \"content\": \"" + "a ".repeat(3000) + "\"}]}").post("/v1/chat/completions");
         assertEquals(400, r.statusCode());
         assertTrue(r.jsonPath().getString("error.message").contains("context"), r.asString());
         r = base.body("{not json").post("/v1/chat/completions");

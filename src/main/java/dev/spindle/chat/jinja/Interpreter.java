@@ -10,9 +10,9 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * Renders a parsed template. Scopes follow Jinja: a for loop and a macro call open a
- * new scope (assignments inside do not leak out), if blocks do not; a namespace is the
- * way to carry values out of a loop.
+ * Renders a parsed template. Scopes follow Jinja: each iteration of a for loop and each
+ * macro call opens a new scope (assignments inside do not leak out, nor carry over to the
+ * next iteration), if blocks do not; a namespace is the way to carry values out of a loop.
  */
 final class Interpreter {
     private static final int MAX_DEPTH = 200;
@@ -32,7 +32,7 @@ final class Interpreter {
                     return s.vars.get(name);
                 }
             }
-            return new Undefined("'" + name + "'");
+            return Undefined.named(name);
         }
     }
 
@@ -50,7 +50,7 @@ final class Interpreter {
 
     Interpreter(Map<String, Object> variables) {
         root = new Scope(null);
-        root.vars.putAll(Builtins.globals());
+        root.vars.putAll(Globals.all());
         root.vars.putAll(variables);
     }
 
@@ -82,6 +82,20 @@ final class Interpreter {
             case Node.For f -> execFor(f, scope, out);
             case Node.Set set -> execSet(set, scope);
             case Node.Macro m -> scope.vars.put(m.name(), macro(m, scope));
+            case Node.CallBlock cb -> {
+                Object target = eval(cb.call().target(), scope);
+                List<Object> args = evalAll(cb.call().args(), scope);
+                Map<String, Object> kwargs = evalKeywords(cb.call().kwNames(), cb.call().kwValues(), scope);
+                kwargs.put("caller", macro(cb.caller(), scope));
+                out.append(Py.str(call(target, args, kwargs)));
+            }
+            case Node.With w -> {
+                Scope inner = new Scope(scope);
+                for (int k = 0; k < w.targets().size(); k++) {
+                    inner.vars.put(w.targets().get(k), eval(w.values().get(k), scope));
+                }
+                exec(w.body(), inner, out);
+            }
             case Node.FilterBlock fb -> {
                 StringBuilder inner = new StringBuilder();
                 exec(fb.body(), scope, inner);
@@ -100,8 +114,9 @@ final class Interpreter {
         if (f.filter() != null) {
             List<Object> kept = new ArrayList<>();
             for (Object item : items) {
-                bind(f.targets(), item, loopScope);
-                if (Py.truthy(eval(f.filter(), loopScope))) {
+                Scope probe = new Scope(loopScope);
+                bind(f.targets(), item, probe);
+                if (Py.truthy(eval(f.filter(), probe))) {
                     kept.add(item);
                 }
             }
@@ -115,9 +130,10 @@ final class Interpreter {
         loopScope.vars.put("loop", loop);
         for (int i = 0; i < items.size(); i++) {
             loop.index0 = i;
-            bind(f.targets(), items.get(i), loopScope);
+            Scope iteration = new Scope(loopScope);
+            bind(f.targets(), items.get(i), iteration);
             try {
-                exec(f.body(), loopScope, out);
+                exec(f.body(), iteration, out);
             } catch (LoopSignal signal) {
                 if (signal.isBreak) {
                     break;
@@ -133,7 +149,8 @@ final class Interpreter {
         }
         List<Object> parts = Py.iterate(item);
         if (parts.size() != targets.size()) {
-            throw new TemplateException("cannot unpack " + parts.size() + " values into " + targets.size() + " names " + targets);
+            throw new TemplateException((parts.size() < targets.size() ? "not enough" : "too many") + " values to unpack (expected "
+                    + targets.size() + ", got " + parts.size() + ")");
         }
         for (int i = 0; i < targets.size(); i++) {
             scope.vars.put(targets.get(i), parts.get(i));
@@ -145,14 +162,14 @@ final class Interpreter {
         if (set.body() != null) {
             StringBuilder b = new StringBuilder();
             exec(set.body(), scope, b);
-            value = b.toString();
+            value = set.filter() == null ? b.toString() : applyFilters(set.filter(), b.toString(), scope);
         } else {
             value = eval(set.value(), scope);
         }
         if (set.attribute() != null) {
             Object target = scope.lookup(set.targets().getFirst());
             if (!(target instanceof Namespace ns)) {
-                throw new TemplateException("cannot assign attribute on non-namespace object '" + set.targets().getFirst() + "'");
+                throw new TemplateException("cannot assign attribute on non-namespace object");
             }
             ns.attrs.put(set.attribute(), value);
             return;
@@ -160,22 +177,45 @@ final class Interpreter {
         bind(set.targets(), value, scope);
     }
 
+    /** A macro as a callable: parameters from positions, then keywords, then defaults; extras go to varargs/kwargs if the body names them. */
     private PyCallable macro(Node.Macro m, Scope definedIn) {
         return (args, kwargs) -> {
             Scope s = new Scope(definedIn);
+            Map<String, Object> extraKw = new LinkedHashMap<>(kwargs);
+            Object caller = extraKw.remove("caller");
             for (int i = 0; i < m.params().size(); i++) {
                 String p = m.params().get(i);
                 Object v;
                 if (i < args.size()) {
+                    if (extraKw.containsKey(p)) {
+                        throw new TemplateException("macro '" + m.name() + "' got multiple values for argument '" + p + "'");
+                    }
                     v = args.get(i);
-                } else if (kwargs.containsKey(p)) {
-                    v = kwargs.get(p);
+                } else if (extraKw.containsKey(p)) {
+                    v = extraKw.remove(p);
                 } else if (m.defaults().get(i) != null) {
                     v = eval(m.defaults().get(i), s);
                 } else {
-                    v = new Undefined("'" + p + "'");
+                    v = new Undefined("parameter '" + p + "' was not provided");
                 }
                 s.vars.put(p, v);
+            }
+            List<Object> extra = args.size() > m.params().size() ? args.subList(m.params().size(), args.size()) : List.of();
+            if (!extra.isEmpty() && !m.usesVarargs()) {
+                throw new TemplateException("macro '" + m.name() + "' takes not more than " + m.params().size() + " argument(s)");
+            }
+            if (!extraKw.isEmpty() && !m.usesKwargs()) {
+                throw new TemplateException("macro '" + m.name() + "' takes no keyword argument '" + extraKw.keySet().iterator().next() + "'");
+            }
+            if (caller != null && !m.usesCaller()) {
+                throw new TemplateException("macro '" + m.name() + "' was invoked with a caller but does not use it");
+            }
+            s.vars.put("varargs", new Tuple(extra));
+            s.vars.put("kwargs", extraKw);
+            if (caller != null) {
+                s.vars.put("caller", caller);
+            } else if (m.usesCaller()) {
+                s.vars.put("caller", new Undefined("No caller defined"));
             }
             StringBuilder out = new StringBuilder();
             if (++depth > MAX_DEPTH) {
@@ -199,17 +239,18 @@ final class Interpreter {
             case Node.DictLit d -> {
                 Map<Object, Object> out = new LinkedHashMap<>();
                 for (int i = 0; i < d.keys().size(); i++) {
-                    out.put(eval(d.keys().get(i), scope), eval(d.values().get(i), scope));
+                    Object key = eval(d.keys().get(i), scope);
+                    out.put(Attributes.storedKey(out, key), eval(d.values().get(i), scope));
                 }
                 yield out;
             }
-            case Node.Attr a -> Builtins.getattr(eval(a.target(), scope), a.name());
-            case Node.Item i -> Builtins.getitem(eval(i.target(), scope), eval(i.key(), scope));
+            case Node.Attr a -> Attributes.getattr(eval(a.target(), scope), a.name());
+            case Node.Item i -> Attributes.getitem(eval(i.target(), scope), eval(i.key(), scope));
             case Node.Slice s -> Py.slice(eval(s.target(), scope), evalOrNull(s.start(), scope), evalOrNull(s.stop(), scope),
                     evalOrNull(s.step(), scope));
-            case Node.Call c -> call(c, scope);
+            case Node.Call c -> call(eval(c.target(), scope), evalAll(c.args(), scope), evalKeywords(c.kwNames(), c.kwValues(), scope));
             case Node.Filter f -> applyFilters(f, null, scope);
-            case Node.Test t -> t.negated() != Builtins.test(t.name(), eval(t.target(), scope), evalAll(t.args(), scope));
+            case Node.Test t -> t.negated() != Tests.apply(t.name(), eval(t.target(), scope), evalAll(t.args(), scope));
             case Node.Binary b -> {
                 Object l = eval(b.left(), scope);
                 Object r = eval(b.right(), scope);
@@ -217,11 +258,12 @@ final class Interpreter {
             }
             case Node.Unary u -> {
                 Object v = eval(u.operand(), scope);
-                if (v instanceof Undefined und) {
-                    throw und.error();
+                Py.undefinedCheck(v);
+                if (!Py.isNumber(v)) {
+                    throw new TemplateException("bad operand type for unary " + u.op() + ": '" + Py.typeName(v) + "'");
                 }
                 if (u.op().equals("+")) {
-                    yield v;
+                    yield v instanceof Boolean ? (Object) Py.toLong(v) : v;
                 }
                 yield v instanceof Double d ? (Object) (-d) : (Object) (-Py.toLong(v));
             }
@@ -256,7 +298,8 @@ final class Interpreter {
             }
             case Node.Not n -> !Py.truthy(eval(n.operand(), scope));
             case Node.Cond c -> Py.truthy(eval(c.condition(), scope)) ? eval(c.then(), scope)
-                    : c.otherwise() == null ? new Undefined("the else branch of a conditional expression") : eval(c.otherwise(), scope);
+                    : c.otherwise() == null ? new Undefined("the inline if-expression evaluated to false and no else section was defined.")
+                    : eval(c.otherwise(), scope);
         };
     }
 
@@ -264,10 +307,7 @@ final class Interpreter {
         return e == null ? null : eval(e, scope);
     }
 
-    private Object call(Node.Call c, Scope scope) {
-        Object target = eval(c.target(), scope);
-        List<Object> args = evalAll(c.args(), scope);
-        Map<String, Object> kwargs = evalKeywords(c.kwNames(), c.kwValues(), scope);
+    private static Object call(Object target, List<Object> args, Map<String, Object> kwargs) {
         if (target instanceof PyCallable f) {
             return f.call(args, kwargs);
         }
@@ -283,7 +323,7 @@ final class Interpreter {
             return eval(e, scope);
         }
         Object value = f.target() == null ? input : applyFilters(f.target(), input, scope);
-        return Builtins.filter(f.name(), value, evalAll(f.args(), scope), evalKeywords(f.kwNames(), f.kwValues(), scope), this);
+        return Filters.apply(f.name(), value, evalAll(f.args(), scope), evalKeywords(f.kwNames(), f.kwValues(), scope));
     }
 
     private List<Object> evalAll(List<Expr> exprs, Scope scope) {

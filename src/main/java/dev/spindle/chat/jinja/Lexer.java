@@ -17,7 +17,7 @@ final class Lexer {
     private int line = 1;
 
     private Lexer(String src) {
-        String s = src.replace("\r\n", "\n");
+        String s = src.replace("\r\n", "\n").replace('\r', '\n'); // Jinja's newline_sequence: every line break becomes \n
         // Jinja's keep_trailing_newline is off (as in HF): one trailing newline of the source is dropped
         this.src = s.endsWith("\n") ? s.substring(0, s.length() - 1) : s;
     }
@@ -76,6 +76,7 @@ final class Lexer {
             flush(text);
             if (kind == '%' && isRawStart()) {
                 lstripNext = readRaw(text);
+                trimNewline = !lstripNext; // endraw is a block tag: trim_blocks applies after it
                 continue;
             }
             boolean block = kind == '%';

@@ -22,11 +22,24 @@ sealed interface Node {
     record For(List<String> targets, Expr iterable, Expr filter, List<Stmt> body, List<Stmt> otherwise, int line) implements Stmt {
     }
 
-    /** {@code set a = x}, {@code set a, b = x}, {@code set ns.attr = x}; body != null for a block set. */
-    record Set(List<String> targets, String attribute, Expr value, List<Stmt> body) implements Stmt {
+    /** {@code set a = x}, {@code set a, b = x}, {@code set ns.attr = x}; body != null for a block set, whose filter may be null. */
+    record Set(List<String> targets, String attribute, Expr value, List<Stmt> body, Expr filter) implements Stmt {
     }
 
-    record Macro(String name, List<String> params, List<Expr> defaults, List<Stmt> body) implements Stmt {
+    /**
+     * A macro (or a call block's caller: name "caller"); the uses* flags say whether its body
+     * names varargs, kwargs or caller, which decides what extra arguments it accepts, as in Jinja.
+     */
+    record Macro(String name, List<String> params, List<Expr> defaults, List<Stmt> body,
+                 boolean usesVarargs, boolean usesKwargs, boolean usesCaller) implements Stmt {
+    }
+
+    /** {@code call(params) macro(args)}: calls the macro with {@code caller} bound to the block's body. */
+    record CallBlock(Call call, Macro caller) implements Stmt {
+    }
+
+    /** {@code with a = x, b = y}: names visible only inside the body. */
+    record With(List<String> targets, List<Expr> values, List<Stmt> body) implements Stmt {
     }
 
     record FilterBlock(Expr filter, List<Stmt> body) implements Stmt {

@@ -92,7 +92,7 @@ final class Py {
                 }
                 yield b.append('}').toString();
             }
-            case Undefined u -> "";
+            case Undefined u -> "Undefined";
             case Namespace n -> "<Namespace " + repr(n.attrs) + ">";
             default -> "<" + typeName(x) + ">";
         };
@@ -156,7 +156,7 @@ final class Py {
             return integral(a) && integral(b) ? toLong(a) == toLong(b) : toDouble(a) == toDouble(b);
         }
         if (a instanceof List<?> x && b instanceof List<?> y) {
-            if (x.size() != y.size()) {
+            if (x.size() != y.size() || (a instanceof Tuple) != (b instanceof Tuple)) {
                 return false;
             }
             for (int i = 0; i < x.size(); i++) {
@@ -181,6 +181,8 @@ final class Py {
     }
 
     static int compare(Object a, Object b) {
+        undefinedCheck(a);
+        undefinedCheck(b);
         if (isNumber(a) && isNumber(b)) {
             return integral(a) && integral(b) ? Long.compare(toLong(a), toLong(b)) : Double.compare(toDouble(a), toDouble(b));
         }
@@ -204,8 +206,8 @@ final class Py {
             case String s when item instanceof String t -> s.contains(t);
             case String s -> throw new TemplateException("'in <string>' requires string as left operand, not " + typeName(item));
             case List<?> l -> l.stream().anyMatch(x -> eq(x, item));
-            case Map<?, ?> m -> m.containsKey(item);
-            case Undefined u -> throw u.error();
+            case Map<?, ?> m -> m.containsKey(item) || (isNumber(item) && m.keySet().stream().anyMatch(k -> isNumber(k) && eq(k, item)));
+            case Undefined u -> false; // Undefined iterates as empty, and Python's `in` falls back to iterating
             case null -> throw new TemplateException("argument of type 'NoneType' is not iterable");
             default -> throw new TemplateException("argument of type '" + typeName(container) + "' is not iterable");
         };
@@ -232,7 +234,7 @@ final class Py {
                 s.codePoints().forEach(cp -> out.add(new String(Character.toChars(cp))));
                 yield out;
             }
-            case Undefined u -> List.of();
+            case Undefined u -> new ArrayList<>();
             case null -> throw new TemplateException("'NoneType' object is not iterable");
             default -> throw new TemplateException("'" + typeName(x) + "' object is not iterable");
         };
@@ -249,6 +251,9 @@ final class Py {
         }
         if (isNumber(a) && isNumber(b)) {
             return integral(a) && integral(b) ? (Object) (toLong(a) + toLong(b)) : (Object) (toDouble(a) + toDouble(b));
+        }
+        if (a instanceof String) {
+            throw new TemplateException("can only concatenate str (not \"" + typeName(b) + "\") to str");
         }
         throw unsupported("+", a, b);
     }
@@ -268,6 +273,9 @@ final class Py {
                 if (isNumber(a) && isNumber(b)) {
                     return integral(a) && integral(b) ? (Object) (toLong(a) * toLong(b)) : (Object) (toDouble(a) * toDouble(b));
                 }
+                if (integral(a) && (b instanceof String || b instanceof List<?>)) {
+                    return arithmetic("*", b, a); // sequence repetition commutes
+                }
                 if (a instanceof String s && integral(b)) {
                     return s.repeat((int) Math.max(0, toLong(b)));
                 }
@@ -276,7 +284,7 @@ final class Py {
                     for (long i = 0; i < toLong(b); i++) {
                         out.addAll(l);
                     }
-                    return out;
+                    return a instanceof Tuple ? new Tuple(out) : out;
                 }
                 break;
             case "/":
@@ -297,7 +305,7 @@ final class Py {
                 break;
             case "%":
                 if (a instanceof String fmt) {
-                    return Builtins.percentFormat(fmt, b);
+                    return PyFormat.percent(fmt, b);
                 }
                 if (isNumber(a) && isNumber(b)) {
                     if (toDouble(b) == 0) {
@@ -324,7 +332,7 @@ final class Py {
         throw unsupported(op, a, b);
     }
 
-    private static void undefinedCheck(Object x) {
+    static void undefinedCheck(Object x) {
         if (x instanceof Undefined u) {
             throw u.error();
         }
@@ -369,7 +377,7 @@ final class Py {
             out.forEach(o -> b.append((String) o));
             return b.toString();
         }
-        return out;
+        return x instanceof Tuple ? new Tuple(out) : out;
     }
 
     private static long clamp(long i, int n, long min, long max) {

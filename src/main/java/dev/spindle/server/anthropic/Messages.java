@@ -1,11 +1,13 @@
 package dev.spindle.server.anthropic;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.spindle.server.ModelService;
 import dev.spindle.server.openai.ChatCompletions;
 import dev.spindle.server.openai.Fields;
 import dev.spindle.server.openai.ReplyStep;
+import dev.spindle.server.openai.ResponseStore;
 import io.smallrye.mutiny.Multi;
 import io.smallrye.mutiny.Uni;
 import jakarta.enterprise.context.ApplicationScoped;
@@ -26,26 +28,63 @@ import static dev.spindle.server.openai.ChatCompletions.JSON;
 public class Messages {
     private final ModelService service;
     private final ChatCompletions chat;
+    private final ResponseStore store;
 
-    public Messages(ModelService service, ChatCompletions chat) {
+    public Messages(ModelService service, ChatCompletions chat, ResponseStore store) {
         this.service = service;
         this.chat = chat;
+        this.store = store;
     }
 
-    /** A request made ready. */
-    public record Prepared(String id, ChatCompletions.Prepared chat, boolean stream) {
+    /**
+     * A request made ready.
+     *
+     * @param contextEdits the context edits applied ({@code applied_edits}), or null when none was asked for
+     * @param thread       the request's whole conversation with its system prompt and tools, kept for the next turn
+     *                     of its message thread; null when the request is not on one
+     */
+    public record Prepared(String id, ChatCompletions.Prepared chat, boolean stream, ArrayNode contextEdits, ObjectNode thread) {
     }
 
     public Prepared prepare(JsonNode body) {
+        ObjectNode thread = MessageThreads.resolve(body, store);
+        if (thread != null) {
+            body = thread.get("request");
+        }
+        ContextEdits edits = ContextEdits.parse(body.get("context_management"));
+        MessagesRequest.parse(body, false); // every field checked before anything is rendered
+        ArrayNode applied = null;
+        if (!edits.isEmpty()) {
+            ContextEdits.Result r = edits.apply(body, b -> chat.promptTokens(MessagesRequest.parse(b, true)));
+            body = r.body();
+            applied = r.applied();
+        }
         ObjectNode chatBody = MessagesRequest.parse(body, false);
-        return new Prepared("msg_" + UUID.randomUUID().toString().replace("-", ""), chat.prepare(chatBody), Fields.bool(body, "stream", false));
+        return new Prepared("msg_" + UUID.randomUUID().toString().replace("-", ""), chat.prepare(chatBody), Fields.bool(body, "stream", false), applied,
+                thread);
     }
 
-    /** POST /v1/messages/count_tokens: the prompt's tokens as /v1/messages would render it. */
+    /**
+     * POST /v1/messages/count_tokens: the prompt's tokens as /v1/messages would render it (after its
+     * context edits, with the count before them as {@code context_management.original_input_tokens}).
+     */
     public ObjectNode countTokens(JsonNode body) {
-        ObjectNode chatBody = MessagesRequest.parse(body, true);
-        chatBody.put("max_tokens", 1);
-        return JSON.createObjectNode().put("input_tokens", chat.prepare(chatBody).prompt().length);
+        ContextEdits edits = ContextEdits.parse(body.get("context_management"));
+        ObjectNode out = JSON.createObjectNode();
+        if (edits.isEmpty()) {
+            return out.put("input_tokens", chat.promptTokens(MessagesRequest.parse(body, true)));
+        }
+        ContextEdits.Result r = edits.apply(body, b -> chat.promptTokens(MessagesRequest.parse(b, true)));
+        out.put("input_tokens", chat.promptTokens(MessagesRequest.parse(r.body(), true)));
+        out.putObject("context_management").put("original_input_tokens", r.originalTokens());
+        return out;
+    }
+
+    /** The response's context_management report, where edits were asked for. */
+    private static void contextManagement(Prepared p, ObjectNode into) {
+        if (p.contextEdits() != null) {
+            into.putObject("context_management").set("applied_edits", p.contextEdits().deepCopy());
+        }
     }
 
     private static String stopReason(ReplyStep last) {
@@ -81,6 +120,9 @@ public class Messages {
             }
         }
         m.set("usage", usage(p, last));
+        if (last != null) {
+            contextManagement(p, m);
+        }
         return m;
     }
 
@@ -90,6 +132,7 @@ public class Messages {
             MessageWriter w = new MessageWriter();
             c.steps().forEach(step -> w.step(step.delta())); // step by step, as a stream would: the same items in the same order
             w.close();
+            MessageThreads.keep(p.thread(), p.id(), w.content(), store);
             return message(p, w, c.last());
         });
     }
@@ -113,8 +156,10 @@ public class Messages {
                     d.putNull("stop_sequence");
                 }
                 delta.set("usage", usage(p, step));
+                contextManagement(p, delta);
                 w.event("message_delta", delta);
                 w.event("message_stop", JSON.createObjectNode());
+                MessageThreads.keep(p.thread(), p.id(), w.content(), store);
             }
             return Multi.createFrom().iterable(w.drain());
         }).onFailure().recoverWithMulti(err -> {

@@ -20,9 +20,19 @@ import static dev.spindle.server.openai.ChatCompletions.JSON;
  * tools; {@code tool_choice} auto/any/tool/none becomes auto/required/the named function/none;
  * {@code thinking} disabled turns the template's thinking off; {@code stop_sequences} become stop
  * strings. A {@code tool_result} marked {@code is_error} reaches the model as "Error: " and its text.
+ * A {@code system}-role message inside {@code messages} (Claude Code sends its environment block so)
+ * is a system message where it stands (the pipeline merges it to the front where the template needs).
+ * {@code output_config.format} (and the older {@code output_format}) is structured output, enforced as
+ * response_format json_schema. {@code context_management} is applied before this translation
+ * ({@link ContextEdits}). Accepted without effect (they tune Anthropic's service, or a thinking budget
+ * the template does not have): {@code output_config.effort}, {@code output_config.task_budget}, {@code thinking.budget_tokens},
+ * {@code metadata}, {@code service_tier}, {@code cache_control} on any block, the {@code anthropic-beta}
+ * and {@code anthropic-version} headers.
  */
 final class MessagesRequest {
-    private static final Set<String> REFUSED = Set.of("container", "mcp_servers", "context_management");
+    /** Fields that need Anthropic's own servers (code execution containers, remote MCP servers). */
+    private static final Set<String> REFUSED = Set.of("container", "mcp_servers");
+    private static final Set<String> EFFORTS = Set.of("low", "medium", "high", "xhigh", "max");
 
     private MessagesRequest() {
     }
@@ -43,7 +53,7 @@ final class MessagesRequest {
             chat.put("max_tokens", Fields.integer(body, "max_tokens", 0, 1, Integer.MAX_VALUE));
         }
         ArrayNode messages = chat.putArray("messages");
-        String system = system(body.get("system"));
+        String system = system(body.get("system"), "system");
         if (!system.isEmpty()) {
             messages.addObject().put("role", "system").put("content", system);
         }
@@ -89,12 +99,57 @@ final class MessagesRequest {
         if (body.hasNonNull("temperature")) {
             Fields.number(body, "temperature", 1, 0, 1); // Anthropic's range
         }
+        outputConfig(body, chat);
         Fields.object(body, "metadata");
+        Fields.string(body, "service_tier", "auto");
         Fields.bool(body, "stream", false);
         return chat;
     }
 
-    private static String system(JsonNode s) {
+    /** output_config: effort (accepted, see the class comment) and format (structured output); output_format, its beta name. */
+    private static void outputConfig(JsonNode body, ObjectNode chat) {
+        JsonNode oc = Fields.object(body, "output_config");
+        JsonNode format = null;
+        String formatField = null;
+        if (oc != null) {
+            JsonNode effort = oc.get("effort");
+            if (effort != null && !effort.isNull() && !(effort.isTextual() && EFFORTS.contains(effort.asText()))) {
+                throw ApiException.badRequest("output_config.effort must be low, medium, high, xhigh or max; got " + effort, "output_config.effort");
+            }
+            format = oc.get("format");
+            if (format != null && format.isNull()) {
+                format = null;
+            }
+            if (format != null && !format.isObject()) {
+                throw ApiException.badRequest("output_config.format must be an object {\"type\": \"json_schema\", \"schema\": ...}, got " + format, "output_config.format");
+            }
+            formatField = "output_config.format";
+        }
+        JsonNode legacy = Fields.object(body, "output_format");
+        if (legacy != null) {
+            if (format != null) {
+                throw ApiException.badRequest("give output_config.format or output_format, not both", "output_format");
+            }
+            format = legacy;
+            formatField = "output_format";
+        }
+        if (format == null) {
+            return;
+        }
+        String type = format.path("type").asText("");
+        if (!type.equals("json_schema")) {
+            throw ApiException.badRequest(formatField + ".type must be 'json_schema'; got '" + type + "'", formatField + ".type");
+        }
+        JsonNode schema = format.get("schema");
+        if (schema == null || !schema.isObject()) {
+            throw ApiException.badRequest(formatField + ".schema: field required (a JSON schema object)", formatField + ".schema");
+        }
+        ObjectNode rf = chat.putObject("response_format").put("type", "json_schema");
+        rf.putObject("json_schema").put("name", "output").set("schema", schema);
+    }
+
+    /** A system prompt: a string or a list of text blocks (joined by a blank line). */
+    private static String system(JsonNode s, String path) {
         if (s == null || s.isNull()) {
             return "";
         }
@@ -102,13 +157,13 @@ final class MessagesRequest {
             return s.asText();
         }
         if (!s.isArray()) {
-            throw ApiException.badRequest("system must be a string or a list of text blocks", "system");
+            throw ApiException.badRequest(path + " must be a string or a list of text blocks", path);
         }
         StringBuilder b = new StringBuilder();
         for (int i = 0; i < s.size(); i++) {
             JsonNode block = s.get(i);
             if (!"text".equals(block.path("type").asText()) || !block.path("text").isTextual()) {
-                throw ApiException.badRequest("system." + i + " must be a text block {\"type\": \"text\", \"text\": ...}", "system." + i);
+                throw ApiException.badRequest(path + "." + i + " must be a text block {\"type\": \"text\", \"text\": ...}", path + "." + i);
             }
             if (!b.isEmpty()) {
                 b.append("\n\n");
@@ -123,8 +178,12 @@ final class MessagesRequest {
             throw ApiException.badRequest(path + ": a message object was expected, got " + m, path);
         }
         String role = m.path("role").asText("");
+        if (role.equals("system")) {
+            out.addObject().put("role", "system").put("content", system(m.get("content"), path + ".content"));
+            return;
+        }
         if (!role.equals("user") && !role.equals("assistant")) {
-            throw ApiException.badRequest(path + ".role: 'user' or 'assistant' was expected, got " + m.get("role"), path + ".role");
+            throw ApiException.badRequest(path + ".role: 'user', 'assistant' or 'system' was expected, got " + m.get("role"), path + ".role");
         }
         JsonNode content = m.get("content");
         if (content == null || content.isNull()) {

@@ -4,11 +4,18 @@ package dev.spindle.server.openai;
 public final class ApiException extends RuntimeException {
     public final int status;
     public final String param;
+    /** A machine-readable reason clients act on (Anthropic's {@code error.details.error_code}), or null. */
+    public final String errorCode;
 
     public ApiException(int status, String message, String param) {
+        this(status, message, param, null);
+    }
+
+    public ApiException(int status, String message, String param, String errorCode) {
         super(message);
         this.status = status;
         this.param = param;
+        this.errorCode = errorCode;
     }
 
     public static ApiException badRequest(String message, String param) {

@@ -7,6 +7,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.spindle.chat.ChatTemplateException;
 import dev.spindle.chat.ParsedDelta;
 import dev.spindle.chat.ReplyParser;
+import dev.spindle.chat.SystemMessages;
 import dev.spindle.chat.ToolCall;
 import dev.spindle.chat.ToolCallDelta;
 import dev.spindle.chat.ToolSchemas;
@@ -25,7 +26,6 @@ import jakarta.enterprise.context.ApplicationScoped;
 
 import java.util.ArrayList;
 import java.util.HashSet;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -53,7 +53,7 @@ public class ChatCompletions {
 
     /** The context GenerationRequest.parse needs from the served model. */
     GenerationRequest.Context generationContext() {
-        return new GenerationRequest.Context(service.generationDefaults(), service.config().defaultMaxTokens(), service.modelConfig().vocabSize(),
+        return new GenerationRequest.Context(service.generationDefaults(), service.config().defaultMaxTokens().orElse(Integer.MAX_VALUE), service.modelConfig().vocabSize(),
                 service.config().maxLogprobs(), service.tokenizer()::encode);
     }
 
@@ -65,8 +65,8 @@ public class ChatCompletions {
     public Prepared prepare(JsonNode body) {
         List<?> messages = ChatMessages.parse(body.get("messages"), "messages");
         List<?> tools = ChatMessages.tools(body.get("tools"), "tools");
-        Schema schema = responseSchema(body);
-        String toolChoice = toolChoice(body.get("tool_choice"));
+        Schema schema = RequestGrammar.responseSchema(body);
+        String toolChoice = RequestGrammar.toolChoice(body.get("tool_choice"));
         boolean parallel = Fields.bool(body, "parallel_tool_calls", true);
         if (Fields.bool(body, "echo", false)) {
             throw ApiException.badRequest("echo is not supported on chat completions; use /v1/completions with echo", "echo");
@@ -93,12 +93,13 @@ public class ChatCompletions {
         // tool_choice "none": the tools stay out of the prompt (the model is not told of them, as in a chat
         // without tools) and the reply is not searched for calls
         List<?> offered = toolChoice.equals("none") ? null : tools;
+        RequestGrammar.strictTools(tools);
         ToolSchemas toolSchemas = ToolSchemas.of(offered);
         Recognizer grammar = null;
         // names the XML format cannot hold: a forced call is refused, under auto the calls are parsed but not constrained
         boolean writable = offered != null && ToolCallRecognizer.unwritableName(toolSchemas.functions()) == null;
         if (forced) {
-            Map<String, Schema> functions = strictFunctions(tools, toolChoice);
+            Map<String, Schema> functions = RequestGrammar.strictFunctions(tools, toolChoice);
             String unwritable = ToolCallRecognizer.unwritableName(functions);
             if (unwritable != null) {
                 throw ApiException.badRequest(unwritable + ", so the call cannot be forced", "tools");
@@ -112,12 +113,7 @@ public class ChatCompletions {
             grammar = grammar == null ? json : EitherRecognizer.of(ToolCallRecognizer.forced(toolSchemas.functions(), parallel), json);
         }
         GenerationRequest gen = GenerationRequest.parse(body, generationContext(), true);
-        String prompt;
-        try {
-            prompt = service.template().render(messages, offered, kwargs);
-        } catch (ChatTemplateException e) {
-            throw ApiException.badRequest(e.getMessage(), "messages");
-        }
+        String prompt = render(messages, offered, kwargs);
         if (continueFinal) {
             prompt = continuation(prompt, messages);
         }
@@ -138,6 +134,39 @@ public class ChatCompletions {
         }
         String requestId = Fields.string(body, "request_id", UUID.randomUUID().toString().replace("-", ""));
         return new Prepared("chatcmpl-" + requestId, System.currentTimeMillis() / 1000, ids, gen, inReasoning, toolSchemas, thinkEnd);
+    }
+
+    /**
+     * The prompt's length in tokens as {@link #prepare} renders it, with no check against the context
+     * (count_tokens, and context editing measuring what it clears).
+     */
+    public int promptTokens(JsonNode body) {
+        List<?> messages = ChatMessages.parse(body.get("messages"), "messages");
+        List<?> tools = ChatMessages.tools(body.get("tools"), "tools");
+        Map<String, Object> kwargs = ChatMessages.templateKwargs(body);
+        kwargs.putIfAbsent("add_generation_prompt", true);
+        List<?> offered = RequestGrammar.toolChoice(body.get("tool_choice")).equals("none") ? null : tools;
+        return service.tokenizer().encode(render(messages, offered, kwargs)).length;
+    }
+
+    /**
+     * The template's rendering of the conversation. Where it refuses a system message after the first turn
+     * (as Nanbeige's does), the conversation is rendered with the system messages merged at the front
+     * ({@link SystemMessages}); any other refusal is a 400 with the template's own message.
+     */
+    String render(List<?> messages, List<?> tools, Map<String, Object> kwargs) {
+        try {
+            return service.template().render(messages, tools, kwargs);
+        } catch (ChatTemplateException e) {
+            if (!SystemMessages.anyAfterFirst(messages)) {
+                throw ApiException.badRequest(e.getMessage(), "messages");
+            }
+            try {
+                return service.template().render(SystemMessages.mergedToFront(messages), tools, kwargs);
+            } catch (ChatTemplateException merged) {
+                throw ApiException.badRequest(merged.getMessage(), "messages");
+            }
+        }
     }
 
     /**
@@ -162,150 +191,6 @@ public class ChatCompletions {
                     field + ".content");
         }
         return prompt.substring(0, at + text.length());
-    }
-
-    /** "auto", "none", "required", or "function:NAME" for a named function. */
-    static String toolChoice(JsonNode choice) {
-        if (choice == null || choice.isNull()) {
-            return "auto";
-        }
-        if (choice.isTextual()) {
-            String c = choice.asText();
-            if (!List.of("auto", "none", "required").contains(c)) {
-                throw ApiException.badRequest("tool_choice must be 'auto', 'none', 'required' or name a function, not '" + c + "'", "tool_choice");
-            }
-            return c;
-        }
-        String name = choice.isObject() ? choice.path("function").path("name").asText("") : "";
-        if (name.isEmpty() || (choice.has("type") && !"function".equals(choice.path("type").asText()))) {
-            throw ApiException.badRequest("tool_choice must name a function: {\"type\": \"function\", \"function\": {\"name\": ...}}", "tool_choice");
-        }
-        return "function:" + name;
-    }
-
-    /**
-     * The functions a forced call may use (all of them for "required", the named one otherwise), their
-     * parameter schemas compiled strictly: a keyword constrained decoding cannot enforce is a 400 naming it.
-     */
-    static Map<String, Schema> strictFunctions(List<?> tools, String choice) {
-        String only = choice.startsWith("function:") ? choice.substring("function:".length()) : null;
-        Map<String, Schema> functions = new LinkedHashMap<>();
-        for (int i = 0; i < tools.size(); i++) {
-            JsonNode t = JSON.valueToTree(tools.get(i));
-            JsonNode fn = t.has("function") ? t.get("function") : t;
-            String name = fn.path("name").asText();
-            if (only != null && !only.equals(name)) {
-                continue;
-            }
-            try {
-                functions.put(name, fn.hasNonNull("parameters") ? Schema.compile(fn.get("parameters")) : Schema.anyObject());
-            } catch (IllegalArgumentException e) {
-                throw ApiException.badRequest("tool '" + name + "' parameters: " + e.getMessage(), "tools[" + i + "]." + (t.has("function") ? "function." : "") + "parameters");
-            }
-        }
-        if (functions.isEmpty()) {
-            throw ApiException.badRequest("tool_choice names '" + only + "', which is not among the tools", "tool_choice");
-        }
-        return functions;
-    }
-
-    /**
-     * response_format: text (null), json_object (any object) or json_schema (compiled;
-     * an unsupported keyword is a 400 naming it). The reply after the reasoning is then
-     * constrained token by token.
-     */
-    static Schema responseSchema(JsonNode body) {
-        JsonNode rf = Fields.get(body, "response_format");
-        JsonNode alias = structuredOutputs(body);
-        if (alias != null && rf != null) {
-            throw ApiException.badRequest("give response_format or structured_outputs/guided_json, not both", "response_format");
-        }
-        return responseFormat(alias != null ? alias : rf);
-    }
-
-    /**
-     * vLLM's structured_outputs ({@code json} or {@code json_object}) and guided_json (a schema), as the
-     * response_format they mean; their other kinds (regex, choice, grammar, structural tags) are refused.
-     */
-    private static JsonNode structuredOutputs(JsonNode body) {
-        JsonNode so = Fields.object(body, "structured_outputs");
-        JsonNode gj = Fields.get(body, "guided_json");
-        if (so != null && gj != null) {
-            throw ApiException.badRequest("give structured_outputs or guided_json, not both", "guided_json");
-        }
-        if (gj != null) {
-            JsonNode schema = gj;
-            if (gj.isTextual()) {
-                try {
-                    schema = JSON.readTree(gj.asText());
-                } catch (Exception e) {
-                    throw ApiException.badRequest("guided_json must be a JSON schema (an object or a string holding one): " + e.getMessage(), "guided_json");
-                }
-            }
-            if (schema == null || !schema.isObject()) {
-                throw ApiException.badRequest("guided_json must be a JSON schema object, got " + gj, "guided_json");
-            }
-            ObjectNode rf = JSON.createObjectNode().put("type", "json_schema");
-            rf.putObject("json_schema").put("name", "guided_json").set("schema", schema);
-            return rf;
-        }
-        if (so == null) {
-            return null;
-        }
-        for (var it = so.fieldNames(); it.hasNext(); ) {
-            String f = it.next();
-            if (!f.equals("json") && !f.equals("json_object") && !so.get(f).isNull() && !(so.get(f).isBoolean() && !so.get(f).asBoolean())) {
-                throw ApiException.badRequest("structured_outputs." + f + " is not supported by this server (json and json_object are)", "structured_outputs." + f);
-            }
-        }
-        JsonNode json = Fields.get(so, "json");
-        if (json != null) {
-            JsonNode schema = json;
-            if (json.isTextual()) {
-                try {
-                    schema = JSON.readTree(json.asText());
-                } catch (Exception e) {
-                    throw ApiException.badRequest("structured_outputs.json must be a JSON schema: " + e.getMessage(), "structured_outputs.json");
-                }
-            }
-            if (schema == null || !schema.isObject()) {
-                throw ApiException.badRequest("structured_outputs.json must be a JSON schema object, got " + json, "structured_outputs.json");
-            }
-            ObjectNode rf = JSON.createObjectNode().put("type", "json_schema");
-            rf.putObject("json_schema").put("name", "structured_outputs").set("schema", schema);
-            return rf;
-        }
-        if (Fields.bool(so, "json_object", false)) {
-            return JSON.createObjectNode().put("type", "json_object");
-        }
-        return null;
-    }
-
-    /** response_format as OpenAI gives it. */
-    static Schema responseFormat(JsonNode rf) {
-        if (rf == null || rf.isNull()) {
-            return null;
-        }
-        if (!rf.isObject() || (rf.has("type") && !rf.get("type").isTextual())) {
-            throw ApiException.badRequest("response_format must be an object with a type (text, json_object or json_schema), got " + rf, "response_format");
-        }
-        String type = rf.path("type").asText("text");
-        return switch (type) {
-            case "text" -> null;
-            case "json_object" -> Schema.anyObject();
-            case "json_schema" -> {
-                JsonNode js = rf.path("json_schema");
-                if (!js.path("schema").isObject()) {
-                    throw ApiException.badRequest("response_format.json_schema.schema is required and must be a JSON schema object", "response_format");
-                }
-                try {
-                    yield Schema.compile(js.get("schema"));
-                } catch (IllegalArgumentException e) {
-                    throw ApiException.badRequest(e.getMessage(), "response_format");
-                }
-            }
-            default -> throw ApiException.badRequest("response_format type must be text, json_object or json_schema, not '" + type + "'", "response_format");
-        };
     }
 
     private ChoiceText choiceText(Prepared p) {

@@ -65,9 +65,9 @@ public class Completions {
             throw ApiException.badRequest("prompt must be a string, a list of token ids, or a list of either", "prompt");
         }
         GenerationRequest gen = GenerationRequest.parse(body, chat.generationContext(), false);
-        if (prompts.size() * gen.n() > service.engine().maxWaiting()) {
-            throw ApiException.badRequest(prompts.size() + " prompts x n = " + gen.n() + " wait as " + prompts.size() * gen.n()
-                    + " requests, more than this server's max-waiting-requests (" + service.engine().maxWaiting() + ")", "prompt");
+        if (prompts.size() * gen.n() > service.engine().maxQueued()) {
+            throw ApiException.badRequest(prompts.size() + " prompts x n = " + gen.n() + " are " + prompts.size() * gen.n()
+                    + " requests, more than this server's batch slots and max-waiting-requests hold (" + service.engine().maxQueued() + ")", "prompt");
         }
         boolean echo = Fields.bool(body, "echo", false);
         int context = service.modelConfig().maxPositions();

@@ -93,20 +93,16 @@ public record GenerationRequest(SamplingParams params, List<String> stops, int n
     }
 
     /**
-     * Fits max_tokens to the context: a request that asked for more than the context
-     * leaves is refused (as vLLM does); one that gave none gets what is left, up to the
-     * server's default.
+     * Fits max_tokens to the context, as vLLM does: max_tokens (given, or the server's default cap) is a
+     * ceiling, and a reply never runs past what the context leaves after the prompt. A prompt that
+     * leaves no room is refused.
      */
     GenerationRequest fitToContext(int promptTokens, int contextTokens) {
         int left = contextTokens - promptTokens;
         if (left <= 0) {
             throw ApiException.badRequest("the prompt has " + promptTokens + " tokens; the model's context is " + contextTokens, "messages");
         }
-        if (maxTokensGiven && params.maxTokens() > left) {
-            throw ApiException.badRequest("this model's context is " + contextTokens + " tokens; the prompt has " + promptTokens
-                    + " and max_tokens asks for " + params.maxTokens() + " more (at most " + left + " fit)", "max_tokens");
-        }
-        if (!maxTokensGiven && params.maxTokens() > left) {
+        if (params.maxTokens() > left) {
             return withParams(params.withMaxTokens(left));
         }
         return this;

@@ -3,7 +3,6 @@ package dev.spindle.server.openai;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import dev.spindle.chat.ChatTemplateException;
 import dev.spindle.engine.EngineBusyException;
 import dev.spindle.server.ModelService;
 import io.quarkus.logging.Log;
@@ -38,16 +37,40 @@ public class OpenAiRoutes {
         OPENAI, ANTHROPIC;
 
         public ObjectNode error(int status, String message, String param) {
+            return error(status, message, param, null);
+        }
+
+        /** @param errorCode a reason clients act on: Anthropic's {@code error.details.error_code} (null: none) */
+        public ObjectNode error(int status, String message, String param, String errorCode) {
             ObjectNode r = JSON.createObjectNode();
             if (this == ANTHROPIC) {
                 r.put("type", "error");
-                r.putObject("error").put("type", anthropicType(status)).put("message", message);
+                ObjectNode e = r.putObject("error").put("type", anthropicType(status)).put("message", message);
+                if (errorCode != null) {
+                    e.putObject("details").put("error_code", errorCode);
+                }
                 return r;
             }
             ObjectNode e = r.putObject("error");
             e.put("message", message).put("type", status >= 500 ? "server_error" : status == 404 ? "not_found_error" : "invalid_request_error")
-                    .put("param", param).put("code", status);
+                    .put("param", param).put("code", openAiCode(status));
             return r;
+        }
+
+        /** OpenAI's error code: a string (the Open Responses specification types it so), named for the status. */
+        static String openAiCode(int status) {
+            return switch (status) {
+                case 400 -> "invalid_request";
+                case 401 -> "invalid_api_key";
+                case 403 -> "forbidden";
+                case 404 -> "not_found";
+                case 405 -> "method_not_allowed";
+                case 413 -> "request_too_large";
+                case 415 -> "unsupported_media_type";
+                case 429 -> "rate_limit_exceeded";
+                case 503 -> "model_not_ready";
+                default -> status >= 500 ? "server_error" : "http_" + status;
+            };
         }
 
         private static String anthropicType(int status) {
@@ -75,15 +98,17 @@ public class OpenAiRoutes {
     private final ChatCompletions chat;
     private final Completions completions;
     private final Responses responses;
+    private final Compaction compaction;
     private final dev.spindle.server.anthropic.Messages messages;
     private final long startedAt = System.currentTimeMillis() / 1000;
 
-    public OpenAiRoutes(ModelService service, ChatCompletions chat, Completions completions, Responses responses,
+    public OpenAiRoutes(ModelService service, ChatCompletions chat, Completions completions, Responses responses, Compaction compaction,
                         dev.spindle.server.anthropic.Messages messages) {
         this.service = service;
         this.chat = chat;
         this.completions = completions;
         this.responses = responses;
+        this.compaction = compaction;
         this.messages = messages;
     }
 
@@ -115,6 +140,15 @@ public class OpenAiRoutes {
             Responses.Prepared p = responses.prepare(b);
             return p.stream() ? responses.stream(p) : responses.complete(p);
         }));
+        router.post("/v1/responses/compact").handler(body).handler(ctx -> json(ctx, Dialect.OPENAI, b -> compaction.complete(compaction.prepare(b))));
+        router.get("/v1/responses").handler(ctx -> { // the WebSocket transport
+            if (!"websocket".equalsIgnoreCase(ctx.request().getHeader("Upgrade"))) {
+                ctx.next();
+                return;
+            }
+            ctx.request().toWebSocket().onSuccess(ws -> ResponsesSocket.serve(ws, responses, service))
+                    .onFailure(err -> send(ctx.response(), 400, Dialect.OPENAI.error(400, "the WebSocket upgrade failed: " + err.getMessage(), null)));
+        });
         router.get("/v1/responses/:id").handler(ctx -> answer(ctx, Dialect.OPENAI, () -> responses.get(ctx.pathParam("id"))));
         router.delete("/v1/responses/:id").handler(ctx -> answer(ctx, Dialect.OPENAI, () -> responses.delete(ctx.pathParam("id"))));
         router.post("/v1/messages").handler(body).handler(ctx -> json(ctx, Dialect.ANTHROPIC, b -> {
@@ -139,7 +173,8 @@ public class OpenAiRoutes {
         Map<String, String> allowed = new java.util.LinkedHashMap<>();
         allowed.put("/v1/chat/completions", "POST");
         allowed.put("/v1/completions", "POST");
-        allowed.put("/v1/responses", "POST");
+        allowed.put("/v1/responses", "POST, GET"); // GET: the WebSocket transport
+        allowed.put("/v1/responses/compact", "POST");
         allowed.put("/v1/responses/:id", "GET, DELETE");
         allowed.put("/v1/messages", "POST");
         allowed.put("/v1/messages/count_tokens", "POST");
@@ -219,11 +254,7 @@ public class OpenAiRoutes {
             List<?> tools = ChatMessages.tools(b.get("tools"), "tools");
             Map<String, Object> kwargs = ChatMessages.templateKwargs(b);
             kwargs.put("add_generation_prompt", Fields.bool(b, "add_generation_prompt", true));
-            try {
-                text = service.template().render(messages, tools, kwargs);
-            } catch (ChatTemplateException e) {
-                throw ApiException.badRequest(e.getMessage(), "messages");
-            }
+            text = this.chat.render(messages, tools, kwargs);
         } else if (Fields.get(b, "prompt") != null) {
             text = Fields.string(b, "prompt", "");
         } else {
@@ -365,7 +396,7 @@ public class OpenAiRoutes {
             }
             send(response, 429, r);
         } else if (err instanceof ApiException api) {
-            send(response, api.status, dialect.error(api.status, api.getMessage(), api.param));
+            send(response, api.status, dialect.error(api.status, api.getMessage(), api.param, api.errorCode));
         } else if (err instanceof IllegalArgumentException bad) {
             send(response, 400, dialect.error(400, bad.getMessage(), null));
         } else {

@@ -1,5 +1,6 @@
 package dev.spindle.server.openai;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.spindle.chat.ParsedDelta;
@@ -27,6 +28,7 @@ final class ResponseWriter {
     private final List<String> events = new ArrayList<>();
     private final ArrayNode output = JSON.createArrayNode();
     private final boolean encryptedReasoning;
+    private final ResponsesTools tools;
     private int sequence;
     private ObjectNode open;          // the item being written, or null
     private int openCall = -1;        // the index of the call being written, or -1
@@ -34,8 +36,17 @@ final class ResponseWriter {
     private final StringBuilder text = new StringBuilder();
     private final StringBuilder summary = new StringBuilder();
 
-    ResponseWriter(boolean encryptedReasoning) {
+    /** @param tools where each call goes back to: a function (in its namespace), a custom tool or local_shell */
+    ResponseWriter(boolean encryptedReasoning, ResponsesTools tools) {
         this.encryptedReasoning = encryptedReasoning;
+        this.tools = tools;
+    }
+
+    private static boolean isCall(ObjectNode item) {
+        return item != null && switch (item.path("type").asText()) {
+            case "function_call", "custom_tool_call", "local_shell_call" -> true;
+            default -> false;
+        };
     }
 
     /** An event with its sequence number, as an SSE frame (named and typed). */
@@ -146,30 +157,78 @@ final class ResponseWriter {
     private void call(ToolCallDelta c) {
         if (c.opens()) {
             close();
-            open = output.addObject().put("id", "fc_" + uid()).put("type", "function_call").put("status", "in_progress")
-                    .put("call_id", c.id()).put("name", c.name()).put("arguments", "");
+            ResponsesTools.Origin origin = tools.origin(c.name());
+            open = switch (origin.kind()) {
+                case FUNCTION -> output.addObject().put("id", "fc_" + uid()).put("type", "function_call").put("status", "in_progress")
+                        .put("call_id", c.id()).put("name", origin.name()).put("arguments", "");
+                case CUSTOM -> output.addObject().put("id", "ctc_" + uid()).put("type", "custom_tool_call").put("status", "in_progress")
+                        .put("call_id", c.id()).put("name", origin.name()).put("input", "");
+                case LOCAL_SHELL -> {
+                    ObjectNode item = output.addObject().put("id", "lsh_" + uid()).put("type", "local_shell_call").put("status", "in_progress")
+                            .put("call_id", c.id());
+                    item.set("action", shellAction(JSON.createObjectNode()));
+                    yield item;
+                }
+            };
+            if (origin.namespace() != null) {
+                open.put("namespace", origin.namespace());
+            }
             openCall = c.index();
             text.setLength(0);
             ObjectNode added = JSON.createObjectNode().put("output_index", index());
             added.set("item", open.deepCopy());
             event("response.output_item.added", added);
         }
-        if (!c.arguments().isEmpty() && open != null && open.path("type").asText().equals("function_call")) {
+        if (!c.arguments().isEmpty() && isCall(open)) {
             text.append(c.arguments());
-            event("response.function_call_arguments.delta", at().put("delta", c.arguments()));
+            if (open.path("type").asText().equals("function_call")) {
+                event("response.function_call_arguments.delta", at().put("delta", c.arguments()));
+            } // a custom tool's input and a shell command are announced whole, when the call is complete
         }
     }
 
     private void callDone(ToolCall c) {
-        if (open != null && open.path("type").asText().equals("function_call") && open.path("call_id").asText().equals(c.id())) {
+        if (isCall(open) && open.path("call_id").asText().equals(c.id())) {
             open.put("arguments", c.arguments());
             callReleased = true;
             close();
         }
     }
 
+    /** local_shell_call's exec action from the arguments of the local_shell function the model saw. */
+    private static ObjectNode shellAction(JsonNode args) {
+        ObjectNode a = JSON.createObjectNode().put("type", "exec");
+        a.set("command", args.path("command").isArray() ? args.get("command") : JSON.createArrayNode());
+        a.set("timeout_ms", args.hasNonNull("timeout_ms") ? args.get("timeout_ms") : JSON.nullNode());
+        a.set("working_directory", args.hasNonNull("workdir") ? args.get("workdir") : JSON.nullNode());
+        a.putObject("env");
+        a.putNull("user");
+        return a;
+    }
+
+    private static JsonNode parsed(String arguments) {
+        try {
+            JsonNode n = JSON.readTree(arguments);
+            return n == null ? JSON.createObjectNode() : n;
+        } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
+            return JSON.createObjectNode(); // a call cut off mid-arguments
+        }
+    }
+
     /** Ends the item being written with its .done events. */
     void close() {
+        close(false);
+    }
+
+    /**
+     * Ends the reply: the item being written is closed, as {@code incomplete} when the reply was cut off
+     * (max_output_tokens) and {@code completed} otherwise.
+     */
+    void finish(boolean cutOff) {
+        close(cutOff);
+    }
+
+    private void close(boolean cutOff) {
         if (open == null) {
             return;
         }
@@ -198,7 +257,7 @@ final class ResponseWriter {
                 part.putArray("annotations");
                 part.putArray("logprobs");
                 ((ArrayNode) open.get("content")).add(part);
-                open.put("status", "completed");
+                open.put("status", cutOff ? "incomplete" : "completed");
                 ObjectNode td = at().put("content_index", 0).put("text", all);
                 td.putArray("logprobs");
                 event("response.output_text.done", td);
@@ -211,6 +270,23 @@ final class ResponseWriter {
                 callReleased = false;
                 open.put("arguments", open.path("arguments").asText().isEmpty() ? all : open.get("arguments").asText());
                 event("response.function_call_arguments.done", at().put("name", open.get("name").asText()).put("arguments", open.get("arguments").asText()));
+            }
+            case "custom_tool_call" -> {
+                String args = open.path("arguments").asText().isEmpty() ? all : open.get("arguments").asText();
+                open.remove("arguments");
+                open.put("status", callReleased ? "completed" : "incomplete");
+                callReleased = false;
+                String input = parsed(args).path("input").asText("");
+                open.put("input", input);
+                event("response.custom_tool_call_input.delta", at().put("delta", input));
+                event("response.custom_tool_call_input.done", at().put("input", input));
+            }
+            case "local_shell_call" -> {
+                String args = open.path("arguments").asText().isEmpty() ? all : open.get("arguments").asText();
+                open.remove("arguments");
+                open.put("status", callReleased ? "completed" : "incomplete");
+                callReleased = false;
+                open.set("action", shellAction(parsed(args)));
             }
             default -> throw new IllegalStateException(type);
         }

@@ -38,74 +38,106 @@ public class Responses {
     }
 
     Prepared prepare(JsonNode body) {
+        return prepare(body, id -> null);
+    }
+
+    /**
+     * @param connection the conversations of responses this connection made (the WebSocket transport keeps
+     *                   its last one, stored or not), consulted where the store has none
+     */
+    Prepared prepare(JsonNode body, java.util.function.Function<String, ArrayNode> connection) {
+        ResponsesRequest request = translate(body, connection);
+        ChatCompletions.Prepared p;
+        try {
+            p = chat.prepare(request.chatBody());
+        } catch (ApiException e) {
+            if (!"messages".equals(e.param)) {
+                throw e;
+            }
+            throw new ApiException(e.status, e.getMessage(), "input", e.errorCode); // the conversation is this API's input
+        }
+        return new Prepared("resp_" + UUID.randomUUID().toString().replace("-", ""), System.currentTimeMillis() / 1000, request, p, body,
+                Fields.bool(body, "stream", false));
+    }
+
+    /** The request in the chat pipeline's form, after the stored conversation previous_response_id names. */
+    ResponsesRequest translate(JsonNode body) {
+        return translate(body, id -> null);
+    }
+
+    private ResponsesRequest translate(JsonNode body, java.util.function.Function<String, ArrayNode> connection) {
         ArrayNode previous = null;
         String prevId = Fields.string(body, "previous_response_id", null);
-        if (prevId != null) {
+        ArrayNode kept = prevId == null ? null : connection.apply(prevId);
+        if (kept != null) {
+            previous = kept.deepCopy();
+        } else if (prevId != null) {
             ResponseStore.Entry e = store.get(prevId);
-            if (e == null) {
+            if (e == null || !"response".equals(e.response().path("object").asText())) {
                 throw new ApiException(404, "no stored response '" + prevId + "' (unknown, expired, or stored with store=false); this server keeps "
                         + "responses in memory for spindle.responses.store-ttl", "previous_response_id");
             }
             previous = e.messages().deepCopy();
             previous.addAll(messagesOf(e.response().path("output")));
         }
-        ResponsesRequest request = ResponsesRequest.parse(body, previous);
-        ChatCompletions.Prepared p = chat.prepare(request.chatBody());
-        return new Prepared("resp_" + UUID.randomUUID().toString().replace("-", ""), System.currentTimeMillis() / 1000, request, p, body,
-                Fields.bool(body, "stream", false));
+        return ResponsesRequest.parse(body, previous);
     }
 
-    /** A response's output items as the chat messages a follow-up renders (an assistant turn with its calls). */
+    /** A response's output items as the chat messages a follow-up renders (read as the same items sent back as input would be). */
     static ArrayNode messagesOf(JsonNode output) {
         ArrayNode out = JSON.createArrayNode();
-        ObjectNode turn = JSON.createObjectNode().put("role", "assistant").put("content", "");
-        StringBuilder text = new StringBuilder();
-        for (JsonNode item : output) {
-            switch (item.path("type").asText()) {
-                case "reasoning" -> turn.put("reasoning_content", ResponsesRequest.contentText(item.get("content"), "output"));
-                case "message" -> text.append(ResponsesRequest.contentText(item.get("content"), "output"));
-                case "function_call" -> {
-                    ArrayNode calls = turn.has("tool_calls") ? (ArrayNode) turn.get("tool_calls") : turn.putArray("tool_calls");
-                    ObjectNode call = calls.addObject().put("id", item.path("call_id").asText()).put("type", "function");
-                    call.putObject("function").put("name", item.path("name").asText()).put("arguments", item.path("arguments").asText("{}"));
-                }
-                default -> {
-                }
-            }
-        }
-        turn.put("content", text.toString());
-        out.add(turn);
+        ResponsesRequest.items(output, out);
         return out;
     }
 
     /** The response object, in progress (no output yet) or final. */
     private ObjectNode response(Prepared p, String status, ArrayNode output, ReplyStep last) {
         JsonNode b = p.body();
+        dev.spindle.engine.SamplingParams params = p.chat().gen().params();
         ObjectNode r = JSON.createObjectNode();
-        r.put("id", p.id()).put("object", "response").put("created_at", p.created()).put("status", status);
+        r.put("id", p.id()).put("object", "response").put("created_at", p.created());
+        if (status.equals("completed")) {
+            r.put("completed_at", System.currentTimeMillis() / 1000);
+        } else {
+            r.putNull("completed_at");
+        }
+        r.put("status", status);
         r.putNull("error");
         if ("incomplete".equals(status)) {
             r.putObject("incomplete_details").put("reason", "max_output_tokens");
         } else {
             r.putNull("incomplete_details");
         }
-        r.set("instructions", b.hasNonNull("instructions") ? b.get("instructions") : JSON.nullNode());
+        r.set("instructions", echo(b, "instructions"));
         r.put("model", service.servedName());
         r.set("output", output);
         r.put("parallel_tool_calls", b.path("parallel_tool_calls").asBoolean(true));
-        r.set("previous_response_id", b.hasNonNull("previous_response_id") ? b.get("previous_response_id") : JSON.nullNode());
+        r.set("previous_response_id", echo(b, "previous_response_id"));
         r.set("tool_choice", b.hasNonNull("tool_choice") ? b.get("tool_choice") : JSON.getNodeFactory().textNode("auto"));
-        r.set("tools", b.hasNonNull("tools") ? b.get("tools") : JSON.createArrayNode());
-        r.put("temperature", p.chat().gen().params().temperature());
-        r.put("top_p", p.chat().gen().params().topP());
-        r.set("max_output_tokens", b.hasNonNull("max_output_tokens") ? b.get("max_output_tokens") : JSON.nullNode());
+        r.set("tools", p.request().echoedTools());
+        r.put("temperature", params.temperature());
+        r.put("top_p", params.topP());
+        r.put("presence_penalty", params.presencePenalty());
+        r.put("frequency_penalty", params.frequencyPenalty());
+        r.put("top_logprobs", 0);
+        r.put("max_output_tokens", params.maxTokens()); // the limit that applied: the request's, or what the context left
+        r.set("max_tool_calls", echo(b, "max_tool_calls"));
         ObjectNode reasoning = r.putObject("reasoning");
-        reasoning.set("effort", b.path("reasoning").hasNonNull("effort") ? b.path("reasoning").get("effort") : JSON.nullNode());
-        reasoning.putNull("summary");
+        String effort = b.path("reasoning").path("effort").asText(null);
+        reasoning.set("effort", effort == null ? JSON.nullNode() : JSON.getNodeFactory().textNode(effort.equals("minimal") ? "none" : effort));
+        reasoning.set("summary", b.path("reasoning").hasNonNull("summary") ? b.path("reasoning").get("summary") : JSON.nullNode());
         ObjectNode text = r.putObject("text");
-        text.set("format", b.path("text").hasNonNull("format") ? b.path("text").get("format") : JSON.createObjectNode().put("type", "text"));
+        text.set("format", echoedFormat(b.path("text").get("format")));
+        if (b.path("text").hasNonNull("verbosity")) {
+            text.set("verbosity", b.path("text").get("verbosity"));
+        }
         r.put("truncation", "disabled");
         r.put("store", p.request().store() && store.enabled());
+        r.put("background", false);
+        r.put("service_tier", b.hasNonNull("service_tier") && !b.get("service_tier").asText().equals("auto") ? b.get("service_tier").asText() : "default");
+        r.set("user", echo(b, "user"));
+        r.set("safety_identifier", echo(b, "safety_identifier"));
+        r.set("prompt_cache_key", echo(b, "prompt_cache_key"));
         r.set("metadata", b.hasNonNull("metadata") ? b.get("metadata") : JSON.createObjectNode());
         if (!p.request().warnings().isEmpty()) {
             ArrayNode w = r.putArray("warnings");
@@ -124,6 +156,31 @@ public class Responses {
         return r;
     }
 
+    /** text.format as echoed: as given, a json_schema format with its name, description and strict present. */
+    private static JsonNode echoedFormat(JsonNode format) {
+        if (format == null || format.isNull()) {
+            return JSON.createObjectNode().put("type", "text");
+        }
+        ObjectNode f = ((ObjectNode) format).deepCopy();
+        if ("json_schema".equals(f.path("type").asText())) {
+            if (!f.has("name")) {
+                f.put("name", "response");
+            }
+            if (!f.has("description")) {
+                f.putNull("description");
+            }
+            if (!f.has("strict")) {
+                f.put("strict", false);
+            }
+        }
+        return f;
+    }
+
+    /** A request field echoed as given, or null. */
+    private static JsonNode echo(JsonNode body, String field) {
+        return body.hasNonNull(field) ? body.get(field) : JSON.nullNode();
+    }
+
     private static String status(ReplyStep last) {
         return "length".equals(last.finishReason()) ? "incomplete" : "completed";
     }
@@ -138,18 +195,43 @@ public class Responses {
     Uni<ObjectNode> complete(Prepared p) {
         return chat.collect(p.chat()).map(list -> {
             ChatCompletions.Collected c = list.getFirst();
-            ResponseWriter w = new ResponseWriter(p.request().encryptedReasoning());
+            ResponseWriter w = new ResponseWriter(p.request().encryptedReasoning(), p.request().tools());
             c.steps().forEach(step -> w.step(step.delta())); // step by step, as a stream would: the same items in the same order
-            w.close();
+            w.finish(status(c.last()).equals("incomplete"));
             ObjectNode r = response(p, status(c.last()), w.output(), c.last());
             remember(p, r);
             return r;
         });
     }
 
+    /**
+     * A warm-up over the WebSocket transport ({@code generate: false}): the request is checked and its
+     * conversation kept, nothing is generated; the events say so ({@code response.created}, then
+     * {@code response.completed} with no output).
+     */
+    List<ObjectNode> warmUp(Prepared p) {
+        ResponseWriter w = new ResponseWriter(false, p.request().tools());
+        ObjectNode created = response(p, "in_progress", JSON.createArrayNode(), null);
+        ObjectNode done = response(p, "completed", JSON.createArrayNode(), null);
+        ObjectNode u = done.putObject("usage");
+        u.put("input_tokens", 0).putObject("input_tokens_details").put("cached_tokens", 0);
+        u.put("output_tokens", 0).putObject("output_tokens_details").put("reasoning_tokens", 0);
+        u.put("total_tokens", 0);
+        List<ObjectNode> out = new ArrayList<>();
+        for (var e : List.of(java.util.Map.entry("response.created", created), java.util.Map.entry("response.completed", done))) {
+            String frame = w.event(e.getKey(), wrap(e.getValue()));
+            try {
+                out.add((ObjectNode) JSON.readTree(frame.substring(frame.indexOf("data: ") + 6)));
+            } catch (com.fasterxml.jackson.core.JsonProcessingException ex) {
+                throw new IllegalStateException(ex);
+            }
+        }
+        return out;
+    }
+
     /** The typed event stream. */
     Multi<String> stream(Prepared p) {
-        ResponseWriter w = new ResponseWriter(p.request().encryptedReasoning());
+        ResponseWriter w = new ResponseWriter(p.request().encryptedReasoning(), p.request().tools());
         ObjectNode initial = response(p, "in_progress", JSON.createArrayNode(), null);
         List<String> head = new ArrayList<>();
         head.add(w.event("response.created", wrap(initial)));
@@ -161,19 +243,27 @@ public class Responses {
             last[0] = step;
             w.step(step.delta());
             if (step.last()) {
-                w.close();
+                w.finish(status(step).equals("incomplete"));
                 ObjectNode r = response(p, status(step), w.output().deepCopy(), step);
                 remember(p, r);
                 w.event("incomplete".equals(r.get("status").asText()) ? "response.incomplete" : "response.completed", wrap(r));
+                return Multi.createFrom().iterable(done(w.drain()));
             }
             return Multi.createFrom().iterable(w.drain());
         }).onFailure().recoverWithMulti(err -> {
             ObjectNode r = response(p, "failed", w.output().deepCopy(), last[0]);
             r.putObject("error").put("code", "server_error").put("message", String.valueOf(err.getMessage()));
             w.event("response.failed", wrap(r));
-            return Multi.createFrom().iterable(w.drain());
+            return Multi.createFrom().iterable(done(w.drain()));
         });
         return Multi.createBy().concatenating().streams(Multi.createFrom().iterable(head), body);
+    }
+
+    /** The stream's last frames, then {@code [DONE]} (the Open Responses specification ends every stream so; the OpenAI SDKs and Codex accept it). */
+    private static List<String> done(List<String> frames) {
+        List<String> out = new ArrayList<>(frames);
+        out.add("data: [DONE]\n\n");
+        return out;
     }
 
     private static ObjectNode wrap(ObjectNode response) {
@@ -185,7 +275,7 @@ public class Responses {
     /** GET /v1/responses/{id}. */
     ObjectNode get(String id) {
         ResponseStore.Entry e = store.get(id);
-        if (e == null) {
+        if (e == null || !"response".equals(e.response().path("object").asText())) { // the store holds message threads too
             throw new ApiException(404, "no stored response '" + id + "'", "response_id");
         }
         return e.response();

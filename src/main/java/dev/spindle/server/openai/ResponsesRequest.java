@@ -21,20 +21,22 @@ import static dev.spindle.server.openai.ChatCompletions.JSON;
  * the template's thinking off, {@code max_output_tokens} becomes {@code max_tokens}. Fields are
  * checked here under their own names. Tools that need OpenAI's own servers (web search, file
  * search, image generation, computer use, code interpreter, MCP, shell) are left out of the prompt
- * and listed in {@link #warnings}.
+ * and listed in {@link #warnings}. Accepted without effect, and echoed: {@code service_tier},
+ * {@code prompt_cache_key}, {@code prompt_cache_retention}, {@code safety_identifier}, {@code user},
+ * {@code max_tool_calls} (it bounds calls of hosted tools, which never run here), {@code store}'s
+ * absence of a limit, {@code stream_options}.
  *
  * @param chatBody    the chat-completions body to prepare
  * @param messages    the conversation as chat messages, without the instructions (what a follow-up continues)
  * @param warnings    what was left out, for the response's {@code warnings}
  * @param encryptedReasoning whether reasoning items carry {@code encrypted_content} (include: reasoning.encrypted_content)
+ * @param tools       the tools offered, and where each call goes back to ({@link ResponsesTools})
+ * @param echoedTools the tools as the response echoes them
  */
-record ResponsesRequest(ObjectNode chatBody, ArrayNode messages, List<String> warnings, boolean encryptedReasoning, boolean store) {
-    /** Tool types served by OpenAI's own infrastructure: left out with a warning, not an error. */
-    private static final Set<String> HOSTED_TOOLS = Set.of("web_search", "web_search_preview", "web_search_preview_2025_03_11", "web_search_2025_08_26",
-            "file_search", "image_generation", "computer_use_preview", "computer_use", "code_interpreter", "mcp", "local_shell", "shell",
-            "apply_patch", "custom");
+record ResponsesRequest(ObjectNode chatBody, ArrayNode messages, List<String> warnings, boolean encryptedReasoning, boolean store,
+                        ResponsesTools tools, ArrayNode echoedTools) {
     /** Fields of the Responses API Spindle does not implement: refused when set. */
-    private static final List<String> REFUSED = List.of("background", "conversation", "prompt", "max_tool_calls", "top_logprobs");
+    private static final List<String> REFUSED = List.of("background", "conversation", "prompt", "top_logprobs");
     /** The prefix of Spindle's own encrypted_content (the reasoning text, base64: Spindle keeps no secrets, only the text). */
     static final String REASONING_BLOB = "spindle-reasoning:";
 
@@ -89,9 +91,9 @@ record ResponsesRequest(ObjectNode chatBody, ArrayNode messages, List<String> wa
         }
         all.addAll(messages);
         List<String> warnings = new ArrayList<>();
-        ArrayNode tools = tools(body.get("tools"), warnings);
-        if (!tools.isEmpty()) {
-            chat.set("tools", tools);
+        ResponsesTools tools = ResponsesTools.parse(body.get("tools"), warnings);
+        if (!tools.chatTools().isEmpty()) {
+            chat.set("tools", tools.chatTools());
         }
         JsonNode choice = toolChoice(body.get("tool_choice"));
         if (choice != null) {
@@ -100,6 +102,13 @@ record ResponsesRequest(ObjectNode chatBody, ArrayNode messages, List<String> wa
         copy(body, chat, "parallel_tool_calls");
         copy(body, chat, "temperature");
         copy(body, chat, "top_p");
+        copy(body, chat, "presence_penalty");
+        copy(body, chat, "frequency_penalty");
+        Fields.integer(body, "max_tool_calls", 0, 0, Integer.MAX_VALUE);
+        for (String f : List.of("service_tier", "prompt_cache_key", "prompt_cache_retention", "safety_identifier", "user")) {
+            Fields.string(body, f, null);
+        }
+        Fields.object(body, "stream_options");
         JsonNode max = Fields.get(body, "max_output_tokens");
         if (max != null) {
             chat.put("max_tokens", Fields.integer(body, "max_output_tokens", 0, 1, Integer.MAX_VALUE));
@@ -124,7 +133,7 @@ record ResponsesRequest(ObjectNode chatBody, ArrayNode messages, List<String> wa
         Fields.object(body, "metadata");
         boolean store = Fields.bool(body, "store", true);
         Fields.bool(body, "stream", false);
-        return new ResponsesRequest(chat, messages, warnings, encrypted, store);
+        return new ResponsesRequest(chat, messages, warnings, encrypted, store, tools, ResponsesTools.echoed(body.get("tools")));
     }
 
     private static void copy(JsonNode from, ObjectNode to, String field) {
@@ -135,7 +144,7 @@ record ResponsesRequest(ObjectNode chatBody, ArrayNode messages, List<String> wa
     }
 
     /** Input items, appended to {@code out} as chat messages. */
-    private static void items(JsonNode input, ArrayNode out) {
+    static void items(JsonNode input, ArrayNode out) {
         String reasoning = null; // a reasoning item waits for the assistant turn it belongs to
         for (int i = 0; i < input.size(); i++) {
             JsonNode item = input.get(i);
@@ -156,12 +165,28 @@ record ResponsesRequest(ObjectNode chatBody, ArrayNode messages, List<String> wa
                         reasoning = null;
                     }
                 }
-                case "function_call" -> {
+                case "function_call", "custom_tool_call", "local_shell_call" -> {
                     String callId = required(item, "call_id", path);
-                    String name = required(item, "name", path);
-                    JsonNode args = item.get("arguments");
-                    if (args != null && !args.isNull() && !args.isTextual()) {
-                        throw ApiException.badRequest(path + ".arguments must be a JSON string, got " + args, path + ".arguments");
+                    String name = type.equals("local_shell_call") ? "local_shell" : required(item, "name", path);
+                    String args = switch (type) {
+                        case "function_call" -> {
+                            JsonNode a = item.get("arguments");
+                            if (a != null && !a.isNull() && !a.isTextual()) {
+                                throw ApiException.badRequest(path + ".arguments must be a JSON string, got " + a, path + ".arguments");
+                            }
+                            yield a == null || a.isNull() ? "{}" : a.asText();
+                        }
+                        case "custom_tool_call" -> {
+                            JsonNode in = item.get("input");
+                            if (in == null || !in.isTextual()) {
+                                throw ApiException.badRequest(path + ".input must be the call's text", path + ".input");
+                            }
+                            yield JSON.createObjectNode().put("input", in.asText()).toString();
+                        }
+                        default -> localShellArguments(item, path);
+                    };
+                    if (item.hasNonNull("namespace")) {
+                        name = ResponsesTools.flatName(required(item, "namespace", path), name);
                     }
                     ObjectNode turn = assistantTurnFor(out);
                     if (reasoning != null) {
@@ -170,9 +195,10 @@ record ResponsesRequest(ObjectNode chatBody, ArrayNode messages, List<String> wa
                     }
                     ArrayNode calls = turn.has("tool_calls") ? (ArrayNode) turn.get("tool_calls") : turn.putArray("tool_calls");
                     ObjectNode call = calls.addObject().put("id", callId).put("type", "function");
-                    call.putObject("function").put("name", name).put("arguments", args == null || args.isNull() ? "{}" : args.asText());
+                    call.putObject("function").put("name", name).put("arguments", args);
                 }
-                case "function_call_output" -> {
+                case "compaction", "compaction_summary" -> out.addObject().put("role", "user").put("content", Compaction.render(item, path));
+                case "function_call_output", "custom_tool_call_output", "local_shell_call_output" -> {
                     String callId = required(item, "call_id", path);
                     JsonNode output = item.get("output");
                     if (output == null || output.isNull()) {
@@ -184,9 +210,27 @@ record ResponsesRequest(ObjectNode chatBody, ArrayNode messages, List<String> wa
                 case "item_reference" -> throw ApiException.badRequest(path + " is an item_reference; this server does not look up items by id "
                         + "(send the item itself, or continue with previous_response_id)", path + ".type");
                 default -> throw ApiException.badRequest(path + ".type '" + type + "' is not an input item this server reads "
-                        + "(message, function_call, function_call_output, reasoning)", path + ".type");
+                        + "(message, function_call, function_call_output, custom_tool_call, custom_tool_call_output, local_shell_call, "
+                        + "reasoning, compaction)", path + ".type");
             }
         }
+    }
+
+    /** A local_shell_call's exec action as the arguments of the local_shell function the model was offered. */
+    private static String localShellArguments(JsonNode item, String path) {
+        JsonNode action = item.get("action");
+        if (action == null || !action.isObject() || !action.path("command").isArray()) {
+            throw ApiException.badRequest(path + ".action must be an exec action with a command list", path + ".action");
+        }
+        ObjectNode a = JSON.createObjectNode();
+        a.set("command", action.get("command"));
+        if (action.hasNonNull("working_directory")) {
+            a.set("workdir", action.get("working_directory"));
+        }
+        if (action.hasNonNull("timeout_ms")) {
+            a.set("timeout_ms", action.get("timeout_ms"));
+        }
+        return a.toString();
     }
 
     /** The assistant turn function calls join: the last message when it is the assistant's, else a new one. */
@@ -258,44 +302,6 @@ record ResponsesRequest(ObjectNode chatBody, ArrayNode messages, List<String> wa
         return null; // another server's encrypted reasoning: nothing this model can read
     }
 
-    /** Function tools in the chat form; hosted tools left out with a warning. */
-    private static ArrayNode tools(JsonNode tools, List<String> warnings) {
-        ArrayNode out = JSON.createArrayNode();
-        if (tools == null || tools.isNull()) {
-            return out;
-        }
-        if (!tools.isArray()) {
-            throw ApiException.badRequest("tools must be a list of tools, got " + tools.getNodeType(), "tools");
-        }
-        for (int i = 0; i < tools.size(); i++) {
-            JsonNode t = tools.get(i);
-            String p = "tools[" + i + "]";
-            String type = t.path("type").asText("");
-            if (HOSTED_TOOLS.contains(type)) {
-                warnings.add(p + ": the '" + type + "' tool needs OpenAI's own servers; it was left out of the prompt");
-                continue;
-            }
-            if (!type.equals("function")) {
-                throw ApiException.badRequest(p + ".type must be 'function' (or a hosted tool, which is left out); got " + t.get("type"), p + ".type");
-            }
-            if (!t.path("name").isTextual() || t.get("name").asText().isEmpty()) {
-                throw ApiException.badRequest(p + ".name must be a non-empty string", p + ".name");
-            }
-            ObjectNode fn = out.addObject().put("type", "function").putObject("function").put("name", t.get("name").asText());
-            if (t.path("description").isTextual()) {
-                fn.put("description", t.get("description").asText());
-            }
-            JsonNode params = t.get("parameters");
-            if (params != null && !params.isNull()) {
-                if (!params.isObject()) {
-                    throw ApiException.badRequest(p + ".parameters must be a JSON schema object, got " + params, p + ".parameters");
-                }
-                fn.set("parameters", params);
-            }
-        }
-        return out;
-    }
-
     private static JsonNode toolChoice(JsonNode c) {
         if (c == null || c.isNull()) {
             return null;
@@ -308,7 +314,7 @@ record ResponsesRequest(ObjectNode chatBody, ArrayNode messages, List<String> wa
             o.putObject("function").put("name", c.get("name").asText());
             return o;
         }
-        if (c.isObject() && HOSTED_TOOLS.contains(c.path("type").asText())) {
+        if (c.isObject() && ResponsesTools.HOSTED.contains(c.path("type").asText())) {
             throw ApiException.badRequest("tool_choice names the hosted tool '" + c.path("type").asText() + "', which this server does not have", "tool_choice");
         }
         throw ApiException.badRequest("tool_choice must be auto, none, required or {\"type\": \"function\", \"name\": ...}; got " + c, "tool_choice");

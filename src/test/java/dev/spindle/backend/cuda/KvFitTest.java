@@ -1,11 +1,9 @@
 package dev.spindle.backend.cuda;
 
+import dev.spindle.Trials;
 import dev.spindle.engine.kv.BlockPool;
 import dev.spindle.engine.kv.BlockTable;
 import dev.spindle.engine.kv.KvCapacityException;
-import net.jqwik.api.ForAll;
-import net.jqwik.api.Property;
-import net.jqwik.api.constraints.IntRange;
 import org.junit.jupiter.api.Test;
 
 import java.util.ArrayList;
@@ -19,9 +17,17 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** A bench figure too large for the KV pool is reported as skipped (its entry says why) instead of ending the run. */
 class KvFitTest {
-    @Property
-    void aFigureIsSkippedExactlyWhenItsSequencesAndTheirNextTokenCannotBeReserved(@ForAll @IntRange(min = 1, max = 40) int batch,
-            @ForAll @IntRange(min = 0, max = 300) int context, @ForAll @IntRange(min = 1, max = 400) int blocks) {
+    /** A bench figure: its sequences and their context tokens, against a pool of 16-token blocks. */
+    record Figure(int batch, int context, int blocks) {
+    }
+
+    @Test
+    void aFigureIsSkippedExactlyWhenItsSequencesAndTheirNextTokenCannotBeReserved() {
+        Trials.forAll(1000, r -> new Figure(Trials.between(r, 1, 40), Trials.between(r, 0, 300), Trials.between(r, 1, 400)),
+                f -> aFigureIsSkippedExactlyWhenItsSequencesAndTheirNextTokenCannotBeReserved(f.batch(), f.context(), f.blocks()));
+    }
+
+    static void aFigureIsSkippedExactlyWhenItsSequencesAndTheirNextTokenCannotBeReserved(int batch, int context, int blocks) {
         BlockPool pool = new BlockPool(blocks, 16);
         Map<String, Object> skipped = KvFit.skipped(batch, context, pool);
         // what the decode figure does first: reserve each sequence's context and its first decode token

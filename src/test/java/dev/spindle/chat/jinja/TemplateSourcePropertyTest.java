@@ -1,13 +1,13 @@
 package dev.spindle.chat.jinja;
 
-import net.jqwik.api.Arbitraries;
-import net.jqwik.api.Arbitrary;
-import net.jqwik.api.ForAll;
-import net.jqwik.api.Property;
-import net.jqwik.api.Provide;
+import dev.spindle.Trials;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 import java.util.List;
 import java.util.Map;
+import java.util.random.RandomGenerator;
 
 /**
  * A chat template's source, however broken, compiles or is refused with a TemplateException, and a compiled one
@@ -24,13 +24,16 @@ class TemplateSourcePropertyTest {
             "x", "ns", "namespace(a=1)", "raise_exception('no')", "range(3)", "tojson", "trim", "length", "items", "string", "safe",
             "defined", "mapping", "iterable", "startswith('a')", "split('/')", "[::-1]", "[1:]", "get('a')", "break", "continue");
 
-    @Provide
-    Arbitrary<String> sources() {
-        return Arbitraries.of(FRAGMENTS).list().ofMaxSize(40).map(parts -> String.join(" ", parts));
+    static String source(RandomGenerator r) {
+        return String.join(" ", Trials.listOf(r, 0, 40, g -> Trials.oneOf(g, FRAGMENTS)));
     }
 
-    @Property(tries = 3000)
-    void aSourceCompilesAndRendersOrIsRefused(@ForAll("sources") String source) {
+    @Test
+    void aSourceCompilesAndRendersOrIsRefused() {
+        Trials.forAll(3000, TemplateSourcePropertyTest::source, TemplateSourcePropertyTest::aSourceCompilesAndRendersOrIsRefused);
+    }
+
+    static void aSourceCompilesAndRendersOrIsRefused(String source) {
         Template t;
         try {
             t = Template.compile(source);
@@ -44,8 +47,9 @@ class TemplateSourcePropertyTest {
         }
     }
 
-    @Property(tries = 20)
-    void deepNestingIsRefusedNotOverflowed(@ForAll("depths") int depth) {
+    @ParameterizedTest
+    @ValueSource(ints = {10, 1_000, 20_000, 200_000})
+    void deepNestingIsRefusedNotOverflowed(int depth) {
         String source = "{{ " + "(".repeat(depth) + "1" + ")".repeat(depth) + " }}" + "{% if x %}".repeat(depth / 10) + "{% endif %}".repeat(depth / 10);
         try {
             Template.compile(source).render(Map.of("x", 1));
@@ -55,7 +59,7 @@ class TemplateSourcePropertyTest {
     }
 
     /** break and continue stand in a for loop's body only (not its else, not a macro defined inside it), as in Jinja2. */
-    @net.jqwik.api.Example
+    @Test
     void loopControlsOutsideALoopAreRefusedAtCompile() {
         for (String bad : List.of("{% break %}", "{% if x %}{% continue %}{% endif %}", "{% for i in [1] %}{% else %}{% break %}{% endfor %}",
                 "{% for i in [1] %}{% macro m() %}{% break %}{% endmacro %}{% endfor %}")) {
@@ -64,10 +68,5 @@ class TemplateSourcePropertyTest {
         }
         org.junit.jupiter.api.Assertions.assertEquals("0", Template.compile("{% for i in [0, 1] %}{% if i %}{% break %}{% endif %}{{ i }}{% endfor %}")
                 .render(Map.of()));
-    }
-
-    @Provide
-    Arbitrary<Integer> depths() {
-        return Arbitraries.of(10, 1_000, 20_000, 200_000);
     }
 }

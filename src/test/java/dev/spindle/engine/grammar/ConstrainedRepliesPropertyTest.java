@@ -7,6 +7,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.networknt.schema.InputFormat;
 import com.networknt.schema.SchemaRegistry;
 import com.networknt.schema.SpecificationVersion;
+import dev.spindle.Trials;
 import dev.spindle.backend.cpu.CpuForwardPass;
 import dev.spindle.chat.ChatTemplate;
 import dev.spindle.chat.JsonValues;
@@ -22,21 +23,18 @@ import dev.spindle.model.LoadListener;
 import dev.spindle.model.LoadedModel;
 import dev.spindle.model.ModelLoader;
 import dev.spindle.tokenizer.Tokenizer;
-import net.jqwik.api.Arbitraries;
-import net.jqwik.api.Arbitrary;
-import net.jqwik.api.Combinators;
-import net.jqwik.api.ForAll;
-import net.jqwik.api.Property;
-import net.jqwik.api.Provide;
-import net.jqwik.api.lifecycle.AfterContainer;
-import net.jqwik.api.lifecycle.BeforeContainer;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
 
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.random.RandomGenerator;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -61,7 +59,7 @@ class ConstrainedRepliesPropertyTest {
     static Set<Integer> eos;
     static final AtomicInteger finished = new AtomicInteger(), cut = new AtomicInteger();
 
-    @BeforeContainer
+    @BeforeAll
     static void load() {
         model = ModelLoader.load(MODEL, LoadFormat.SAFETENSORS, LoadListener.NONE);
         tok = Tokenizer.load(MODEL);
@@ -71,7 +69,7 @@ class ConstrainedRepliesPropertyTest {
         eos = dev.spindle.chat.ChatFormat.of(model.config()).endOfTurnIds(model.config(), tok);
     }
 
-    @AfterContainer
+    @AfterAll
     static void close() {
         System.out.printf("[constrained] %d replies finished by themselves and validated, %d cut at max_tokens%n", finished.get(), cut.get());
         assertTrue(finished.get() >= cut.get(), "most replies finish by themselves");
@@ -83,58 +81,64 @@ class ConstrainedRepliesPropertyTest {
     static final List<String> NAMES = List.of("answer", "unit", "value", "name", "ok", "count", "items", "city");
 
     /** A schema of the supported subset: scalars, enums, const, arrays, nested objects, anyOf with null. */
-    static Arbitrary<ObjectNode> schema(int depth) {
-        List<Arbitrary<ObjectNode>> kinds = new ArrayList<>(List.of(
-                Arbitraries.of("string", "integer", "number", "boolean").map(t -> JSON.createObjectNode().put("type", t)),
-                Arbitraries.of("km", "m", "celsius", "yes", "no").set().ofMinSize(1).ofMaxSize(3).map(vs -> {
-                    ObjectNode s = JSON.createObjectNode().put("type", "string");
-                    vs.forEach(s.putArray("enum")::add);
-                    return s;
-                }),
-                Arbitraries.integers().between(-5, 100).map(v -> (ObjectNode) JSON.createObjectNode().put("const", v)),
-                Combinators.combine(Arbitraries.of("string", "integer"), Arbitraries.integers().between(0, 1), Arbitraries.integers().between(1, 3))
-                        .as((t, min, max) -> {
-                            ObjectNode s = JSON.createObjectNode().put("type", "array").put("minItems", min).put("maxItems", max);
-                            s.putObject("items").put("type", t);
-                            return s;
-                        }),
-                Arbitraries.just(0).map(x -> {
-                    ObjectNode s = JSON.createObjectNode();
-                    ArrayNode any = s.putArray("anyOf");
-                    any.addObject().put("type", "null");
-                    any.addObject().put("type", "integer");
-                    return s;
-                })));
-        if (depth > 0) {
-            kinds.add(object(depth - 1));
+    static ObjectNode schema(RandomGenerator r, int depth) {
+        return switch (r.nextInt(depth > 0 ? 6 : 5)) {
+            case 0 -> JSON.createObjectNode().put("type", Trials.oneOf(r, "string", "integer", "number", "boolean"));
+            case 1 -> {
+                ObjectNode s = JSON.createObjectNode().put("type", "string");
+                distinct(r, List.of("km", "m", "celsius", "yes", "no")).forEach(s.putArray("enum")::add);
+                yield s;
+            }
+            case 2 -> JSON.createObjectNode().put("const", Trials.between(r, -5, 100));
+            case 3 -> {
+                ObjectNode s = JSON.createObjectNode().put("type", "array").put("minItems", Trials.between(r, 0, 1)).put("maxItems", Trials.between(r, 1, 3));
+                s.putObject("items").put("type", Trials.oneOf(r, "string", "integer"));
+                yield s;
+            }
+            case 4 -> {
+                ObjectNode s = JSON.createObjectNode();
+                ArrayNode any = s.putArray("anyOf");
+                any.addObject().put("type", "null");
+                any.addObject().put("type", "integer");
+                yield s;
+            }
+            default -> object(r, depth - 1);
+        };
+    }
+
+    /** One to three distinct values of the list, in random order. */
+    static List<String> distinct(RandomGenerator r, List<String> values) {
+        List<String> shuffled = new ArrayList<>(values);
+        Collections.shuffle(shuffled, r);
+        return shuffled.subList(0, Trials.between(r, 1, 3));
+    }
+
+    static ObjectNode object(RandomGenerator r, int depth) {
+        ObjectNode s = JSON.createObjectNode().put("type", "object");
+        ObjectNode p = s.putObject("properties");
+        ArrayNode required = s.putArray("required");
+        int requiredMask = r.nextInt(8);
+        int i = 0;
+        for (String n : distinct(r, NAMES)) {
+            p.set(n, schema(r, depth));
+            if ((requiredMask >> i & 1) == 1) {
+                required.add(n);
+            }
+            i++;
         }
-        return Arbitraries.oneOf(kinds);
+        String additional = Trials.oneOf(r, "absent", "false", "true");
+        if (!additional.equals("absent")) {
+            s.put("additionalProperties", Boolean.parseBoolean(additional));
+        }
+        return s;
     }
 
-    static Arbitrary<ObjectNode> object(int depth) {
-        return Combinators.combine(Arbitraries.of(NAMES).set().ofMinSize(1).ofMaxSize(3), schema(depth).list().ofSize(3),
-                Arbitraries.integers().between(0, 7), Arbitraries.of("absent", "false", "true")).as((names, props, requiredMask, additional) -> {
-            ObjectNode s = JSON.createObjectNode().put("type", "object");
-            ObjectNode p = s.putObject("properties");
-            ArrayNode required = s.putArray("required");
-            int i = 0;
-            for (String n : names) {
-                p.set(n, props.get(i));
-                if ((requiredMask >> i & 1) == 1) {
-                    required.add(n);
-                }
-                i++;
-            }
-            if (!additional.equals("absent")) {
-                s.put("additionalProperties", Boolean.parseBoolean(additional));
-            }
-            return s;
-        });
+    /** An object schema (its properties nested one level at most), and the seed of its replies' sampling. */
+    record Case(ObjectNode schema, long seed) {
     }
 
-    @Provide
-    Arbitrary<ObjectNode> objectSchemas() {
-        return object(1);
+    static Case generate(RandomGenerator r) {
+        return new Case(object(r, 1), r.nextLong());
     }
 
     /** Samples {@link #SEEDS} replies at once; returns each reply's text, or null where it ran to max_tokens. */
@@ -182,8 +186,12 @@ class ConstrainedRepliesPropertyTest {
         assertEquals(List.of(), errors.stream().map(Object::toString).toList(), what + " " + doc + " against " + schema);
     }
 
-    @Property(tries = 20)
-    void jsonSchemaRepliesValidate(@ForAll("objectSchemas") ObjectNode schema, @ForAll long seed) throws Exception {
+    @Test
+    void jsonSchemaRepliesValidate() {
+        Trials.forAll(20, ConstrainedRepliesPropertyTest::generate, c -> jsonSchemaRepliesValidate(c.schema(), c.seed()));
+    }
+
+    static void jsonSchemaRepliesValidate(ObjectNode schema, long seed) throws Exception {
         List<Map<String, Object>> messages = List.of(
                 Map.of("role", "system", "content", "Reply only with a JSON object of the form {\"answer\": ...}."),
                 Map.of("role", "user", "content", "What is 47 + 38?"));
@@ -197,8 +205,12 @@ class ConstrainedRepliesPropertyTest {
         }
     }
 
-    @Property(tries = 20)
-    void forcedToolCallsValidate(@ForAll("objectSchemas") ObjectNode parameters, @ForAll long seed) throws Exception {
+    @Test
+    void forcedToolCallsValidate() {
+        Trials.forAll(20, ConstrainedRepliesPropertyTest::generate, c -> forcedToolCallsValidate(c.schema(), c.seed()));
+    }
+
+    static void forcedToolCallsValidate(ObjectNode parameters, long seed) throws Exception {
         ObjectNode tool = JSON.createObjectNode().put("type", "function");
         tool.putObject("function").put("name", "get_weather").put("description", "Current weather for a city.").set("parameters", parameters);
         List<?> tools = (List<?>) JsonValues.toValue(JSON.createArrayNode().add(tool));

@@ -1,11 +1,8 @@
 package dev.spindle.engine.grammar;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
-import net.jqwik.api.Arbitraries;
-import net.jqwik.api.Arbitrary;
-import net.jqwik.api.ForAll;
-import net.jqwik.api.Property;
-import net.jqwik.api.Provide;
+import dev.spindle.Trials;
+import org.junit.jupiter.api.Test;
 
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -13,6 +10,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Random;
 import java.util.Set;
+import java.util.random.RandomGenerator;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -28,12 +26,27 @@ class TokenTrieMaskTest {
     static final String[] PIECES = {"<tool_call>", "</tool_call>", "<function=", "get_weather", "</function>", "<parameter=", "city",
             "</parameter>", "Oslo", "Lima", "</think>", "{\"", "\":", "\", \"", "\"}", "true", "null", "12", "\n\n", "    ", "\\n", "\\u00e9"};
 
-    @Provide
-    Arbitrary<String> token() {
-        Arbitrary<String> random = Arbitraries.strings().withChars(ALPHABET.toCharArray()).ofMinLength(1).ofMaxLength(6);
-        Arbitrary<String> piece = Arbitraries.of(PIECES);
-        Arbitrary<String> joined = Arbitraries.of(PIECES).list().ofMinSize(1).ofMaxSize(3).map(l -> String.join("", l));
-        return Arbitraries.frequencyOf(net.jqwik.api.Tuple.of(5, random), net.jqwik.api.Tuple.of(2, piece), net.jqwik.api.Tuple.of(1, joined));
+    /** A token's text: 1-6 characters of the alphabet, one of the pieces, or up to three pieces joined. */
+    static String token(RandomGenerator r) {
+        return switch (Trials.frequency(r, 5, 2, 1)) {
+            case 0 -> {
+                char[] cs = new char[Trials.between(r, 1, 6)];
+                for (int i = 0; i < cs.length; i++) {
+                    cs[i] = ALPHABET.charAt(r.nextInt(ALPHABET.length()));
+                }
+                yield new String(cs);
+            }
+            case 1 -> Trials.oneOf(r, PIECES);
+            default -> String.join("", Trials.listOf(r, 1, 3, g -> Trials.oneOf(g, PIECES)));
+        };
+    }
+
+    /** A vocabulary of 1-400 tokens (repeats allowed), one of the five grammars, and the seed of the walk's choices. */
+    record Walk(List<String> vocab, int which, long seed) {
+    }
+
+    static Walk walk(RandomGenerator r) {
+        return new Walk(Trials.listOf(r, 1, 400, TokenTrieMaskTest::token), r.nextInt(5), r.nextLong());
     }
 
     static Recognizer grammar(int which) throws Exception {
@@ -53,8 +66,12 @@ class TokenTrieMaskTest {
         };
     }
 
-    @Property(tries = 400)
-    void walkEqualsTokenByTokenFeeding(@ForAll("vocab") List<String> vocab, @ForAll("grammars") int which, @ForAll("seeds") long seed) throws Exception {
+    @Test
+    void walkEqualsTokenByTokenFeeding() {
+        Trials.forAll(400, TokenTrieMaskTest::walk, w -> walkEqualsTokenByTokenFeeding(w.vocab(), w.which(), w.seed()));
+    }
+
+    static void walkEqualsTokenByTokenFeeding(List<String> vocab, int which, long seed) throws Exception {
         // every printable ASCII character, newline and tab are tokens too, so that a live state always has a next token
         List<String> all = new ArrayList<>(vocab);
         for (char ch = 0x20; ch < 0x7f; ch++) {
@@ -97,20 +114,5 @@ class TokenTrieMaskTest {
             c.accept(t);
             state = state.feed(texts[t]);
         }
-    }
-
-    @Provide
-    Arbitrary<List<String>> vocab() {
-        return token().list().ofMinSize(1).ofMaxSize(400);
-    }
-
-    @Provide
-    Arbitrary<Integer> grammars() {
-        return Arbitraries.integers().between(0, 4);
-    }
-
-    @Provide
-    Arbitrary<Long> seeds() {
-        return Arbitraries.longs();
     }
 }

@@ -1,10 +1,7 @@
 package dev.spindle.engine.kv;
 
-import net.jqwik.api.Arbitraries;
-import net.jqwik.api.Arbitrary;
-import net.jqwik.api.ForAll;
-import net.jqwik.api.Property;
-import net.jqwik.api.Provide;
+import dev.spindle.Trials;
+import org.junit.jupiter.api.Test;
 
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -13,6 +10,7 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.random.RandomGenerator;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -30,13 +28,17 @@ class BlockPoolPropertyTest {
     record Cached(long hash, long parent, int[] tokens) {
     }
 
-    @Provide
-    Arbitrary<List<Integer>> operations() {
-        return Arbitraries.integers().between(0, Integer.MAX_VALUE).list().ofMaxSize(120);
+    /** Up to 120 operations, each an int whose remainder by 5 picks the kind and whose quotient's bits its arguments. */
+    static List<Integer> operations(RandomGenerator r) {
+        return Trials.listOf(r, 0, 120, g -> Trials.between(g, 0, Integer.MAX_VALUE));
     }
 
-    @Property(tries = 1500)
-    void poolFollowsItsRules(@ForAll("operations") List<Integer> ops) {
+    @Test
+    void poolFollowsItsRules() {
+        Trials.forAll(1500, BlockPoolPropertyTest::operations, BlockPoolPropertyTest::poolFollowsItsRules);
+    }
+
+    static void poolFollowsItsRules(List<Integer> ops) {
         BlockPool pool = new BlockPool(BLOCKS, BLOCK_SIZE);
         Map<Integer, Integer> refs = new TreeMap<>();          // held blocks
         Map<Integer, Cached> cached = new HashMap<>();          // registered blocks by id

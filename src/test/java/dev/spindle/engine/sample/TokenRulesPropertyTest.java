@@ -1,17 +1,14 @@
 package dev.spindle.engine.sample;
 
 import dev.spindle.engine.TokenRules;
-import net.jqwik.api.Arbitraries;
-import net.jqwik.api.Arbitrary;
-import net.jqwik.api.ForAll;
-import net.jqwik.api.Property;
-import net.jqwik.api.Provide;
-import net.jqwik.api.constraints.IntRange;
+import dev.spindle.Trials;
+import org.junit.jupiter.api.Test;
 
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Set;
+import java.util.random.RandomGenerator;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -25,24 +22,24 @@ class TokenRulesPropertyTest {
     static final int VOCAB = 12;
     static final Set<Integer> ENDS = Set.of(0, 1);
 
-    @Provide
-    Arbitrary<int[]> output() {
-        return Arbitraries.integers().between(0, VOCAB - 1).array(int[].class).ofMaxSize(8);
+    /** The output so far, the bad words, allowed_token_ids (null: any), min_tokens and the prompt's length. */
+    record Case(int[] out, List<int[]> words, int[] allowed, int minTokens, int promptLength) {
     }
 
-    @Provide
-    Arbitrary<List<int[]>> words() {
-        return Arbitraries.integers().between(0, VOCAB - 1).array(int[].class).ofMinSize(1).ofMaxSize(3).list().ofMaxSize(4);
+    static Case generate(RandomGenerator r) {
+        return new Case(Trials.ints(r, 0, 8, 0, VOCAB - 1), Trials.listOf(r, 0, 4, g -> Trials.ints(g, 1, 3, 0, VOCAB - 1)),
+                r.nextBoolean() ? null : Trials.ints(r, 1, 6, 0, VOCAB - 1), Trials.between(r, 0, 10), Trials.between(r, 0, 3));
     }
 
-    @Provide
-    Arbitrary<int[]> allowed() {
-        return Arbitraries.integers().between(0, VOCAB - 1).array(int[].class).ofMinSize(1).ofMaxSize(6).injectNull(0.5);
+    @Test
+    void masksExactlyWhatTheRulesForbid() {
+        Trials.forAll(2000, TokenRulesPropertyTest::generate, TokenRulesPropertyTest::masksExactlyWhatTheRulesForbid);
     }
 
-    @Property(tries = 2000)
-    void masksExactlyWhatTheRulesForbid(@ForAll("output") int[] out, @ForAll("words") List<int[]> words, @ForAll("allowed") int[] allowed,
-                                        @ForAll @IntRange(max = 10) int minTokens, @ForAll @IntRange(max = 3) int promptLength) {
+    static void masksExactlyWhatTheRulesForbid(Case c) {
+        int[] out = c.out(), allowed = c.allowed();
+        List<int[]> words = c.words();
+        int minTokens = c.minTokens(), promptLength = c.promptLength();
         int[] tokens = new int[promptLength + out.length];
         Arrays.fill(tokens, 0, promptLength, 7); // the prompt never counts as output
         System.arraycopy(out, 0, tokens, promptLength, out.length);

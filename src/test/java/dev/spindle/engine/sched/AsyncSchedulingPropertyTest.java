@@ -1,15 +1,14 @@
 package dev.spindle.engine.sched;
 
+import dev.spindle.Trials;
 import dev.spindle.backend.ForwardPass;
 import dev.spindle.backend.ForwardingPass;
 import dev.spindle.backend.ModelStep;
 import dev.spindle.engine.SamplingParams;
 import dev.spindle.engine.spec.Speculation;
-import net.jqwik.api.Example;
-import net.jqwik.api.ForAll;
-import net.jqwik.api.Property;
-import net.jqwik.api.lifecycle.AfterContainer;
-import net.jqwik.api.lifecycle.BeforeContainer;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
 
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -30,12 +29,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * arrivals, few sequence slots and few KV blocks (preemption) gives every request the same tokens, and every block back.
  */
 class AsyncSchedulingPropertyTest {
-    @BeforeContainer
+    @BeforeAll
     static void load() {
         EngineCoreTest.load();
     }
 
-    @AfterContainer
+    @AfterAll
     static void close() {
         EngineCoreTest.close();
     }
@@ -152,15 +151,19 @@ class AsyncSchedulingPropertyTest {
         return new Scenario(requests, sc.budget(), sc.maxSeqs(), sc.blocks());
     }
 
-    @Property(tries = 40)
-    void everyRequestGetsTheSameTokensRunningAhead(@ForAll long seed) {
-        SplittableRandom r = new SplittableRandom(seed);
+    @Test
+    void everyRequestGetsTheSameTokensRunningAhead() {
+        Trials.run(40, AsyncSchedulingPropertyTest::everyRequestGetsTheSameTokensRunningAhead);
+    }
+
+    static void everyRequestGetsTheSameTokensRunningAhead(SplittableRandom r) {
         Scenario plain = scenario(r);
         Scenario sc = withStops(plain, runOnCpu(false, plain, Map.of()), r);
         Outcome sync = runOnCpu(false, sc, Map.of()), async = runOnCpu(true, sc, Map.of());
+        String input = Trials.describe(sc);
         for (int i = 0; i < sc.requests().size(); i++) {
             assertNull(async.replies().get(i).error, "request " + i + " failed");
-            assertEquals(sync.replies().get(i).signature(), async.replies().get(i).signature(), "request " + i + " of seed " + seed);
+            assertEquals(sync.replies().get(i).signature(), async.replies().get(i).signature(), "request " + i + " of " + input);
         }
     }
 
@@ -168,9 +171,12 @@ class AsyncSchedulingPropertyTest {
      * Beside speculative decoding (prompt lookup, drafting while at most two sequences decode): the steps of more sequences
      * start ahead, the drafted ones do not, and every request gets the same tokens as without running ahead.
      */
-    @Property(tries = 15)
-    void besidePromptLookupEveryRequestGetsTheSameTokens(@ForAll long seed) {
-        SplittableRandom r = new SplittableRandom(seed);
+    @Test
+    void besidePromptLookupEveryRequestGetsTheSameTokens() {
+        Trials.run(15, AsyncSchedulingPropertyTest::besidePromptLookupEveryRequestGetsTheSameTokens);
+    }
+
+    static void besidePromptLookupEveryRequestGetsTheSameTokens(SplittableRandom r) {
         Scenario plain = scenario(r);
         // more sequences than the drafting batch, so that some steps may start ahead
         List<Request> requests = new ArrayList<>(plain.requests());
@@ -181,13 +187,14 @@ class AsyncSchedulingPropertyTest {
         java.util.function.Supplier<Speculation> lookup = () -> new Speculation(new dev.spindle.engine.spec.NgramProposer(1, 3, 0), 3, 2);
         Outcome sync = run(cpu(false, sc.blocks()), false, sc, Map.of(), lookup.get());
         Outcome async = run(cpu(true, sc.blocks()), true, sc, Map.of(), lookup.get());
+        String input = Trials.describe(sc);
         for (int i = 0; i < requests.size(); i++) {
             assertNull(async.replies().get(i).error, "request " + i + " failed");
-            assertEquals(sync.replies().get(i).signature(), async.replies().get(i).signature(), "request " + i + " of seed " + seed);
+            assertEquals(sync.replies().get(i).signature(), async.replies().get(i).signature(), "request " + i + " of " + input);
         }
     }
 
-    @Example
+    @Test
     void stepsOfMoreSequencesThanTheDraftingBatchStartAhead() {
         List<Request> requests = new ArrayList<>();
         for (int i = 0; i < 4; i++) {
@@ -200,7 +207,7 @@ class AsyncSchedulingPropertyTest {
         assertEquals(15, async.fedSteps(), "steps started ahead");
     }
 
-    @Example
+    @Test
     void aRequestWaitingForBlocksDoesNotStopTheOthersRunningAhead() {
         // three different 64-token prompts of 16 tokens each (5 blocks of 16 a request) in a pool of 11 blocks: two run, the
         // third waits for blocks that only a finished request gives back; meanwhile the two start their steps ahead
@@ -217,7 +224,7 @@ class AsyncSchedulingPropertyTest {
         assertTrue(async.fedSteps() >= 20, "steps started ahead while one request waits for blocks: " + async.fedSteps());
     }
 
-    @Example
+    @Test
     void plainDecodingRunsAheadAndStopsWhereTheTokensSay() {
         List<Request> plain = new ArrayList<>();
         for (int i = 0; i < 4; i++) {
@@ -263,7 +270,7 @@ class AsyncSchedulingPropertyTest {
         }
     }
 
-    @Example
+    @Test
     void aStepThatFailsWhenReadFailsItsRequestsAndTheEngineGoesOn() {
         List<Request> requests = new ArrayList<>();
         for (int i = 0; i < 3; i++) {
@@ -283,7 +290,7 @@ class AsyncSchedulingPropertyTest {
         assertEquals(whole.replies().get(3).signature(), failed.replies().get(3).signature(), "a later request is served as before");
     }
 
-    @Example
+    @Test
     void aRequestCancelledWhileAStepIsStartedForItEndsCleanly() {
         List<Request> requests = new ArrayList<>();
         for (int i = 0; i < 3; i++) {

@@ -1,13 +1,11 @@
 package dev.spindle.engine.spec;
 
-import net.jqwik.api.ForAll;
-import net.jqwik.api.Property;
-import net.jqwik.api.constraints.IntRange;
-import net.jqwik.api.constraints.Size;
+import dev.spindle.Trials;
 import org.junit.jupiter.api.Test;
 
 import java.util.Arrays;
 import java.util.List;
+import java.util.random.RandomGenerator;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -40,12 +38,23 @@ class NgramProposerTest {
         assertTrue(out.get(1).isEmpty());
     }
 
+    /** A text of 1-60 tokens over 4 values (so that n-grams repeat), the smallest n 1-3, the largest n - smallest 0-3, k 1-6. */
+    record Lookup(int[] text, int min, int extra, int k) {
+    }
+
+    static Lookup lookup(RandomGenerator r) {
+        return new Lookup(Trials.ints(r, 1, 60, 0, 3), Trials.between(r, 1, 3), Trials.between(r, 0, 3), Trials.between(r, 1, 6));
+    }
+
     /** Whatever it proposes followed an earlier occurrence of the text's last n tokens (n >= min), and is at most k long. */
-    @Property(tries = 300)
-    void aProposalContinuesAnEarlierOccurrenceOfTheSuffix(@ForAll @Size(min = 1, max = 60) List<@IntRange(min = 0, max = 3) Integer> text,
-                                                          @ForAll @IntRange(min = 1, max = 3) int min, @ForAll @IntRange(min = 0, max = 3) int extra,
-                                                          @ForAll @IntRange(min = 1, max = 6) int k) {
-        int[] t = text.stream().mapToInt(Integer::intValue).toArray();
+    @Test
+    void aProposalContinuesAnEarlierOccurrenceOfTheSuffix() {
+        Trials.forAll(300, NgramProposerTest::lookup, NgramProposerTest::aProposalContinuesAnEarlierOccurrenceOfTheSuffix);
+    }
+
+    static void aProposalContinuesAnEarlierOccurrenceOfTheSuffix(Lookup l) {
+        int[] t = l.text();
+        int min = l.min(), extra = l.extra(), k = l.k();
         int[] d = new NgramProposer(min, min + extra, 0).lookup(t, t.length, k);
         assertTrue(d.length <= k);
         if (d.length == 0) {

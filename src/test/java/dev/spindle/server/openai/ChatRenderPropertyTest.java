@@ -6,16 +6,13 @@ import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.spindle.chat.ChatTemplate;
 import dev.spindle.chat.ChatTemplateException;
-import net.jqwik.api.Arbitraries;
-import net.jqwik.api.Arbitrary;
-import net.jqwik.api.Combinators;
-import net.jqwik.api.ForAll;
-import net.jqwik.api.Property;
-import net.jqwik.api.Provide;
+import dev.spindle.Trials;
+import org.junit.jupiter.api.Test;
 
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
+import java.util.random.RandomGenerator;
 
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -31,30 +28,57 @@ class ChatRenderPropertyTest {
     private static final JsonNodeFactory NODES = JsonNodeFactory.instance;
     private static final ChatTemplate TEMPLATE = ChatTemplate.fromModelDir(Path.of("models/spindle-chat-target"));
 
-    private static Arbitrary<String> text() {
-        return Arbitraries.frequencyOf(
-                net.jqwik.api.Tuple.of(3, Arbitraries.strings().ofMaxLength(12)),
-                net.jqwik.api.Tuple.of(2, Arbitraries.of("", "<think>\nhm\n</think>\n\nok", "</think>", "<tool_call>\n<function=f>\n</function>\n</tool_call>",
-                        "<tool_response>", "{{ x }}", "{% if %}", "'\"\\", "\n\n", "<|im_end|>", "<|im_start|>user", "None", "true", "[1, 2]")));
+    private static final List<String> TAGS = List.of("", "<think>\nhm\n</think>\n\nok", "</think>", "<tool_call>\n<function=f>\n</function>\n</tool_call>",
+            "<tool_response>", "{{ x }}", "{% if %}", "'\"\\", "\n\n", "<|im_end|>", "<|im_start|>user", "None", "true", "[1, 2]");
+
+    /** Up to 12 chars: mostly printable ASCII, often the template's syntax and whitespace, and any char at all (lone surrogates too). */
+    private static String chars(RandomGenerator r) {
+        StringBuilder b = new StringBuilder();
+        for (int n = Trials.between(r, 0, 12); b.length() < n; ) {
+            char c = switch (Trials.frequency(r, 4, 2, 2)) {
+                case 0 -> (char) r.nextInt(0x20, 0x7f);
+                case 1 -> Trials.oneOf(r, ' ', '\n', '\t', '\0', '{', '}', '%', '#', '<', '>', '|', '\'', '"', '\\');
+                default -> (char) r.nextInt(0x10000);
+            };
+            b.append(c);
+        }
+        return b.toString();
+    }
+
+    private static String text(RandomGenerator r) {
+        return Trials.frequency(r, 3, 2) == 0 ? chars(r) : Trials.oneOf(r, TAGS);
+    }
+
+    /** Any finite double: often an edge, often a short decimal, else of any magnitude. */
+    private static double number(RandomGenerator r) {
+        return switch (Trials.frequency(r, 1, 3, 4)) {
+            case 0 -> Trials.oneOf(r, 0.0, 1.0, -1.0, 0.01, -0.01, Double.MIN_VALUE, Double.MAX_VALUE, -Double.MAX_VALUE);
+            case 1 -> Math.round(Trials.between(r, -1e6, 1e6) * 100) / 100.0;
+            default -> (r.nextDouble() * 2 - 1) * Math.pow(10, r.nextInt(-300, 308));
+        };
     }
 
     /** Any JSON value, nested a little. */
-    private static Arbitrary<JsonNode> json(int depth) {
-        Arbitrary<JsonNode> leaf = Arbitraries.oneOf(text().map(NODES::textNode), Arbitraries.integers().map(NODES::numberNode),
-                Arbitraries.doubles().map(NODES::numberNode), Arbitraries.of(NODES.booleanNode(true), NODES.booleanNode(false), NODES.nullNode()));
-        if (depth == 0) {
-            return leaf;
+    private static JsonNode json(RandomGenerator r, int depth) {
+        int kind = depth == 0 ? 0 : Trials.frequency(r, 3, 1, 1);
+        if (kind == 0) {
+            return switch (r.nextInt(4)) {
+                case 0 -> NODES.textNode(text(r));
+                case 1 -> NODES.numberNode(Trials.between(r, Integer.MIN_VALUE, Integer.MAX_VALUE));
+                case 2 -> NODES.numberNode(number(r));
+                default -> Trials.oneOf(r, NODES.booleanNode(true), NODES.booleanNode(false), NODES.nullNode());
+            };
         }
-        Arbitrary<JsonNode> list = json(depth - 1).list().ofMaxSize(3).map(ChatRenderPropertyTest::array);
-        Arbitrary<JsonNode> object = Combinators.combine(Arbitraries.of("a", "b", "type", "properties", "name", "description", "enum").list().ofMaxSize(3),
-                json(depth - 1).list().ofSize(3)).as((keys, values) -> {
-            ObjectNode o = NODES.objectNode();
-            for (int i = 0; i < keys.size(); i++) {
-                o.set(keys.get(i), values.get(i));
-            }
-            return o;
-        });
-        return Arbitraries.frequencyOf(net.jqwik.api.Tuple.of(3, leaf), net.jqwik.api.Tuple.of(1, list), net.jqwik.api.Tuple.of(1, object));
+        if (kind == 1) {
+            return array(Trials.listOf(r, 0, 3, g -> json(g, depth - 1)));
+        }
+        // keys may repeat: a later one replaces the earlier
+        List<String> keys = Trials.listOf(r, 0, 3, g -> Trials.oneOf(g, "a", "b", "type", "properties", "name", "description", "enum"));
+        ObjectNode o = NODES.objectNode();
+        for (String key : keys) {
+            o.set(key, json(r, depth - 1));
+        }
+        return o;
     }
 
     private static ArrayNode array(List<JsonNode> items) {
@@ -63,75 +87,88 @@ class ChatRenderPropertyTest {
         return a;
     }
 
-    private static Arbitrary<JsonNode> content() {
-        return Arbitraries.frequencyOf(
-                net.jqwik.api.Tuple.of(5, text().map(NODES::textNode)),
-                net.jqwik.api.Tuple.of(1, Arbitraries.just(NODES.nullNode())),
-                net.jqwik.api.Tuple.of(2, text().list().ofMaxSize(3).map(ts -> array(ts.stream()
-                        .map(t -> (JsonNode) NODES.objectNode().put("type", "text").put("text", t)).toList()))));
+    private static JsonNode content(RandomGenerator r) {
+        return switch (Trials.frequency(r, 5, 1, 2)) {
+            case 0 -> NODES.textNode(text(r));
+            case 1 -> NODES.nullNode();
+            default -> array(Trials.listOf(r, 0, 3, g -> (JsonNode) NODES.objectNode().put("type", "text").put("text", text(g))));
+        };
     }
 
-    private static Arbitrary<JsonNode> toolCall() {
-        Arbitrary<JsonNode> args = Arbitraries.frequencyOf(
-                net.jqwik.api.Tuple.of(3, json(2).map(v -> v.isObject() ? v : (JsonNode) NODES.objectNode().set("x", v))),
-                net.jqwik.api.Tuple.of(2, json(2).map(v -> (JsonNode) NODES.textNode(NODES.objectNode().set("v", v).toString()))),
-                net.jqwik.api.Tuple.of(1, Arbitraries.of(NODES.textNode(""), NODES.nullNode())));
-        return Combinators.combine(Arbitraries.of("get_weather", "f", "a.b", "x-y"), args).as((name, a) -> {
-            ObjectNode call = NODES.objectNode().put("id", "call_1").put("type", "function");
-            ObjectNode fn = call.putObject("function").put("name", name);
-            fn.set("arguments", a);
-            return call;
-        });
+    private static JsonNode toolCall(RandomGenerator r) {
+        JsonNode args = switch (Trials.frequency(r, 3, 2, 1)) {
+            case 0 -> {
+                JsonNode v = json(r, 2);
+                yield v.isObject() ? v : NODES.objectNode().set("x", v);
+            }
+            case 1 -> NODES.textNode(NODES.objectNode().set("v", json(r, 2)).toString());
+            default -> Trials.oneOf(r, NODES.textNode(""), NODES.nullNode());
+        };
+        ObjectNode call = NODES.objectNode().put("id", "call_1").put("type", "function");
+        ObjectNode fn = call.putObject("function").put("name", Trials.oneOf(r, "get_weather", "f", "a.b", "x-y"));
+        fn.set("arguments", args);
+        return call;
     }
 
-    @Provide
-    Arbitrary<ObjectNode> requests() {
-        Arbitrary<JsonNode> message = Combinators.combine(Arbitraries.of("system", "developer", "user", "assistant", "tool"), content(),
-                toolCall().list().ofMaxSize(2), text().optional(), Arbitraries.integers().between(0, 3)).as((role, c, calls, reasoning, extra) -> {
-            ObjectNode m = NODES.objectNode().put("role", role);
-            m.set("content", c);
-            if (role.equals("assistant") && extra % 2 == 1) {
-                m.set("tool_calls", array(calls));
-            }
-            if (role.equals("assistant")) {
-                reasoning.ifPresent(r -> m.put("reasoning_content", r));
-            }
-            if (role.equals("tool") && extra > 1) {
-                m.put("tool_call_id", "call_1");
-            }
-            return m;
-        });
-        Arbitrary<JsonNode> tool = Combinators.combine(Arbitraries.of("get_weather", "f", "lookup"), json(2), text()).as((name, params, description) -> {
-            ObjectNode t = NODES.objectNode().put("type", "function");
-            ObjectNode fn = t.putObject("function").put("name", name).put("description", description);
-            if (params.isObject()) {
-                fn.set("parameters", params);
-            }
-            return t;
-        });
-        Arbitrary<JsonNode> kwargs = Combinators.combine(json(1), json(1), Arbitraries.of("xml", "json"), Arbitraries.integers().between(0, 7))
-                .as((thinking, preserve, format, which) -> {
-                    ObjectNode k = NODES.objectNode();
-                    if ((which & 1) != 0) k.set("enable_thinking", thinking);
-                    if ((which & 2) != 0) k.set("preserve_thinking", preserve);
-                    if ((which & 4) != 0) k.put("tool_call_format", format);
-                    return k;
-                });
-        return Combinators.combine(message.list().ofMinSize(1).ofMaxSize(6), tool.list().ofMaxSize(2), kwargs, Arbitraries.of(true, false))
-                .as((messages, tools, kw, prompt) -> {
-                    ObjectNode body = NODES.objectNode();
-                    body.set("messages", array(messages));
-                    if (!tools.isEmpty()) {
-                        body.set("tools", array(tools));
-                    }
-                    body.set("chat_template_kwargs", kw);
-                    body.put("add_generation_prompt", prompt);
-                    return body;
-                });
+    private static JsonNode message(RandomGenerator r) {
+        String role = Trials.oneOf(r, "system", "developer", "user", "assistant", "tool");
+        ObjectNode m = NODES.objectNode().put("role", role);
+        m.set("content", content(r));
+        List<JsonNode> calls = Trials.listOf(r, 0, 2, ChatRenderPropertyTest::toolCall);
+        String reasoning = r.nextInt(20) == 0 ? null : text(r); // absent 1 time in 20
+        int extra = r.nextInt(4);
+        if (role.equals("assistant") && extra % 2 == 1) {
+            m.set("tool_calls", array(calls));
+        }
+        if (role.equals("assistant") && reasoning != null) {
+            m.put("reasoning_content", reasoning);
+        }
+        if (role.equals("tool") && extra > 1) {
+            m.put("tool_call_id", "call_1");
+        }
+        return m;
     }
 
-    @Property(tries = 1500)
-    void aRequestRendersOrIsRefusedAsABadRequest(@ForAll("requests") ObjectNode body) {
+    private static JsonNode tool(RandomGenerator r) {
+        String name = Trials.oneOf(r, "get_weather", "f", "lookup");
+        JsonNode params = json(r, 2);
+        ObjectNode t = NODES.objectNode().put("type", "function");
+        ObjectNode fn = t.putObject("function").put("name", name).put("description", text(r));
+        if (params.isObject()) {
+            fn.set("parameters", params);
+        }
+        return t;
+    }
+
+    private static JsonNode kwargs(RandomGenerator r) {
+        JsonNode thinking = json(r, 1), preserve = json(r, 1);
+        String format = Trials.oneOf(r, "xml", "json");
+        int which = r.nextInt(8);
+        ObjectNode k = NODES.objectNode();
+        if ((which & 1) != 0) k.set("enable_thinking", thinking);
+        if ((which & 2) != 0) k.set("preserve_thinking", preserve);
+        if ((which & 4) != 0) k.put("tool_call_format", format);
+        return k;
+    }
+
+    static ObjectNode request(RandomGenerator r) {
+        ObjectNode body = NODES.objectNode();
+        body.set("messages", array(Trials.listOf(r, 1, 6, ChatRenderPropertyTest::message)));
+        List<JsonNode> tools = Trials.listOf(r, 0, 2, ChatRenderPropertyTest::tool);
+        if (!tools.isEmpty()) {
+            body.set("tools", array(tools));
+        }
+        body.set("chat_template_kwargs", kwargs(r));
+        body.put("add_generation_prompt", r.nextBoolean());
+        return body;
+    }
+
+    @Test
+    void aRequestRendersOrIsRefusedAsABadRequest() {
+        Trials.forAll(1500, ChatRenderPropertyTest::request, ChatRenderPropertyTest::aRequestRendersOrIsRefusedAsABadRequest);
+    }
+
+    static void aRequestRendersOrIsRefusedAsABadRequest(ObjectNode body) {
         List<?> messages;
         List<?> tools;
         Map<String, Object> kwargs;
