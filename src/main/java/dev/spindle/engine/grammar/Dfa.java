@@ -42,6 +42,20 @@ final class Dfa {
         return build(new Regex.Seq(List.of(any, pattern, any)));
     }
 
+    /** The strings containing a match of an ECMA-262 {@code pattern}, leading lookaheads included ({@link Regex#parseWithLookaheads}). */
+    static Dfa pattern(String pattern) {
+        Regex.Parsed p = Regex.parseWithLookaheads(pattern);
+        Dfa d = search(p.main());
+        Regex.Node rest = new Regex.Repeat(new Regex.Chars(Regex.ALL), 0, -1);
+        for (Regex.Node a : p.positive()) {
+            d = d.and(exact(new Regex.Seq(List.of(a, rest))));
+        }
+        for (Regex.Node a : p.negative()) {
+            d = d.and(exact(new Regex.Seq(List.of(a, rest))).not());
+        }
+        return d;
+    }
+
     /** The strings {@code pattern} matches whole. */
     static Dfa exact(Regex.Node pattern) {
         return build(pattern);

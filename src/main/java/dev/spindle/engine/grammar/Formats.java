@@ -38,7 +38,7 @@ final class Formats {
             "time", TIME,
             "date-time", DATE + "T" + TIME,
             "duration", DURATION,
-            "email", "(" + ATEXT + "{1,64}|" + ATEXT + "{1,15}(\\." + ATEXT + "{1,15}){1,3})@" + HOSTNAME,
+            "email", ATEXT + "+(\\." + ATEXT + "+)*@" + HOSTNAME,
             "hostname", HOSTNAME,
             "ipv4", IPV4,
             "ipv6", IPV6,

@@ -13,7 +13,8 @@ import java.util.Set;
  * and 16 fraction digits and a 2-digit exponent, so every number it admits is a finite double,
  * non-zero unless written as zero (|x| &lt; 1e115, and &gt; 1e-115 otherwise: a 3-digit exponent let
  * a sampled 4915095129.31e350 through, which clients parse as infinity); a document may be framed by at most 4
- * whitespace characters (when the root allows it). A state is a set of configurations
+ * whitespace characters (when the root allows it); a number with bounds or multipleOf is written
+ * without exponent, so that each prefix can be decided ({@link NumberRule}). A state is a set of configurations
  * (anyOf and enums branch; usually one); a configuration is an immutable stack of frames.
  */
 public final class JsonRecognizer implements Recognizer {
@@ -32,7 +33,10 @@ public final class JsonRecognizer implements Recognizer {
     record Obj(Schema schema, int state, Set<String> seen, String key, int ws) implements Frame {
     }
 
-    /** Inside an array. state 0: after '['; 1: after a value; 2: after ','. */
+    /**
+     * Inside an array. state 0: after '['; 1: after a value; 2: after ','. count: items so far, kept
+     * only as far as it matters (see {@link #counted}), so that the states of long arrays repeat.
+     */
     record Arr(Schema schema, int state, int count, int ws) implements Frame {
     }
 
@@ -133,6 +137,8 @@ public final class JsonRecognizer implements Recognizer {
     private final Stack[] configs;
     private final Options options;
     private final long stable; // see Recognizer.stableExcept
+    private final long stableWithin; // see Recognizer.stableExceptWithin, for budget plain characters
+    private final int budget;
 
     private JsonRecognizer(Stack[] configs, Options options) {
         this.configs = configs;
@@ -149,6 +155,46 @@ public final class JsonRecognizer implements Recognizer {
             }
         }
         this.stable = s;
+        long w = 0;
+        int b = Integer.MAX_VALUE;
+        for (Stack c : configs) {
+            long one = c.top() instanceof Str str && !str.key() && str.escape() == 0 && (str.guard() == null || str.guard().clear())
+                    ? JsonStrings.stableExceptWithin(str) : TokenTrie.NOT_STABLE;
+            if (one < 0) {
+                w = TokenTrie.NOT_STABLE;
+                break;
+            }
+            w |= one;
+            b = Math.min(b, JsonStrings.budget((Str) c.top()));
+        }
+        this.stableWithin = w;
+        this.budget = w < 0 ? Integer.MAX_VALUE : b;
+    }
+
+    @Override
+    public long stableExceptWithin() {
+        return stableWithin;
+    }
+
+    @Override
+    public int stableBudget() {
+        return budget;
+    }
+
+    @Override
+    public JsonRecognizer skipPlain(int k) {
+        if (k == 0 || budget == Integer.MAX_VALUE) {
+            return this;
+        }
+        Stack[] out = configs.clone();
+        for (int i = 0; i < out.length; i++) {
+            Str str = (Str) out[i].top();
+            StrCheck c = str.check();
+            if (c != null) {
+                out[i] = new Stack(new Str(false, null, 0, str.guard(), new StrCheck(c.rule(), c.q(), c.rule().counted(c.count() + k), 0, (char) 0)), out[i].rest());
+            }
+        }
+        return new JsonRecognizer(out, options);
     }
 
     /** A document framed by at most 4 whitespace characters, strings unguarded (response_format). */
@@ -414,6 +460,11 @@ public final class JsonRecognizer implements Recognizer {
         }
     }
 
+    /** The item count an array state keeps: past minItems and prefixItems, an array without maxItems counts no further. */
+    private static int counted(Schema array, int count) {
+        return array.maxItems() == Integer.MAX_VALUE ? Math.min(count, Math.max(array.minItems(), array.prefixItems().size())) : count;
+    }
+
     /** The schema of item {@code i}, or null when no such item can be written. */
     private static Schema item(Schema array, int i) {
         if (i >= array.maxItems()) {
@@ -437,7 +488,7 @@ public final class JsonRecognizer implements Recognizer {
                 if (c == ']' && a.state() == 0 && a.schema().minItems() == 0) {
                     out.add(completed(s.rest()));
                 } else if (items != null) {
-                    startValue(items, new Stack(new Arr(a.schema(), 1, a.count() + 1, 0), s.rest()), c, out);
+                    startValue(items, new Stack(new Arr(a.schema(), 1, counted(a.schema(), a.count() + 1), 0), s.rest()), c, out);
                 }
             }
             case 1 -> {

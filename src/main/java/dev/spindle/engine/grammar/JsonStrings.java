@@ -34,6 +34,27 @@ final class JsonStrings {
         return d < 0 ? TokenTrie.NOT_STABLE : s | d;
     }
 
+    /**
+     * {@link Recognizer#stableExceptWithin} of a value string outside an escape: as {@link #stableExcept},
+     * and also under a maxLength once minLength is reached, for {@link #budget} more plain characters.
+     */
+    static long stableExceptWithin(Str str) {
+        long s = stableExcept(str);
+        StrCheck k = str.check();
+        if (s >= 0 || k == null || k.high() != 0 || k.count() < k.rule().minLength) {
+            return s;
+        }
+        StringRule r = k.rule();
+        long d = r.dfa == null ? 0 : r.dfa.stableExcept(k.q());
+        return d < 0 ? TokenTrie.NOT_STABLE : STRING_SPECIALS | (str.guard() == null ? 0 : str.guard().starts()) | d;
+    }
+
+    /** Plain characters a string stable within a maxLength takes, each keeping its automaton state (see {@link StringRule#budget}). */
+    static int budget(Str str) {
+        StrCheck k = str.check();
+        return k == null || k.rule().maxLength == Integer.MAX_VALUE ? Integer.MAX_VALUE : k.rule().budget(k.q(), k.count());
+    }
+
     static StrCheck startCheck(StringRule rule) {
         return rule == null ? null : new StrCheck(rule, rule.start(), 0, 0, (char) 0);
     }

@@ -2,6 +2,9 @@ package dev.spindle.engine.grammar;
 
 import java.math.BigDecimal;
 import java.math.BigInteger;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * Bounds and multipleOf of a number, decided exactly on decimal prefixes. A number under a rule
@@ -19,6 +22,7 @@ import java.math.BigInteger;
 record NumberRule(BigDecimal min, boolean minExclusive, BigDecimal max, boolean maxExclusive, BigDecimal multipleOf) {
     private static final BigDecimal LIMIT = BigDecimal.TEN.pow(JsonRecognizer.MAX_INT_DIGITS); // every magnitude is below
     private static final BigDecimal FINE = BigDecimal.ONE.movePointLeft(JsonRecognizer.MAX_FRACTION_DIGITS);
+    private static final Map<List<BigDecimal>, BigDecimal> STEPS = new ConcurrentHashMap<>(); // lcm(multipleOf, grid)
 
     static NumberRule and(NumberRule a, NumberRule b) {
         if (a == null) {
@@ -115,7 +119,21 @@ record NumberRule(BigDecimal min, boolean minExclusive, BigDecimal max, boolean 
             hi = max;
             hiEx = maxExclusive;
         }
-        BigDecimal step = multipleOf == null ? grid : lcm(multipleOf, grid);
+        if (multipleOf == null && lo.scale() <= grid.scale() && hi.scale() <= grid.scale()) { // both ends on the grid: no division
+            BigDecimal v = grid.scale() == 0 ? lo.setScale(0, java.math.RoundingMode.CEILING) : lo;
+            if (loEx && v.compareTo(lo) == 0) {
+                v = v.add(grid);
+            }
+            return hiEx ? v.compareTo(hi) < 0 : v.compareTo(hi) <= 0;
+        }
+        if (STEPS.size() > 4096) {
+            STEPS.clear(); // a cache, not a registry of every schema ever seen
+        }
+        BigDecimal step = multipleOf == null ? grid : STEPS.computeIfAbsent(List.of(multipleOf, grid), k -> lcm(k.get(0), k.get(1)));
+        int width = hi.subtract(lo).compareTo(step);
+        if (width > 0 || width == 0 && !(loEx && hiEx)) { // an interval as wide as the step holds a multiple of it
+            return true;
+        }
         BigDecimal k = lo.divideToIntegralValue(step);
         BigDecimal v = k.multiply(step);
         while (v.compareTo(lo) < 0 || loEx && v.compareTo(lo) == 0) {

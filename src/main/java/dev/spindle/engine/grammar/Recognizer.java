@@ -21,6 +21,26 @@ public interface Recognizer {
         return TokenTrie.NOT_STABLE;
     }
 
+    /**
+     * As {@link #stableExcept}, but for the next {@link #stableBudget} plain characters only: the
+     * state after k of them (k at most the budget) is {@link #skipPlain}(k), which differs from
+     * this one only by a count (a string's length under maxLength). The trie walk uses it; a
+     * state stable for good returns its {@link #stableExcept} and an unlimited budget (the default).
+     */
+    default long stableExceptWithin() {
+        return stableExcept();
+    }
+
+    /** Plain characters {@link #stableExceptWithin} holds for; {@link Integer#MAX_VALUE}: no limit. */
+    default int stableBudget() {
+        return Integer.MAX_VALUE;
+    }
+
+    /** The state after {@code k} plain characters, k at most {@link #stableBudget}. */
+    default Recognizer skipPlain(int k) {
+        return this;
+    }
+
     /** True when the next character can only be ASCII (structure, not text): the walk skips the rest. */
     default boolean asciiNext() {
         return false;

@@ -8,8 +8,9 @@ import java.util.List;
  * a tree: character classes and ranges, escapes ({@code \d \w \s} and their negations, control,
  * hex and unicode escapes), quantifiers ({@code * + ? {m} {m,} {m,n}}, lazy forms read as greedy:
  * same language), alternation, groups (capturing, non-capturing, named) and the anchors
- * {@code ^ $}. Backreferences, lookaround and word boundaries are refused by name: they are not
- * regular, or not without more machinery than constrained decoding needs.
+ * {@code ^ $}, and lookaheads right after a leading {@code ^} ({@link #parseWithLookaheads}).
+ * Backreferences, other lookaround and word boundaries are refused by name: they are not regular,
+ * or not without more machinery than constrained decoding needs.
  *
  * <p>Characters are Unicode code points; surrogate code points are left out of every class,
  * since a decoded JSON string holding one alone is not text.
@@ -53,6 +54,44 @@ final class Regex {
 
     private Regex(String src) {
         this.src = src;
+    }
+
+    /**
+     * A pattern as anchored lookaheads and the rest: {@code ^(?=A)(?!B)R} is R (anchored at the
+     * start) among the strings beginning with a match of A and not with one of B (zod writes its
+     * email pattern so). Lookaheads anywhere else are refused.
+     *
+     * @param main     the pattern without its leading lookaheads (search semantics, as any pattern)
+     * @param positive each a prefix the string must begin with (anchored at the start)
+     * @param negative each a prefix the string must not begin with
+     */
+    record Parsed(Node main, List<Node> positive, List<Node> negative) {
+    }
+
+    static Parsed parseWithLookaheads(String pattern) {
+        Regex r = new Regex(pattern);
+        List<Node> positive = new ArrayList<>(), negative = new ArrayList<>();
+        if (pattern.startsWith("^(?=") || pattern.startsWith("^(?!")) {
+            r.pos = 1;
+            while (r.src.startsWith("(?=", r.pos) || r.src.startsWith("(?!", r.pos)) {
+                boolean neg = r.src.charAt(r.pos + 2) == '!';
+                r.pos += 3;
+                Node inner = r.alternation();
+                if (!r.eat(')')) {
+                    throw r.error("unterminated lookahead");
+                }
+                (neg ? negative : positive).add(inner);
+            }
+            Node rest = r.alternation();
+            if (r.pos < pattern.length()) {
+                throw r.error("unbalanced ')'");
+            }
+            if (rest instanceof Alt) {
+                throw r.error("lookahead before a top-level alternation (it would bind the first alternative only) is not supported");
+            }
+            return new Parsed(new Seq(List.of(new Anchor(true), rest)), positive, negative);
+        }
+        return new Parsed(parse(pattern), positive, negative);
     }
 
     /** @throws IllegalArgumentException saying what is not supported or malformed, and where */

@@ -49,6 +49,16 @@ import java.util.Set;
  * that admits no value is pruned (the key cannot be written, the array cannot grow there); only
  * a schema that admits no value at all is refused, since nothing could be decoded.
  *
+ * <p>Not enforced, so refused by name in strict compilation and unchecked in lenient: if / then /
+ * else, dependentRequired, dependentSchemas, patternProperties, propertyNames, unevaluatedProperties,
+ * unevaluatedItems, contains (minContains, maxContains), uniqueItems true (false is no constraint),
+ * $dynamicRef, references outside the document or by anchor, patterns with backreferences, word
+ * boundaries or lookaround other than leading lookaheads, oneOf whose branches may overlap, not of
+ * what has no complement here (numbers with bounds or values, integers, constrained objects or
+ * arrays), minLength past {@value StringRule#MAX_EXACT_LENGTH} together with a pattern, and anything
+ * past {@value SchemaAlgebra#MAX_ALTERNATIVES} alternatives once merged or {@value Dfa#MAX_STATES}
+ * automaton states.
+ *
  * <p>{@link #compile} (response_format, forced tool calls) refuses any other keyword by name, so
  * a client never gets output that silently ignores its schema. {@link #compileLenient} (tools the
  * model may call of its own accord) enforces the same and leaves only the unsupported keywords

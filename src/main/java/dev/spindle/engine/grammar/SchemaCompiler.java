@@ -342,7 +342,7 @@ final class SchemaCompiler {
             StringRule[] holder = {null};
             guard("pattern", path, () -> {
                 try {
-                    holder[0] = new StringRule(Dfa.search(Regex.parse(p)), 0, Integer.MAX_VALUE);
+                    holder[0] = new StringRule(Dfa.pattern(p), 0, Integer.MAX_VALUE);
                 } catch (IllegalArgumentException e) {
                     throw new Unsupported("pattern", path, e.getMessage());
                 }

@@ -54,6 +54,15 @@ final class StringRule {
         return maxLength != Integer.MAX_VALUE && (long) maxLength - count > (long) longest + 2L * states + 1 && (long) maxLength - minLength > states;
     }
 
+    /**
+     * Plain characters that may follow at (q, count), count at least minLength, when q loops on them:
+     * each keeps q and adds one code point, and stays viable while an accepting completion still fits.
+     */
+    int budget(int q, int count) {
+        int d = dfa == null ? 0 : dfa.distance(q);
+        return (int) Math.max(0, (long) maxLength - count - d);
+    }
+
     static StringRule and(StringRule a, StringRule b) {
         if (a == null) {
             return b;

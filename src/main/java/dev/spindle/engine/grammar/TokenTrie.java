@@ -44,6 +44,7 @@ public final class TokenTrie {
     private final int[] lo, hi;        // sorted-token range of the subtree, node's own tokens first
     private final int[] own;           // tokens whose text ends exactly here (identical texts share a node)
     private final long[] below;        // the special characters on the edges below the node, as bits
+    private final int[] height;        // characters on the longest path below the node (0: a leaf)
     private final int[] sortedIds;     // sorted index -> token id
     private final int[] untexted;      // token ids with no text
     private final int vocab;
@@ -65,6 +66,12 @@ public final class TokenTrie {
         this.untexted = untexted;
         this.vocab = vocab;
         this.longest = longest;
+        this.height = new int[ch.length];
+        for (int node = ch.length - 1; node >= 0; node--) { // children after parents in preorder
+            for (int c = node + 1; c < end[node]; c = end[c]) {
+                height[node] = Math.max(height[node], height[c] + 1);
+            }
+        }
     }
 
     /** @param texts per token id its text, or null */
@@ -197,15 +204,16 @@ public final class TokenTrie {
      * instead of the whole vocabulary's paths to its quotes and newlines.
      */
     int walk(Recognizer start, long[] allowed) {
-        long stable = start.stableExcept();
-        if (stable >= 0 && suffixes != null) {
+        long stable = start.stableExceptWithin();
+        int budget = start.stableBudget();
+        if (stable >= 0 && budget == Integer.MAX_VALUE && suffixes != null) {
             int count = 0;
             for (int w = 0; w < plainTokens.length; w++) {
                 allowed[w] |= plainTokens[w];
                 count += Long.bitCount(plainTokens[w]);
             }
             long[] tails = new long[(suffixes.tokens() + 63) >>> 6];
-            suffixes.walkAll(start, stable, tails);
+            suffixes.walkAll(start, stable, budget, tails);
             for (int w = 0; w < tails.length; w++) {
                 for (long b = tails[w]; b != 0; b &= b - 1) {
                     int i = suffixes.tokenAt((w << 6) + Long.numberOfTrailingZeros(b));
@@ -215,35 +223,44 @@ public final class TokenTrie {
             }
             return count;
         }
-        return walkAll(start, stable, allowed);
+        return walkAll(start, stable, budget, allowed);
     }
 
-    private int walkAll(Recognizer start, long stable, long[] allowed) {
+    private int walkAll(Recognizer start, long stable, int budget, long[] allowed) {
         int count = 0;
         boolean ascii = start.asciiNext();
         for (int c = 1; c < ch.length && !(ascii && ch[c] >= 0x80); c = end[c]) {
-            count += visit(c, start, stable, allowed);
+            count += visit(c, start, stable, budget, 0, allowed);
         }
         return count;
     }
 
-    /** @param parentStable the parent's {@link Recognizer#stableExcept} */
-    private int visit(int node, Recognizer parent, long parentStable, long[] allowed) {
+    /**
+     * @param parentStable the parent's {@link Recognizer#stableExceptWithin}, for {@code parentBudget} plain characters
+     * @param skipped      plain characters the parent has absorbed without stepping (the real state is parent.skipPlain(skipped))
+     */
+    private int visit(int node, Recognizer parent, long parentStable, int parentBudget, int skipped, long[] allowed) {
         Recognizer s;
         long stable;
+        int budget, here;
         char c = ch[node];
-        if (parentStable >= 0 && (bit(c) & parentStable) == 0) {
-            s = parent; // a character the stable state ignores: same state
+        int cost = Character.isLowSurrogate(c) ? 0 : 1; // budgets count code points: a pair's high half counts it
+        if (parentStable >= 0 && (bit(c) & parentStable) == 0 && skipped + cost <= parentBudget) {
+            s = parent; // a character the stable state ignores: same state, one more skipped
             stable = parentStable;
+            budget = parentBudget;
+            here = skipped + cost;
         } else {
-            s = parent.step(c);
+            s = (skipped == 0 ? parent : parent.skipPlain(skipped)).step(c);
             if (s == null) {
                 return 0;
             }
-            stable = s.stableExcept();
+            stable = s.stableExceptWithin();
+            budget = s.stableBudget();
+            here = 0;
         }
-        if (stable >= 0 && (below[node] & stable) == 0) { // nothing below can change the state: all of it is accepted
-            setRange(allowed, lo[node], hi[node]);
+        if (stable >= 0 && (below[node] & stable) == 0 && (budget == Integer.MAX_VALUE || here + height[node] <= budget)) {
+            setRange(allowed, lo[node], hi[node]); // nothing below can change the state: all of it is accepted
             return hi[node] - lo[node];
         }
         int count = own[node];
@@ -252,7 +269,7 @@ public final class TokenTrie {
         }
         boolean ascii = stable < 0 && s.asciiNext(); // children are in character order: the ASCII ones come first
         for (int child = node + 1; child < end[node] && !(ascii && ch[child] >= 0x80); child = end[child]) {
-            count += visit(child, s, stable, allowed);
+            count += visit(child, s, stable, budget, here, allowed);
         }
         return count;
     }

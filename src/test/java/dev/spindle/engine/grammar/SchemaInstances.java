@@ -30,13 +30,14 @@ final class SchemaInstances {
             "hostname", List.of("example.com", "a-b.c-d.org"),
             "duration", List.of("P1D", "PT1H30M", "P3W"));
     /** Patterns of the generated schemas, each with strings it matches. */
-    static final Map<String, List<String>> PATTERN_EXAMPLES = Map.of(
+    static final Map<String, List<String>> PATTERN_EXAMPLES = Map.of( // at most 10 entries (Map.of)
             "^[a-z]+$", List.of("abc", "z"),
             "^[A-Z]{2}-\\d{3}$", List.of("AB-123"),
             "cat|dog", List.of("cat", "a dog!", "hotdog"),
             "^(ab)*c?$", List.of("", "abab", "abc", "c"),
             "^\\w+@\\w+$", List.of("a@b", "x_1@y"),
-            "^[0-9]{5}$", List.of("12345", "00501"));
+            "^[0-9]{5}$", List.of("12345", "00501"),
+            "^(?!ab)(?=.*c)[a-c]{2,4}$", List.of("bc", "cab", "acb"));
     private static final String TEXT = "ab zé\"\\\n/\t\u00e9\uD83D\uDE00xyZ0";
 
     private final JsonNode root;

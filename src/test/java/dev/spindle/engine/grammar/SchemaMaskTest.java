@@ -1,5 +1,6 @@
 package dev.spindle.engine.grammar;
 
+import dev.spindle.Trials;
 import org.junit.jupiter.api.Test;
 
 import java.util.ArrayList;
@@ -14,7 +15,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * Under the rules added to schemas (string automata and lengths, numeric bounds, references),
  * the trie walk's mask still equals the plain definition (a token is allowed exactly when the
  * grammar takes its whole text), stable and mask-equivalent states included, and no reachable
- * state is a dead end. Seeded: {@code -Dschema.seed=N} replays one trial.
+ * state is a dead end. Seeded per trial ({@link Trials}: {@code -Dspindle.seed=N} replays one).
  */
 class SchemaMaskTest {
     static final String ALPHABET = "ab{}[]:,\"\\ -.0123456789\n etrufnlAZT@xé\uD83D\uDE00";
@@ -28,16 +29,8 @@ class SchemaMaskTest {
 
     @Test
     void masksMatchTokenByTokenFeeding() {
-        String replay = System.getProperty("schema.seed");
         Schema schema = SchemaTesting.strict(SCHEMA);
-        for (int t = 0; t < (replay != null ? 1 : 60); t++) {
-            long seed = replay != null ? Long.parseLong(replay) : 0xA5C0L + t;
-            try {
-                trial(schema, new SplittableRandom(seed));
-            } catch (AssertionError e) {
-                throw new AssertionError("replay with -Dschema.seed=" + seed + ": " + e.getMessage(), e);
-            }
-        }
+        Trials.run(60, rnd -> trial(schema, rnd));
     }
 
     private static void trial(Schema schema, SplittableRandom rnd) {

@@ -36,6 +36,18 @@ final class SchemaOracle {
         return schema.validate(instance, InputFormat.JSON).isEmpty();
     }
 
+    /**
+     * The verdict, or null where the validator cannot give one: it throws on a number past long's range
+     * checked against an integer's bound (8e50 against exclusiveMaximum 3 of an integer branch).
+     */
+    Boolean judge(String instance) {
+        try {
+            return valid(instance);
+        } catch (RuntimeException e) {
+            return null;
+        }
+    }
+
     String errors(String instance) {
         return schema.validate(instance, InputFormat.JSON).toString();
     }

@@ -3,6 +3,7 @@ package dev.spindle.engine.grammar;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.spindle.Trials;
 import org.junit.jupiter.api.Test;
 
 import java.util.ArrayList;
@@ -14,41 +15,38 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * Random schemas over the enforced keywords, each checked against the networknt validator in both
- * directions ({@link SchemaAgreement}). One seed per trial, printed when a trial fails; replay one
- * with {@code -Dschema.seed=N}, change the number of trials with {@code -Dschema.trials=N}.
+ * directions ({@link SchemaAgreement}). One seed per trial ({@link Trials}: a failure names its seed,
+ * {@code -Dspindle.seed=N} replays it); {@code -Dschema.trials=N} changes the number of trials.
  */
 class SchemaPropertyTest {
     static final List<String> NAMES = List.of("a", "b", "name", "n", "items", "kind");
 
     @Test
     void recognizerAndValidatorAgree() {
-        String replay = System.getProperty("schema.seed");
-        int trials = Integer.getInteger("schema.trials", 250);
-        long base = 0x5EED_0000L;
         SchemaAgreement.Tally tally = new SchemaAgreement.Tally();
-        int compiled = 0, empty = 0;
+        int[] compiled = new int[2]; // compiled, admitting no value
         long t0 = System.nanoTime();
-        for (int t = 0; t < (replay != null ? 1 : trials); t++) {
-            long seed = replay != null ? Long.parseLong(replay) : base + t;
-            SplittableRandom rnd = new SplittableRandom(seed);
+        Trials.run(Integer.getInteger("schema.trials", 250), rnd -> {
             JsonNode json = new Generator(rnd).root();
+            Schema s;
             try {
-                Schema s;
-                try {
-                    s = Schema.compile(json);
-                } catch (IllegalArgumentException e) {
-                    assertTrue(e.getMessage().contains("admits no value"), "refused " + json + ": " + e.getMessage());
-                    empty++;
-                    continue;
+                s = Schema.compile(json);
+            } catch (IllegalArgumentException e) {
+                assertTrue(e.getMessage().contains("admits no value"), "refused " + json + ": " + e.getMessage());
+                SchemaOracle oracle = new SchemaOracle(json);
+                SchemaInstances gen = new SchemaInstances(json, rnd);
+                for (int i = 0; i < 12; i++) {
+                    String v = gen.instance(json, 0).toString();
+                    assertTrue(!Boolean.TRUE.equals(oracle.judge(v)), "refused as admitting no value, yet " + v + " is valid for " + json);
                 }
-                compiled++;
-                SchemaAgreement.check(json, s, rnd, 12, 6, tally, "seed " + seed);
-            } catch (AssertionError | RuntimeException e) {
-                throw new AssertionError("trial failed; replay with -Dschema.seed=" + seed + ": " + e.getMessage(), e);
+                compiled[1]++;
+                return;
             }
-        }
+            compiled[0]++;
+            SchemaAgreement.check(json, s, rnd, 12, 6, tally, "schema " + json);
+        });
         System.out.printf("[schema property] %d schemas compiled (%d admit no value), %d valid and %d invalid instances agreed, %d walks validated, %.1f s%n",
-                compiled, empty, tally.valid, tally.invalid, tally.walks, (System.nanoTime() - t0) / 1e9);
+                compiled[0], compiled[1], tally.valid, tally.invalid, tally.walks, (System.nanoTime() - t0) / 1e9);
     }
 
     /** Random schemas: scalars with their rules, enums, arrays and tuples, objects (additionalProperties always given), combinators, references. */

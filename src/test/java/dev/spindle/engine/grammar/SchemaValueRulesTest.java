@@ -45,7 +45,14 @@ class SchemaValueRulesTest {
         Schema dot = strict("{\"type\": \"string\", \"pattern\": \"^.$\"}");
         accepted(dot, "\"\uD83D\uDE00\"", "\"\\ud83d\\ude00\"", "\"é\"");
         refused(dot, "\"ab\"", "\"\\n\"");
-        for (String bad : new String[]{"(?=a)", "\\\\b", "(a)\\\\1", "(?<!a)b"}) {
+        Schema zodEmail = strict("""
+                {"type": "string", "format": "email",
+                 "pattern": "^(?!\\\\.)(?!.*\\\\.\\\\.)([A-Za-z0-9_'+\\\\-\\\\.]*)[A-Za-z0-9_+-]@([A-Za-z0-9][A-Za-z0-9\\\\-]*\\\\.)+[A-Za-z]{2,}$"}""");
+        accepted(zodEmail, "\"a.b@example.com\"", "\"x_y+z@mail.co.uk\"");
+        refused(zodEmail, "\".a@example.com\"", "\"a..b@example.com\"", "\"a@example.c\"");
+        accepted(strict("{\"type\": \"string\", \"pattern\": \"^(?=.*[0-9])[a-z0-9]{3}$\"}"), "\"ab1\"");
+        refused(strict("{\"type\": \"string\", \"pattern\": \"^(?=.*[0-9])[a-z0-9]{3}$\"}"), "\"abc\"");
+        for (String bad : new String[]{"a(?=a)", "\\\\b", "(a)\\\\1", "(?<!a)b", "^(?=a)b|c"}) {
             IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> strict("{\"type\": \"string\", \"pattern\": \"" + bad + "\"}"));
             assertTrue(e.getMessage().contains("'pattern'"), e.getMessage());
         }

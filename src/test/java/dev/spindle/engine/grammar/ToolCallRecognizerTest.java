@@ -40,6 +40,24 @@ class ToolCallRecognizerTest {
                 + "<parameter=note>\nmulti\nline text, a > b\n</parameter>\n</function>\n</tool_call>").accepting());
     }
 
+    /** A string with a pattern or format is no raw text: it is written as a JSON string, where its rule is enforced. */
+    @Test
+    void constrainedStringsAreJsonStrings() throws Exception {
+        Schema params = schema("""
+                {"$defs": {"Day": {"type": "string", "format": "date"}}, "type": "object",
+                 "properties": {"day": {"$ref": "#/$defs/Day"}, "code": {"type": "string", "pattern": "^[A-Z]{2}$"}, "n": {"type": "integer", "maximum": 9}},
+                 "required": ["day"], "additionalProperties": false}""");
+        assertFalse(params.properties().get("day").stringOnly());
+        ToolCallRecognizer r = ToolCallRecognizer.forced(Map.of("plan", params), false);
+        String open = "<tool_call>\n<function=plan>\n";
+        assertTrue(r.feed(open + "<parameter=day>\n\"2024-02-29\"\n</parameter>\n<parameter=code>\n\"AB\"\n</parameter>\n"
+                + "<parameter=n>\n9\n</parameter>\n</function>\n</tool_call>").accepting());
+        assertNull(r.feed(open + "<parameter=day>\n2024"), "not raw text");
+        assertNull(r.feed(open + "<parameter=day>\n\"2023-02-29"), "the date is checked");
+        assertNull(r.feed(open + "<parameter=day>\n\"2024-01-01\"\n</parameter>\n<parameter=code>\n\"ABC"), "the pattern is checked");
+        assertNull(r.feed(open + "<parameter=day>\n\"2024-01-01\"\n</parameter>\n<parameter=n>\n10"), "the bound is checked");
+    }
+
     @Test
     void valuesFollowTheirSchemas() throws Exception {
         ToolCallRecognizer r = ToolCallRecognizer.forced(tools(), true);
