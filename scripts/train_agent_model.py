@@ -7,7 +7,7 @@ a whole tool turn against the server (AgentCliTest).
 
 Then, with HF transformers on the GPU: held-out accuracy per kind, plain and in envelopes.
 
-Usage: python3 train_agent_model.py TOKENIZER_DIR TEMPLATE OUT_DIR [--seconds S] [--conversations N]
+Usage: python3 train_agent_model.py TOKENIZER_DIR TEMPLATE OUT_DIR [--seconds S] [--conversations N] [--init MODEL_DIR] [--lr LR]
 Writes OUT_DIR/config.json, generation_config.json, the weights in shards of at most 14 MB (what the
 GPU machine can hand back) and OUT_DIR/report.json; the tokenizer files and template are the target's.
 """
@@ -82,14 +82,19 @@ def config(tok_dir):
     return cfg
 
 
-def train(tok_dir, seqs, masks, seconds, lr=2e-3):
+def train(tok_dir, seqs, masks, seconds, lr, init):
+    """From the bundled target's weights (init) when given: it knows the tasks, and learns the envelopes and the longer context."""
     torch.manual_seed(SEED)
-    model = base.LlamaForCausalLM(config(tok_dir)).to(base.DEV)
+    if init:
+        model = base.LlamaForCausalLM.from_pretrained(init, dtype=torch.float32).to(base.DEV)
+        model.config.max_position_embeddings = MAX_LEN
+    else:
+        model = base.LlamaForCausalLM(config(tok_dir)).to(base.DEV)
     model.config._attn_implementation = "sdpa"
     opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.95), weight_decay=0.1, fused=True)
     step, t0, epoch, losses, done = 0, time.time(), 0, [], False
     while not done:
-        for x, m in batches(seqs, masks, 96 * 1024, SEED + epoch):
+        for x, m in batches(seqs, masks, 48 * 1024, SEED + epoch):
             progress = (time.time() - t0) / seconds
             if progress >= 1:
                 done = True
@@ -156,7 +161,8 @@ def main():
     lengths = sorted(map(len, seqs))
     print(f"data: {len(seqs)} conversations, {sum(lengths)} tokens (median {lengths[len(lengths) // 2]}, max {lengths[-1]}), "
           f"{time.time() - t0:.0f}s", flush=True)
-    model, steps, took, losses = train(tok_dir, seqs, masks, base.arg("--seconds", 300))
+    init = sys.argv[sys.argv.index("--init") + 1] if "--init" in sys.argv else None
+    model, steps, took, losses = train(tok_dir, seqs, masks, base.arg("--seconds", 300), base.arg("--lr", 2e-3), init)
     os.makedirs(out, exist_ok=True)
     model = model.to(torch.bfloat16)
     model.config.dtype = torch.bfloat16
@@ -168,7 +174,7 @@ def main():
         json.dump(gen, f, indent=2)
     model = base.LlamaForCausalLM.from_pretrained(out, dtype=torch.bfloat16, attn_implementation="eager").to(base.DEV).eval()
     report = {"seed": SEED, "conversations": len(seqs), "tokens": sum(lengths), "max_len": MAX_LEN, "shape": base.TARGET,
-              "parameters": sum(p.numel() for p in model.parameters()), "steps": steps, "train_seconds": round(took, 1),
+              "parameters": sum(p.numel() for p in model.parameters()), "init": init, "steps": steps, "train_seconds": round(took, 1),
               "loss_every_100_steps": losses, "held_out_accuracy": evaluate(model, tok, template, 8, eos)}
     with open(os.path.join(out, "report.json"), "w") as f:
         json.dump(report, f, indent=2)

@@ -25,7 +25,9 @@ readline.createInterface({ input: process.stdin }).on("line", (line) => {
       return send({ id: req.id, result: { tools: [TOOL] } });
     case "tools/call": {
       const city = req.params?.arguments?.city ?? "";
-      const text = JSON.stringify({ city, temperature: 21, unit: "\u00b0C", condition: "sunny" });
+      const f = req.params?.arguments?.unit === "fahrenheit"; // 21 °C, in the unit asked for
+      // spaced as Python's json.dumps writes it, as the model saw tool results in training
+      const text = `{"city": ${JSON.stringify(city)}, "temperature": ${f ? 69 : 21}, "unit": "${f ? "\u00b0F" : "\u00b0C"}", "condition": "sunny"}`;
       return send({ id: req.id, result: { content: [{ type: "text", text }] } });
     }
     case "ping":
