@@ -128,7 +128,7 @@ class SoakTest {
     private String bad(HttpClient http, Random rnd) throws Exception {
         String[] bodies = {"{not json", "{\"messages\": []}", "{\"messages\": [" + question(rnd) + "], \"temperature\": \"hot\"}",
                 "{\"messages\": [" + question(rnd) + "], \"max_tokens\": -1}", "[1, 2, 3]",
-                "{\"messages\": [{\"role\": \"system\", \"content\": \"x\"}, {\"role\": \"user\", \"content\": \"a\"}, {\"role\": \"system\", \"content\": \"y\"}]}"};
+                "{\"messages\": [{\"role\": \"robot\", \"content\": \"x\"}, {\"role\": \"user\", \"content\": \"a\"}]}"};
         HttpResponse<String> r = http.send(post(bodies[rnd.nextInt(bodies.length)]).build(), HttpResponse.BodyHandlers.ofString());
         return String.valueOf(r.statusCode());
     }
