@@ -32,7 +32,7 @@ public final class SystemMessages {
         List<Object> rest = new ArrayList<>();
         for (Object m : messages) {
             if (isSystem(m)) {
-                String t = text(((Map<?, ?>) m).get("content"));
+                String t = textOf(((Map<?, ?>) m).get("content"));
                 if (!t.isEmpty()) {
                     if (!text.isEmpty()) {
                         text.append("\n\n");
@@ -56,8 +56,8 @@ public final class SystemMessages {
         return m instanceof Map<?, ?> map && "system".equals(map.get("role"));
     }
 
-    /** A message's text: a string, or its text parts joined. */
-    private static String text(Object content) {
+    /** A message's text as the template sees it: a string, or its text parts joined. */
+    public static String textOf(Object content) {
         if (content instanceof String s) {
             return s;
         }

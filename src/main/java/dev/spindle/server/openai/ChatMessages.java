@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.spindle.chat.JsonValues;
+import dev.spindle.chat.SystemMessages;
 
 import java.util.List;
 import java.util.Set;
@@ -109,20 +110,7 @@ final class ChatMessages {
 
     /** The text of a message's content as the template sees it: a string, or its text parts joined. */
     static String textOf(Object content) {
-        if (content instanceof String s) {
-            return s;
-        }
-        StringBuilder b = new StringBuilder();
-        if (content instanceof List<?> parts) {
-            for (Object part : parts) {
-                if (part instanceof String s) {
-                    b.append(s);
-                } else if (part instanceof java.util.Map<?, ?> m && m.get("text") instanceof String t) {
-                    b.append(t);
-                }
-            }
-        }
-        return b.toString();
+        return SystemMessages.textOf(content);
     }
 
     private static ObjectNode toolCall(JsonNode call, String path) {

@@ -1,5 +1,6 @@
 package dev.spindle.server.openai;
 
+import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -210,7 +211,7 @@ final class ResponseWriter {
         try {
             JsonNode n = JSON.readTree(arguments);
             return n == null ? JSON.createObjectNode() : n;
-        } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
+        } catch (JsonProcessingException e) {
             return JSON.createObjectNode(); // a call cut off mid-arguments
         }
     }

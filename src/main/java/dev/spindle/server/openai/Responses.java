@@ -1,8 +1,10 @@
 package dev.spindle.server.openai;
 
+import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.spindle.engine.SamplingParams;
 import dev.spindle.server.ModelService;
 import io.smallrye.mutiny.Multi;
 import io.smallrye.mutiny.Uni;
@@ -10,7 +12,9 @@ import jakarta.enterprise.context.ApplicationScoped;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.UUID;
+import java.util.function.Function;
 
 import static dev.spindle.server.openai.ChatCompletions.JSON;
 
@@ -45,7 +49,7 @@ public class Responses {
      * @param connection the conversations of responses this connection made (the WebSocket transport keeps
      *                   its last one, stored or not), consulted where the store has none
      */
-    Prepared prepare(JsonNode body, java.util.function.Function<String, ArrayNode> connection) {
+    Prepared prepare(JsonNode body, Function<String, ArrayNode> connection) {
         ResponsesRequest request = translate(body, connection);
         ChatCompletions.Prepared p;
         try {
@@ -65,7 +69,7 @@ public class Responses {
         return translate(body, id -> null);
     }
 
-    private ResponsesRequest translate(JsonNode body, java.util.function.Function<String, ArrayNode> connection) {
+    private ResponsesRequest translate(JsonNode body, Function<String, ArrayNode> connection) {
         ArrayNode previous = null;
         String prevId = Fields.string(body, "previous_response_id", null);
         ArrayNode kept = prevId == null ? null : connection.apply(prevId);
@@ -93,7 +97,7 @@ public class Responses {
     /** The response object, in progress (no output yet) or final. */
     private ObjectNode response(Prepared p, String status, ArrayNode output, ReplyStep last) {
         JsonNode b = p.body();
-        dev.spindle.engine.SamplingParams params = p.chat().gen().params();
+        SamplingParams params = p.chat().gen().params();
         ObjectNode r = JSON.createObjectNode();
         r.put("id", p.id()).put("object", "response").put("created_at", p.created());
         if (status.equals("completed")) {
@@ -218,11 +222,11 @@ public class Responses {
         u.put("output_tokens", 0).putObject("output_tokens_details").put("reasoning_tokens", 0);
         u.put("total_tokens", 0);
         List<ObjectNode> out = new ArrayList<>();
-        for (var e : List.of(java.util.Map.entry("response.created", created), java.util.Map.entry("response.completed", done))) {
+        for (var e : List.of(Map.entry("response.created", created), Map.entry("response.completed", done))) {
             String frame = w.event(e.getKey(), wrap(e.getValue()));
             try {
                 out.add((ObjectNode) JSON.readTree(frame.substring(frame.indexOf("data: ") + 6)));
-            } catch (com.fasterxml.jackson.core.JsonProcessingException ex) {
+            } catch (JsonProcessingException ex) {
                 throw new IllegalStateException(ex);
             }
         }
