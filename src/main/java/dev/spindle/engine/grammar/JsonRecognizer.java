@@ -377,51 +377,6 @@ public final class JsonRecognizer implements Recognizer {
         }
     }
 
-    /** Keys not yet given that the object still needs. */
-    private static int missingRequired(Obj o) {
-        int n = 0;
-        for (String r : o.schema().required()) {
-            if (!o.seen().contains(r)) {
-                n++;
-            }
-        }
-        return n;
-    }
-
-    /** Whether listed property {@code p} (not yet given) may be written now: its value can be, and maxProperties leaves room. */
-    static boolean listedKeyFits(Obj o, String p) {
-        Schema s = o.schema();
-        if (s.propertySchema(p) == null) {
-            return false;
-        }
-        int after = o.seen().size() + 1 + missingRequired(o) - (s.required().contains(p) ? 1 : 0);
-        return after <= s.maxProperties();
-    }
-
-    /** Whether a key not among the properties may be written now. */
-    static boolean otherKeyFits(Obj o) {
-        Schema s = o.schema();
-        return s.takesOtherKeys() && o.seen().size() + 1 + missingRequired(o) <= s.maxProperties();
-    }
-
-    /** Whether another property may still be written. */
-    private static boolean morePropertiesAllowed(Obj o) {
-        if (otherKeyFits(o)) {
-            return true;
-        }
-        for (String p : o.schema().properties().keySet()) {
-            if (!o.seen().contains(p) && listedKeyFits(o, p)) {
-                return true;
-            }
-        }
-        return false;
-    }
-
-    /** Whether the object may close here. */
-    private static boolean closable(Obj o) {
-        return o.seen().containsAll(o.schema().required()) && o.seen().size() >= o.schema().minProperties();
-    }
-
     private void objectStep(Obj o, Stack s, char c, List<Stack> out) {
         if (ws(c)) {
             int w = space(o.ws(), c, false);
@@ -432,11 +387,11 @@ public final class JsonRecognizer implements Recognizer {
         }
         switch (o.state()) {
             case 0, 1 -> {
-                if (c == '"' && morePropertiesAllowed(o)) {
+                if (c == '"' && ObjectRules.morePropertiesAllowed(o)) {
                     // a listed property name is fixed text: only free keys are watched for the format's tags
                     TagGuard keyGuard = o.schema().takesOtherKeys() ? options.stringGuard() : null;
                     out.add(new Stack(new Str(true, "", 0, keyGuard, null), new Stack(new Obj(o.schema(), o.state(), o.seen(), null, 0), s.rest())));
-                } else if (c == '}' && o.state() == 0 && closable(o)) {
+                } else if (c == '}' && o.state() == 0 && ObjectRules.closable(o)) {
                     out.add(completed(s.rest()));
                 }
             }
@@ -449,9 +404,9 @@ public final class JsonRecognizer implements Recognizer {
                 }
             }
             case 3 -> {
-                if (c == ',' && morePropertiesAllowed(o)) {
+                if (c == ',' && ObjectRules.morePropertiesAllowed(o)) {
                     out.add(new Stack(new Obj(o.schema(), 1, o.seen(), null, 0), s.rest()));
-                } else if (c == '}' && closable(o)) {
+                } else if (c == '}' && ObjectRules.closable(o)) {
                     out.add(completed(s.rest()));
                 }
             }

@@ -204,7 +204,7 @@ final class JsonStrings {
 
     /** Whether an escape after {@code key} can still lead to a property name (no dead end). */
     private static boolean keyEscapePossible(Obj o, String key) {
-        if (JsonRecognizer.otherKeyFits(o)) {
+        if (ObjectRules.otherKeyFits(o)) {
             return true;
         }
         for (char e : "\"\\/bfnrt".toCharArray()) {
@@ -222,13 +222,13 @@ final class JsonStrings {
             if (o.seen().contains(key)) {
                 return false;
             }
-            return s.properties().containsKey(key) ? JsonRecognizer.listedKeyFits(o, key) : JsonRecognizer.otherKeyFits(o);
+            return s.properties().containsKey(key) ? ObjectRules.listedKeyFits(o, key) : ObjectRules.otherKeyFits(o);
         }
-        if (JsonRecognizer.otherKeyFits(o)) {
+        if (ObjectRules.otherKeyFits(o)) {
             return true;
         }
         for (String p : s.properties().keySet()) {
-            if (p.startsWith(key) && !o.seen().contains(p) && JsonRecognizer.listedKeyFits(o, p)) {
+            if (p.startsWith(key) && !o.seen().contains(p) && ObjectRules.listedKeyFits(o, p)) {
                 return true;
             }
         }
