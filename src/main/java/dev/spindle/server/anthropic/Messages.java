@@ -52,14 +52,14 @@ public class Messages {
             body = thread.get("request");
         }
         ContextEdits edits = ContextEdits.parse(body.get("context_management"));
-        MessagesRequest.parse(body, false); // every field checked before anything is rendered
+        ObjectNode chatBody = MessagesRequest.parse(body, false); // every field checked before anything is rendered
         ArrayNode applied = null;
         if (!edits.isEmpty()) {
             ContextEdits.Result r = edits.apply(body, b -> chat.promptTokens(MessagesRequest.parse(b, true)));
             body = r.body();
             applied = r.applied();
+            chatBody = MessagesRequest.parse(body, false);
         }
-        ObjectNode chatBody = MessagesRequest.parse(body, false);
         return new Prepared("msg_" + UUID.randomUUID().toString().replace("-", ""), chat.prepare(chatBody), Fields.bool(body, "stream", false), applied,
                 thread);
     }

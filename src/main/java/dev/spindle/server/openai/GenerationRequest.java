@@ -24,7 +24,7 @@ import java.util.Set;
  * @param promptLogprobs       vLLM's prompt_logprobs: this many alternatives per prompt token (-1: not asked)
  */
 public record GenerationRequest(SamplingParams params, List<String> stops, int n, boolean stream, boolean includeUsage,
-                                boolean logprobs, int topLogprobs, boolean skipSpecialTokens, boolean maxTokensGiven,
+                                boolean logprobs, int topLogprobs, boolean skipSpecialTokens,
                                 boolean includeStopStr, int truncatePromptTokens, boolean tokenIdsAsKeys, int promptLogprobs,
                                 boolean continuousUsage) {
 
@@ -248,12 +248,12 @@ public record GenerationRequest(SamplingParams params, List<String> stops, int n
         if (minTokens > maxTokens && given) {
             throw ApiException.badRequest("min_tokens (" + minTokens + ") must not exceed max_tokens (" + maxTokens + ")", "min_tokens");
         }
-        return new GenerationRequest(params, stops, n, stream, usage, logprobs, Math.max(0, top), skipSpecial, given, includeStopStr,
+        return new GenerationRequest(params, stops, n, stream, usage, logprobs, Math.max(0, top), skipSpecial, includeStopStr,
                 (int) truncate, tokenIdsAsKeys, promptLogprobs, continuous);
     }
 
     GenerationRequest withParams(SamplingParams p) {
-        return new GenerationRequest(p, stops, n, stream, includeUsage, logprobs, topLogprobs, skipSpecialTokens, maxTokensGiven,
+        return new GenerationRequest(p, stops, n, stream, includeUsage, logprobs, topLogprobs, skipSpecialTokens,
                 includeStopStr, truncatePromptTokens, tokenIdsAsKeys, promptLogprobs, continuousUsage);
     }
 
