@@ -1,6 +1,9 @@
 package dev.spindle.cli;
 
-import dev.spindle.backend.ForwardPass;
+import dev.spindle.kv.BlockPool;
+import dev.spindle.kv.SoloWindow;
+
+import dev.spindle.step.ForwardPass;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
@@ -8,7 +11,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.spindle.backend.cpu.CpuForwardPass;
 import dev.spindle.backend.cpu.KvSlots;
 import dev.spindle.backend.cpu.MemoryBandwidth;
-import dev.spindle.engine.kv.BlockTable;
+import dev.spindle.kv.BlockTable;
 import dev.spindle.model.LoadedModel;
 import dev.spindle.model.ModelConfig;
 import jdk.incubator.vector.FloatVector;
@@ -136,7 +139,7 @@ final class BenchCommand implements Callable<Integer> {
     @Override
     public Integer call() throws Exception {
         var spec = speculative.config();
-        if (spec.method() != dev.spindle.engine.spec.SpeculativeConfig.Method.NONE) {
+        if (spec.method() != dev.spindle.engine.speculative.SpeculativeConfig.Method.NONE) {
             return new SpecBenchRun(model, spec, backend, specBatches, specMaxTokens, promptTokens, stepRows, kvMemoryFraction, specPrompts, specTemperature,
                     specTopP).call();
         }
@@ -175,21 +178,21 @@ final class BenchCommand implements Callable<Integer> {
                 Random rnd = new Random(7);
                 int[] prompt = rnd.ints(promptTokens, 3, c.vocabSize()).toArray();
                 // an untimed prefill first: the timed one must not measure the JIT warming up
-                dev.spindle.engine.kv.BlockPool pool = cpu.kvCapacity().newPool();
+                dev.spindle.kv.BlockPool pool = new BlockPool(cpu.kvCapacity());
                 BlockTable warm = new BlockTable(pool);
-                ForwardPass.run(cpu, prompt, warm, false);
+                SoloWindow.run(cpu, prompt, warm, false);
                 warm.release();
                 BlockTable table = new BlockTable(pool);
                 long p0 = System.nanoTime();
-                float[] logits = ForwardPass.run(cpu, prompt, table, false)[0];
+                float[] logits = SoloWindow.run(cpu, prompt, table, false)[0];
                 double prefillSeconds = (System.nanoTime() - p0) / 1e9;
                 int next = dev.spindle.engine.GreedyGenerator.argmax(logits);
                 for (int i = 0; i < warmupTokens; i++) {
-                    next = dev.spindle.engine.GreedyGenerator.argmax(ForwardPass.run(cpu, new int[]{next}, table, false)[0]);
+                    next = dev.spindle.engine.GreedyGenerator.argmax(SoloWindow.run(cpu, new int[]{next}, table, false)[0]);
                 }
                 long d0 = System.nanoTime();
                 for (int i = 0; i < decodeTokens; i++) {
-                    next = dev.spindle.engine.GreedyGenerator.argmax(ForwardPass.run(cpu, new int[]{next}, table, false)[0]);
+                    next = dev.spindle.engine.GreedyGenerator.argmax(SoloWindow.run(cpu, new int[]{next}, table, false)[0]);
                 }
                 double decodeSeconds = (System.nanoTime() - d0) / 1e9;
                 table.release();

@@ -1,8 +1,8 @@
 package dev.spindle.cli;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.spindle.backend.Backends;
-import dev.spindle.backend.Proposers;
+import dev.spindle.wiring.Backends;
+import dev.spindle.wiring.Proposers;
 import dev.spindle.chat.ChatTemplate;
 import dev.spindle.chat.JsonValues;
 import dev.spindle.chat.ToolCall;
@@ -63,14 +63,14 @@ final class ChatCommand implements Callable<Integer> {
         if (noThink) {
             kwargs.put("enable_thinking", false);
         }
-        dev.spindle.engine.spec.SpeculativeConfig spec = speculative.config();
+        dev.spindle.engine.speculative.SpeculativeConfig spec = speculative.config();
         Backends.Settings settings = new Backends.Settings(model.threadCount(), model.blockSize, model.blocksFor(4096) * model.blockSize, 512, 0.9,
                 true, model.gemmCacheDir());
         ProgressBar bar = ProgressBar.forTerminal("loading " + model.dir().getFileName());
         try (Backends.Opened b = Backends.open(model.dir(), model.format(), Backends.Kind.parse(backend), Proposers.targetSettings(spec, settings), bar);
              Tokenizer tok = Tokenizer.load(model.dir())) {
             bar.done();
-            dev.spindle.engine.spec.Speculation speculation = Proposers.open(spec, model.dir(), b, model.format(), settings, LoadListener.NONE);
+            dev.spindle.engine.speculative.Speculation speculation = Proposers.open(spec, model.dir(), b, model.format(), settings, LoadListener.NONE);
             ChatRunner runner = new ChatRunner(b.pass(), tok, ChatTemplate.fromModelDir(model.dir())).withSpeculation(speculation);
             boolean[] inReasoning = {false};
             long t0 = System.nanoTime();

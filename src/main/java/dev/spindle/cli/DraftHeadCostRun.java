@@ -8,7 +8,7 @@ import dev.spindle.backend.cuda.CudaDriver;
 import dev.spindle.backend.cuda.CudaException;
 import dev.spindle.backend.cuda.CudaForwardPass;
 import dev.spindle.backend.cuda.CudaPasses;
-import dev.spindle.engine.spec.DraftHead;
+import dev.spindle.step.DraftHead;
 import dev.spindle.model.ConfigParser;
 import dev.spindle.model.DraftHeadConfig;
 import dev.spindle.model.ModelConfig;
@@ -107,11 +107,11 @@ final class DraftHeadCostRun implements Callable<Integer> {
                             for (int b = 0; b < batches.length; b++) {
                                 int seqs = batches[b], n = 20;
                                 List<DraftHead.Call> calls = new ArrayList<>();
-                                List<dev.spindle.engine.spec.Observation> rows = new ArrayList<>();
+                                List<dev.spindle.step.Observation> rows = new ArrayList<>();
                                 float[][] step = Arrays.copyOf(ctx, 4); // a step's rows: the anchor and three accepted drafts
                                 for (int id = 1; id <= seqs; id++) {
                                     calls.add(new DraftHead.Call(id, 42, block - 1, null));
-                                    rows.add(new dev.spindle.engine.spec.Observation(id, 1023, step, 4));
+                                    rows.add(new dev.spindle.step.Observation(id, 1023, step, 4));
                                 }
                                 for (int i = 0; i < 3; i++) { // warm-up
                                     head.draftAll(calls);
@@ -125,9 +125,9 @@ final class DraftHeadCostRun implements Callable<Integer> {
                                 // the engine's path: the verification step is tapped, its taps stay on the GPU, and the head reads
                                 // each sequence's committed rows (here its window's first four) where the step wrote them
                                 double verifyMs = ((Number) bench.verifyCost(seqs, block, 1024, 20, hc.tapLayers(1)).get("step_ms")).doubleValue();
-                                List<dev.spindle.engine.spec.Observation> onDevice = new ArrayList<>();
+                                List<dev.spindle.step.Observation> onDevice = new ArrayList<>();
                                 for (int id = 1; id <= seqs; id++) {
-                                    onDevice.add(new dev.spindle.engine.spec.Observation(id, 1023, null, 4, (id - 1) * block));
+                                    onDevice.add(new dev.spindle.step.Observation(id, 1023, null, 4, (id - 1) * block));
                                 }
                                 double injectStepMs = injectionMs(head, onDevice, n, gpu.driver());
                                 Map<String, Object> pb = new LinkedHashMap<>();
@@ -168,7 +168,7 @@ final class DraftHeadCostRun implements Callable<Integer> {
     }
 
     /** The time of one injection of these rows (each sequence's context cut back after it), averaged over n, to the device's end. */
-    private static double injectionMs(CudaDraftHead head, List<dev.spindle.engine.spec.Observation> rows, int n, CudaDriver cuda) {
+    private static double injectionMs(CudaDraftHead head, List<dev.spindle.step.Observation> rows, int n, CudaDriver cuda) {
         head.injectAll(rows); // grows the context arrays once
         rows.forEach(o -> head.truncate(o.id(), 1023));
         cuda.sync();

@@ -1,6 +1,6 @@
 package dev.spindle.cli;
 
-import dev.spindle.engine.spec.SpeculativeConfig;
+import dev.spindle.engine.speculative.SpeculativeConfig;
 import picocli.CommandLine.Option;
 
 import java.nio.file.Path;

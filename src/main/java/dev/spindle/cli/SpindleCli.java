@@ -36,7 +36,7 @@ public final class SpindleCli implements Runnable {
         @Override
         public int handleExecutionException(Exception e, CommandLine cmd, CommandLine.ParseResult parsed) {
             if (e instanceof dev.spindle.model.ModelLoadException || e instanceof IllegalArgumentException
-                    || e instanceof dev.spindle.engine.kv.KvCapacityException || e instanceof dev.spindle.chat.ChatTemplateException
+                    || e instanceof dev.spindle.kv.KvCapacityException || e instanceof dev.spindle.chat.ChatTemplateException
                     || e instanceof dev.spindle.tokenizer.TokenizerException || e instanceof dev.spindle.backend.cuda.CudaException) {
                 cmd.getErr().println("spindle: " + e.getMessage());
                 return 2;

@@ -1,6 +1,8 @@
 package dev.spindle.engine;
 
-import dev.spindle.backend.ForwardPass;
+import dev.spindle.sample.SamplingParams;
+
+import dev.spindle.step.ForwardPass;
 import dev.spindle.chat.ChatTemplate;
 import dev.spindle.chat.ParsedDelta;
 import dev.spindle.chat.ReplyParser;
@@ -29,11 +31,11 @@ public final class ChatRunner {
     private final Tokenizer tokenizer;
     private final ChatTemplate template;
     private final Set<Integer> stopIds = new HashSet<>();
-    private dev.spindle.engine.spec.Speculation speculation = dev.spindle.engine.spec.Speculation.NONE;
+    private dev.spindle.engine.speculative.Speculation speculation = dev.spindle.engine.speculative.Speculation.NONE;
     private dev.spindle.engine.sched.EngineCore core;
 
     /** Decode with speculative decoding (a draft model or prompt lookup): greedy, the reply is the same, token for token. */
-    public ChatRunner withSpeculation(dev.spindle.engine.spec.Speculation speculation) {
+    public ChatRunner withSpeculation(dev.spindle.engine.speculative.Speculation speculation) {
         this.speculation = speculation;
         this.core = null;
         return this;

@@ -1,6 +1,8 @@
 package dev.spindle.engine;
 
-import dev.spindle.backend.ForwardPass;
+import dev.spindle.sample.SamplingParams;
+
+import dev.spindle.step.ForwardPass;
 import dev.spindle.engine.sched.EngineCore;
 
 import java.util.HashSet;
@@ -26,7 +28,7 @@ public final class Engine implements AutoCloseable {
     private volatile int running;                               // in the running batch after the last step
     private final Set<Long> waitingIds = new HashSet<>();      // engine thread only
     private final Thread thread;
-    private final dev.spindle.engine.spec.Speculation speculation;
+    private final dev.spindle.engine.speculative.Speculation speculation;
     private volatile EngineStats stats;
     private volatile boolean closed;
     private volatile String lastFailure;
@@ -36,11 +38,11 @@ public final class Engine implements AutoCloseable {
     public static final int UNHEALTHY_AFTER = 3;
 
     public Engine(ForwardPass model, int maxBatchedTokens, int maxSequences, Set<Integer> eosIds) {
-        this(model, maxBatchedTokens, maxSequences, eosIds, Integer.MAX_VALUE, dev.spindle.engine.spec.Speculation.NONE);
+        this(model, maxBatchedTokens, maxSequences, eosIds, Integer.MAX_VALUE, dev.spindle.engine.speculative.Speculation.NONE);
     }
 
     public Engine(ForwardPass model, int maxBatchedTokens, int maxSequences, Set<Integer> eosIds, int maxWaiting) {
-        this(model, maxBatchedTokens, maxSequences, eosIds, maxWaiting, dev.spindle.engine.spec.Speculation.NONE);
+        this(model, maxBatchedTokens, maxSequences, eosIds, maxWaiting, dev.spindle.engine.speculative.Speculation.NONE);
     }
 
     /**
@@ -48,7 +50,7 @@ public final class Engine implements AutoCloseable {
      * @param speculation speculative decoding (its proposer is closed with the engine)
      */
     public Engine(ForwardPass model, int maxBatchedTokens, int maxSequences, Set<Integer> eosIds, int maxWaiting,
-                  dev.spindle.engine.spec.Speculation speculation) {
+                  dev.spindle.engine.speculative.Speculation speculation) {
         this(model, maxBatchedTokens, maxSequences, eosIds, maxWaiting, speculation, false);
     }
 
@@ -57,7 +59,7 @@ public final class Engine implements AutoCloseable {
      *                        backend can ({@link ForwardPass#runsAhead}; {@link EngineCore})
      */
     public Engine(ForwardPass model, int maxBatchedTokens, int maxSequences, Set<Integer> eosIds, int maxWaiting,
-                  dev.spindle.engine.spec.Speculation speculation, boolean asyncScheduling) {
+                  dev.spindle.engine.speculative.Speculation speculation, boolean asyncScheduling) {
         if (maxWaiting < 0) {
             throw new IllegalArgumentException("the waiting bound must be >= 0, got " + maxWaiting);
         }

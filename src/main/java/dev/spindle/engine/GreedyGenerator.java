@@ -1,7 +1,10 @@
 package dev.spindle.engine;
 
-import dev.spindle.backend.ForwardPass;
-import dev.spindle.engine.kv.BlockTable;
+import dev.spindle.kv.BlockPool;
+import dev.spindle.kv.SoloWindow;
+
+import dev.spindle.step.ForwardPass;
+import dev.spindle.kv.BlockTable;
 
 import java.util.Arrays;
 import java.util.Set;
@@ -15,7 +18,7 @@ import java.util.function.IntConsumer;
  */
 public final class GreedyGenerator {
     private final ForwardPass model;
-    private final dev.spindle.engine.kv.BlockPool pool;
+    private final dev.spindle.kv.BlockPool pool;
     private final int prefillChunk;
 
     public GreedyGenerator(ForwardPass model, int prefillChunk) {
@@ -23,7 +26,7 @@ public final class GreedyGenerator {
             throw new IllegalArgumentException("prefill chunk must be positive: " + prefillChunk);
         }
         this.model = model;
-        this.pool = model.kvCapacity().newPool();
+        this.pool = new BlockPool(model.kvCapacity());
         this.prefillChunk = prefillChunk;
     }
 
@@ -55,7 +58,7 @@ public final class GreedyGenerator {
             float[] logits = null;
             for (int pos = 0; pos < prompt.length; pos += prefillChunk) {
                 int end = Math.min(prompt.length, pos + prefillChunk);
-                logits = ForwardPass.run(model, Arrays.copyOfRange(prompt, pos, end), table, false)[0];
+                logits = SoloWindow.run(model, Arrays.copyOfRange(prompt, pos, end), table, false)[0];
             }
             long t1 = System.nanoTime();
             int[] out = new int[maxTokens];
@@ -72,7 +75,7 @@ public final class GreedyGenerator {
                 if (n == maxTokens) {
                     break;
                 }
-                logits = ForwardPass.run(model, new int[]{next}, table, false)[0];
+                logits = SoloWindow.run(model, new int[]{next}, table, false)[0];
             }
             long t2 = System.nanoTime();
             return new Result(Arrays.copyOf(out, n), eos, t1 - t0, t2 - t1, prompt.length);
@@ -83,6 +86,6 @@ public final class GreedyGenerator {
 
     /** The largest logit's index, the first among equals (as torch.argmax and HF greedy). */
     public static int argmax(float[] logits) {
-        return dev.spindle.engine.sample.Sampler.argmax(logits);
+        return dev.spindle.sample.Sampler.argmax(logits);
     }
 }

@@ -4,20 +4,25 @@ import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
 
 /**
- * A weight in memory: a bf16 row-major array of {@code shape} backed by a memory
- * segment (a mapping of the safetensors file, or off-heap memory for converted
- * and dummy weights). Never on the Java heap.
+ * An array in memory: {@code dtype} values of {@code shape}, row-major, backed by a memory segment
+ * (a mapping of the checkpoint file, or off-heap memory for converted and dummy weights). Never on
+ * the Java heap. A weight matrix is one or more of them ({@link Matrix}).
  */
-public record Tensor(String name, long[] shape, MemorySegment data) {
+public record Tensor(String name, DType dtype, long[] shape, MemorySegment data) {
     public Tensor {
         shape = shape.clone();
         long n = 1;
         for (long d : shape) {
             n *= d;
         }
-        if (data.byteSize() != n * 2) {
-            throw new IllegalArgumentException(name + ": " + data.byteSize() + " bytes for bf16 shape " + Arrays.toString(shape));
+        if (data.byteSize() != n * dtype.bytes) {
+            throw new IllegalArgumentException(name + ": " + data.byteSize() + " bytes for " + dtype + " shape " + Arrays.toString(shape));
         }
+    }
+
+    /** A bf16 array. */
+    public Tensor(String name, long[] shape, MemorySegment data) {
+        this(name, DType.BF16, shape, data);
     }
 
     /** Size of dimension {@code i}. */

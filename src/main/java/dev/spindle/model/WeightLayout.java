@@ -49,12 +49,17 @@ public final class WeightLayout {
     public static ModelWeights assemble(ModelConfig c, Map<String, Tensor> t) {
         List<LayerWeights> layers = new ArrayList<>();
         for (int i = 0; i < c.numLayers(); i++) {
-            layers.add(new LayerWeights(t.get(layer(i, "input_layernorm")), t.get(layer(i, "self_attn.q_proj")),
-                    t.get(layer(i, "self_attn.k_proj")), t.get(layer(i, "self_attn.v_proj")), t.get(layer(i, "self_attn.o_proj")),
-                    t.get(layer(i, "post_attention_layernorm")), t.get(layer(i, "mlp.gate_proj")), t.get(layer(i, "mlp.up_proj")),
-                    t.get(layer(i, "mlp.down_proj"))));
+            layers.add(new LayerWeights(t.get(layer(i, "input_layernorm")), matrix(t, layer(i, "self_attn.q_proj")),
+                    matrix(t, layer(i, "self_attn.k_proj")), matrix(t, layer(i, "self_attn.v_proj")), matrix(t, layer(i, "self_attn.o_proj")),
+                    t.get(layer(i, "post_attention_layernorm")), matrix(t, layer(i, "mlp.gate_proj")), matrix(t, layer(i, "mlp.up_proj")),
+                    matrix(t, layer(i, "mlp.down_proj"))));
         }
         Tensor embed = t.get(EMBED);
-        return new ModelWeights(embed, layers, t.get(NORM), c.tiedEmbeddings() ? embed : t.get(LM_HEAD));
+        return new ModelWeights(embed, layers, t.get(NORM), new Bf16Matrix(c.tiedEmbeddings() ? embed : t.get(LM_HEAD)));
+    }
+
+    /** A linear layer's weight in its format: bf16, the one format the loader reads today. */
+    private static Matrix matrix(Map<String, Tensor> t, String name) {
+        return new Bf16Matrix(t.get(name));
     }
 }

@@ -2,7 +2,7 @@ package dev.spindle.server;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.spindle.backend.Backends;
+import dev.spindle.wiring.Backends;
 import dev.spindle.chat.ChatTemplate;
 import dev.spindle.engine.Engine;
 import dev.spindle.model.LoadFormat;
@@ -30,7 +30,7 @@ import java.util.Set;
 public class ModelService {
     /** Everything that exists once the model is loaded. */
     private record Loaded(Backends.Opened backend, Tokenizer tokenizer, ChatTemplate template, Engine engine,
-                          String servedName, JsonNode generationDefaults, dev.spindle.engine.grammar.TokenTexts tokenTexts,
+                          String servedName, JsonNode generationDefaults, dev.spindle.grammar.TokenTexts tokenTexts,
                           Set<Integer> eosIds) {
     }
 
@@ -70,15 +70,15 @@ public class ModelService {
                 Math.max(config.maxNumBatchedTokens(), config.maxNumSeqs()), config.kvMemoryFraction(), config.cudaGraphs(),
                 dev.spindle.backend.cuda.GemmAlgorithmCache.folder(config.gemmCache())).withTensorParallel(config.tensorParallelSize());
         var sc = config.speculative();
-        var specConfig = new dev.spindle.engine.spec.SpeculativeConfig(dev.spindle.engine.spec.SpeculativeConfig.Method.parse(sc.method()),
+        var specConfig = new dev.spindle.engine.speculative.SpeculativeConfig(dev.spindle.engine.speculative.SpeculativeConfig.Method.parse(sc.method()),
                 sc.draftModel().map(Path::of).orElse(null), sc.numTokens(), sc.promptLookupMin(), sc.promptLookupMax(), sc.maxBatch(),
                 sc.dflashTapOffset(), sc.dflashBlockSize(), sc.dflashSampledDrafts());
-        Backends.Opened backend = Backends.open(dir, format, kind, dev.spindle.backend.Proposers.targetSettings(specConfig, settings), LoadListener.NONE);
+        Backends.Opened backend = Backends.open(dir, format, kind, dev.spindle.wiring.Proposers.targetSettings(specConfig, settings), LoadListener.NONE);
         ModelConfig mc = backend.config();
         Set<Integer> eos = dev.spindle.chat.ChatFormat.of(mc).endOfTurnIds(mc, tokenizer);
-        dev.spindle.engine.spec.Speculation speculation;
+        dev.spindle.engine.speculative.Speculation speculation;
         try {
-            speculation = dev.spindle.backend.Proposers.open(specConfig, dir, backend, format, settings, LoadListener.NONE);
+            speculation = dev.spindle.wiring.Proposers.open(specConfig, dir, backend, format, settings, LoadListener.NONE);
         } catch (RuntimeException e) {
             backend.close();
             throw e;
@@ -96,7 +96,7 @@ public class ModelService {
         }
         Engine engine = new Engine(backend.pass(), config.maxNumBatchedTokens(), config.maxNumSeqs(), eos, config.maxWaitingRequests(), speculation,
                 config.asyncScheduling());
-        var texts = dev.spindle.engine.grammar.TokenTexts.load(dir.resolve("tokenizer.json"), mc.vocabSize());
+        var texts = dev.spindle.grammar.TokenTexts.load(dir.resolve("tokenizer.json"), mc.vocabSize());
         long tw = System.nanoTime();
         warmUp(engine, tokenizer);
         long ready = System.nanoTime();
@@ -133,7 +133,7 @@ public class ModelService {
         if (prompt.length == 0) {
             return;
         }
-        engine.submit(prompt, dev.spindle.engine.SamplingParams.greedy(4), new dev.spindle.engine.TokenSink() {
+        engine.submit(prompt, dev.spindle.sample.SamplingParams.greedy(4), new dev.spindle.engine.TokenSink() {
             @Override
             public void onToken(dev.spindle.engine.TokenEvent e) {
                 if (e.finishReason() != null) {
@@ -192,7 +192,7 @@ public class ModelService {
     }
 
     /** Each token's text, for constrained decoding. */
-    public dev.spindle.engine.grammar.TokenTexts tokenTexts() {
+    public dev.spindle.grammar.TokenTexts tokenTexts() {
         return l().tokenTexts();
     }
 

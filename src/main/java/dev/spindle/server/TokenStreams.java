@@ -2,7 +2,7 @@ package dev.spindle.server;
 
 import dev.spindle.engine.Engine;
 import dev.spindle.engine.EngineBusyException;
-import dev.spindle.engine.SamplingParams;
+import dev.spindle.sample.SamplingParams;
 import dev.spindle.engine.TokenEvent;
 import dev.spindle.engine.TokenSink;
 import io.smallrye.mutiny.Multi;

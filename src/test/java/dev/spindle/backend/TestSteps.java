@@ -1,7 +1,11 @@
 package dev.spindle.backend;
 
-import dev.spindle.engine.kv.BlockPool;
-import dev.spindle.engine.kv.BlockTable;
+import dev.spindle.step.ForwardPass;
+import dev.spindle.step.ModelStep;
+import dev.spindle.step.StepOutput;
+
+import dev.spindle.kv.BlockPool;
+import dev.spindle.kv.BlockTable;
 
 import java.util.IdentityHashMap;
 import java.util.List;
@@ -16,7 +20,7 @@ public final class TestSteps {
 
     /** The tests' pool over this backend's KV (one per backend instance). */
     public static synchronized BlockPool pool(ForwardPass pass) {
-        return POOLS.computeIfAbsent(pass, p -> p.kvCapacity().newPool());
+        return POOLS.computeIfAbsent(pass, p -> new BlockPool(p.kvCapacity()));
     }
 
     /** A window at the table's end, its blocks reserved: logits of every row, the last, or none. */
@@ -30,22 +34,22 @@ public final class TestSteps {
     public static List<float[][]> forward(ForwardPass pass, List<ModelStep.Window> windows) {
         StepOutput out = pass.execute(new ModelStep(windows));
         for (ModelStep.Window w : windows) {
-            w.table().advance(w.start() + w.tokens().length);
+            ((BlockTable) w.table()).advance(w.start() + w.tokens().length);
         }
         return out.logits();
     }
 
     /** Each prompt row's residual after the tap layers, from one window or from one-row steps. */
-    public static float[][] taps(dev.spindle.backend.ForwardPass pass, int[] prompt, int[] layers, boolean rowByRow) {
-        dev.spindle.engine.kv.BlockTable t = new dev.spindle.engine.kv.BlockTable(pool(pass));
+    public static float[][] taps(dev.spindle.step.ForwardPass pass, int[] prompt, int[] layers, boolean rowByRow) {
+        dev.spindle.kv.BlockTable t = new dev.spindle.kv.BlockTable(pool(pass));
         try {
             float[][] out = new float[prompt.length][];
             int step = rowByRow ? 1 : prompt.length;
             for (int at = 0; at < prompt.length; at += step) {
                 int[] part = java.util.Arrays.copyOfRange(prompt, at, at + step);
                 t.reserve(at + step);
-                var w = new dev.spindle.backend.ModelStep.Window(part, at, t, dev.spindle.backend.ModelStep.lastRow(step), null, true);
-                float[][] rows = pass.execute(new dev.spindle.backend.ModelStep(List.of(w), layers)).taps().getFirst();
+                var w = new dev.spindle.step.ModelStep.Window(part, at, t, dev.spindle.step.ModelStep.lastRow(step), null, true);
+                float[][] rows = pass.execute(new dev.spindle.step.ModelStep(List.of(w), layers)).taps().getFirst();
                 t.advance(at + step);
                 System.arraycopy(rows, 0, out, at, step);
             }

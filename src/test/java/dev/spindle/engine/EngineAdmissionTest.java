@@ -66,7 +66,7 @@ class EngineAdmissionTest {
         }
 
         @Override
-        public dev.spindle.backend.StepOutput execute(dev.spindle.backend.ModelStep step) {
+        public dev.spindle.step.StepOutput execute(dev.spindle.step.ModelStep step) {
             permits.acquireUninterruptibly();
             return inner.execute(step);
         }
@@ -81,12 +81,15 @@ class EngineAdmissionTest {
             try {
                 List<CompletableFuture<String>> all = new ArrayList<>();
                 for (int i = 0; i < slots; i++) {
-                    all.add(EngineFaultTest.request(engine, new int[]{4, 5, 6 + i}, 8));
+                    all.add(EngineFaultTest.request(engine, new int[]{4, 5, 6 + i}, 64));
                 }
-                pass.permits.release(); // one step: both start, the batch is full
+                // a step at a time until both run (the engine may have started a step with the first alone)
                 long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
                 while (engine.stats().running() < slots && System.nanoTime() < deadline) {
-                    Thread.sleep(5);
+                    if (pass.permits.availablePermits() == 0) {
+                        pass.permits.release();
+                    }
+                    Thread.sleep(20);
                 }
                 assertEquals(slots, engine.stats().running(), "the first requests run");
                 for (int i = 0; i < waiting; i++) {

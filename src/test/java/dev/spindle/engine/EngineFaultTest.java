@@ -1,8 +1,10 @@
 package dev.spindle.engine;
 
+import dev.spindle.sample.SamplingParams;
+
 import dev.spindle.Fixture;
-import dev.spindle.backend.ModelStep;
-import dev.spindle.backend.StepOutput;
+import dev.spindle.step.ModelStep;
+import dev.spindle.step.StepOutput;
 import dev.spindle.backend.cpu.CpuForwardPass;
 import dev.spindle.backend.cpu.KvSlots;
 import org.junit.jupiter.api.Test;

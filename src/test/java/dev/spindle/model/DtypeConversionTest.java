@@ -2,7 +2,7 @@ package dev.spindle.model;
 
 import dev.spindle.Fixture;
 import dev.spindle.backend.cpu.CpuForwardPass;
-import dev.spindle.engine.kv.BlockTable;
+import dev.spindle.kv.BlockTable;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -36,8 +36,8 @@ class DtypeConversionTest {
              LoadedModel b = ModelLoader.load(dir, LoadFormat.SAFETENSORS, LoadListener.NONE);
              CpuForwardPass ca = new CpuForwardPass(a.config(), a.weights(), 8, 16);
              CpuForwardPass cb = new CpuForwardPass(b.config(), b.weights(), 8, 16)) {
-            float[][] la = dev.spindle.backend.ForwardPass.run(ca, prompt, new BlockTable(dev.spindle.backend.TestSteps.pool(ca)), true);
-            float[][] lb = dev.spindle.backend.ForwardPass.run(cb, prompt, new BlockTable(dev.spindle.backend.TestSteps.pool(cb)), true);
+            float[][] la = dev.spindle.kv.SoloWindow.run(ca, prompt, new BlockTable(dev.spindle.backend.TestSteps.pool(ca)), true);
+            float[][] lb = dev.spindle.kv.SoloWindow.run(cb, prompt, new BlockTable(dev.spindle.backend.TestSteps.pool(cb)), true);
             for (int i = 0; i < prompt.length; i++) {
                 assertArrayEquals(la[i], lb[i]);
             }
@@ -65,7 +65,7 @@ class DtypeConversionTest {
         f16.write(dir.resolve("model.safetensors"));
         try (LoadedModel m = ModelLoader.load(dir, LoadFormat.SAFETENSORS, LoadListener.NONE)) {
             short[] expected = halves.get("model.layers.1.mlp.down_proj.weight");
-            var data = m.weights().layers().get(1).down().data();
+            var data = ((Bf16Matrix) m.weights().layers().get(1).down()).data().data();
             for (int i = 0; i < expected.length; i++) {
                 short got = data.getAtIndex(java.lang.foreign.ValueLayout.JAVA_SHORT_UNALIGNED, i);
                 org.junit.jupiter.api.Assertions.assertEquals(Bf16.fromFloat(Float.float16ToFloat(expected[i])), got, "element " + i);

@@ -1,8 +1,12 @@
 package dev.spindle.backend.cpu;
 
-import dev.spindle.engine.spec.DraftHead;
+import dev.spindle.backend.CandidateSelector;
+import dev.spindle.backend.RotaryTable;
+
+import dev.spindle.step.DraftHead;
 import dev.spindle.model.Bf16;
 import dev.spindle.model.DraftHeadConfig;
+import dev.spindle.model.Matrix;
 import dev.spindle.model.Tensor;
 
 import java.lang.foreign.MemorySegment;
@@ -31,19 +35,19 @@ public final class CpuDraftHead implements DraftHead {
     private final DraftHeadConfig c;
     private final Map<String, Tensor> w;
     private final MemorySegment embedding;
-    private final MemorySegment lmHead;
+    private final Matrix lmHead;
     private final int vocab;
     private final int[] taps;
     private final Parallel parallel;
     private final boolean ownsParallel;
     private final MatMul matMul;
     private final RotaryTable rotary;
-    private final dev.spindle.engine.spec.DraftContexts<Context> contexts = new dev.spindle.engine.spec.DraftContexts<>(x -> { });
+    private final dev.spindle.backend.DraftContexts<Context> contexts = new dev.spindle.backend.DraftContexts<>(x -> { });
     private float[][] lastLogits;
     private final AutoCloseable resources;
 
     /** One sequence's context: per layer the K (roped, normed) and V rows, from position {@code start}. */
-    private final class Context extends dev.spindle.engine.spec.DraftContexts.Span {
+    private final class Context extends dev.spindle.backend.DraftContexts.Span {
         float[][] k = new float[c.layers()][];
         float[][] v = new float[c.layers()][];
 
@@ -70,12 +74,12 @@ public final class CpuDraftHead implements DraftHead {
     /**
      * @param weights    the head's tensors by name (without a {@code model.} prefix)
      * @param embedding  the target's input embedding (vocab, hidden), bf16
-     * @param lmHead     the target's output head (vocab, hidden), bf16
+     * @param lmHead     the target's output head (vocab, hidden), in its format
      * @param tapLayers  the executed target layers read, in the fc input's order
      * @param threads    CPU threads for the head's matmuls
      * @param resources  closed with the head (the arena its weights live in), or null
      */
-    public CpuDraftHead(DraftHeadConfig config, Map<String, Tensor> weights, MemorySegment embedding, MemorySegment lmHead, int vocab,
+    public CpuDraftHead(DraftHeadConfig config, Map<String, Tensor> weights, MemorySegment embedding, Matrix lmHead, int vocab,
                         int[] tapLayers, int threads, AutoCloseable resources) {
         this.resources = resources;
         this.c = config;
@@ -168,7 +172,7 @@ public final class CpuDraftHead implements DraftHead {
     }
 
     @Override
-    public dev.spindle.engine.spec.Proposal draft(long id, int anchor, int drafts, Sampling sampling) {
+    public dev.spindle.step.Proposal draft(long id, int anchor, int drafts, Sampling sampling) {
         if (drafts < 1 || drafts > c.blockSize() - 1) {
             throw new IllegalArgumentException("a block drafts 1.." + (c.blockSize() - 1) + " tokens, asked for " + drafts);
         }
@@ -191,7 +195,7 @@ public final class CpuDraftHead implements DraftHead {
         // rows 1..n-1: the drafts' hidden states, through the target's head
         float[] rows = Arrays.copyOfRange(hidden, h, n * h);
         float[] logits = new float[drafts * vocab];
-        matMul.apply(rows, drafts, h, lmHead, vocab, logits);
+        matMul.apply(rows, drafts, lmHead, logits);
         shapeLogits(logits);
         float[][] out = new float[drafts][];
         for (int r = 0; r < drafts; r++) {
@@ -206,13 +210,13 @@ public final class CpuDraftHead implements DraftHead {
         float[][] q = sampled ? new float[drafts][] : null;
         for (int r = 0; r < drafts; r++) {
             if (sampled) {
-                q[r] = dev.spindle.engine.sample.Sampler.probabilities(out[r], sampling.params());
-                tokens[r] = dev.spindle.engine.sample.Sampler.drawFrom(q[r], sampling.rng());
+                q[r] = dev.spindle.sample.Sampler.probabilities(out[r], sampling.params());
+                tokens[r] = dev.spindle.sample.Sampler.drawFrom(q[r], sampling.rng());
             } else {
-                tokens[r] = dev.spindle.engine.sample.Sampler.argmax(out[r]);
+                tokens[r] = dev.spindle.sample.Sampler.argmax(out[r]);
             }
         }
-        return new dev.spindle.engine.spec.Proposal(tokens, q);
+        return new dev.spindle.step.Proposal(tokens, q);
     }
 
     @Override
@@ -415,83 +419,12 @@ public final class CpuDraftHead implements DraftHead {
      * predecessor. Sampled: the draft is drawn from the softmax of the scores at the request's temperature
      * (the reference's walk: no top-k or top-p on the K candidates), and that distribution is the row's q.
      */
-    private dev.spindle.engine.spec.Proposal selectorWalk(float[] rows, float[][] logits, int anchor, Sampling sampling) {
+    private dev.spindle.step.Proposal selectorWalk(float[] rows, float[][] logits, int anchor, Sampling sampling) {
         int drafts = logits.length, rank = c.selectorRank(), h = c.hidden();
         float[] proj = new float[drafts * rank];
         matMul.apply(rows, drafts, h, t("candidate_selector.hidden_projection.weight"), rank, proj);
-        return walk(logits, proj, rank, c.selectorTopK(), t("candidate_selector.predecessor_codebook"), t("candidate_selector.successor_codebook"),
+        return CandidateSelector.walk(logits, proj, rank, c.selectorTopK(), t("candidate_selector.predecessor_codebook"), t("candidate_selector.successor_codebook"),
                 anchor, sampling);
-    }
-
-    /**
-     * The selector's walk given each row's logits and its hidden projection ({@code proj}: drafts x rank, bf16 values),
-     * greedy or sampled (see {@link #selectorWalk}); shared by the CUDA head, which computes the logits and projections there.
-     */
-    public static dev.spindle.engine.spec.Proposal walk(float[][] logits, float[] proj, int rank, int k, MemorySegment pred, MemorySegment succ,
-                                                         int anchor, Sampling sampling) {
-        int drafts = logits.length;
-        int[] tokens = new int[drafts];
-        float[][] q = sampling == null ? null : new float[drafts][];
-        int prev = anchor;
-        for (int r = 0; r < drafts; r++) {
-            int[] cand = topK(logits[r], k);
-            float[] scores = new float[cand.length];
-            float[] mixed = new float[rank];
-            for (int i = 0; i < rank; i++) {
-                mixed[i] = Bf16.round(Bf16.toFloat(pred.get(BF16, 2 * ((long) prev * rank + i))) * proj[r * rank + i]);
-            }
-            int best = -1;
-            float bestScore = Float.NEGATIVE_INFINITY;
-            for (int j = 0; j < cand.length; j++) {
-                float dot = 0;
-                for (int i = 0; i < rank; i++) {
-                    dot = Math.fma(mixed[i], Bf16.toFloat(succ.get(BF16, 2 * ((long) cand[j] * rank + i))), dot);
-                }
-                float score = Bf16.round(logits[r][cand[j]] + Bf16.round(dot));
-                scores[j] = score;
-                if (best < 0 || score > bestScore) {
-                    best = j;
-                    bestScore = score;
-                }
-            }
-            if (sampling != null) {
-                double t = sampling.params().temperature();
-                double sum = 0;
-                double[] e = new double[cand.length];
-                for (int j = 0; j < cand.length; j++) {
-                    e[j] = Math.exp((scores[j] - bestScore) / t);
-                    sum += e[j];
-                }
-                q[r] = new float[logits[r].length];
-                for (int j = 0; j < cand.length; j++) {
-                    q[r][cand[j]] = (float) (e[j] / sum);
-                }
-                prev = dev.spindle.engine.sample.Sampler.drawFrom(q[r], sampling.rng());
-            } else {
-                prev = cand[best];
-            }
-            tokens[r] = prev;
-        }
-        return new dev.spindle.engine.spec.Proposal(tokens, q);
-    }
-
-    /** The k best ids of a row, best first (ties: lower id first). */
-    static int[] topK(float[] row, int k) {
-        int n = Math.min(k, row.length);
-        int[] best = new int[n];
-        Arrays.fill(best, -1);
-        for (int id = 0; id < row.length; id++) {
-            float v = row[id];
-            int at = n;
-            while (at > 0 && (best[at - 1] < 0 || v > row[best[at - 1]])) {
-                at--;
-            }
-            if (at < n) {
-                System.arraycopy(best, at, best, at + 1, n - at - 1);
-                best[at] = id;
-            }
-        }
-        return best;
     }
 
     @Override

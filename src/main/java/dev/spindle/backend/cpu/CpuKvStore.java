@@ -1,6 +1,7 @@
 package dev.spindle.backend.cpu;
 
-import dev.spindle.engine.kv.BlockTable;
+import dev.spindle.step.BlockIds;
+import dev.spindle.step.KvDtype;
 import dev.spindle.model.Bf16;
 
 import java.lang.foreign.Arena;
@@ -9,7 +10,7 @@ import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
 
 /**
- * The bytes of the paged KV pool in host memory, bf16.
+ * The bytes of the paged KV pool in host memory, in its {@link KvDtype} (bf16, the one this store holds today).
  * Layout: (blocks, slots, 2 [K, V], blockSize, kvHeads, headDim), so one block holds
  * every executed layer's K and V for its tokens and frees them together.
  * A slot is one executed layer: {@code layer + loop * numLayers}.
@@ -17,6 +18,7 @@ import java.nio.ByteOrder;
 public final class CpuKvStore implements AutoCloseable {
     private static final ValueLayout.OfShort BF16 = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
     private final Arena arena = Arena.ofShared();
+    private final KvDtype dtype = KvDtype.BF16;
     private final MemorySegment data;
     private final int slots;
     private final int blockSize;
@@ -28,12 +30,16 @@ public final class CpuKvStore implements AutoCloseable {
         this.blockSize = blockSize;
         this.kvHeads = kvHeads;
         this.headDim = headDim;
-        this.data = arena.allocate((long) numBlocks * slots * 2 * blockSize * kvHeads * headDim * 2, 64);
+        this.data = arena.allocate((long) numBlocks * slots * 2 * blockSize * kvHeads * headDim * dtype.bytes, 64);
     }
 
-    /** Bytes of KV per token (all slots, K and V). */
+    /** Bytes of bf16 KV per token (all slots, K and V). */
     public static long bytesPerToken(int slots, int kvHeads, int headDim) {
-        return (long) slots * 2 * kvHeads * headDim * 2;
+        return (long) slots * 2 * kvHeads * headDim * KvDtype.BF16.bytes;
+    }
+
+    KvDtype dtype() {
+        return dtype;
     }
 
     MemorySegment data() {
@@ -45,14 +51,14 @@ public final class CpuKvStore implements AutoCloseable {
     }
 
     /** Byte offset of the head vector of K (kv = 0) or V (kv = 1) at {@code position} of a sequence. */
-    long offset(BlockTable table, int slot, int kv, int position, int head) {
+    long offset(BlockIds table, int slot, int kv, int position, int head) {
         int block = table.block(position / blockSize);
         int off = position % blockSize;
         return ((((((long) block * slots + slot) * 2 + kv) * blockSize + off) * kvHeads + head) * headDim) * 2;
     }
 
     /** Stores K and V rows (kvHeads x headDim each, bf16-valued) for {@code position}. */
-    void write(BlockTable table, int slot, int position, float[] k, float[] v, int rowOffset) {
+    void write(BlockIds table, int slot, int position, float[] k, float[] v, int rowOffset) {
         long ko = offset(table, slot, 0, position, 0);
         long vo = offset(table, slot, 1, position, 0);
         int n = kvHeads * headDim;

@@ -1,6 +1,8 @@
 package dev.spindle.backend.cpu;
 
 import dev.spindle.model.Bf16;
+import dev.spindle.model.Bf16Matrix;
+import dev.spindle.model.Matrix;
 import jdk.incubator.vector.FloatVector;
 
 import java.lang.foreign.MemorySegment;
@@ -30,6 +32,23 @@ final class MatMul {
 
     MatMul(Parallel parallel) {
         this.parallel = parallel;
+    }
+
+    /** {@code out = bf16(x @ W^T)} for a weight in its format: x (n, w.cols()), out (n, w.rows()). */
+    void apply(float[] x, int n, Matrix w, float[] out) {
+        switch (w) {
+            case Bf16Matrix b -> apply(x, n, b.cols(), b.data().data(), b.rows(), out);
+        }
+    }
+
+    /**
+     * The same over columns [col, col + k) of W (a row-parallel rank's slice of o_proj or down_proj): x (n, k), out
+     * (n, w.rows()); {@code rounded} false leaves each output in fp32 (a partial that an all-reduce sums before rounding).
+     */
+    void applyColumns(float[] x, int n, Matrix w, int col, int k, float[] out, boolean rounded) {
+        switch (w) {
+            case Bf16Matrix b -> apply(x, n, k, b.data().data(), b.cols(), col, b.rows(), out, rounded);
+        }
     }
 
     void apply(float[] x, int n, int k, MemorySegment w, int nOut, float[] out) {

@@ -1,7 +1,7 @@
 package dev.spindle.backend.cpu;
 
 import dev.spindle.backend.KeySplits;
-import dev.spindle.engine.kv.BlockTable;
+import dev.spindle.step.BlockIds;
 import dev.spindle.model.Bf16;
 import jdk.incubator.vector.FloatVector;
 
@@ -38,7 +38,7 @@ final class PagedAttention {
      * @param out      (rows, heads, headDim) attention output, bf16-valued, written for this window's rows
      * @param start    position of the window's first row; K/V for positions [0, start + n) are in the store
      */
-    void apply(float[] q, int firstRow, int n, int start, int heads, int kvHeads, CpuKvStore kv, BlockTable table, int slot, float[] out) {
+    void apply(float[] q, int firstRow, int n, int start, int heads, int kvHeads, CpuKvStore kv, BlockIds table, int slot, float[] out) {
         int hd = kv.headDim();
         int group = heads / kvHeads;
         float scale = (float) Math.pow(hd, -0.5), c = scale * LOG2E;

@@ -1,12 +1,12 @@
 package dev.spindle.backend.cuda;
 
-import dev.spindle.backend.ForwardPass;
-import dev.spindle.backend.ModelStep;
-import dev.spindle.backend.ModelStep.Window;
-import dev.spindle.backend.StepOutput;
-import dev.spindle.engine.kv.BlockPool;
-import dev.spindle.engine.kv.BlockTable;
-import dev.spindle.engine.kv.KvCapacityException;
+import dev.spindle.step.ForwardPass;
+import dev.spindle.step.ModelStep;
+import dev.spindle.step.ModelStep.Window;
+import dev.spindle.step.StepOutput;
+import dev.spindle.kv.BlockPool;
+import dev.spindle.kv.BlockTable;
+import dev.spindle.kv.KvCapacityException;
 import dev.spindle.model.ModelConfig;
 
 import java.util.ArrayList;
@@ -36,7 +36,7 @@ public final class CudaBench {
         this.gpu = gpu;
         this.c = gpu.config();
         this.cuda = gpu.driver();
-        this.pool = gpu.kvCapacity().newPool();
+        this.pool = new BlockPool(gpu.kvCapacity());
     }
 
     /** A window of {@code tokens} at the table's end (its blocks reserved), wanting the last row's logits. */
@@ -48,7 +48,7 @@ public final class CudaBench {
     /** After a step: each window's positions are written. */
     private static void advance(List<Window> ws) {
         for (Window w : ws) {
-            w.table().advance(w.start() + w.tokens().length);
+            ((BlockTable) w.table()).advance(w.start() + w.tokens().length); // the tables this driver made
         }
     }
 

@@ -1,10 +1,10 @@
 package dev.spindle.backend.cuda;
 
-import dev.spindle.backend.cpu.CpuDraftHead;
-import dev.spindle.backend.cpu.RotaryTable;
-import dev.spindle.engine.spec.DraftHead;
-import dev.spindle.engine.spec.Observation;
-import dev.spindle.engine.spec.Proposal;
+import dev.spindle.backend.CandidateSelector;
+import dev.spindle.backend.RotaryTable;
+import dev.spindle.step.DraftHead;
+import dev.spindle.step.Observation;
+import dev.spindle.step.Proposal;
 import dev.spindle.model.Bf16;
 import dev.spindle.model.DraftHeadConfig;
 import dev.spindle.model.Tensor;
@@ -37,14 +37,15 @@ public final class CudaDraftHead implements DraftHead {
     private final CudaKernels k;
     private final CudaForwardPass target;
     private final Linear linear;
-    private final long embedding, lmHead;
+    private final long embedding;
+    private final DeviceMatrix lmHead;
     private final int vocab;
     private final int[] taps;
     private final Map<String, Long> dw = new HashMap<>();
     private final Map<String, Tensor> host;
     private final List<Long> allocations = new ArrayList<>();
     private final RotaryTable rotary;
-    private final dev.spindle.engine.spec.DraftContexts<Context> contexts = new dev.spindle.engine.spec.DraftContexts<>(Context::free);
+    private final dev.spindle.backend.DraftContexts<Context> contexts = new dev.spindle.backend.DraftContexts<>(Context::free);
     private final int maxRows; // context rows injected in one call at most (more are injected in pieces)
     /** Sequences drafted in one forward at most (more go in several). */
     static final int DRAFT_SEQUENCES = 16;
@@ -75,7 +76,7 @@ public final class CudaDraftHead implements DraftHead {
     private float[][] lastLogits;
     private int lastDrafts;
 
-    private final class Context extends dev.spindle.engine.spec.DraftContexts.Span {
+    private final class Context extends dev.spindle.backend.DraftContexts.Span {
         int capacity;
         long[] k = new long[c.layers()], v = new long[c.layers()];
 
@@ -260,7 +261,7 @@ public final class CudaDraftHead implements DraftHead {
         if (c.kind() == DraftHeadConfig.Kind.DFLASH2) {
             prepare(h, "candidate_selector.hidden_projection.weight", c.selectorRank());
         }
-        linear.prepare(h, lmHead, vocab);
+        linear.prepare(lmHead);
         for (long[] in2 : new long[][]{{feat, maxRows, taps.length * h}, {ctx, maxRows, h}, {xn, b, h}, {conv, b, h}, {att, b, qd}, {act, b, in}, {picked, b, h}}) {
             linear.input(in2[0], (int) in2[1], (int) in2[2]);
         }
@@ -658,7 +659,7 @@ public final class CudaDraftHead implements DraftHead {
         }
         k.rmsNorm(x, w("norm.weight"), xn, n, h, c.rmsNormEps());
         k.embed(gather, xn, picked, d, h); // the drafted rows (each block's rows 1..)
-        linear.apply(picked, d, h, lmHead, vocab, logits);
+        linear.apply(picked, d, lmHead, logits);
         if (c.outputMultiplier() != 1f || c.softcap() > 0) {
             k.shapeLogits(logits, (long) d * vocab, c.outputMultiplier(), c.softcap());
         }
@@ -694,14 +695,14 @@ public final class CudaDraftHead implements DraftHead {
             for (int i = 0; i < pr.length; i++) {
                 pr[i] = Bf16.toFloat(ph.getAtIndex(BF16, i));
             }
-            return CpuDraftHead.walk(z, pr, rank, c.selectorTopK(), host.get("candidate_selector.predecessor_codebook").data(),
+            return CandidateSelector.walk(z, pr, rank, c.selectorTopK(), host.get("candidate_selector.predecessor_codebook").data(),
                     host.get("candidate_selector.successor_codebook").data(), call.anchor(), sampling);
         }
         int[] tokens = new int[drafts];
         float[][] qs = new float[drafts][];
         for (int r = 0; r < drafts; r++) {
-            qs[r] = dev.spindle.engine.sample.Sampler.probabilities(z[r], sampling.params());
-            tokens[r] = dev.spindle.engine.sample.Sampler.drawFrom(qs[r], sampling.rng());
+            qs[r] = dev.spindle.sample.Sampler.probabilities(z[r], sampling.params());
+            tokens[r] = dev.spindle.sample.Sampler.drawFrom(qs[r], sampling.rng());
         }
         return new Proposal(tokens, qs);
     }

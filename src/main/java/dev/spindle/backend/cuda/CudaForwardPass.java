@@ -1,12 +1,14 @@
 package dev.spindle.backend.cuda;
 
-import dev.spindle.backend.ForwardPass;
+import dev.spindle.step.KvCapacity;
+
+import dev.spindle.step.ForwardPass;
+import dev.spindle.backend.DecoderProgram;
 import dev.spindle.backend.KeySplits;
-import dev.spindle.backend.cpu.RotaryTable;
-import dev.spindle.backend.ModelStep;
-import dev.spindle.backend.ModelStep.Draw;
-import dev.spindle.backend.ModelStep.Window;
-import dev.spindle.backend.StepOutput;
+import dev.spindle.step.ModelStep;
+import dev.spindle.step.ModelStep.Draw;
+import dev.spindle.step.ModelStep.Window;
+import dev.spindle.step.StepOutput;
 import dev.spindle.model.Bf16;
 import dev.spindle.model.ModelConfig;
 
@@ -68,47 +70,25 @@ public final class CudaForwardPass implements ForwardPass {
     private final CublasLt lt;
     private final Linear linear;
     /** gate|up with SwiGLU and q|k|v with rope_kv_write in one launch each, where that is faster (decode steps on Hopper). */
-    private final PairedLinear paired;
-    /** Whether this pass's shapes have paired kernels: intermediate size a multiple of 32, head dim 64 or 128. */
-    private final boolean pairedShapes;
+    private final PairedLaunches pairing;
     private final CudaWeights w;
     private final Options opt;
-    private final KvCapacity capacity;
-    private final int slots;
-    private final long kv;
-    /** Bytes of one slot's (executed layer's) pool; the slots' pools lie one after another. */
-    private final long slotBytes;
-    private final RotaryTable rotary;
+    private final KvPool kv;
+    private final StepBuffers b;
     /** Which prefill attention kernel a step runs, of those loaded for this head dim. */
     private final PrefillKernelChoice prefill;
-    private final List<Long> buffers = new ArrayList<>();
-    private final long x, xn, qkv, att, proj, gateUp, act, logits, picked;
-    private final MemorySegment logitsHost;
-    private final int logitRowsMax;
-    private long meta;
-    private MemorySegment metaHost;
     /** Recorded after each copy from {@link #metaHost}: the next step rewrites the buffer only once it has been read. */
     private final MemorySegment metaUploaded;
-    private int metaInts;
     /** Captured graphs kept at most (one per step shape); a step of a new shape beyond it launches kernel by kernel. */
     static final int MAX_GRAPHS = 512;
     /** The decode steps' captured graphs, by {@link #graphKey}. */
     private final GraphCache graphs;
-    /** Split slots a captured step may give its rows at most (each about 40 KB on the 33B shape: 2.6 GB). */
-    static final long GRAPH_MAX_PARTIALS = 65536;
-    private long cos, sin, partO, partML;
-    private final DeviceDraws drawer;
-    /** The ids steps draw here: fed to the next step on the device, copied back through two host slots. */
-    private final DrawnIds drawn;
-    /** Steps run on this pass (the serial {@link #drawn} keeps track of). */
+    /** The head's draws and logits read back; null on a tensor-parallel group's other ranks (no head). */
+    private final DeviceSampling sampling;
+    /** Steps run on this pass (the serial {@link DrawnIds} keeps track of). */
     private long stepSerial;
-    /** The residual rows after each tap layer of the current step (taps x rows x hidden, bf16), grown on demand. */
-    private long tapBuf, tapCapacity;
     private int tapRows; // rows of the last step's taps (0: none)
     private int[] stepTaps = new int[0];
-    private int ropeFilled, partialCapacity;
-    /** A tensor-parallel rank's fp32 partial buffers (o_proj's, down_proj's: rows x hidden), or null at one rank. */
-    private final long[] partial;
     /** Whether this pass computes the head (every pass but a tensor-parallel group's other ranks). */
     private final boolean head;
     /** The other ranks, where this pass leads a tensor-parallel group; null otherwise. */
@@ -131,12 +111,12 @@ public final class CudaForwardPass implements ForwardPass {
 
     /** Partial buffer {@code i} (0: o_proj's, 1: down_proj's) of a tensor-parallel rank. */
     long partialBuffer(int i) {
-        return partial[i];
+        return b.partial[i];
     }
 
     /** The row-parallel layers' output buffer (rows x hidden bf16), which the all-reduce writes. */
     long projBuffer() {
-        return proj;
+        return b.proj;
     }
 
     /** Each rank's memory (weights, KV pool), where this pass leads a tensor-parallel group (empty otherwise). */
@@ -178,31 +158,13 @@ public final class CudaForwardPass implements ForwardPass {
         this.graphs = new GraphCache(cuda, MAX_GRAPHS);
         this.lt = lt;
         this.linear = new Linear(kernels, lt);
-        this.paired = new PairedLinear(kernels, linear);
+        this.pairing = new PairedLaunches(new PairedLinear(kernels, linear), config, options.blockSize(), weights.layer(0));
         this.w = weights;
         this.opt = options;
-        this.rotary = new RotaryTable(c.headDim(), c.ropeTheta());
         this.prefill = new PrefillKernelChoice(kernel -> kernels.hasAttention(config.headDim(), kernel));
         int n = options.maxStepRows(), h = c.hiddenSize(), qkvDim = c.qDim() + 2 * c.kvDim(), in = c.intermediateSize();
-        x = buffer((long) n * h * 2);
-        xn = buffer((long) n * h * 2);
-        qkv = buffer((long) n * qkvDim * 2);
-        att = buffer((long) n * c.qDim() * 2);
-        proj = buffer((long) n * h * 2);
-        gateUp = buffer((long) n * 2 * in * 2);
-        act = buffer((long) n * in * 2);
-        logitRowsMax = Math.min(n, Math.max(1, (int) ((1L << 30) / ((long) c.vocabSize() * 2))));
-        logits = head ? buffer((long) logitRowsMax * c.vocabSize() * 2) : 0;
-        picked = head ? buffer((long) logitRowsMax * h * 2) : 0;
-        ensureMeta(16 * n + 4096);
-        logitsHost = head ? cuda.allocHost((long) logitRowsMax * c.vocabSize() * 2) : null;
-        drawer = head ? new DeviceDraws(k, c.vocabSize(), n) : null;
-        drawn = head ? new DrawnIds(cuda, n) : null;
-        partial = partialLt == null ? null : new long[]{buffer((long) n * h * 4), buffer((long) n * h * 4)};
-        cos = buffer((long) c.maxPositions() * c.headDim() / 2 * 4);
-        sin = buffer((long) c.maxPositions() * c.headDim() / 2 * 4);
-        ensureRope(Math.min(c.maxPositions(), 4096));
-        ensurePartials(4096);
+        b = new StepBuffers(cuda, c, n, head, partialLt != null);
+        sampling = head ? new DeviceSampling(k, c.vocabSize(), n, b.logitRowsMax, b.logits) : null;
         long tBuffers = System.nanoTime();
         // pin every GEMM's algorithm now (from the cache, or timing candidates), never in the middle of a step
         if (options.gemmCache() != null) {
@@ -214,166 +176,47 @@ public final class CudaForwardPass implements ForwardPass {
         if (partialLt != null) {
             linear.usePartials(partialLt);
         }
-        linear.prepare(h, w.layer(0).qkv(), qkvDim);
-        linear.prepare(h, w.layer(0).gateUp(), 2 * in);
-        pairedShapes = PairedEpilogue.Swiglu.takes(in) && PairedEpilogue.RopeKvWrite.takes(c.headDim());
-        if (pairedShapes) {
-            paired.prepare(swigluShape(), h, w.layer(0).gateUp());
-            paired.prepare(ropeShape(), h, w.layer(0).qkv());
-        }
-        if (partial == null) {
-            linear.prepare(c.qDim(), w.layer(0).o(), h);
-            linear.prepare(in, w.layer(0).down(), h);
+        CudaWeights.Layer layer0 = w.layer(0);
+        linear.prepare(layer0.qkv());
+        linear.prepare(layer0.gateUp());
+        pairing.prepare(layer0);
+        if (b.partial == null) {
+            linear.prepare(layer0.o());
+            linear.prepare(layer0.down());
         } else {
-            linear.preparePartial(c.qDim(), w.layer(0).o(), h);
-            linear.preparePartial(in, w.layer(0).down(), h);
+            linear.preparePartial(layer0.o());
+            linear.preparePartial(layer0.down());
         }
         if (head) {
-            linear.prepare(h, w.lmHead(), c.vocabSize());
+            linear.prepare(w.lmHead());
         }
         long tGemms = System.nanoTime();
         // the few-row kernel's tensor maps: every weight it may read, and the buffers the linear layers read
         for (int l = 0; l < c.numLayers(); l++) {
-            linear.weight(w.layer(l).qkv(), h, qkvDim);
-            linear.weight(w.layer(l).gateUp(), h, 2 * in);
-            if (pairedShapes) {
-                paired.weight(swigluShape(), w.layer(l).gateUp(), h);
-                paired.weight(ropeShape(), w.layer(l).qkv(), h);
-            }
-            if (partial == null) {
-                linear.weight(w.layer(l).o(), c.qDim(), h);
-                linear.weight(w.layer(l).down(), in, h);
+            CudaWeights.Layer layer = w.layer(l);
+            linear.weight(layer.qkv());
+            linear.weight(layer.gateUp());
+            pairing.weights(layer);
+            if (b.partial == null) {
+                linear.weight(layer.o());
+                linear.weight(layer.down());
             }
         }
-        linear.input(xn, n, h);
-        if (partial == null) {
-            linear.input(att, n, c.qDim());
-            linear.input(act, n, in);
+        linear.input(b.xn, n, h);
+        if (b.partial == null) {
+            linear.input(b.att, n, c.qDim());
+            linear.input(b.act, n, in);
         }
         if (head) {
-            linear.weight(w.lmHead(), h, c.vocabSize());
-            linear.input(picked, logitRowsMax, h);
+            linear.weight(w.lmHead());
+            linear.input(b.picked, b.logitRowsMax, h);
         }
         cuda.sync();
         long tMaps = System.nanoTime();
-        slots = c.executedLayers();
-        long bytesPerBlock = (long) slots * 2 * options.blockSize() * c.kvDim() * 2;
-        long free = cuda.memInfo()[0];
-        int blocks = kvBlocks(free, bytesPerBlock, options, c.numKvHeads());
-        if (blocks < 1) {
-            throw new CudaException("no device memory left for the KV pool: " + free + " bytes free after weights and activations");
-        }
-        slotBytes = (long) blocks * 2 * options.blockSize() * c.kvDim() * 2;
-        kv = buffer((long) blocks * bytesPerBlock);
-        cuda.memsetZero(kv, (long) blocks * bytesPerBlock);
-        cuda.sync();
-        capacity = new KvCapacity(blocks, options.blockSize());
+        kv = new KvPool(cuda, c, options);
         long tEnd = System.nanoTime();
         setupSeconds = java.util.Map.of("gemm_choices", (tGemms - tBuffers) / 1e9, "tensor_maps", (tMaps - tGemms) / 1e9,
                 "kv_pool", (tEnd - tMaps) / 1e9);
-    }
-
-    /**
-     * Device memory kept out of the KV pool's share: headroom for what the pass allocates after the pool (split-state and
-     * tap buffers grown on demand, captured graphs).
-     */
-    static final long KV_POOL_SPARE_BYTES = 512L << 20;
-
-    /**
-     * KV blocks a pass's pool gets from {@code freeBytes} of device memory (after the weights and activations), at
-     * {@code bytesPerBlock} a block over all executed layers: the options' share of it less {@link #KV_POOL_SPARE_BYTES}
-     * and the memory reserved for a draft model opened next, which also needs {@code extraKvBytesPerToken} for each of the
-     * pool's tokens; at most {@code maxKvBlocks} (where set), and no more than the attention kernels can number (a layer's
-     * KV rows of one head's dims in 32 bits). 0 where nothing is left.
-     */
-    static int kvBlocks(long freeBytes, long bytesPerBlock, Options options, int kvHeads) {
-        long budget = (long) (freeBytes * options.kvMemoryFraction()) - KV_POOL_SPARE_BYTES - options.reserveBytes();
-        long perBlock = bytesPerBlock + options.extraKvBytesPerToken() * options.blockSize();
-        long blocks = Math.min(Integer.MAX_VALUE - 1, Math.max(0, budget / perBlock));
-        if (options.maxKvBlocks() > 0) {
-            blocks = Math.min(blocks, options.maxKvBlocks());
-        }
-        return (int) Math.min(blocks, 0xFFFFFFFFL / (2L * kvHeads * options.blockSize()));
-    }
-
-    private long buffer(long bytes) {
-        long p = cuda.alloc(bytes);
-        buffers.add(p);
-        return p;
-    }
-
-    /**
-     * RoPE cos/sin tables (HF's bf16 values) on the device, filled for positions [0, ropeFilled). The
-     * tables have room for every position the model allows, so their addresses never change (captured
-     * graphs stay valid); rows are computed on demand, doubling, in parallel chunks, and only new ones.
-     */
-    private void ensureRope(int positions) {
-        if (positions <= ropeFilled) {
-            return;
-        }
-        int from = ropeFilled, upTo = Math.min(c.maxPositions(), Math.max(positions, 2 * ropeFilled)), half = c.headDim() / 2;
-        int n = upTo - from, chunk = 4096;
-        float[] cs = new float[n * half], sn = new float[n * half];
-        java.util.stream.IntStream.range(0, (n + chunk - 1) / chunk).parallel().forEach(ch -> {
-            int s = ch * chunk, len = Math.min(chunk, n - s);
-            float[] c1 = new float[len * half], s1 = new float[len * half];
-            rotary.fill(from + s, len, c1, s1);
-            System.arraycopy(c1, 0, cs, s * half, c1.length);
-            System.arraycopy(s1, 0, sn, s * half, s1.length);
-        });
-        try (java.lang.foreign.Arena a = java.lang.foreign.Arena.ofConfined()) {
-            cuda.copyToDevice(cos + (long) from * half * 4, a.allocateFrom(ValueLayout.JAVA_FLOAT, cs));
-            cuda.copyToDevice(sin + (long) from * half * 4, a.allocateFrom(ValueLayout.JAVA_FLOAT, sn));
-        }
-        ropeFilled = upTo;
-    }
-
-    /** The step-integer buffers (device and pinned host) hold at least {@code ints}; true when they moved. */
-    private boolean ensureMeta(int ints) {
-        if (ints <= metaInts) {
-            return false;
-        }
-        int cap = Math.max(ints, 2 * metaInts);
-        if (metaInts > 0) {
-            cuda.sync();
-            cuda.free(meta);
-            cuda.freeHost(metaHost);
-        }
-        meta = cuda.alloc(cap * 4L);
-        metaHost = cuda.allocHost(cap * 4L);
-        metaInts = cap;
-        return true;
-    }
-
-    /** Grows the tap buffer to hold bytes; true when it moved (graphs of tapped steps hold its address). */
-    private boolean ensureTaps(long bytes) {
-        if (bytes <= tapCapacity) {
-            return false;
-        }
-        if (tapCapacity > 0) {
-            cuda.sync();
-            cuda.free(tapBuf);
-        }
-        tapBuf = cuda.alloc(bytes);
-        tapCapacity = bytes;
-        return true;
-    }
-
-    private boolean ensurePartials(int slotsNeeded) {
-        if (slotsNeeded <= partialCapacity) {
-            return false;
-        }
-        int cap = Math.max(slotsNeeded, 2 * partialCapacity);
-        if (partialCapacity > 0) {
-            cuda.sync();
-            cuda.free(partO);
-            cuda.free(partML);
-            partialCapacity = 0; // nothing held if an allocation below fails
-        }
-        partO = cuda.alloc((long) cap * c.numHeads() * c.headDim() * 4);
-        partML = cuda.alloc((long) cap * c.numHeads() * 2 * 4);
-        partialCapacity = cap;
-        return true;
     }
 
     @Override
@@ -388,7 +231,7 @@ public final class CudaForwardPass implements ForwardPass {
 
     @Override
     public KvCapacity kvCapacity() {
-        return capacity;
+        return kv.capacity;
     }
 
     /** The device this pass runs on. */
@@ -411,7 +254,7 @@ public final class CudaForwardPass implements ForwardPass {
     }
 
     public long kvPoolBytes() {
-        return slotBytes * slots;
+        return kv.bytes();
     }
 
     /** Whether decode steps replay CUDA graphs (a head beside this pass follows it). */
@@ -436,48 +279,15 @@ public final class CudaForwardPass implements ForwardPass {
         StepPlan plan = run(step, false);
         Draw[] rowDraws = new Draw[plan.logitRows];
         double[] rowU = new double[plan.logitRows];
-        rowDraws(windows, rowDraws, rowU);
-        boolean toHost = false, anyDraw = false;
+        DeviceSampling.rowDraws(windows, rowDraws, rowU);
+        boolean anyDraw = false;
         for (Draw d : rowDraws) {
-            toHost |= d == null;
             anyDraw |= d != null;
         }
-        int slot = (int) (stepSerial & 1);
-        if (anyDraw) {
-            drawer.upload(rowDraws, rowU, plan.logitRows, slot); // a row not drawn here is skipped by the kernel
-        }
-        int V = c.vocabSize();
-        int done = 0;
-        float[][] all = new float[plan.logitRows][];
-        while (done < plan.logitRows) {
-            int m = Math.min(logitRowsMax, plan.logitRows - done);
-            if (!plan.headDone) {
-                head(plan, done, m);
-            }
-            if (anyDraw) {
-                drawer.sample(logits, m, done, slot, drawn.device);
-            }
-            if (toHost) {
-                MemorySegment host = logitsHost.asSlice(0, (long) m * V * 2);
-                cuda.copyToHost(host, logits);
-                short[] bits = new short[V];
-                for (int r = 0; r < m; r++) {
-                    if (rowDraws[done + r] != null) {
-                        continue;
-                    }
-                    MemorySegment.copy(host, BF16, (long) r * V * 2, bits, 0, V);
-                    float[] row = new float[V];
-                    for (int i = 0; i < V; i++) {
-                        row[i] = Bf16.toFloat(bits[i]);
-                    }
-                    all[done + r] = row;
-                }
-            }
-            done += m;
-        }
+        float[][] all = sampling.headAndDraw(plan.logitRows, plan.headDone, rowDraws, rowU, (int) (stepSerial & 1), (first, m) -> head(plan, first, m));
         // the drawn rows' ids (others: whatever the buffer held); not marked as the draws a next step may be fed from: only
         // a started step's (start) or greedy()'s are
-        int[] rowTokens = anyDraw ? this.drawn.readNow(plan.logitRows) : null;
+        int[] rowTokens = anyDraw ? sampling.drawn.readNow(plan.logitRows) : null;
         List<float[][]> out = new ArrayList<>();
         List<int[]> drawn = new ArrayList<>();
         List<float[][]> taps = readTaps(step, plan);
@@ -497,20 +307,6 @@ public final class CudaForwardPass implements ForwardPass {
             drawn.add(null);
         }
         return new StepOutput(out, drawn, taps);
-    }
-
-    /**
-     * Per logit row (windows in order, each window's wanted rows in order, as the plan gathers them): its window's draw
-     * and uniform, or null and 0 where the row's logits go to the host.
-     */
-    private static void rowDraws(List<Window> windows, Draw[] draws, double[] us) {
-        for (int wi = 0, j = 0; wi < windows.size(); wi++) {
-            Draw d = windows.get(wi).draw();
-            for (int r = 0; r < windows.get(wi).logitRows().length; r++, j++) {
-                draws[j] = d;
-                us[j] = d == null ? 0 : d.u()[r];
-            }
-        }
     }
 
     /** Steps without taps and with a head (no tensor-parallel group: its ranks' plans are sent apart) may be fed and run ahead. */
@@ -547,18 +343,11 @@ public final class CudaForwardPass implements ForwardPass {
         cuda.makeCurrent();
         Draw[] rowDraws = new Draw[logitRows];
         double[] rowU = new double[logitRows];
-        rowDraws(windows, rowDraws, rowU);
+        DeviceSampling.rowDraws(windows, rowDraws, rowU);
         StepPlan plan = run(step, false);
-        drawer.upload(rowDraws, rowU, logitRows, (int) (stepSerial & 1));
-        for (int done = 0; done < logitRows; done += logitRowsMax) {
-            int m = Math.min(logitRowsMax, logitRows - done);
-            if (!plan.headDone) {
-                head(plan, done, m);
-            }
-            drawer.sample(logits, m, done, (int) (stepSerial & 1), drawn.device);
-        }
-        drawn.drew(stepSerial, logitRows);
-        DrawnIds.Copy copy = drawn.copyBack(stepSerial, logitRows);
+        sampling.headAndDraw(logitRows, plan.headDone, rowDraws, rowU, (int) (stepSerial & 1), (first, m) -> head(plan, first, m));
+        sampling.drawn.drew(stepSerial, logitRows);
+        DrawnIds.Copy copy = sampling.drawn.copyBack(stepSerial, logitRows);
         int[] counts = plan.logitCounts.clone();
         int vocab = c.vocabSize();
         return () -> {
@@ -591,7 +380,7 @@ public final class CudaForwardPass implements ForwardPass {
     }
 
     public DeviceTaps deviceTaps() {
-        return new DeviceTaps(tapBuf, tapRows, stepTaps.clone());
+        return new DeviceTaps(b.taps(), tapRows, stepTaps.clone());
     }
 
     /** Per window, its rows' residual stream after each tap layer ([row][tap x hidden + i]) when it asked, else null. */
@@ -610,7 +399,7 @@ public final class CudaForwardPass implements ForwardPass {
             bits = new short[taps.length * n * h];
             try (java.lang.foreign.Arena a = java.lang.foreign.Arena.ofConfined()) {
                 MemorySegment host = a.allocate((long) bits.length * 2);
-                cuda.copyToHost(host, tapBuf);
+                cuda.copyToHost(host, b.taps());
                 MemorySegment.copy(host, BF16, 0, bits, 0, bits.length);
             }
         }
@@ -644,13 +433,13 @@ public final class CudaForwardPass implements ForwardPass {
         cuda.makeCurrent();
         StepPlan plan = run(step, true);
         long t1 = System.nanoTime();
-        for (int done = 0; done < plan.logitRows && !plan.headDone; done += logitRowsMax) {
-            int m = Math.min(logitRowsMax, plan.logitRows - done);
+        for (int done = 0; done < plan.logitRows && !plan.headDone; done += b.logitRowsMax) {
+            int m = Math.min(b.logitRowsMax, plan.logitRows - done);
             head(plan, done, m);
-            k.argmax(logits, m, c.vocabSize(), drawn.device + 4L * done);
+            k.argmax(b.logits, m, c.vocabSize(), sampling.drawn.device + 4L * done);
         }
-        drawn.drew(stepSerial, plan.logitRows); // the next step may be fed from these ids
-        int[] ids = drawn.readNow(plan.logitRows);
+        sampling.drawn.drew(stepSerial, plan.logitRows); // the next step may be fed from these ids
+        int[] ids = sampling.drawn.readNow(plan.logitRows);
         long t2 = System.nanoTime();
         double graphSeconds = plan.headDone ? graphs.lastLaunchSeconds() : -1;
         boolean timed = graphSeconds >= 0;
@@ -679,8 +468,8 @@ public final class CudaForwardPass implements ForwardPass {
 
     /** The lm head over logit rows [first, first + m) of the plan: gather their final hidden rows, then one GEMM. */
     private void head(StepPlan plan, int first, int m) {
-        k.embed(meta + 4L * (plan.gather + first), x, picked, m, c.hiddenSize());
-        linear.apply(picked, m, c.hiddenSize(), w.lmHead(), c.vocabSize(), logits);
+        k.embed(b.meta() + 4L * (plan.gather + first), b.x, b.picked, m, c.hiddenSize());
+        linear.apply(b.picked, m, w.lmHead(), b.logits);
     }
 
     /**
@@ -693,19 +482,19 @@ public final class CudaForwardPass implements ForwardPass {
         stepTaps = step.tapLayers();
         int splits = graphSplits(windows);
         if (step.feeds()) {
-            if (drawn == null) {
+            if (sampling == null) {
                 throw new IllegalArgumentException("a tensor-parallel rank without the head draws nothing to feed from");
             }
-            drawn.checkFeeds(step, stepSerial);
+            sampling.drawn.checkFeeds(step, stepSerial);
         }
         stepSerial++; // before anything can throw: a failed step leaves no draws to feed from
         StepPlan p = prepare(step, splits);
         if (p.feeds > 0) {
-            k.feedTokens(meta, p.feedAt, p.feeds, drawn.device, c.vocabSize()); // after the upload, before the layers read the tokens
+            k.feedTokens(b.meta(), p.feedAt, p.feeds, sampling.drawn.device, c.vocabSize()); // after the upload, before the layers read the tokens
         }
         preparedAt = System.nanoTime();
         tapRows = stepTaps.length > 0 ? p.rows : 0;
-        if (ensureTaps((long) stepTaps.length * p.rows * c.hiddenSize() * 2)) {
+        if (b.ensureTaps((long) stepTaps.length * p.rows * c.hiddenSize() * 2)) {
             graphs.drop(); // graphs of tapped steps hold the old buffer's address
         }
         if (splits == 0) {
@@ -714,7 +503,7 @@ public final class CudaForwardPass implements ForwardPass {
         }
         MemorySegment graph;
         try {
-            graph = graphs.graph(graphKey(windows, splits, greedy, stepTaps), () -> capture(p, greedy));
+            graph = graphs.graph(GraphKeys.key(windows, splits, greedy, stepTaps), () -> capture(p, greedy));
         } catch (CudaException e) {
             if (group == null) {
                 throw e;
@@ -758,7 +547,7 @@ public final class CudaForwardPass implements ForwardPass {
             layers(p);
             head(p, 0, p.logitRows);
             if (greedy) {
-                k.argmax(logits, p.logitRows, c.vocabSize(), drawn.device);
+                k.argmax(b.logits, p.logitRows, c.vocabSize(), sampling.drawn.device);
             }
         });
     }
@@ -766,60 +555,9 @@ public final class CudaForwardPass implements ForwardPass {
     /** Why a tensor-parallel group's steps run without graphs (a capture over its ranks' streams was refused), or null. */
     private String groupGraphsRefused;
 
-    /**
-     * The split bucket (the splits of a power of two of keys: KeySplits.count) of a graph-eligible step, or 0 when the
-     * step runs without a graph. Eligible: windows short enough that each row's attention runs as a decode row
-     * (StepPlan.rowwise: decode rows, drafted windows being verified, short prompt tails), each wanting some logits, all
-     * logit rows in one pass of the head.
-     */
+    /** The step's split bucket where it replays a graph (graphs on, none refused: {@link GraphKeys#splits}), else 0. */
     private int graphSplits(List<Window> windows) {
-        return opt.cudaGraphs() && groupGraphsRefused == null ? graphSplits(windows, logitRowsMax) : 0;
-    }
-
-    /** {@link #graphSplits(List)} of a pass whose head takes up to {@code logitRowsMax} rows in one pass, graphs on. */
-    static int graphSplits(List<Window> windows, int logitRowsMax) {
-        if (windows.size() > logitRowsMax) {
-            return 0;
-        }
-        int keys = KeySplits.MIN, logitRows = 0;
-        for (Window w : windows) {
-            int len = w.tokens().length, rows = w.logitRows().length;
-            if (!StepPlan.rowwise(len) || rows == 0) {
-                return 0;
-            }
-            logitRows += rows;
-            // every row of a graph-eligible window is a decode row (StepPlan.rowwise): the bucket covers the last one's keys
-            keys = Math.max(keys, w.start() + len);
-        }
-        // the splits of a power of two of keys (below 16K, a power of two of splits)
-        int bucket = KeySplits.count(Integer.bitCount(keys) == 1 ? keys : Integer.highestOneBit(keys) << 1);
-        int rows = windows.stream().mapToInt(w -> w.tokens().length).sum();
-        // a graph gives every row the bucket's split slots: many short rows beside one long context would take gigabytes
-        if (logitRows > logitRowsMax || (long) rows * bucket > GRAPH_MAX_PARTIALS) {
-            return 0;
-        }
-        return bucket;
-    }
-
-    /**
-     * A captured graph's shape: split bucket, greedy head, the step's rows and logit rows, the tap layers (their copies
-     * into the tap buffer are part of the graph). Every row of a graph-eligible step
-     * is a decode row (StepPlan.rowwise), so the launches (CTA counts, GEMM sizes, the head's rows) and every offset of the
-     * step's integers depend on these four numbers only; which rows belong to which window, their positions, tables and the
-     * rows whose logits are gathered are data in the uploaded plan. One graph thus serves every mix of decode rows and drafted
-     * windows with the same row counts.
-     */
-    private static java.util.List<Integer> graphKey(List<Window> windows, int splits, boolean greedy, int[] taps) {
-        int rows = 0, logitRows = 0;
-        for (Window w : windows) {
-            rows += w.tokens().length;
-            logitRows += w.logitRows().length;
-        }
-        List<Integer> key = new ArrayList<>(List.of(splits, greedy ? 1 : 0, rows, logitRows));
-        for (int t : taps) {
-            key.add(t);
-        }
-        return List.copyOf(key);
+        return opt.cudaGraphs() && groupGraphsRefused == null ? GraphKeys.splits(windows, b.logitRowsMax) : 0;
     }
 
     /** Uploads the step's integers (one copy); the device buffers they need are in place. */
@@ -834,9 +572,9 @@ public final class CudaForwardPass implements ForwardPass {
         StepPlan p = new StepPlan(windows, c.numHeads() / c.numKvHeads(), c.numKvHeads(), fixedSplits,
                 CudaKernels.attentionTileRows(kernel), step.fed());
         p.prefillKernel = kernel;
-        boolean moved = ensureMeta(p.data.length);
-        ensureRope(p.maxPosition + 1);
-        moved |= ensurePartials(p.partials);
+        boolean moved = b.ensureMeta(p.data.length);
+        b.ensureRope(p.maxPosition + 1);
+        moved |= b.ensurePartials(p.partials);
         if (group != null) {
             moved |= group.prepare(step, fixedSplits); // the other ranks' plans (a captured step holds their buffers too)
         }
@@ -848,8 +586,8 @@ public final class CudaForwardPass implements ForwardPass {
         // several such steps, a long prompt's chunks, run ahead of the GPU): it must have read the buffer before it is rewritten
         plannedAt = System.nanoTime();
         cuda.syncEvent(metaUploaded);
-        MemorySegment.copy(p.data, 0, metaHost, ValueLayout.JAVA_INT, 0, p.data.length);
-        cuda.copyToDeviceAsync(meta, metaHost, p.data.length * 4L);
+        MemorySegment.copy(p.data, 0, b.metaHost(), ValueLayout.JAVA_INT, 0, p.data.length);
+        cuda.copyToDeviceAsync(b.meta(), b.metaHost(), p.data.length * 4L);
         cuda.record(metaUploaded);
         if (group != null) {
             group.uploaded(); // this stream's next work (a step's launches, or its graph) after the other ranks' uploads
@@ -862,148 +600,31 @@ public final class CudaForwardPass implements ForwardPass {
             group.layers(p);
             return;
         }
-        for (List<Runnable> segment : program(p).segments()) {
-            segment.forEach(Runnable::run);
-        }
+        launches(p).run();
     }
 
-    /**
-     * A step's launches, in order, cut after each row-parallel GEMM (o_proj, down_proj) of a tensor-parallel rank: the
-     * next segment reads proj, which the group's all-reduce fills from every rank's partial ({@link TensorParallelGroup}).
-     * At one rank there is no cut (the GEMMs write proj in bf16) and the segments run back to back.
-     *
-     * @param cutBuffers per cut, the partial buffer (0: o_proj's, 1: down_proj's) its GEMM wrote
-     */
-    record Program(List<List<Runnable>> segments, List<Integer> cutBuffers) {
-        Program() {
-            this(new ArrayList<>(List.of(new ArrayList<>())), new ArrayList<>());
-        }
-
-        void add(Runnable launch) {
-            segments.getLast().add(launch);
-        }
-
-        void cut(int buffer) {
-            cutBuffers.add(buffer);
-            segments.add(new ArrayList<>());
-        }
+    /** A step's decoder launches ({@link DecoderProgram} over {@link CudaDecoderOps}), in order, cut for a group's all-reduces. */
+    Launches launches(StepPlan p) {
+        CudaDecoderOps ops = new CudaDecoderOps(c, k, linear, pairing, w, b, kv, opt.blockSize(), p, this::op);
+        DecoderProgram.run(c, stepTaps, ops);
+        return ops.launches;
     }
-
-    Program program(StepPlan p) {
-        Program prog = new Program();
-        int n = p.rows, h = c.hiddenSize(), qd = c.qDim(), kvd = c.kvDim(), in = c.intermediateSize(), stride = qd + 2 * kvd;
-        float eps = c.rmsNormEps(), scale = (float) Math.pow(c.headDim(), -0.5);
-        long m = meta;
-        prog.add(() -> op("embed", () -> k.embed(m + 4L * p.tokens, w.embedding(), x, n, h)));
-        boolean pending = false;
-        for (int loop = 0; loop < c.numLoops(); loop++) {
-            for (int l = 0; l < c.numLayers(); l++) {
-                CudaWeights.Layer lw = w.layer(l);
-                int slot = l + loop * c.numLayers();
-                if (pending) {
-                    prog.add(() -> op("norms", () -> k.addRmsNorm(x, proj, lw.inputNorm(), xn, n, h, eps)));
-                } else {
-                    prog.add(() -> op("norms", () -> k.rmsNorm(x, lw.inputNorm(), xn, n, h, eps)));
-                }
-                // one layer's blocks stay within few pages
-                long kvSlot = kv + slot * slotBytes;
-                if (pairs(true, n)) {
-                    prog.add(() -> op("gemm qkv + rope_kv_write", () -> paired.apply(rope(p, m, kvSlot), xn, n, h, lw.qkv(), qkv, 0)));
-                } else {
-                    prog.add(() -> op("gemm qkv", () -> linear.apply(xn, n, h, lw.qkv(), stride, qkv)));
-                    prog.add(() -> op("rope_kv_write", () -> k.ropeKvWrite(qkv, stride, cos, sin, m + 4L * p.positions, n, c.numHeads(), c.numKvHeads(),
-                            c.headDim(), kvSlot, m + 4L * p.slotMap, opt.blockSize())));
-                }
-                int heads = c.numHeads(), kvh = c.numKvHeads(), hd = c.headDim(), bs = opt.blockSize();
-                long tables = m + 4L * p.tables, desc = m + 4L * p.desc, cdesc = m + 4L * p.cdesc;
-                if (p.decodeRows > 0) {
-                    prog.add(() -> op("attention decode splits", () -> k.attention(CudaKernels.DECODE, p.decodeCtas, qkv, stride, att, kvSlot, tables, desc,
-                            partO, partML, heads, kvh, hd, bs, scale)));
-                    if (p.partials > 0) { // none when every decode row's CTA folds its splits itself (StepPlan.folds)
-                        prog.add(() -> op("attention decode merge", () -> k.attentionMerge(p.decodeRows, p.mergeSplits, partO, partML, cdesc,
-                                att, heads, hd)));
-                    }
-                }
-                if (p.ctas > p.decodeCtas) {
-                    int kernel = p.prefillKernel;
-                    prog.add(() -> op("attention prefill", () -> k.attention(kernel, p.ctas - p.decodeCtas, qkv, stride, att, kvSlot, tables,
-                            desc + 32L * p.decodeCtas, partO, partML, heads, kvh, hd, bs, scale)));
-                }
-                rowParallel(prog, "gemm o", att, n, qd, lw.o(), 0);
-                prog.add(() -> op("norms", () -> k.addRmsNorm(x, proj, lw.postAttnNorm(), xn, n, h, eps)));
-                if (pairs(false, n)) {
-                    prog.add(() -> op("gemm gate_up + swiglu", () -> paired.apply(swigluShape(), xn, n, h, lw.gateUp(), act, gateUp)));
-                } else {
-                    prog.add(() -> op("gemm gate_up", () -> linear.apply(xn, n, h, lw.gateUp(), 2 * in, gateUp)));
-                    prog.add(() -> op("swiglu", () -> k.swiglu(gateUp, act, n, in)));
-                }
-                rowParallel(prog, "gemm down", act, n, in, lw.down(), 1);
-                pending = true;
-                int executed = l + loop * c.numLayers();
-                for (int t = 0; t < stepTaps.length; t++) {
-                    if (stepTaps[t] == executed) {
-                        // the residual stream after this layer is x + proj (the add is fused into the next norm): written out here
-                        long dst = tapBuf + (long) t * n * h * 2;
-                        prog.add(() -> k.residualSum(dst, x, proj, (long) n * h));
-                    }
-                }
-            }
-            if (!c.skipLoopFinalNorm() || loop == c.numLoops() - 1) {
-                prog.add(() -> op("norms", () -> {
-                    k.residualAdd(x, proj, (long) n * h);
-                    k.rmsNorm(x, w.finalNorm(), x, n, h, eps);
-                }));
-                pending = false;
-            }
-        }
-        return prog;
-    }
-
-    /** The paired SwiGLU of this pass's gate|up ({@link PairedLinear}). */
-    private PairedEpilogue.Swiglu swigluShape() {
-        return new PairedEpilogue.Swiglu(c.intermediateSize());
-    }
-
-    /** The sizes of this pass's paired rope_kv_write (the pointers of a step: {@link #rope}). */
-    private PairedEpilogue.RopeKvWrite ropeShape() {
-        return new PairedEpilogue.RopeKvWrite(0, 0, 0, c.numHeads(), c.numKvHeads(), c.headDim(), 0, 0, opt.blockSize());
-    }
-
-    /** rope_kv_write of step p's rows (its integers at device address m) into one KV slot's pool. */
-    private PairedEpilogue.RopeKvWrite rope(StepPlan p, long m, long kvSlot) {
-        return new PairedEpilogue.RopeKvWrite(cos, sin, m + 4L * p.positions, c.numHeads(), c.numKvHeads(), c.headDim(), kvSlot,
-                m + 4L * p.slotMap, opt.blockSize());
-    }
-
-    /** Whether n rows run q|k|v and rope_kv_write ({@code rope}), or gate|up and SwiGLU, as one paired launch. */
-    private boolean pairs(boolean rope, int n) {
-        return pairedShapes && pairedOn && paired.pairs(rope ? ropeShape() : swigluShape(), c.hiddenSize(), n);
-    }
-
-    /** Whether the paired launches run where {@link PairedLinear} chose them, or never (PairingChoice decides at open). */
-    private boolean pairedOn = true;
 
     /**
      * Runs paired variant v for both epilogues in steps of up to 8 rows, whatever the timing and PairingChoice chose: for
      * tests of the paired launches inside whole steps. Drops the captured graphs.
      */
     void usePairedVariant(CudaKernels.LinearRowsVariant v) {
-        if (!pairedShapes || group != null) {
+        if (!pairing.shapes || group != null) {
             throw new IllegalStateException("this pass's shapes have no paired launches, or it leads a tensor-parallel group");
         }
-        int h = c.hiddenSize();
-        paired.use(swigluShape(), h, v);
-        paired.use(ropeShape(), h, v);
-        for (int l = 0; l < c.numLayers(); l++) {
-            paired.weight(swigluShape(), w.layer(l).gateUp(), h);
-            paired.weight(ropeShape(), w.layer(l).qkv(), h);
-        }
+        pairing.use(v, w);
         pairedEpilogues(true);
     }
 
     /** Whether the paired launches run where chosen ({@link #pairedEpilogues(boolean)}, PairingChoice). */
     public boolean pairedEpilogues() {
-        return pairedOn;
+        return pairing.on();
     }
 
     /**
@@ -1017,22 +638,7 @@ public final class CudaForwardPass implements ForwardPass {
         }
         cuda.makeCurrent();
         graphs.drop();
-        pairedOn = on;
-    }
-
-    /**
-     * A row-parallel linear layer (o_proj, down_proj) into proj: at one rank its bf16 output; at several, this rank's fp32
-     * partial into partial buffer {@code buffer}, and a cut, after which the group's all-reduce writes proj.
-     */
-    private void rowParallel(Program prog, String name, long in, int n, int k, long weight, int buffer) {
-        int h = c.hiddenSize();
-        if (partial == null) {
-            prog.add(() -> op(name, () -> linear.apply(in, n, k, weight, h, proj)));
-        } else {
-            long out = partial[buffer];
-            prog.add(() -> op(name, () -> linear.applyPartial(in, n, k, weight, h, out)));
-            prog.cut(buffer);
-        }
+        pairing.on(on);
     }
 
     /**
@@ -1078,7 +684,7 @@ public final class CudaForwardPass implements ForwardPass {
         try {
             StepPlan p = prepare(step, 0);
             layers(p);
-            op("head", () -> head(p, 0, Math.min(logitRowsMax, p.logitRows)));
+            op("head", () -> head(p, 0, Math.min(b.logitRowsMax, p.logitRows)));
             return profile;
         } finally {
             profile = null;
@@ -1093,51 +699,28 @@ public final class CudaForwardPass implements ForwardPass {
         }
         cuda.makeCurrent();
         graphs.close();
-        for (long b : buffers) {
-            cuda.free(b);
-        }
-        buffers.clear();
-        if (partialCapacity > 0) {
-            cuda.free(partO);
-            cuda.free(partML);
-        }
-        if (drawer != null) {
-            drawer.close();
-        }
-        if (drawn != null) {
-            drawn.close();
+        b.close();
+        kv.close();
+        if (sampling != null) {
+            sampling.close();
         }
         linear.close();
-        paired.close();
-        if (tapCapacity > 0) {
-            cuda.free(tapBuf);
-        }
-        cuda.free(meta);
-        cuda.freeHost(metaHost);
+        pairing.paired.close();
         cuda.destroyEvent(metaUploaded);
-        if (logitsHost != null) {
-            cuda.freeHost(logitsHost);
-        }
         w.close();
     }
-
-    /** What {@link PairingChoice} (or its absence) decided, for the GEMM choices; null until decided. */
-    private String pairingChoice;
 
     /**
      * Keeps the paired launches only where whole decode steps run faster with them (PairingChoice): with CUDA graphs (what
      * decode steps run), where PairedLinear chose one for steps of up to 8 rows; off otherwise.
      */
     void choosePairing() {
-        boolean planned = pairedShapes && (paired.pairs(ropeShape(), c.hiddenSize(), 1) || paired.pairs(swigluShape(), c.hiddenSize(), 1));
-        if (!planned) {
-            pairedOn = false;
-            pairingChoice = "paired launches: none chosen per shape";
+        if (!pairing.planned()) {
+            pairing.off("none chosen per shape");
         } else if (!opt.cudaGraphs()) {
-            pairedOn = false;
-            pairingChoice = "paired launches: off (decode steps without CUDA graphs)";
+            pairing.off("off (decode steps without CUDA graphs)");
         } else {
-            pairingChoice = PairingChoice.choose(this);
+            pairing.decided(PairingChoice.choose(this));
         }
     }
 
@@ -1148,19 +731,18 @@ public final class CudaForwardPass implements ForwardPass {
      */
     void leadTensorParallel(List<CudaForwardPass> others) {
         for (CudaForwardPass p : others) {
-            p.pairedOn = false;
+            p.pairing.off("off (tensor parallelism)");
         }
-        pairedOn = false;
-        pairingChoice = "paired launches: off (tensor parallelism)";
+        pairing.off("off (tensor parallelism)");
         group = new TensorParallelGroup(this, others);
     }
 
     /** One line per weight shape: the GEMM algorithms pinned, where linear_rows runs, and their timings. */
     public java.util.List<String> gemmChoices() {
         List<String> all = new ArrayList<>(linear.choices());
-        all.addAll(paired.choices());
-        if (pairingChoice != null) {
-            all.add(pairingChoice);
+        all.addAll(pairing.paired.choices());
+        if (pairing.choice() != null) {
+            all.add(pairing.choice());
         }
         return all;
     }

@@ -1,7 +1,9 @@
 package dev.spindle.backend.cuda;
 
+import dev.spindle.model.Bf16Matrix;
 import dev.spindle.model.LayerWeights;
 import dev.spindle.model.LoadListener;
+import dev.spindle.model.Matrix;
 import dev.spindle.model.ModelConfig;
 import dev.spindle.model.ModelWeights;
 import dev.spindle.model.Tensor;
@@ -23,14 +25,18 @@ public final class CudaWeights implements AutoCloseable {
      */
     static final int UPLOAD_THREADS = Math.max(1, Math.min(8, Runtime.getRuntime().availableProcessors()));
 
-    /** Device addresses of one layer's weights. */
-    public record Layer(long inputNorm, long qkv, long o, long postAttnNorm, long gateUp, long down) {
+    /**
+     * One layer's weights on the device: the norms' addresses ((H) bf16), the linear layers in their formats: q|k|v
+     * (Q + 2K, H), o (H, Q), gate|up (2I, H), down (H, I); a tensor-parallel rank's rows or columns of them.
+     */
+    public record Layer(long inputNorm, DeviceMatrix qkv, DeviceMatrix o, long postAttnNorm, DeviceMatrix gateUp, DeviceMatrix down) {
     }
 
     private final CudaDriver cuda;
     private final List<Long> allocations = new ArrayList<>();
     private final List<Layer> layers = new ArrayList<>();
-    private long embedding, finalNorm, lmHead;
+    private long embedding, finalNorm;
+    private DeviceMatrix lmHead;
     private long bytes;
     private double seconds;
 
@@ -67,19 +73,25 @@ public final class CudaWeights implements AutoCloseable {
             out.embedding = up.put(out.alloc(w.embedding().data().byteSize()), w.embedding());
             for (LayerWeights l : w.layers()) {
                 long qkv = out.alloc(rowBytes * (qd + 2L * kvd));
-                up.putRows(qkv, l.q(), tp.qStart(rank), qd);
-                up.putRows(qkv + rowBytes * qd, l.k(), tp.kvStart(rank), kvd);
-                up.putRows(qkv + rowBytes * (qd + kvd), l.v(), tp.kvStart(rank), kvd);
+                up.putRows(qkv, bf16(l.q()), tp.qStart(rank), qd);
+                up.putRows(qkv + rowBytes * qd, bf16(l.k()), tp.kvStart(rank), kvd);
+                up.putRows(qkv + rowBytes * (qd + kvd), bf16(l.v()), tp.kvStart(rank), kvd);
                 long gateUp = out.alloc(2 * rowBytes * in);
-                up.putRows(gateUp, l.gate(), tp.intermediateStart(rank), in);
-                up.putRows(gateUp + rowBytes * in, l.up(), tp.intermediateStart(rank), in);
-                long o = up.putColumns(out.alloc(2L * qd * h), l.o(), tp.qStart(rank), qd);
-                long down = up.putColumns(out.alloc(2L * in * h), l.down(), tp.intermediateStart(rank), in);
-                out.layers.add(new Layer(up.put(out.alloc(l.inputNorm().data().byteSize()), l.inputNorm()), qkv, o,
-                        up.put(out.alloc(l.postAttnNorm().data().byteSize()), l.postAttnNorm()), gateUp, down));
+                up.putRows(gateUp, bf16(l.gate()), tp.intermediateStart(rank), in);
+                up.putRows(gateUp + rowBytes * in, bf16(l.up()), tp.intermediateStart(rank), in);
+                long o = up.putColumns(out.alloc(2L * qd * h), bf16(l.o()), tp.qStart(rank), qd);
+                long down = up.putColumns(out.alloc(2L * in * h), bf16(l.down()), tp.intermediateStart(rank), in);
+                out.layers.add(new Layer(up.put(out.alloc(l.inputNorm().data().byteSize()), l.inputNorm()),
+                        new DeviceMatrix.Bf16(qkv, qd + 2 * kvd, h), new DeviceMatrix.Bf16(o, h, qd),
+                        up.put(out.alloc(l.postAttnNorm().data().byteSize()), l.postAttnNorm()),
+                        new DeviceMatrix.Bf16(gateUp, 2 * in, h), new DeviceMatrix.Bf16(down, h, in)));
             }
             out.finalNorm = up.put(out.alloc(w.finalNorm().data().byteSize()), w.finalNorm());
-            out.lmHead = !head ? 0 : w.lmHead() == w.embedding() ? out.embedding : up.put(out.alloc(w.lmHead().data().byteSize()), w.lmHead());
+            if (head) {
+                Tensor lm = bf16(w.lmHead());
+                long at = w.headIsEmbedding() ? out.embedding : up.put(out.alloc(lm.data().byteSize()), lm);
+                out.lmHead = new DeviceMatrix.Bf16(at, c.vocabSize(), h);
+            }
             up.run(UPLOAD_THREADS);
             cuda.sync();
         } catch (RuntimeException e) {
@@ -110,10 +122,13 @@ public final class CudaWeights implements AutoCloseable {
                 long norm2 = f.norm(h);
                 long gateUp = f.linear(2L * in, h);
                 long down = f.linear(h, in);
-                out.layers.add(new Layer(norm1, qkv, o, norm2, gateUp, down));
+                out.layers.add(new Layer(norm1, new DeviceMatrix.Bf16(qkv, q + 2 * kv, h), new DeviceMatrix.Bf16(o, h, q), norm2,
+                        new DeviceMatrix.Bf16(gateUp, 2 * in, h), new DeviceMatrix.Bf16(down, h, in)));
             }
             out.finalNorm = f.norm(h);
-            out.lmHead = !head ? 0 : c.tiedEmbeddings() ? out.embedding : f.linear(c.vocabSize(), h);
+            if (head) {
+                out.lmHead = new DeviceMatrix.Bf16(c.tiedEmbeddings() ? out.embedding : f.linear(c.vocabSize(), h), c.vocabSize(), h);
+            }
             cuda.sync();
         } catch (RuntimeException e) {
             out.close();
@@ -168,8 +183,16 @@ public final class CudaWeights implements AutoCloseable {
         return finalNorm;
     }
 
-    public long lmHead() {
+    /** The output head (vocab, H); null on a tensor-parallel rank without it. */
+    DeviceMatrix lmHead() {
         return lmHead;
+    }
+
+    /** A host weight's bf16 data: the one format this backend uploads today. */
+    private static Tensor bf16(Matrix m) {
+        return switch (m) {
+            case Bf16Matrix b -> b.data();
+        };
     }
 
     /** Bytes of weights on the device. */

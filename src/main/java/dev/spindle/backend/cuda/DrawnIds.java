@@ -1,6 +1,6 @@
 package dev.spindle.backend.cuda;
 
-import dev.spindle.backend.ModelStep;
+import dev.spindle.step.ModelStep;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;

@@ -1,7 +1,7 @@
 package dev.spindle.backend.cuda;
 
-import dev.spindle.engine.kv.BlockPool;
-import dev.spindle.engine.kv.BlockTable;
+import dev.spindle.kv.BlockPool;
+import dev.spindle.kv.BlockTable;
 
 import java.util.LinkedHashMap;
 import java.util.List;

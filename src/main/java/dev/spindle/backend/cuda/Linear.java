@@ -42,6 +42,41 @@ public final class Linear {
     }
 
     /** y (n, nOut) = bf16(x (n, k) @ W^T), W (nOut, k): row-major bf16 device arrays; in stream order. */
+    /** {@code y = x @ W^T} for a weight in its format: x (n, w.cols()), y (n, w.rows()), bf16. */
+    void apply(long x, int n, DeviceMatrix w, long y) {
+        switch (w) {
+            case DeviceMatrix.Bf16 b -> apply(x, n, b.cols(), b.data(), b.rows(), y);
+        }
+    }
+
+    /** {@link #applyPartial(long, int, int, long, int, long)} for a weight in its format. */
+    void applyPartial(long x, int n, DeviceMatrix w, long y) {
+        switch (w) {
+            case DeviceMatrix.Bf16 b -> applyPartial(x, n, b.cols(), b.data(), b.rows(), y);
+        }
+    }
+
+    /** {@link #prepare(int, long, int)} for a weight in its format: its GEMMs chosen now, never in the middle of a step. */
+    void prepare(DeviceMatrix w) {
+        switch (w) {
+            case DeviceMatrix.Bf16 b -> prepare(b.cols(), b.data(), b.rows());
+        }
+    }
+
+    /** {@link #preparePartial(int, long, int)} for a weight in its format. */
+    void preparePartial(DeviceMatrix w) {
+        switch (w) {
+            case DeviceMatrix.Bf16 b -> preparePartial(b.cols(), b.data(), b.rows());
+        }
+    }
+
+    /** {@link #weight(long, int, int)} for a weight in its format: what the few-row kernel reads of it, set up now. */
+    void weight(DeviceMatrix w) {
+        switch (w) {
+            case DeviceMatrix.Bf16 b -> weight(b.data(), b.cols(), b.rows());
+        }
+    }
+
     public void apply(long x, int n, int k, long w, int nOut, long y) {
         CudaKernels.LinearRowsVariant[] plan = plans.get(key(k, nOut));
         if (plan == null) {

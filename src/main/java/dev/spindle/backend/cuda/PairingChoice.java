@@ -1,9 +1,9 @@
 package dev.spindle.backend.cuda;
 
-import dev.spindle.backend.ModelStep;
-import dev.spindle.backend.ModelStep.Window;
-import dev.spindle.engine.kv.BlockPool;
-import dev.spindle.engine.kv.BlockTable;
+import dev.spindle.step.ModelStep;
+import dev.spindle.step.ModelStep.Window;
+import dev.spindle.kv.BlockPool;
+import dev.spindle.kv.BlockTable;
 
 import java.util.Arrays;
 import java.util.List;
@@ -25,7 +25,7 @@ final class PairingChoice {
 
     /** Leaves gpu with the paired launches on or off, whichever ran the faster step; returns the line for the GEMM choices. */
     static String choose(CudaForwardPass gpu) {
-        BlockPool pool = gpu.kvCapacity().newPool();
+        BlockPool pool = new BlockPool(gpu.kvCapacity());
         if (pool.freeBlocks() * (long) gpu.kvCapacity().blockSize() < CONTEXT + ROUNDS * 2L * (STEPS + 1) + 1) {
             gpu.pairedEpilogues(false);
             return "paired launches: off (the KV pool is too small to time decode steps)";

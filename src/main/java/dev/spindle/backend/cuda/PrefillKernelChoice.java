@@ -1,6 +1,6 @@
 package dev.spindle.backend.cuda;
 
-import dev.spindle.backend.ModelStep.Window;
+import dev.spindle.step.ModelStep.Window;
 
 import java.util.List;
 import java.util.function.IntPredicate;

@@ -1,8 +1,8 @@
 package dev.spindle.backend.cuda;
 
 import dev.spindle.backend.KeySplits;
-import dev.spindle.backend.ModelStep.Window;
-import dev.spindle.engine.kv.BlockTable;
+import dev.spindle.step.ModelStep.Window;
+import dev.spindle.step.BlockIds;
 
 import java.util.List;
 
@@ -57,7 +57,7 @@ final class StepPlan {
 
     /**
      * @param fed empty, or per window -1 or the previous step's logit row whose drawn token is the window's first
-     *            ({@link dev.spindle.backend.ModelStep#fed}): pairs (token slot, row) for the feed_tokens kernel at {@link #feedAt}
+     *            ({@link dev.spindle.step.ModelStep#fed}): pairs (token slot, row) for the feed_tokens kernel at {@link #feedAt}
      */
     StepPlan(List<Window> windows, int group, int kvHeads, int fixedSplits, int tileMmaRows, int[] fed) {
         int n = 0, tableInts = 0, ctaCount = 0, dRows = 0, parts = 0, lRows = 0, maxPos = 0;
@@ -123,7 +123,7 @@ final class StepPlan {
         int[] tabOffs = new int[windows.size()], rowOf = new int[windows.size()];
         for (int wi = 0; wi < windows.size(); wi++) {
             Window w = windows.get(wi);
-            BlockTable t = w.table();
+            BlockIds t = w.table();
             int len = w.tokens().length, start = w.start(), bs = t.blockSize();
             tabOffs[wi] = tab - tables;
             rowOf[wi] = row;

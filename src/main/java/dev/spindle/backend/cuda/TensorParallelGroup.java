@@ -1,6 +1,6 @@
 package dev.spindle.backend.cuda;
 
-import dev.spindle.backend.ModelStep;
+import dev.spindle.step.ModelStep;
 
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
@@ -9,7 +9,7 @@ import java.util.List;
 /**
  * The ranks of a tensor-parallel CUDA pass ({@link dev.spindle.backend.TensorParallelLayout}), driven by the leader (rank 0,
  * the {@link CudaForwardPass} the engine holds) from its one thread: each rank is a pass over its heads and MLP columns on
- * its own GPU (or lane of a GPU) and stream. A step's launches run segment by segment ({@link CudaForwardPass.Program}):
+ * its own GPU (or lane of a GPU) and stream. A step's launches run segment by segment ({@link Launches}):
  * every rank's segment i, then the all-reduce of the partials it ended with, then segment i + 1. The all-reduce is
  * Spindle's own over peer memory: each rank records an event after its partial GEMM, waits for every other rank's, and
  * runs {@code all_reduce_sum}, which adds the ranks' fp32 partials in rank order and rounds once, so every rank holds
@@ -88,9 +88,9 @@ final class TensorParallelGroup implements AutoCloseable {
     /** Every rank's launches of the step the leader planned as {@code leadPlan}, segment by segment, with the all-reduces between. */
     void layers(StepPlan leadPlan) {
         int n = ranks.size();
-        List<CudaForwardPass.Program> programs = new ArrayList<>();
+        List<Launches> programs = new ArrayList<>();
         for (int r = 0; r < n; r++) {
-            programs.add(ranks.get(r).program(r == 0 ? leadPlan : plans[r]));
+            programs.add(ranks.get(r).launches(r == 0 ? leadPlan : plans[r]));
         }
         CudaDriver leader = lead.driver();
         leader.makeCurrent();

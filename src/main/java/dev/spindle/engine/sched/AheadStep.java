@@ -1,6 +1,6 @@
 package dev.spindle.engine.sched;
 
-import dev.spindle.backend.ModelStep;
+import dev.spindle.step.ModelStep;
 
 import java.util.ArrayList;
 import java.util.List;

@@ -1,20 +1,20 @@
 package dev.spindle.engine.sched;
 
-import dev.spindle.backend.ForwardPass;
-import dev.spindle.backend.ModelStep;
-import dev.spindle.backend.StepOutput;
+import dev.spindle.step.ForwardPass;
+import dev.spindle.step.ModelStep;
+import dev.spindle.step.StepOutput;
 import dev.spindle.engine.EngineStats;
-import dev.spindle.engine.SamplingParams;
+import dev.spindle.sample.SamplingParams;
 import dev.spindle.engine.SpecStats;
 import dev.spindle.engine.TokenEvent;
 import dev.spindle.engine.TokenSink;
-import dev.spindle.engine.kv.BlockPool;
-import dev.spindle.engine.sample.Sampler;
-import dev.spindle.engine.spec.DraftPacer;
-import dev.spindle.engine.spec.DraftRequest;
-import dev.spindle.engine.spec.Observation;
-import dev.spindle.engine.spec.Proposal;
-import dev.spindle.engine.spec.Speculation;
+import dev.spindle.kv.BlockPool;
+import dev.spindle.sample.Sampler;
+import dev.spindle.engine.speculative.DraftPacer;
+import dev.spindle.engine.speculative.DraftRequest;
+import dev.spindle.step.Observation;
+import dev.spindle.step.Proposal;
+import dev.spindle.engine.speculative.Speculation;
 
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -68,7 +68,7 @@ public final class EngineCore {
     public EngineCore(ForwardPass model, int maxBatchedTokens, int maxSequences, Set<Integer> eosIds, Speculation spec, boolean runAhead) {
         this.model = model;
         this.runAhead = runAhead;
-        this.pool = model.kvCapacity().newPool();
+        this.pool = new BlockPool(model.kvCapacity());
         this.scheduler = new Scheduler(pool, maxBatchedTokens, maxSequences, model.config().vocabSize());
         this.eos = Set.copyOf(eosIds);
         this.maxPositions = model.config().maxPositions();

@@ -2,7 +2,7 @@ package dev.spindle.server.openai;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import dev.spindle.engine.grammar.LarkGrammar;
+import dev.spindle.grammar.LarkGrammar;
 
 import static dev.spindle.server.openai.ChatCompletions.JSON;
 

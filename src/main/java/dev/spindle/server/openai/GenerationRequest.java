@@ -1,7 +1,7 @@
 package dev.spindle.server.openai;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import dev.spindle.engine.SamplingParams;
+import dev.spindle.sample.SamplingParams;
 
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -239,8 +239,8 @@ public record GenerationRequest(SamplingParams params, List<String> stops, int n
             int scoring = Math.max(logprobs && echo ? Math.max(0, top) : -1, promptLogprobs);
             params = new SamplingParams(temperature, topK, topP, minP, seed, presence, frequency, repetition, bias, maxTokens, stopIds,
                     ignoreEos, logprobs ? Math.max(0, top) : -1, null, scoring,
-                    minTokens == 0 && allowed == null && badWords.isEmpty() ? dev.spindle.engine.TokenRules.NONE
-                            : new dev.spindle.engine.TokenRules(minTokens, allowed, badWords));
+                    minTokens == 0 && allowed == null && badWords.isEmpty() ? dev.spindle.sample.TokenRules.NONE
+                            : new dev.spindle.sample.TokenRules(minTokens, allowed, badWords));
         } catch (IllegalArgumentException e) {
             throw ApiException.badRequest(e.getMessage(), e.getMessage().startsWith("max_tokens") ? "max_tokens" : null);
         }

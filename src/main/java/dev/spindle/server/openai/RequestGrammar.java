@@ -2,7 +2,7 @@ package dev.spindle.server.openai;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import dev.spindle.engine.grammar.Schema;
+import dev.spindle.grammar.Schema;
 
 import java.util.LinkedHashMap;
 import java.util.List;

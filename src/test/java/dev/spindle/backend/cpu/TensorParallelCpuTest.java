@@ -97,7 +97,7 @@ public class TensorParallelCpuTest {
      * {@code many} (the same model split over {@code ranks}) on a seeded 150-token prompt: its decode steps equal its window bit
      * for bit, and its logits stay within the row-parallel sums' rounding of one rank's (KL under 1e-4, no logit 0.25 apart).
      */
-    public static void assertWithinTheSumsRoundingOfOne(String backend, dev.spindle.backend.ForwardPass one, dev.spindle.backend.ForwardPass many,
+    public static void assertWithinTheSumsRoundingOfOne(String backend, dev.spindle.step.ForwardPass one, dev.spindle.step.ForwardPass many,
                                                         int ranks) {
         int[] prompt = new java.util.Random(5).ints(150, 3, one.config().vocabSize()).toArray();
         float[][] a = HfParityTest.Parity.logits(one, prompt, false), b = HfParityTest.Parity.logits(many, prompt, false);

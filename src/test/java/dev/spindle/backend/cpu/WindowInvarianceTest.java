@@ -1,7 +1,7 @@
 package dev.spindle.backend.cpu;
 
 import dev.spindle.Fixture;
-import dev.spindle.engine.kv.BlockTable;
+import dev.spindle.kv.BlockTable;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
@@ -45,20 +45,20 @@ class WindowInvarianceTest {
             float[][] fresh = run(cpu, prompt, new int[]{prompt.length});
             // the first 32 positions (two full blocks of 16) computed by an earlier request
             BlockTable earlier = new BlockTable(dev.spindle.backend.TestSteps.pool(cpu));
-            dev.spindle.backend.ForwardPass.run(cpu, Arrays.copyOf(prompt, 40), earlier, true);
+            dev.spindle.kv.SoloWindow.run(cpu, Arrays.copyOf(prompt, 40), earlier, true);
             BlockTable resumed = new BlockTable(dev.spindle.backend.TestSteps.pool(cpu));
             resumed.shareFullBlocks(earlier, 2);
             earlier.release(); // the shared blocks stay alive through the resumed table's references
             int[] rest = Arrays.copyOfRange(prompt, 32, prompt.length);
-            float[][] tail = dev.spindle.backend.ForwardPass.run(cpu, rest, resumed, true);
+            float[][] tail = dev.spindle.kv.SoloWindow.run(cpu, rest, resumed, true);
             assertEquals(rest.length, tail.length);
             for (int i = 0; i < rest.length; i++) {
                 assertBitEqual(fresh[32 + i], tail[i], name + " resumed, position " + (32 + i));
             }
             // and continuing the same table after a pause equals it too
             BlockTable paused = new BlockTable(dev.spindle.backend.TestSteps.pool(cpu));
-            dev.spindle.backend.ForwardPass.run(cpu, Arrays.copyOf(prompt, 21), paused, false);
-            float[][] after = dev.spindle.backend.ForwardPass.run(cpu, Arrays.copyOfRange(prompt, 21, prompt.length), paused, true);
+            dev.spindle.kv.SoloWindow.run(cpu, Arrays.copyOf(prompt, 21), paused, false);
+            float[][] after = dev.spindle.kv.SoloWindow.run(cpu, Arrays.copyOfRange(prompt, 21, prompt.length), paused, true);
             for (int i = 0; i < after.length; i++) {
                 assertBitEqual(fresh[21 + i], after[i], name + " continued, position " + (21 + i));
             }
@@ -100,7 +100,7 @@ class WindowInvarianceTest {
             var s2 = dev.spindle.backend.TestSteps.forward(cpu, java.util.List.of(
                     dev.spindle.backend.TestSteps.window(Arrays.copyOfRange(b, 10, b.length), tb, true, true),
                     dev.spindle.backend.TestSteps.window(Arrays.copyOfRange(c, 1, 31), tc, true, true)));
-            float[][] s3 = dev.spindle.backend.ForwardPass.run(cpu, Arrays.copyOfRange(c, 31, c.length), tc, true);
+            float[][] s3 = dev.spindle.kv.SoloWindow.run(cpu, Arrays.copyOfRange(c, 31, c.length), tc, true);
             for (int p = 0; p < a.length; p++) {
                 assertBitEqual(soloA[p], s1.get(0)[p], name + " batched a, position " + p);
             }
@@ -123,7 +123,7 @@ class WindowInvarianceTest {
             float[][] out = new float[prompt.length][];
             int pos = 0;
             for (int w : windows) {
-                float[][] l = dev.spindle.backend.ForwardPass.run(cpu, Arrays.copyOfRange(prompt, pos, pos + w), t, true);
+                float[][] l = dev.spindle.kv.SoloWindow.run(cpu, Arrays.copyOfRange(prompt, pos, pos + w), t, true);
                 System.arraycopy(l, 0, out, pos, w);
                 pos += w;
             }

@@ -1,13 +1,15 @@
 package dev.spindle.backend.cuda;
 
+import dev.spindle.kv.BlockPool;
+
 import dev.spindle.Fixture;
-import dev.spindle.backend.ForwardPass;
-import dev.spindle.backend.ModelStep;
-import dev.spindle.backend.ModelStep.Window;
-import dev.spindle.backend.StepOutput;
+import dev.spindle.step.ForwardPass;
+import dev.spindle.step.ModelStep;
+import dev.spindle.step.ModelStep.Window;
+import dev.spindle.step.StepOutput;
 import dev.spindle.backend.cpu.HfParityTest;
-import dev.spindle.engine.kv.BlockTable;
-import dev.spindle.engine.sample.Sampler;
+import dev.spindle.kv.BlockTable;
+import dev.spindle.sample.Sampler;
 import dev.spindle.model.ConfigParser;
 import dev.spindle.model.LoadListener;
 import dev.spindle.model.ModelConfig;
@@ -182,19 +184,19 @@ class CudaForwardPassTest {
                     prefill(gpu, random.ints(300 + 15 * i, 3, c.vocabSize()).toArray(), t);
                     next[i] = 3 + random.nextInt(c.vocabSize() - 3);
                 }
-                List<dev.spindle.backend.ModelStep.Window> batch = new java.util.ArrayList<>();
+                List<dev.spindle.step.ModelStep.Window> batch = new java.util.ArrayList<>();
                 for (int i = 0; i < n; i++) {
                     batch.add(dev.spindle.backend.TestSteps.window(new int[]{next[i]}, tables.get(i), false, true));
                 }
                 // the plan of the step's graph (its bucket: the splits of 2,048 keys)
-                StepPlan plan = gpu.prepare(new dev.spindle.backend.ModelStep(batch), dev.spindle.backend.KeySplits.count(2048));
+                StepPlan plan = gpu.prepare(new dev.spindle.step.ModelStep(batch), dev.spindle.backend.KeySplits.count(2048));
                 assertEquals(0, plan.partials, "every row folds its splits in its CTA");
                 List<float[][]> together = dev.spindle.backend.TestSteps.forward(gpu, batch);
                 for (int i = 0; i < n; i++) {
                     // the same step again, alone: the row's table cut back to its context (the step rewrites the same KV slot)
                     BlockTable t = tables.get(i);
                     t.truncate(t.tokens() - 1);
-                    dev.spindle.backend.ModelStep.Window w = dev.spindle.backend.TestSteps.window(new int[]{next[i]}, t, false, true);
+                    dev.spindle.step.ModelStep.Window w = dev.spindle.backend.TestSteps.window(new int[]{next[i]}, t, false, true);
                     float[] alone = dev.spindle.backend.TestSteps.forward(gpu, List.of(w)).getFirst()[0];
                     assertArrayEquals(alone, together.get(i)[0], "row " + i + " in a folded batch of " + n + " differs from it alone");
                 }
@@ -243,7 +245,7 @@ class CudaForwardPassTest {
             List<BlockTable> tables = new java.util.ArrayList<>();
             try {
                 Random random = new Random(17);
-                List<dev.spindle.backend.ModelStep.Window> batch = new java.util.ArrayList<>();
+                List<dev.spindle.step.ModelStep.Window> batch = new java.util.ArrayList<>();
                 int[] next = new int[7];
                 for (int i = 0; i < 7; i++) {
                     BlockTable t = new BlockTable(dev.spindle.backend.TestSteps.pool(gpu));
@@ -342,7 +344,7 @@ class CudaForwardPassTest {
                 assertEquals(oneByOne, ahead, "temperature " + temperature);
             }
             try (CudaForwardPass gpu = open(f)) {
-                var pool = gpu.kvCapacity().newPool();
+                var pool = new BlockPool(gpu.kvCapacity());
                 List<BlockTable> tables = new ArrayList<>();
                 List<ForwardPass.PendingStep> started = new ArrayList<>();
                 for (int i = 0; i < 3; i++) {
@@ -367,7 +369,7 @@ class CudaForwardPassTest {
 
     /** Three prompts decoded 10 tokens each with device draws: steps run one by one (tokens from the host) or started ahead. */
     private static List<List<Integer>> decodeThree(CudaForwardPass gpu, Fixture f, double temperature, boolean ahead) {
-        var pool = gpu.kvCapacity().newPool();
+        var pool = new BlockPool(gpu.kvCapacity());
         Random rnd = new Random(3);
         List<BlockTable> tables = new ArrayList<>();
         List<List<Integer>> out = new ArrayList<>();

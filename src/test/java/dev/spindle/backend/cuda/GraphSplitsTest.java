@@ -1,9 +1,9 @@
 package dev.spindle.backend.cuda;
 
 import dev.spindle.backend.KeySplits;
-import dev.spindle.backend.ModelStep.Window;
-import dev.spindle.engine.kv.BlockPool;
-import dev.spindle.engine.kv.BlockTable;
+import dev.spindle.step.ModelStep.Window;
+import dev.spindle.kv.BlockPool;
+import dev.spindle.kv.BlockTable;
 import org.junit.jupiter.api.Test;
 
 import java.util.ArrayList;
@@ -12,7 +12,7 @@ import java.util.List;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 /**
- * Which steps replay a captured graph, and with how many split slots a row (CudaForwardPass.graphSplits), on the host: the
+ * Which steps replay a captured graph, and with how many split slots a row (GraphKeys.splits), on the host: the
  * split bucket of the power of two of keys at or above the longest row's, and no graph for a prefill window, a window
  * without logits, more logit rows than the head takes in one pass, or a bucket that would give the rows too many slots.
  */
@@ -32,14 +32,14 @@ class GraphSplitsTest {
 
     @Test
     void decodeRowsTakeTheBucketOfTheirLongestContext() {
-        assertEquals(bucketOf(KeySplits.MIN), CudaForwardPass.graphSplits(List.of(decodeRowAt(0)), 64));
-        assertEquals(bucketOf(1024), CudaForwardPass.graphSplits(List.of(decodeRowAt(1000)), 64));
+        assertEquals(bucketOf(KeySplits.MIN), GraphKeys.splits(List.of(decodeRowAt(0)), 64));
+        assertEquals(bucketOf(1024), GraphKeys.splits(List.of(decodeRowAt(1000)), 64));
         // a row at position 1023 reads 1,024 keys: a power of two, its own bucket; one more key takes the next
-        assertEquals(bucketOf(1024), CudaForwardPass.graphSplits(List.of(decodeRowAt(1023)), 64));
-        assertEquals(bucketOf(2048), CudaForwardPass.graphSplits(List.of(decodeRowAt(1024)), 64));
-        assertEquals(bucketOf(65536), CudaForwardPass.graphSplits(List.of(decodeRowAt(100), decodeRowAt(40000), decodeRowAt(5)), 64));
+        assertEquals(bucketOf(1024), GraphKeys.splits(List.of(decodeRowAt(1023)), 64));
+        assertEquals(bucketOf(2048), GraphKeys.splits(List.of(decodeRowAt(1024)), 64));
+        assertEquals(bucketOf(65536), GraphKeys.splits(List.of(decodeRowAt(100), decodeRowAt(40000), decodeRowAt(5)), 64));
         // so steps of one batch size over a growing context share few graphs: one per power of two
-        assertEquals(CudaForwardPass.graphSplits(List.of(decodeRowAt(20000)), 64), CudaForwardPass.graphSplits(List.of(decodeRowAt(30000)), 64));
+        assertEquals(GraphKeys.splits(List.of(decodeRowAt(20000)), 64), GraphKeys.splits(List.of(decodeRowAt(30000)), 64));
     }
 
     @Test
@@ -48,17 +48,17 @@ class GraphSplitsTest {
         t.reserve(3000);
         t.advance(2990);
         Window verified = StepPlanTest.w(new int[StepPlan.ROWWISE_ROWS], t, true, true);
-        assertEquals(bucketOf(2990 + StepPlan.ROWWISE_ROWS), CudaForwardPass.graphSplits(List.of(verified, decodeRowAt(10)), 64));
+        assertEquals(bucketOf(2990 + StepPlan.ROWWISE_ROWS), GraphKeys.splits(List.of(verified, decodeRowAt(10)), 64));
     }
 
     @Test
     void prefillWindowsAndWindowsWithoutLogitsRunWithoutAGraph() {
         BlockTable t = new BlockTable(pool);
         Window prompt = StepPlanTest.w(new int[StepPlan.ROWWISE_ROWS + 1], t, false, true);
-        assertEquals(0, CudaForwardPass.graphSplits(List.of(decodeRowAt(100), prompt), 64));
+        assertEquals(0, GraphKeys.splits(List.of(decodeRowAt(100), prompt), 64));
         BlockTable u = new BlockTable(pool);
         Window chunk = StepPlanTest.w(new int[4], u, false, false);
-        assertEquals(0, CudaForwardPass.graphSplits(List.of(decodeRowAt(100), chunk), 64));
+        assertEquals(0, GraphKeys.splits(List.of(decodeRowAt(100), chunk), 64));
     }
 
     @Test
@@ -67,26 +67,26 @@ class GraphSplitsTest {
         for (int i = 0; i < 9; i++) {
             rows.add(decodeRowAt(100 + i));
         }
-        assertEquals(bucketOf(128), CudaForwardPass.graphSplits(rows, 9));
-        assertEquals(0, CudaForwardPass.graphSplits(rows, 8));
+        assertEquals(bucketOf(128), GraphKeys.splits(rows, 9));
+        assertEquals(0, GraphKeys.splits(rows, 8));
     }
 
     @Test
     void manyRowsBesideOneLongContextWouldTakeTooManySlots() {
-        // every row of a graph gets the bucket's slots: at 512K keys' bucket GRAPH_MAX_PARTIALS / bucket rows fit, one more does not
+        // every row of a graph gets the bucket's slots: at 512K keys' bucket GraphKeys.MAX_PARTIALS / bucket rows fit, one more does not
         int longest = 512 * 1024 - 1;
         int bucket = bucketOf(longest + 1);
         List<Window> few = new ArrayList<>(), many = new ArrayList<>();
         few.add(decodeRowAt(longest));
         many.add(decodeRowAt(longest));
-        int fit = (int) (CudaForwardPass.GRAPH_MAX_PARTIALS / bucket);
+        int fit = (int) (GraphKeys.MAX_PARTIALS / bucket);
         for (int i = 1; i < fit; i++) {
             few.add(decodeRowAt(3));
         }
         for (int i = 1; i <= fit; i++) {
             many.add(decodeRowAt(3));
         }
-        assertEquals(bucket, CudaForwardPass.graphSplits(few, 1 << 20));
-        assertEquals(0, CudaForwardPass.graphSplits(many, 1 << 20));
+        assertEquals(bucket, GraphKeys.splits(few, 1 << 20));
+        assertEquals(0, GraphKeys.splits(many, 1 << 20));
     }
 }

@@ -1,9 +1,9 @@
 package dev.spindle.backend.cuda;
 
 import dev.spindle.Trials;
-import dev.spindle.engine.kv.BlockPool;
-import dev.spindle.engine.kv.BlockTable;
-import dev.spindle.engine.kv.KvCapacityException;
+import dev.spindle.kv.BlockPool;
+import dev.spindle.kv.BlockTable;
+import dev.spindle.kv.KvCapacityException;
 import org.junit.jupiter.api.Test;
 
 import java.util.ArrayList;

@@ -38,7 +38,7 @@ class NcclTest {
     @Test
     @org.junit.jupiter.api.Tag("gpu")
     void allReduceSumsOverEveryVisibleGpu() {
-        String noGpu = dev.spindle.backend.Backends.cudaUnavailableReason();
+        String noGpu = dev.spindle.wiring.Backends.cudaUnavailableReason();
         assumeTrue(noGpu == null, "skipped: " + noGpu);
         assumeTrue(Nccl.load().isPresent(), Nccl.unavailableReason());
         Nccl nccl = Nccl.load().get();

@@ -1,6 +1,6 @@
 package dev.spindle.backend.cuda;
 
-import dev.spindle.backend.cpu.RotaryTable;
+import dev.spindle.backend.RotaryTable;
 import dev.spindle.model.Bf16;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;

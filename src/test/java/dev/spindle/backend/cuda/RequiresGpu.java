@@ -43,7 +43,7 @@ public @interface RequiresGpu {
     final class Condition implements ExecutionCondition {
         @Override
         public ConditionEvaluationResult evaluateExecutionCondition(ExtensionContext context) {
-            String why = dev.spindle.backend.Backends.cudaUnavailableReason();
+            String why = dev.spindle.wiring.Backends.cudaUnavailableReason();
             if (why != null) {
                 return ConditionEvaluationResult.disabled("skipped: " + why);
             }

@@ -7,7 +7,7 @@ import dev.spindle.backend.cuda.CudaForwardPass;
 import dev.spindle.backend.cuda.CudaPasses;
 import dev.spindle.backend.cuda.CudaKernels;
 import dev.spindle.engine.GreedyGenerator;
-import dev.spindle.engine.SamplingParams;
+import dev.spindle.sample.SamplingParams;
 import dev.spindle.model.LoadFormat;
 import dev.spindle.model.LoadListener;
 import dev.spindle.model.LoadedModel;

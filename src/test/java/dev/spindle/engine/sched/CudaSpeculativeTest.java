@@ -2,11 +2,11 @@ package dev.spindle.engine.sched;
 
 import dev.spindle.backend.cuda.CudaForwardPass;
 import dev.spindle.backend.cuda.CudaPasses;
-import dev.spindle.engine.SamplingParams;
-import dev.spindle.engine.spec.DraftModelProposer;
-import dev.spindle.engine.spec.NgramProposer;
-import dev.spindle.engine.spec.Proposer;
-import dev.spindle.engine.spec.Speculation;
+import dev.spindle.sample.SamplingParams;
+import dev.spindle.engine.speculative.DraftModelProposer;
+import dev.spindle.engine.speculative.NgramProposer;
+import dev.spindle.engine.speculative.Proposer;
+import dev.spindle.engine.speculative.Speculation;
 import dev.spindle.model.LoadListener;
 import dev.spindle.model.LoadedModel;
 import org.junit.jupiter.api.AfterAll;

@@ -1,10 +1,10 @@
 package dev.spindle.engine.sched;
 
 import dev.spindle.backend.cpu.CpuForwardPass;
-import dev.spindle.engine.SamplingParams;
-import dev.spindle.backend.ModelStep;
-import dev.spindle.backend.StepOutput;
-import dev.spindle.engine.sample.Sampler;
+import dev.spindle.sample.SamplingParams;
+import dev.spindle.step.ModelStep;
+import dev.spindle.step.StepOutput;
+import dev.spindle.sample.Sampler;
 import org.junit.jupiter.api.Test;
 
 import java.util.LinkedHashMap;
@@ -65,7 +65,7 @@ public class DeviceDrawWiringTest {
                 SamplingParams p = new SamplingParams(d.temperature(), d.topK(), d.topP(), d.minP(), null, 0, 0, 1, Map.of(), 1, Set.of(), true,
                         -1, null, -1);
                 for (int r = 0; r < rows.length; r++) {
-                    ids[r] = Sampler.sample(rows[r], p, new int[vocab], new int[vocab], dev.spindle.engine.sample.SamplerTest.fixed(d.u()[r])).token();
+                    ids[r] = Sampler.sample(rows[r], p, new int[vocab], new int[vocab], dev.spindle.sample.SamplerTest.fixed(d.u()[r])).token();
                     drawn++;
                 }
                 tokens.set(i, ids);

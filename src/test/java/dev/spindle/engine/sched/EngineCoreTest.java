@@ -4,7 +4,7 @@ import dev.spindle.Fixture;
 import dev.spindle.backend.cpu.CpuForwardPass;
 import dev.spindle.backend.cpu.KvSlots;
 import dev.spindle.engine.EngineStats;
-import dev.spindle.engine.SamplingParams;
+import dev.spindle.sample.SamplingParams;
 import dev.spindle.engine.TokenEvent;
 import dev.spindle.engine.TokenSink;
 import org.junit.jupiter.api.AfterAll;
@@ -76,7 +76,7 @@ class EngineCoreTest {
     }
 
     /** Runs requests to completion on one engine; returns each one's collected events. */
-    static Map<String, Collect> run(dev.spindle.backend.ForwardPass cpu, int budget, Map<String, int[]> prompts, Map<String, SamplingParams> params) {
+    static Map<String, Collect> run(dev.spindle.step.ForwardPass cpu, int budget, Map<String, int[]> prompts, Map<String, SamplingParams> params) {
         EngineCore core = new EngineCore(cpu, budget, 8, Set.of(2));
         Map<String, Collect> out = new LinkedHashMap<>();
         long id = 0;

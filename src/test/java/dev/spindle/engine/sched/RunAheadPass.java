@@ -1,9 +1,9 @@
 package dev.spindle.engine.sched;
 
-import dev.spindle.backend.ForwardPass;
+import dev.spindle.step.ForwardPass;
 import dev.spindle.backend.ForwardingPass;
-import dev.spindle.backend.ModelStep;
-import dev.spindle.backend.StepOutput;
+import dev.spindle.step.ModelStep;
+import dev.spindle.step.StepOutput;
 
 import java.util.ArrayList;
 import java.util.List;

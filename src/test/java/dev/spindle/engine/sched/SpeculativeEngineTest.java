@@ -1,15 +1,15 @@
 package dev.spindle.engine.sched;
 
-import dev.spindle.backend.ForwardPass;
+import dev.spindle.step.ForwardPass;
 import dev.spindle.backend.cpu.CpuForwardPass;
 import dev.spindle.backend.cpu.KvSlots;
 import dev.spindle.chat.ChatTemplate;
-import dev.spindle.engine.SamplingParams;
+import dev.spindle.sample.SamplingParams;
 import dev.spindle.engine.SpecStats;
-import dev.spindle.engine.spec.DraftModelProposer;
-import dev.spindle.engine.spec.NgramProposer;
-import dev.spindle.engine.spec.Proposer;
-import dev.spindle.engine.spec.Speculation;
+import dev.spindle.engine.speculative.DraftModelProposer;
+import dev.spindle.engine.speculative.NgramProposer;
+import dev.spindle.engine.speculative.Proposer;
+import dev.spindle.engine.speculative.Speculation;
 import dev.spindle.model.LoadFormat;
 import dev.spindle.model.LoadListener;
 import dev.spindle.model.LoadedModel;
@@ -105,9 +105,9 @@ class SpeculativeEngineTest {
     static Speculation dflash(Path dir, int k, java.lang.foreign.Arena arena, boolean sampled) {
         dev.spindle.model.DraftHeadConfig hc = dev.spindle.model.DraftHeadConfig.read(dir);
         var weights = dev.spindle.model.DraftHeadLoader.load(dir, hc, arena, LoadListener.NONE);
-        var cpuHead = new dev.spindle.backend.cpu.CpuDraftHead(hc, weights, target.weights().embedding().data(), target.weights().lmHead().data(),
+        var cpuHead = new dev.spindle.backend.cpu.CpuDraftHead(hc, weights, target.weights().embedding().data(), target.weights().lmHead(),
                 target.config().vocabSize(), hc.tapLayers(1), 2, null);
-        return new Speculation(new dev.spindle.engine.spec.DFlashProposer(cpuHead, sampled), k, 64);
+        return new Speculation(new dev.spindle.engine.speculative.DFlashProposer(cpuHead, sampled), k, 64);
     }
 
     /**
@@ -209,7 +209,7 @@ class SpeculativeEngineTest {
      * in order and bit for bit, as one prefill over the whole sequence computes them: the anchor and accepted rows
      * of drafted windows, plain decode rows and prompt chunks all arrive, rejected rows never do.
      */
-    static class OracleHead implements dev.spindle.engine.spec.DraftHead {
+    static class OracleHead implements dev.spindle.step.DraftHead {
         final Map<Long, List<float[]>> context = new java.util.HashMap<>();
         final Map<Long, Integer> starts = new java.util.HashMap<>();
         final Map<Long, List<float[]>> finished = new java.util.HashMap<>();
@@ -246,11 +246,11 @@ class SpeculativeEngineTest {
         int injectCalls, widestInjection;
 
         @Override
-        public void injectAll(List<dev.spindle.engine.spec.Observation> rows) {
+        public void injectAll(List<dev.spindle.step.Observation> rows) {
             injectCalls++;
             widestInjection = Math.max(widestInjection, rows.size());
-            assertEquals(rows.size(), rows.stream().mapToLong(dev.spindle.engine.spec.Observation::id).distinct().count(), "one entry a sequence");
-            dev.spindle.engine.spec.DraftHead.super.injectAll(rows);
+            assertEquals(rows.size(), rows.stream().mapToLong(dev.spindle.step.Observation::id).distinct().count(), "one entry a sequence");
+            dev.spindle.step.DraftHead.super.injectAll(rows);
         }
 
         @Override
@@ -274,7 +274,7 @@ class SpeculativeEngineTest {
         }
 
         @Override
-        public dev.spindle.engine.spec.Proposal draft(long id, int anchor, int drafts, Sampling sampling) {
+        public dev.spindle.step.Proposal draft(long id, int anchor, int drafts, Sampling sampling) {
             int[] reply = replies.get(id);
             int at = contextEnd(id) + 1; // the position after the anchor, in the whole sequence
             int[] out = new int[drafts];
@@ -284,7 +284,7 @@ class SpeculativeEngineTest {
             if (drafts > 2) {
                 out[drafts - 1] = (out[drafts - 1] + 1) % 4000; // a wrong last draft: some rows are rejected
             }
-            return dev.spindle.engine.spec.Proposal.of(out);
+            return dev.spindle.step.Proposal.of(out);
         }
 
         @Override
@@ -335,7 +335,7 @@ class SpeculativeEngineTest {
 
     private static void checkContexts(CpuForwardPass pass, ForwardPass stepper, OracleHead head, List<int[]> ps, Result plain, Map<Long, int[]> whole,
                                       int[] taps) {
-        Speculation spec = new Speculation(new dev.spindle.engine.spec.DFlashProposer(head), 5, 64);
+        Speculation spec = new Speculation(new dev.spindle.engine.speculative.DFlashProposer(head), 5, 64);
         Result drafted = run(stepper, spec, ps, SpeculativeEngineTest::greedy);
         assertEquals(plain.signatures(), drafted.signatures());
         assertTrue(drafted.spec().acceptedTokens() > drafted.spec().draftTokens() / 2, "the oracle's drafts are mostly accepted");
@@ -366,8 +366,8 @@ class SpeculativeEngineTest {
         }
 
         @Override
-        public dev.spindle.backend.StepOutput execute(dev.spindle.backend.ModelStep step) {
-            var out = inner.execute(new dev.spindle.backend.ModelStep(step.windows(), step.tapLayers(), true));
+        public dev.spindle.step.StepOutput execute(dev.spindle.step.ModelStep step) {
+            var out = inner.execute(new dev.spindle.step.ModelStep(step.windows(), step.tapLayers(), true));
             rows.clear();
             if (step.tapsToHost() || step.tapLayers().length == 0) {
                 return out;
@@ -377,7 +377,7 @@ class SpeculativeEngineTest {
                 rows.addAll(java.util.Arrays.asList(w));
                 none.add(null);
             }
-            return new dev.spindle.backend.StepOutput(out.logits(), out.tokens(), none);
+            return new dev.spindle.step.StepOutput(out.logits(), out.tokens(), none);
         }
     }
 
@@ -396,11 +396,11 @@ class SpeculativeEngineTest {
         }
 
         @Override
-        public void injectAll(List<dev.spindle.engine.spec.Observation> rows) {
-            List<dev.spindle.engine.spec.Observation> onHost = new ArrayList<>();
+        public void injectAll(List<dev.spindle.step.Observation> rows) {
+            List<dev.spindle.step.Observation> onHost = new ArrayList<>();
             for (var o : rows) {
                 assertTrue(o.taps() == null && o.stepRow() >= 0, "the engine asked for the taps to stay where the step left them");
-                onHost.add(new dev.spindle.engine.spec.Observation(o.id(), o.from(), pass.rows.subList(o.stepRow(), o.stepRow() + o.count())
+                onHost.add(new dev.spindle.step.Observation(o.id(), o.from(), pass.rows.subList(o.stepRow(), o.stepRow() + o.count())
                         .toArray(float[][]::new), o.count()));
             }
             super.injectAll(onHost);
@@ -476,10 +476,10 @@ class SpeculativeEngineTest {
         int[] banned = {prompts.get(0)[prompts.get(0).length - 1]};
         Function<Integer, SamplingParams> ruled = i -> {
             SamplingParams base = SamplingParams.greedy(40);
-            dev.spindle.engine.TokenRules rules = switch (i % 3) {
-                case 0 -> new dev.spindle.engine.TokenRules(30, null, List.of());
-                case 1 -> new dev.spindle.engine.TokenRules(0, null, List.of(banned, new int[]{260, 260}));
-                default -> new dev.spindle.engine.TokenRules(0, java.util.stream.IntStream.range(0, 600).toArray(), List.of());
+            dev.spindle.sample.TokenRules rules = switch (i % 3) {
+                case 0 -> new dev.spindle.sample.TokenRules(30, null, List.of());
+                case 1 -> new dev.spindle.sample.TokenRules(0, null, List.of(banned, new int[]{260, 260}));
+                default -> new dev.spindle.sample.TokenRules(0, java.util.stream.IntStream.range(0, 600).toArray(), List.of());
             };
             return base.withRules(rules);
         };
@@ -663,12 +663,12 @@ class SpeculativeEngineTest {
     @Test
     void draftsAreVerifiedUnderTheGrammar() throws Exception {
         var json = new com.fasterxml.jackson.databind.ObjectMapper();
-        var schema = dev.spindle.engine.grammar.Schema.compile(json.readTree(
+        var schema = dev.spindle.grammar.Schema.compile(json.readTree(
                 "{\"type\":\"object\",\"properties\":{\"answer\":{\"type\":\"integer\"},\"unit\":{\"type\":\"string\",\"enum\":[\"km\",\"m\"]}},"
                         + "\"required\":[\"answer\",\"unit\"]}"));
-        var texts = dev.spindle.engine.grammar.TokenTexts.load(TARGET.resolve("tokenizer.json"), target.config().vocabSize());
-        java.util.function.Supplier<dev.spindle.engine.grammar.GrammarConstraint> grammar =
-                () -> new dev.spindle.engine.grammar.GrammarConstraint(schema, texts, Set.of(imEnd), -1);
+        var texts = dev.spindle.grammar.TokenTexts.load(TARGET.resolve("tokenizer.json"), target.config().vocabSize());
+        java.util.function.Supplier<dev.spindle.grammar.GrammarConstraint> grammar =
+                () -> new dev.spindle.grammar.GrammarConstraint(schema, texts, Set.of(imEnd), -1);
         List<int[]> ps = prompts.subList(0, 6);
         try (CpuForwardPass pass = targetPass()) {
             Function<Integer, SamplingParams> greedyJson = i -> SamplingParams.greedy(40).withConstraint(grammar);
@@ -728,12 +728,12 @@ class SpeculativeEngineTest {
     @Test
     void aGrammarThatSwitchesOnInsideADraftedWindowStillMasksIt() throws Exception {
         var json = new com.fasterxml.jackson.databind.ObjectMapper();
-        var schema = dev.spindle.engine.grammar.Schema.compile(json.readTree("{\"type\":\"object\",\"properties\":{\"answer\":{\"type\":\"integer\"}},"
+        var schema = dev.spindle.grammar.Schema.compile(json.readTree("{\"type\":\"object\",\"properties\":{\"answer\":{\"type\":\"integer\"}},"
                 + "\"required\":[\"answer\"]}"));
-        var texts = dev.spindle.engine.grammar.TokenTexts.load(TARGET.resolve("tokenizer.json"), target.config().vocabSize());
+        var texts = dev.spindle.grammar.TokenTexts.load(TARGET.resolve("tokenizer.json"), target.config().vocabSize());
         int thinkEnd = 4004; // </think> in the bundled tokenizer; the prompts end inside <think>
-        java.util.function.Supplier<dev.spindle.engine.grammar.GrammarConstraint> grammar =
-                () -> new dev.spindle.engine.grammar.GrammarConstraint(schema, texts, Set.of(imEnd), thinkEnd);
+        java.util.function.Supplier<dev.spindle.grammar.GrammarConstraint> grammar =
+                () -> new dev.spindle.grammar.GrammarConstraint(schema, texts, Set.of(imEnd), thinkEnd);
         Function<Integer, SamplingParams> greedyJson = i -> SamplingParams.greedy(80).withConstraint(grammar);
         try (CpuForwardPass pass = targetPass()) {
             DeviceDrawWiringTest.HostRuleDrawing device = new DeviceDrawWiringTest.HostRuleDrawing(pass);

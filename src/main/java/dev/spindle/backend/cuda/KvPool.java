@@ -1,0 +1,77 @@
+package dev.spindle.backend.cuda;
+
+import dev.spindle.model.ModelConfig;
+import dev.spindle.step.KvCapacity;
+import dev.spindle.step.KvDtype;
+
+/**
+ * A pass's paged KV pool in device memory, in its {@link KvDtype} (bf16, the one the kernels read today): per executed
+ * layer ("slot") one pool of
+ * (blocks, 2, blockSize, kvDim), K then V of each block, the slots' pools one after another. The
+ * blocks are what the free device memory allows after the weights and activations
+ * ({@link #blocks}); zero-filled at start.
+ */
+final class KvPool implements AutoCloseable {
+    /**
+     * Device memory kept out of the KV pool's share: headroom for what the pass allocates after the pool (split-state and
+     * tap buffers grown on demand, captured graphs).
+     */
+    static final long SPARE_BYTES = 512L << 20;
+
+    private final CudaDriver cuda;
+    /** The pool's base address. */
+    final long base;
+    /** Bytes of one slot's (executed layer's) pool. */
+    final long slotBytes;
+    /** Slots: the executed layers (layers x loops). */
+    final int slots;
+    final KvCapacity capacity;
+
+    KvPool(CudaDriver cuda, ModelConfig c, CudaForwardPass.Options options) {
+        this.cuda = cuda;
+        KvDtype dtype = KvDtype.BF16;
+        slots = c.executedLayers();
+        long bytesPerBlock = (long) slots * 2 * options.blockSize() * c.kvDim() * dtype.bytes;
+        long free = cuda.memInfo()[0];
+        int blocks = blocks(free, bytesPerBlock, options, c.numKvHeads());
+        if (blocks < 1) {
+            throw new CudaException("no device memory left for the KV pool: " + free + " bytes free after weights and activations");
+        }
+        slotBytes = (long) blocks * 2 * options.blockSize() * c.kvDim() * dtype.bytes;
+        base = cuda.alloc((long) blocks * bytesPerBlock);
+        cuda.memsetZero(base, (long) blocks * bytesPerBlock);
+        cuda.sync();
+        capacity = new KvCapacity(blocks, options.blockSize(), dtype);
+    }
+
+    /** Executed layer {@code slot}'s pool. */
+    long slot(int slot) {
+        return base + slot * slotBytes;
+    }
+
+    long bytes() {
+        return slotBytes * slots;
+    }
+
+    /**
+     * KV blocks a pass's pool gets from {@code freeBytes} of device memory (after the weights and activations), at
+     * {@code bytesPerBlock} a block over all executed layers: the options' share of it less {@link #SPARE_BYTES}
+     * and the memory reserved for a draft model opened next, which also needs {@code extraKvBytesPerToken} for each of the
+     * pool's tokens; at most {@code maxKvBlocks} (where set), and no more than the attention kernels can number (a layer's
+     * KV rows of one head's dims in 32 bits). 0 where nothing is left.
+     */
+    static int blocks(long freeBytes, long bytesPerBlock, CudaForwardPass.Options options, int kvHeads) {
+        long budget = (long) (freeBytes * options.kvMemoryFraction()) - SPARE_BYTES - options.reserveBytes();
+        long perBlock = bytesPerBlock + options.extraKvBytesPerToken() * options.blockSize();
+        long blocks = Math.min(Integer.MAX_VALUE - 1, Math.max(0, budget / perBlock));
+        if (options.maxKvBlocks() > 0) {
+            blocks = Math.min(blocks, options.maxKvBlocks());
+        }
+        return (int) Math.min(blocks, 0xFFFFFFFFL / (2L * kvHeads * options.blockSize()));
+    }
+
+    @Override
+    public void close() {
+        cuda.free(base);
+    }
+}

@@ -1,8 +1,0 @@
-package dev.spindle.engine.kv;
-
-/** The KV pool has no free block for a request. */
-public final class KvCapacityException extends RuntimeException {
-    public KvCapacityException(String message) {
-        super(message);
-    }
-}

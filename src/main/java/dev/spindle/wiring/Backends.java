@@ -1,0 +1,210 @@
+package dev.spindle.wiring;
+
+import dev.spindle.backend.TensorParallelLayout;
+import dev.spindle.step.ForwardPass;
+
+import dev.spindle.backend.cpu.CpuForwardPass;
+import dev.spindle.backend.cpu.KvSlots;
+import dev.spindle.backend.cuda.CublasLt;
+import dev.spindle.backend.cuda.CudaException;
+import dev.spindle.backend.cuda.CudaForwardPass;
+import dev.spindle.backend.cuda.CudaPasses;
+import dev.spindle.backend.cuda.Placement;
+import dev.spindle.backend.cuda.CudaKernels;
+import dev.spindle.model.ConfigParser;
+import dev.spindle.model.LoadFormat;
+import dev.spindle.model.LoadListener;
+import dev.spindle.model.LoadedModel;
+import dev.spindle.model.ModelConfig;
+import dev.spindle.model.ModelLoader;
+
+import java.nio.file.Path;
+import java.util.Locale;
+
+/**
+ * Chooses and opens the backend a model is served on: {@code cpu}, {@code cuda}, or
+ * {@code auto} (CUDA when a GPU, the compiled kernels and cuBLASLt are here, else the CPU,
+ * saying why). The description says what was chosen, for the startup log.
+ */
+public final class Backends {
+    private Backends() {
+    }
+
+    /** The configured choice. */
+    public enum Kind {
+        AUTO, CPU, CUDA;
+
+        public static Kind parse(String s) {
+            try {
+                return valueOf(s.trim().toUpperCase(Locale.ROOT));
+            } catch (IllegalArgumentException e) {
+                throw new IllegalArgumentException("backend: expected auto, cpu or cuda, got \"" + s + "\"");
+            }
+        }
+    }
+
+    /**
+     * What a backend is sized by.
+     *
+     * @param threads          CPU backend threads
+     * @param blockSize        tokens per KV block
+     * @param kvCacheTokens    KV capacity in tokens; 0 on CUDA: sized from free device memory
+     * @param maxStepRows      rows one forward step may hold (the engine's token budget)
+     * @param kvMemoryFraction CUDA: share of the device memory left after weights that the KV pool takes
+     * @param cudaGraphs       CUDA: replay decode steps as captured graphs
+     * @param gemmCache        CUDA: the folder caching the pinned GEMM algorithms, or null for none
+     * @param reserveBytes     CUDA: device memory left for a draft model opened next (its weights and buffers)
+     * @param extraKvBytesPerToken CUDA: the draft model's KV bytes per token, reserved for as many tokens as this pool holds
+     * @param tensorParallel   tensor-parallel ranks the model is split over ({@link TensorParallelLayout}); 1: none. The CPU
+     *                         backend computes that many ranks' numerics; the CUDA backend runs one GPU and refuses more
+     */
+    public record Settings(int threads, int blockSize, int kvCacheTokens, int maxStepRows, double kvMemoryFraction, boolean cudaGraphs,
+                           java.nio.file.Path gemmCache, long reserveBytes, long extraKvBytesPerToken, int tensorParallel) {
+        public Settings(int threads, int blockSize, int kvCacheTokens, int maxStepRows, double kvMemoryFraction, boolean cudaGraphs,
+                        java.nio.file.Path gemmCache) {
+            this(threads, blockSize, kvCacheTokens, maxStepRows, kvMemoryFraction, cudaGraphs, gemmCache, 0, 0, 1);
+        }
+
+        /** Without a GEMM algorithm cache. */
+        public Settings(int threads, int blockSize, int kvCacheTokens, int maxStepRows, double kvMemoryFraction, boolean cudaGraphs) {
+            this(threads, blockSize, kvCacheTokens, maxStepRows, kvMemoryFraction, cudaGraphs, null);
+        }
+
+        public Settings withReserve(long bytes, long kvBytesPerToken) {
+            return new Settings(threads, blockSize, kvCacheTokens, maxStepRows, kvMemoryFraction, cudaGraphs, gemmCache, bytes, kvBytesPerToken,
+                    tensorParallel);
+        }
+
+        /** These settings over {@code ranks} tensor-parallel ranks. */
+        public Settings withTensorParallel(int ranks) {
+            return new Settings(threads, blockSize, kvCacheTokens, maxStepRows, kvMemoryFraction, cudaGraphs, gemmCache, reserveBytes,
+                    extraKvBytesPerToken, ranks);
+        }
+    }
+
+    /** An opened backend; closing it closes the pass and the host copy of the weights. */
+    public record Opened(ForwardPass pass, ModelConfig config, String description, AutoCloseable hostModel) implements AutoCloseable {
+        @Override
+        public void close() {
+            pass.close();
+            try {
+                if (hostModel != null) {
+                    hostModel.close();
+                }
+            } catch (Exception e) {
+                throw new IllegalStateException(e);
+            }
+        }
+    }
+
+    /** What a configured kind comes to here: CPU or CUDA, and why. */
+    public record Choice(boolean cuda, String reason) {
+    }
+
+    /** The backend {@code kind} resolves to here ({@code auto}: CUDA when usable), and why. */
+    public static Choice resolve(Kind kind) {
+        if (kind != Kind.AUTO) {
+            return new Choice(kind == Kind.CUDA, "configured");
+        }
+        String why = cudaUnavailableReason();
+        return why == null ? new Choice(true, "auto: a CUDA device is present") : new Choice(false, "auto: " + why);
+    }
+
+    /** Why the CUDA backend cannot run here (no driver or GPU, no compiled kernels, no cuBLASLt), or null when it can. */
+    public static String cudaUnavailableReason() {
+        if (CudaKernels.load().isEmpty()) {
+            return CudaKernels.unavailableReason();
+        }
+        if (!CublasLt.available()) {
+            return "cuBLASLt (libcublasLt.so.13) is not on the library path";
+        }
+        return null;
+    }
+
+    public static Opened open(Path dir, LoadFormat format, Kind kind, Settings s, LoadListener listener) {
+        Choice chosen = resolve(kind);
+        if (s.tensorParallel() != 1) {
+            // the split is checked against the model before anything else is read (at least 1, and which divisors it allows)
+            TensorParallelLayout.of(ConfigParser.read(dir.resolve("config.json")), s.tensorParallel());
+            int gpus = chosen.cuda() ? dev.spindle.backend.cuda.CudaDriver.deviceCount() : 0;
+            if (chosen.cuda() && gpus < s.tensorParallel()) {
+                throw new IllegalArgumentException("tensor-parallel-size " + s.tensorParallel() + " needs " + s.tensorParallel()
+                        + " GPUs (one a rank, GPUs 0 to " + (s.tensorParallel() - 1) + "); this machine has " + gpus
+                        + ". The CPU backend computes the split's numerics (--backend cpu)");
+            }
+        }
+        if (chosen.cuda()) {
+            if (kind == Kind.CUDA) {
+                String why = cudaUnavailableReason();
+                if (why != null) {
+                    throw new CudaException("backend cuda: " + why);
+                }
+            }
+            return openCuda(dir, format, s, listener, chosen.reason());
+        }
+        LoadedModel m = ModelLoader.load(dir, format, listener);
+        try {
+            int blocks = Math.max(1, s.kvCacheTokens() / s.blockSize());
+            CpuForwardPass cpu = new CpuForwardPass(m.config(), m.weights(), blocks, s.blockSize(), s.threads(), KvSlots.PER_EXECUTED_LAYER,
+                    s.tensorParallel());
+            TensorParallelLayout tp = cpu.tensorParallel();
+            String ranks = tp.ranks() == 1 ? "" : String.format("; computing %d tensor-parallel ranks' numerics (a rank: %d query and %d KV heads,"
+                    + " %d MLP columns; partials summed in fp32 in rank order)", tp.ranks(), tp.qHeads(), tp.kvHeads(), tp.intermediate());
+            return new Opened(cpu, m.config(), String.format("the CPU backend (%s) with %d threads; KV pool %d blocks of %d tokens%s",
+                    chosen.reason(), s.threads(), blocks, s.blockSize(), ranks), m);
+        } catch (RuntimeException e) {
+            m.close();
+            throw e;
+        }
+    }
+
+    /** How the start log describes an opened CUDA backend: the device, the start's phases, the KV pool. */
+    static String cudaDescription(String why, String device, long weightBytes, boolean generated, double uploadSeconds, double mapSeconds,
+                                  double setupSeconds, int kvBlocks, int blockSize, long kvPoolBytes, boolean cudaGraphs) {
+        return String.format(Locale.ROOT, "the CUDA backend (%s) on %s: %.1f GB of weights %s in %.2f s (%.1f GB/s); checkpoint mapped and checked in %.2f s,"
+                        + " setup (kernels, GEMM choices, tensor maps, KV pool) %.2f s; KV pool %d blocks of %d tokens (%,d tokens, %.1f GiB); CUDA graphs %s",
+                why, device, weightBytes / 1e9, generated ? "generated" : "read and uploaded", uploadSeconds, weightBytes / 1e9 / Math.max(1e-9, uploadSeconds),
+                mapSeconds, setupSeconds, kvBlocks, blockSize, (long) kvBlocks * blockSize, kvPoolBytes / (double) (1L << 30), cudaGraphs ? "on" : "off");
+    }
+
+    /** The start line's tensor-parallel part: each rank's GPU and memory (nothing at one rank). */
+    static String tensorParallelDescription(java.util.List<String> ranks) {
+        if (ranks.isEmpty()) {
+            return "";
+        }
+        return String.format(Locale.ROOT, "; tensor-parallel over %d ranks, all-reduce in fp32 in rank order over peer memory (the figures above"
+                + " are rank 0's): %s", ranks.size(), String.join("; ", ranks));
+    }
+
+    private static Opened openCuda(Path dir, LoadFormat format, Settings s, LoadListener listener, String why) {
+        // the options first: a setting the backend refuses is reported before any weight is read
+        int maxBlocks = s.kvCacheTokens() > 0 ? Math.max(1, s.kvCacheTokens() / s.blockSize()) : 0;
+        CudaForwardPass.Options options = new CudaForwardPass.Options(s.blockSize(), s.maxStepRows(), s.kvMemoryFraction(), maxBlocks,
+                s.cudaGraphs(), s.gemmCache(), s.reserveBytes(), s.extraKvBytesPerToken());
+        long t0 = System.nanoTime();
+        // the upload reads the checkpoint as it copies it (from a cold page cache the disk's reads and the copies overlap)
+        LoadedModel host = format == LoadFormat.DUMMY ? null : ModelLoader.load(dir, format, listener, dev.spindle.model.HostReads.AT_UPLOAD);
+        ModelConfig c = host != null ? host.config() : ConfigParser.read(dir.resolve("config.json"));
+        double mapSeconds = (System.nanoTime() - t0) / 1e9;
+        try {
+            long t1 = System.nanoTime();
+            CudaForwardPass gpu = CudaPasses.openTensorParallel(c, host == null ? null : host.weights(), options, listener,
+                    Placement.oneGpuEach(s.tensorParallel()));
+            // the start's phases, as bench's "load": the checkpoint mapped, validated and read in; the upload; the pass's setup
+            // (kernels, cuBLASLt's GEMM choices or their cache, linear_rows checks and tensor maps, the KV pool)
+            double setupSeconds = (System.nanoTime() - t1) / 1e9 - gpu.weights().seconds();
+            String desc = cudaDescription(why, gpu.driver().deviceName(), gpu.weights().bytes(), host == null, gpu.weights().seconds(), mapSeconds,
+                    setupSeconds, gpu.kvCapacity().blocks(), s.blockSize(), gpu.kvPoolBytes(), s.cudaGraphs())
+                    + tensorParallelDescription(gpu.tensorParallelMemory());
+            if (host != null) {
+                host.close(); // the weights live on the device now; unmap the files
+            }
+            return new Opened(gpu, c, desc, null);
+        } catch (RuntimeException e) {
+            if (host != null) {
+                host.close();
+            }
+            throw e;
+        }
+    }
+}
