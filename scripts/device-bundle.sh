@@ -23,7 +23,7 @@ mvn -B -q -ntp dependency:copy-dependencies -DincludeArtifactIds=picocli,jackson
 rm -rf .dist/classes .dist/test-classes .dist/*.txz .dist-server /tmp/jre25 /tmp/spindle-server
 mkdir -p .dist/classes .dist/test-classes .dist-server
 cp -r target/classes/dev target/classes/cuda target/classes/*.properties .dist/classes/ 2>/dev/null || cp -r target/classes/dev target/classes/cuda .dist/classes/
-(cd target/test-classes && cp -r --parents dev/spindle/backend dev/spindle/engine/sched dev/spindle/engine/ChatModelParityTest*.class dev/spindle/engine/sample dev/spindle/Fixture*.class ../../.dist/test-classes/)
+(cd target/test-classes && cp -r --parents dev/spindle/backend dev/spindle/engine/sched dev/spindle/engine/ChatModelParityTest*.class dev/spindle/sample dev/spindle/Fixture*.class dev/spindle/Trials*.class ../../.dist/test-classes/)
 # the modules the server (Quarkus: jar file system, JMX, JNDI names) needs; the tests and the bench need fewer
 "$JAVA_HOME/bin/jlink" --add-modules java.base,java.logging,java.management,java.naming,jdk.management,jdk.unsupported,jdk.incubator.vector,jdk.zipfs,jdk.httpserver \
   --strip-java-debug-attributes --no-header-files --no-man-pages --compress zip-0 --output /tmp/jre25 2>/dev/null

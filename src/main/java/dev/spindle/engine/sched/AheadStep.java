@@ -34,7 +34,7 @@ record AheadStep(List<StepPlan.Entry> entries, int[] fedRows) {
             if (s.generated() + 1 >= s.params.maxTokens() || at + 1 >= maxPositions) {
                 continue; // that token is its last (emit's "length")
             }
-            if (s.constraint != null || !EngineCore.deviceDrawable(s, at, s.generated() + 1)) {
+            if (s.constraint != null || !DeviceDrawing.drawable(s, at, s.generated() + 1)) {
                 return null;
             }
             entries.add(new StepPlan.Entry(s, at, 1, true, StepPlan.NO_DRAFTS));
@@ -48,9 +48,9 @@ record AheadStep(List<StepPlan.Entry> entries, int[] fedRows) {
         List<ModelStep.Window> out = new ArrayList<>();
         for (StepPlan.Entry e : entries) {
             Sequence s = e.sequence();
-            // the uniform taken as EngineCore's deviceDraw takes it (the sequence's next one, in the same order as without running ahead)
+            // the uniform taken as DeviceDrawing.next takes it (the sequence's next one, in the same order as without running ahead)
             double[] u = {s.params.temperature() > 0 ? s.rng.nextDouble() : 0};
-            out.add(new ModelStep.Window(new int[]{0}, e.from(), s.table, ModelStep.lastRow(1), EngineCore.draw(s.params, u)));
+            out.add(new ModelStep.Window(new int[]{0}, e.from(), s.table, ModelStep.lastRow(1), DeviceDrawing.draw(s.params, u)));
         }
         return out;
     }
