@@ -6,7 +6,8 @@
 #                             (with .dist as device-bundle.sh leaves it: an overlay folder added to .dist may not fit
 #                             beside them; size says so); moves the DFlash fixtures and heads, the drafter (no test of the
 #                             suite reads it; CudaSpeculativeTest, which does, runs in the dflash mode), the tokenizers,
-#                             the node clients, docs/bench and .dist/base-classes (only an A/B reads it)
+#                             the node clients, the agent model (only the agent CLI tests read it), docs/bench and
+#                             .dist/base-classes (only an A/B reads it)
 #   device-slim.sh dflash     CudaDraftHeadTest's trained heads and CudaSpeculativeTest: keeps the bundled models and
 #                             the DFlash heads, moves the parity fixtures, the DFlash reference fixtures (its other
 #                             test then fails with "not found") and the bundled model's HF reference logits
@@ -64,7 +65,7 @@ restore() {
   if git status --short | grep '^ D'; then echo "tracked files are still missing (above)" >&2; return 1; fi
 }
 
-common=(src/test/resources/tokenizer-166k src/test/resources/tokenizer src/test/node docs/bench)
+common=(src/test/resources/tokenizer-166k src/test/resources/tokenizer src/test/node docs/bench models/spindle-chat-agent)
 dflash=(src/test/resources/fixtures/dflash models/spindle-chat-dflash models/spindle-chat-dflash2)
 parity=(src/test/resources/fixtures/llama-headdim-sharded src/test/resources/fixtures/llama-gqa src/test/resources/fixtures/nanbeige-looped)
 bundled=(src/test/resources/fixtures/chat-target models/spindle-chat-drafter models/spindle-chat-target)

@@ -2,7 +2,7 @@
 // out[i] = bf16(((p0[i] + p1[i]) + p2[i]) + ...), each rank's fp32 partial added in rank order and the
 // sum rounded once. Every rank runs it on its own copy of the partials' addresses (other GPUs' memory
 // reached by peer access), so every rank gets the same bits, and a row's bits never depend on the
-// batch. Grid-stride over n elements. Exact (one rounding), twin: CpuForwardPass's allReduceStep/End.
+// batch. Grid-stride over n elements. Exact (one rounding), twin: CpuDecoderStep's allReduceStep/End.
 #include "common.cuh"
 
 extern "C" __global__ void all_reduce_sum(bf16 *out, int ranks, long n, const float *p0, const float *p1, const float *p2,

@@ -1,6 +1,6 @@
 // attention: causal attention over the paged bf16 KV pool on tensor cores (mma.sync m16n8k16 bf16,
 // fp32 accumulation), for prefill windows and decode rows alike, in one pass over the keys, in
-// Spindle's flash numerics (docs/ARCHITECTURE.md, "Attention numerics"; the arithmetic is attention.cuh's,
+// Spindle's flash numerics (docs/KERNELS.md, "Attention numerics"; the arithmetic is attention.cuh's,
 // the CPU twin is backend/cpu/PagedAttention):
 //   s = fp32(q.k) (never rounded or scaled), masked keys -inf; c = scale log2(e). Keys are cut into fixed
 //   splits (attention.cuh: 128 keys below 16K, then 1/64 of their octave) walked in tiles of KT keys. In a

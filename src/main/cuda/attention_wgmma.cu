@@ -1,7 +1,7 @@
 // attention_wgmma: prefill attention on Hopper's warpgroup MMA (sm_90a), the same values as attention.cu's
 // p0 bit for bit: the same tiles (KT keys), splits (attention.cuh), canonical tile sums and fold, the same
 // arithmetic on every score, only the matrix products issued as wgmma (one fp32 accumulator fed k's
-// 16-wide chunks in order from zero, as mma.sync does; docs/ARCHITECTURE.md, "Attention numerics").
+// 16-wide chunks in order from zero, as mma.sync does; docs/KERNELS.md, "Attention numerics").
 //
 // Kernel attention_hd128_p0g: p0's arguments, grid and descriptors (attention.cu); block 128 threads,
 // one warpgroup whose warp w holds MMA rows 16 w.. (the rows p0's warp w holds), walking its tiles as

@@ -15,7 +15,7 @@
 // alignment, WS_STAGES stages of K and V (32 KiB each at head dim 128), the consumers' running O (fp32, 64 KiB; p0sr, p0sq:
 // their Q tiles, bf16, 32 KiB), then 2 WS_STAGES mbarriers. A wait for an mbarrier that lasts seconds traps (wgmma.cuh's mbar_wait): a broken pipeline
 // fails the launch instead of hanging the GPU. Written without a GPU; first run, tested and measured on the H200 on
-// 2026-12-05 (docs/ARCHITECTURE.md, docs/bench/ab-warp-specialized-prefill).
+// 2026-12-05 (docs/KERNELS.md, docs/bench/ab-warp-specialized-prefill).
 #include "attention_pairs.cuh"
 
 #define WS_STAGES 4

@@ -157,7 +157,7 @@ extern "C" __global__ void shape_logits(bf16 *z, long n, float multiplier, float
 }
 
 // selector_walk: DFlash2's candidate walk over a block's drafted rows on the device, the bits of
-// CpuDraftHead.walk's scores and picks (only ids, and for a sampled walk each row's candidates and q, come back).
+// CandidateSelector.walk's scores and picks (only ids, and for a sampled walk each row's candidates and q, come back).
 // Per row r, in order: the k best ids of its logits (best first, ties lower id first); mixed_i =
 // bf16(pred[prev][i] * proj[r][i]); each candidate's dot = fma(mixed_i, succ[id][i], dot) for i in order from 0,
 // its score bf16(logit + bf16(dot)). Greedy (uniforms null): the first best score's id is the row's draft.

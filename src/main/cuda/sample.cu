@@ -1,5 +1,5 @@
 // sample: draws each row's next token from its bf16 logits on the device, by the engine's rule
-// (engine.sample.Sampler, without penalties, bias or grammar): the vocabulary in order of logit,
+// (sample.Sampler, without penalties, bias or grammar): the vocabulary in order of logit,
 // highest first, ties by lower id; top-k keeps the first k; w = exp((l - max) / T); min-p keeps
 // w >= minP (w of the first is 1); top-p keeps the shortest prefix whose mass reaches topP of the
 // top-k mass; the token is the first in order whose cumulative mass exceeds u times the kept mass.

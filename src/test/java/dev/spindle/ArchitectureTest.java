@@ -45,10 +45,14 @@ class ArchitectureTest {
         return m;
     }
 
-    /** Inside backend: the CPU and CUDA backends share the backend root, never each other. */
+    /**
+     * Inside backend: the CPU and CUDA backends share the backend root, never each other. Inside server: the chat
+     * pipeline all three APIs share knows none of them.
+     */
     static final Map<String, Set<String>> SUBPACKAGE_BANS = Map.of(
             "backend.cpu", Set.of("backend.cuda"),
-            "backend.cuda", Set.of("backend.cpu"));
+            "backend.cuda", Set.of("backend.cpu"),
+            "server.pipeline", Set.of("server.openai", "server.anthropic"));
 
     static final List<String> CORE = List.of("model", "tokenizer", "grammar", "chat", "sample", "step", "kv", "backend", "engine", "wiring");
     static final List<String> FRAMEWORKS = List.of("io.quarkus", "io.smallrye", "jakarta.", "io.micrometer", "io.vertx", "picocli");

@@ -13,8 +13,8 @@ import java.util.Arrays;
 /**
  * DFlash2's candidate selector on the host: the walk that picks each draft among its row's K best
  * tokens by the row's logit plus a low-rank pair term with its predecessor. The CPU head runs it
- * whole; the CUDA head runs it here for sampled drafts, after computing the logits and projections
- * on the device (its greedy walk is draft_head.cu's selector_walk, tested against this).
+ * whole; the CUDA head walks on the device (draft_head.cu's selector_walk, greedy and sampled, tested
+ * against this) and comes here only where the head's top-k or rank exceed that kernel's limits.
  */
 public final class CandidateSelector {
     private static final ValueLayout.OfShort BF16 = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);

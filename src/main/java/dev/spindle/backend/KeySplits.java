@@ -2,7 +2,7 @@ package dev.spindle.backend;
 
 /**
  * Where attention cuts a row's keys into splits: each split's softmax state is computed on its own and the
- * splits are folded in order (docs/ARCHITECTURE.md, "Attention numerics"), so these boundaries fix the order of
+ * splits are folded in order (docs/KERNELS.md, "Attention numerics"), so these boundaries fix the order of
  * every reduction. They depend on absolute key positions alone (never on the batch, the window or a CTA count),
  * which keeps decode rows equal to prefill rows. The rule: a split is 1/64 of its octave and at least
  * {@link #MIN} keys, so keys below 16,384 are cut into 128-key splits, [16K, 32K) into 256-key ones, [32K, 64K)

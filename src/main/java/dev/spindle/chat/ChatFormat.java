@@ -1,10 +1,15 @@
 package dev.spindle.chat;
 
+import dev.spindle.grammar.EitherRecognizer;
+import dev.spindle.grammar.JsonRecognizer;
+import dev.spindle.grammar.Recognizer;
+import dev.spindle.grammar.Schema;
 import dev.spindle.model.ModelConfig;
 import dev.spindle.tokenizer.Tokenizer;
 
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.function.Supplier;
 
@@ -12,7 +17,7 @@ import java.util.function.Supplier;
  * The Nanbeige family's chat dialect in one place: its tags (reasoning, tool calls, turns), the ids
  * that end a reply, whether a rendered prompt leaves the model reasoning, and the reply parser. The
  * server and the CLI take all of these from here; the reply parsers and the tool-call grammar
- * (engine.grammar.ToolCallRecognizer) are written against these tags.
+ * (ToolCallRecognizer) are written against these tags.
  *
  * <pre>
  *   &lt;think&gt;\n reasoning \n&lt;/think&gt;\n\n content
@@ -71,5 +76,31 @@ public final class ChatFormat {
     /** The streaming parser of a reply: reasoning, then content with tool calls. */
     public ReplyParser replyParser(String prompt, ToolSchemas tools, Supplier<String> callIds) {
         return new ReplyParser(promptOpensReasoning(prompt), tools, callIds);
+    }
+
+    /**
+     * The grammar a reply is held to, or null for none: a forced call ({@code forced}: the functions it may call; with
+     * {@code requireCall} and {@code parallel}, one or more calls), else under {@code auto} free text until a call opens
+     * and then the tools' schemas (where the calls are written in the template's XML format and every name can be
+     * written), and with a response schema either a forced call or the JSON document.
+     *
+     * @param offered the tools offered under auto, or null
+     * @param forced  the functions a forced call may name (tool_choice required or a named function), or null
+     */
+    public Recognizer replyGrammar(ToolSchemas offered, Map<String, Schema> forced, boolean requireCall, boolean parallel, boolean xmlCalls,
+                                   Schema responseSchema) {
+        Recognizer grammar = null;
+        // names the XML format cannot hold: under auto the calls are parsed but not constrained
+        boolean writable = offered != null && ToolCallRecognizer.unwritableName(offered.functions()) == null;
+        if (forced != null) {
+            grammar = ToolCallRecognizer.forced(forced, requireCall && parallel);
+        } else if (writable && xmlCalls) {
+            grammar = ToolCallRecognizer.lazy(offered.functions(), parallel); // free text until <tool_call>, then the tools' schemas
+        }
+        if (responseSchema != null) {
+            Recognizer json = JsonRecognizer.start(responseSchema);
+            grammar = grammar == null ? json : EitherRecognizer.of(ToolCallRecognizer.forced(offered.functions(), parallel), json);
+        }
+        return grammar;
     }
 }

@@ -1,18 +1,16 @@
 package dev.spindle.chat;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.spindle.chat.ChatFormat;
 import dev.spindle.grammar.JsonRecognizer;
 import dev.spindle.grammar.Recognizer;
 import dev.spindle.grammar.Schema;
+import dev.spindle.grammar.StateSets;
 import dev.spindle.grammar.TagGuard;
 import dev.spindle.grammar.TokenTrie;
 
-import dev.spindle.chat.ChatFormat;
-
-import com.fasterxml.jackson.databind.JsonNode;
-
-import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashSet;
-import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -148,20 +146,11 @@ public final class ToolCallRecognizer implements Recognizer {
 
     @Override
     public ToolCallRecognizer step(char c) {
-        if (stable >= 0 && (TokenTrie.bit(c) & stable) == 0) {
+        if (StateSets.unchanged(stable, c)) {
             return this;
         }
-        List<St> out = new ArrayList<>(2);
-        for (St s : states) {
-            step(s, c, out);
-        }
-        if (out.isEmpty()) {
-            return null;
-        }
-        if (out.size() > 1) {
-            out = new ArrayList<>(new LinkedHashSet<>(out));
-        }
-        return new ToolCallRecognizer(grammar, out.toArray(new St[0]));
+        St[] next = StateSets.next(states, c, this::step, St[]::new);
+        return next == null ? null : new ToolCallRecognizer(grammar, next);
     }
 
     @Override
@@ -171,12 +160,7 @@ public final class ToolCallRecognizer implements Recognizer {
 
     @Override
     public boolean accepting() {
-        for (St s : states) {
-            if (s instanceof Free || s instanceof After a && a.calls() >= grammar.minCalls()) {
-                return true;
-            }
-        }
-        return false;
+        return Arrays.stream(states).anyMatch(s -> s instanceof Free || s instanceof After a && a.calls() >= grammar.minCalls());
     }
 
     @Override

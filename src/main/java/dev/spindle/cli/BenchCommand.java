@@ -1,17 +1,14 @@
 package dev.spindle.cli;
 
-import dev.spindle.kv.BlockPool;
-import dev.spindle.kv.SoloWindow;
-
-import dev.spindle.step.ForwardPass;
-
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.spindle.backend.cpu.CpuForwardPass;
 import dev.spindle.backend.cpu.KvSlots;
 import dev.spindle.backend.cpu.MemoryBandwidth;
+import dev.spindle.kv.BlockPool;
 import dev.spindle.kv.BlockTable;
+import dev.spindle.kv.SoloWindow;
 import dev.spindle.model.LoadedModel;
 import dev.spindle.model.ModelConfig;
 import jdk.incubator.vector.FloatVector;

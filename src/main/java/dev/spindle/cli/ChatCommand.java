@@ -1,8 +1,6 @@
 package dev.spindle.cli;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.spindle.wiring.Backends;
-import dev.spindle.wiring.Proposers;
 import dev.spindle.chat.ChatTemplate;
 import dev.spindle.chat.JsonValues;
 import dev.spindle.chat.ToolCall;
@@ -10,6 +8,8 @@ import dev.spindle.engine.ChatReply;
 import dev.spindle.engine.ChatRunner;
 import dev.spindle.model.LoadListener;
 import dev.spindle.tokenizer.Tokenizer;
+import dev.spindle.wiring.Backends;
+import dev.spindle.wiring.Proposers;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;

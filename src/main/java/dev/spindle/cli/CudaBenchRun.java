@@ -2,14 +2,15 @@ package dev.spindle.cli;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
+import dev.spindle.backend.cuda.CublasLt;
 import dev.spindle.backend.cuda.CudaBench;
 import dev.spindle.backend.cuda.CudaDriver;
 import dev.spindle.backend.cuda.CudaException;
 import dev.spindle.backend.cuda.CudaForwardPass;
+import dev.spindle.backend.cuda.CudaKernels;
+import dev.spindle.backend.cuda.CudaOptions;
 import dev.spindle.backend.cuda.CudaPasses;
 import dev.spindle.backend.cuda.Placement;
-import dev.spindle.backend.cuda.CublasLt;
-import dev.spindle.backend.cuda.CudaKernels;
 import dev.spindle.model.ConfigParser;
 import dev.spindle.model.LoadFormat;
 import dev.spindle.model.LoadedModel;
@@ -88,7 +89,7 @@ final class CudaBenchRun implements Callable<Integer> {
                     + CudaDriver.deviceCount());
         }
         try (CudaForwardPass gpu = CudaPasses.openTensorParallel(c, host == null ? null : host.weights(),
-                new CudaForwardPass.Options(model.blockSize, stepRows, kvMemoryFraction, 0, cudaGraphs, model.gemmCacheDir()), bar,
+                new CudaOptions(model.blockSize, stepRows, kvMemoryFraction, 0, cudaGraphs, model.gemmCacheDir()), bar,
                 tensorParallelLanes ? Placement.lanesOfGpu0(tensorParallel) : Placement.oneGpuEach(tensorParallel))) {
             bar.done();
             double load = (System.nanoTime() - t0) / 1e9;
@@ -162,19 +163,19 @@ final class CudaBenchRun implements Callable<Integer> {
                 // the paired launches (gate|up with SwiGLU, q|k|v with rope_kv_write) where chosen per shape, against the two
                 // launches, alternated in this process, so that both run on the same GEMM choices (the pass's own choice:
                 // gemm_algorithms' "paired launches" line)
-                boolean chosen = gpu.pairedEpilogues();
+                boolean chosen = gpu.probes().pairedEpilogues();
                 List<Object> paired = new ArrayList<>();
                 for (int b : new int[]{1, 32}) {
                     for (int round = 0; round < 2; round++) {
                         for (boolean on : new boolean[]{true, false}) {
-                            gpu.pairedEpilogues(on);
+                            gpu.probes().pairedEpilogues(on);
                             Map<String, Object> r = new LinkedHashMap<>(bench.decode(b, 1024, decodeSteps, copy));
                             r.put("paired_epilogues", on);
                             paired.add(r);
                         }
                     }
                 }
-                gpu.pairedEpilogues(chosen);
+                gpu.probes().pairedEpilogues(chosen);
                 out.put("decode_paired_epilogues", paired);
             }
             out.put("profile_prefill_" + Math.min(8192, stepRows), bench.profile(Math.min(8192, stepRows), 0, 1));

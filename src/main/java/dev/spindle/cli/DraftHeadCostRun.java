@@ -7,11 +7,12 @@ import dev.spindle.backend.cuda.CudaDraftHead;
 import dev.spindle.backend.cuda.CudaDriver;
 import dev.spindle.backend.cuda.CudaException;
 import dev.spindle.backend.cuda.CudaForwardPass;
+import dev.spindle.backend.cuda.CudaOptions;
 import dev.spindle.backend.cuda.CudaPasses;
-import dev.spindle.step.DraftHead;
 import dev.spindle.model.ConfigParser;
 import dev.spindle.model.DraftHeadConfig;
 import dev.spindle.model.ModelConfig;
+import dev.spindle.step.DraftHead;
 
 import java.lang.foreign.Arena;
 import java.util.ArrayList;
@@ -70,7 +71,7 @@ final class DraftHeadCostRun implements Callable<Integer> {
                 + "sequence's block in one forward, every sequence's four committed rows in one injection, read where the tapped verification step left them on the "
                 + "GPU, as the engine does; inject_4_rows_each_from_host_taps_ms: the same rows handed over from the host)");
         // a small KV pool: the heads' weights (about 6 GB each for the 33B shape) need the room
-        try (CudaForwardPass gpu = CudaPasses.open(c, null, new CudaForwardPass.Options(model.blockSize, stepRows, Math.min(kvMemoryFraction, 0.2), 0, true,
+        try (CudaForwardPass gpu = CudaPasses.open(c, null, new CudaOptions(model.blockSize, stepRows, Math.min(kvMemoryFraction, 0.2), 0, true,
                 model.gemmCacheDir()), dev.spindle.model.LoadListener.NONE); Arena host = Arena.ofShared()) {
             out.put("device", gpu.driver().deviceName());
             CudaBench bench = new CudaBench(gpu);

@@ -1,11 +1,11 @@
 package dev.spindle.cli;
 
-import dev.spindle.step.ForwardPass;
-import dev.spindle.sample.SamplingParams;
 import dev.spindle.engine.TokenEvent;
 import dev.spindle.engine.TokenSink;
 import dev.spindle.engine.sched.EngineCore;
 import dev.spindle.engine.speculative.Speculation;
+import dev.spindle.sample.SamplingParams;
+import dev.spindle.step.ForwardPass;
 
 import java.util.LinkedHashMap;
 import java.util.Map;

@@ -1,19 +1,18 @@
 package dev.spindle.cli;
 
-import dev.spindle.wiring.Backends;
-import dev.spindle.sample.SamplingParams;
 import dev.spindle.engine.TokenEvent;
 import dev.spindle.engine.TokenSink;
 import dev.spindle.engine.sched.EngineCore;
-import picocli.CommandLine.Mixin;
 import dev.spindle.model.ModelConfig;
+import dev.spindle.sample.SamplingParams;
+import dev.spindle.wiring.Backends;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 import java.util.ArrayList;
-import java.util.List;
 import java.util.HashSet;
+import java.util.List;
 import java.util.Set;
 import java.util.concurrent.Callable;
 

@@ -3,13 +3,13 @@ package dev.spindle.cli;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.spindle.chat.ToolCallRecognizer;
 import dev.spindle.grammar.GrammarConstraint;
 import dev.spindle.grammar.JsonRecognizer;
 import dev.spindle.grammar.Recognizer;
 import dev.spindle.grammar.Schema;
 import dev.spindle.grammar.TokenTexts;
 import dev.spindle.grammar.TokenTrie;
-import dev.spindle.chat.ToolCallRecognizer;
 
 import java.nio.file.Path;
 import java.util.ArrayList;

@@ -2,21 +2,21 @@ package dev.spindle.cli;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
-import dev.spindle.wiring.Backends;
-import dev.spindle.wiring.Proposers;
 import dev.spindle.backend.cuda.CudaBench;
 import dev.spindle.backend.cuda.CudaForwardPass;
 import dev.spindle.chat.ChatTemplate;
-import dev.spindle.sample.SamplingParams;
 import dev.spindle.engine.SpecStats;
 import dev.spindle.engine.TokenEvent;
 import dev.spindle.engine.TokenSink;
 import dev.spindle.engine.sched.EngineCore;
-import dev.spindle.engine.speculative.SpeculativeConfig;
 import dev.spindle.engine.speculative.Speculation;
+import dev.spindle.engine.speculative.SpeculativeConfig;
 import dev.spindle.model.LoadFormat;
 import dev.spindle.model.LoadListener;
+import dev.spindle.sample.SamplingParams;
 import dev.spindle.tokenizer.Tokenizer;
+import dev.spindle.wiring.Backends;
+import dev.spindle.wiring.Proposers;
 
 import java.nio.file.Files;
 import java.util.ArrayList;
@@ -225,7 +225,7 @@ public final class SpecBenchRun implements Callable<Integer> {
             List<Integer> mine = new ArrayList<>();
             tokens.add(mine);
             SamplingParams params = temperature == 0 ? SamplingParams.greedy(max)
-                    : new SamplingParams(temperature, 0, topP, 0, 1000L + tokens.size(), 0, 0, 1, Map.of(), max, Set.of(), false, -1, null, -1);
+                    : SamplingParams.builder().temperature(temperature).topP(topP).seed(1000L + tokens.size()).maxTokens(max).build();
             core.add(++ids, p, params.withIgnoreEos(!chat), new TokenSink() {
                 @Override
                 public void onToken(TokenEvent e) {

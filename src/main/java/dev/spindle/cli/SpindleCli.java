@@ -1,7 +1,7 @@
 package dev.spindle.cli;
 
-import picocli.CommandLine;
 import picocli.CommandLine.Command;
+import picocli.CommandLine;
 
 /** The {@code spindle} command line: one subcommand per job. */
 @Command(name = "spindle", mixinStandardHelpOptions = true, version = "Spindle 0.1.0",

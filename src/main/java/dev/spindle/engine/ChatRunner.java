@@ -1,13 +1,12 @@
 package dev.spindle.engine;
 
-import dev.spindle.sample.SamplingParams;
-
-import dev.spindle.step.ForwardPass;
 import dev.spindle.chat.ChatTemplate;
 import dev.spindle.chat.ParsedDelta;
 import dev.spindle.chat.ReplyParser;
 import dev.spindle.chat.ToolCall;
 import dev.spindle.chat.ToolSchemas;
+import dev.spindle.sample.SamplingParams;
+import dev.spindle.step.ForwardPass;
 import dev.spindle.tokenizer.IncrementalDetokenizer;
 import dev.spindle.tokenizer.Tokenizer;
 

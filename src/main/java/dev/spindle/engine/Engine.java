@@ -1,9 +1,8 @@
 package dev.spindle.engine;
 
-import dev.spindle.sample.SamplingParams;
-
-import dev.spindle.step.ForwardPass;
 import dev.spindle.engine.sched.EngineCore;
+import dev.spindle.sample.SamplingParams;
+import dev.spindle.step.ForwardPass;
 
 import java.util.HashSet;
 import java.util.Set;

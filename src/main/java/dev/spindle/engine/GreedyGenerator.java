@@ -1,10 +1,9 @@
 package dev.spindle.engine;
 
 import dev.spindle.kv.BlockPool;
-import dev.spindle.kv.SoloWindow;
-
-import dev.spindle.step.ForwardPass;
 import dev.spindle.kv.BlockTable;
+import dev.spindle.kv.SoloWindow;
+import dev.spindle.step.ForwardPass;
 
 import java.util.Arrays;
 import java.util.Set;

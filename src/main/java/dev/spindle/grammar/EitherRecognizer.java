@@ -1,6 +1,7 @@
 package dev.spindle.grammar;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 
 /**
@@ -46,12 +47,7 @@ public final class EitherRecognizer implements Recognizer {
 
     @Override
     public boolean accepting() {
-        for (Recognizer r : alternatives) {
-            if (r.accepting()) {
-                return true;
-            }
-        }
-        return false;
+        return Arrays.stream(alternatives).anyMatch(Recognizer::accepting);
     }
 
     @Override
@@ -61,12 +57,7 @@ public final class EitherRecognizer implements Recognizer {
 
     @Override
     public boolean asciiNext() {
-        for (Recognizer r : alternatives) {
-            if (!r.asciiNext()) {
-                return false;
-            }
-        }
-        return true;
+        return Arrays.stream(alternatives).allMatch(Recognizer::asciiNext);
     }
 
     @Override

@@ -1,8 +1,7 @@
 package dev.spindle.grammar;
 
-import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashSet;
-import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Set;
 
@@ -208,20 +207,11 @@ public final class JsonRecognizer implements Recognizer {
 
     @Override
     public JsonRecognizer step(char c) {
-        if (stable >= 0 && (TokenTrie.bit(c) & stable) == 0) {
+        if (StateSets.unchanged(stable, c)) {
             return this;
         }
-        List<Stack> out = new ArrayList<>(2);
-        for (Stack s : configs) {
-            step(s, c, out);
-        }
-        if (out.isEmpty()) {
-            return null;
-        }
-        if (out.size() > 1) {
-            out = new ArrayList<>(new LinkedHashSet<>(out));
-        }
-        return new JsonRecognizer(out.toArray(new Stack[0]), options);
+        Stack[] next = StateSets.next(configs, c, this::step, Stack[]::new);
+        return next == null ? null : new JsonRecognizer(next, options);
     }
 
     @Override
@@ -249,12 +239,7 @@ public final class JsonRecognizer implements Recognizer {
 
     @Override
     public boolean accepting() {
-        for (Stack s : configs) {
-            if (s.top() instanceof Done || (s.rest() == null && s.top() instanceof Num n && JsonNumbers.complete(n))) {
-                return true;
-            }
-        }
-        return false;
+        return Arrays.stream(configs).anyMatch(s -> s.top() instanceof Done || (s.rest() == null && s.top() instanceof Num n && JsonNumbers.complete(n)));
     }
 
     @Override

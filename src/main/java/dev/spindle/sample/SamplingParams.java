@@ -1,8 +1,10 @@
 package dev.spindle.sample;
 
+import dev.spindle.grammar.GrammarConstraint;
 
 import java.util.Map;
 import java.util.Set;
+import java.util.function.Supplier;
 
 /**
  * How one sequence chooses its tokens and when it stops (token-level; stop strings are
@@ -25,13 +27,13 @@ import java.util.Set;
 public record SamplingParams(double temperature, int topK, double topP, double minP, Long seed,
                              double presencePenalty, double frequencyPenalty, double repetitionPenalty,
                              Map<Integer, Double> logitBias, int maxTokens, Set<Integer> stopTokenIds, boolean ignoreEos,
-                             int logprobs, java.util.function.Supplier<dev.spindle.grammar.GrammarConstraint> constraint,
+                             int logprobs, Supplier<GrammarConstraint> constraint,
                              int promptLogprobs, TokenRules rules) {
     /** Without token rules. */
     public SamplingParams(double temperature, int topK, double topP, double minP, Long seed,
                           double presencePenalty, double frequencyPenalty, double repetitionPenalty,
                           Map<Integer, Double> logitBias, int maxTokens, Set<Integer> stopTokenIds, boolean ignoreEos,
-                          int logprobs, java.util.function.Supplier<dev.spindle.grammar.GrammarConstraint> constraint,
+                          int logprobs, Supplier<GrammarConstraint> constraint,
                           int promptLogprobs) {
         this(temperature, topK, topP, minP, seed, presencePenalty, frequencyPenalty, repetitionPenalty, logitBias, maxTokens, stopTokenIds,
                 ignoreEos, logprobs, constraint, promptLogprobs, TokenRules.NONE);
@@ -62,23 +64,19 @@ public record SamplingParams(double temperature, int topK, double topP, double m
     }
 
     public SamplingParams withMaxTokens(int max) {
-        return new SamplingParams(temperature, topK, topP, minP, seed, presencePenalty, frequencyPenalty, repetitionPenalty, logitBias, max,
-                stopTokenIds, ignoreEos, logprobs, constraint, promptLogprobs, rules);
+        return toBuilder().maxTokens(max).build();
     }
 
     public SamplingParams withIgnoreEos(boolean ignore) {
-        return new SamplingParams(temperature, topK, topP, minP, seed, presencePenalty, frequencyPenalty, repetitionPenalty, logitBias, maxTokens,
-                stopTokenIds, ignore, logprobs, constraint, promptLogprobs, rules);
+        return toBuilder().ignoreEos(ignore).build();
     }
 
-    public SamplingParams withConstraint(java.util.function.Supplier<dev.spindle.grammar.GrammarConstraint> c) {
-        return new SamplingParams(temperature, topK, topP, minP, seed, presencePenalty, frequencyPenalty, repetitionPenalty, logitBias, maxTokens,
-                stopTokenIds, ignoreEos, logprobs, c, promptLogprobs, rules);
+    public SamplingParams withConstraint(Supplier<GrammarConstraint> c) {
+        return toBuilder().constraint(c).build();
     }
 
     public SamplingParams withRules(TokenRules r) {
-        return new SamplingParams(temperature, topK, topP, minP, seed, presencePenalty, frequencyPenalty, repetitionPenalty, logitBias, maxTokens,
-                stopTokenIds, ignoreEos, logprobs, constraint, promptLogprobs, r);
+        return toBuilder().rules(r).build();
     }
 
     /** min_tokens (0: none). */
@@ -87,6 +85,92 @@ public record SamplingParams(double temperature, int topK, double topP, double m
     }
 
     public static SamplingParams greedy(int maxTokens) {
-        return new SamplingParams(0, 0, 1, 0, null, 0, 0, 1, Map.of(), maxTokens, Set.of(), false, -1, null, -1);
+        return builder().maxTokens(maxTokens).build();
+    }
+
+    /** Greedy, no penalties, bias, stop ids, logprobs, grammar or token rules, 16 tokens; set what differs. */
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /** A builder holding these params. */
+    public Builder toBuilder() {
+        Builder b = new Builder();
+        b.temperature = temperature;
+        b.topK = topK;
+        b.topP = topP;
+        b.minP = minP;
+        b.seed = seed;
+        b.presencePenalty = presencePenalty;
+        b.frequencyPenalty = frequencyPenalty;
+        b.repetitionPenalty = repetitionPenalty;
+        b.logitBias = logitBias;
+        b.maxTokens = maxTokens;
+        b.stopTokenIds = stopTokenIds;
+        b.ignoreEos = ignoreEos;
+        b.logprobs = logprobs;
+        b.constraint = constraint;
+        b.promptLogprobs = promptLogprobs;
+        b.rules = rules;
+        return b;
+    }
+
+    /** Sets fields by name; {@link #build} checks them (the record's rules). */
+    public static final class Builder {
+        private double temperature;
+        private int topK;
+        private double topP = 1;
+        private double minP;
+        private Long seed;
+        private double presencePenalty, frequencyPenalty;
+        private double repetitionPenalty = 1;
+        private Map<Integer, Double> logitBias = Map.of();
+        private int maxTokens = 16;
+        private Set<Integer> stopTokenIds = Set.of();
+        private boolean ignoreEos;
+        private int logprobs = -1;
+        private Supplier<GrammarConstraint> constraint;
+        private int promptLogprobs = -1;
+        private TokenRules rules = TokenRules.NONE;
+
+        private Builder() {
+        }
+
+        public Builder temperature(double v) { temperature = v; return this; }
+
+        public Builder topK(int v) { topK = v; return this; }
+
+        public Builder topP(double v) { topP = v; return this; }
+
+        public Builder minP(double v) { minP = v; return this; }
+
+        public Builder seed(Long v) { seed = v; return this; }
+
+        public Builder presencePenalty(double v) { presencePenalty = v; return this; }
+
+        public Builder frequencyPenalty(double v) { frequencyPenalty = v; return this; }
+
+        public Builder repetitionPenalty(double v) { repetitionPenalty = v; return this; }
+
+        public Builder logitBias(Map<Integer, Double> v) { logitBias = v; return this; }
+
+        public Builder maxTokens(int v) { maxTokens = v; return this; }
+
+        public Builder stopTokenIds(Set<Integer> v) { stopTokenIds = v; return this; }
+
+        public Builder ignoreEos(boolean v) { ignoreEos = v; return this; }
+
+        public Builder logprobs(int v) { logprobs = v; return this; }
+
+        public Builder constraint(Supplier<GrammarConstraint> v) { constraint = v; return this; }
+
+        public Builder promptLogprobs(int v) { promptLogprobs = v; return this; }
+
+        public Builder rules(TokenRules v) { rules = v; return this; }
+
+        public SamplingParams build() {
+            return new SamplingParams(temperature, topK, topP, minP, seed, presencePenalty, frequencyPenalty, repetitionPenalty, logitBias,
+                    maxTokens, stopTokenIds, ignoreEos, logprobs, constraint, promptLogprobs, rules);
+        }
     }
 }

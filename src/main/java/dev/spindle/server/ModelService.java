@@ -2,13 +2,13 @@ package dev.spindle.server;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.spindle.wiring.Backends;
 import dev.spindle.chat.ChatTemplate;
 import dev.spindle.engine.Engine;
 import dev.spindle.model.LoadFormat;
 import dev.spindle.model.LoadListener;
 import dev.spindle.model.ModelConfig;
 import dev.spindle.tokenizer.Tokenizer;
+import dev.spindle.wiring.Backends;
 import io.quarkus.logging.Log;
 import io.quarkus.runtime.Startup;
 import jakarta.annotation.PreDestroy;

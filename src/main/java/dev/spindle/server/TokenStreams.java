@@ -2,9 +2,9 @@ package dev.spindle.server;
 
 import dev.spindle.engine.Engine;
 import dev.spindle.engine.EngineBusyException;
-import dev.spindle.sample.SamplingParams;
 import dev.spindle.engine.TokenEvent;
 import dev.spindle.engine.TokenSink;
+import dev.spindle.sample.SamplingParams;
 import io.smallrye.mutiny.Multi;
 import io.smallrye.mutiny.infrastructure.Infrastructure;
 import io.smallrye.mutiny.operators.multi.processors.UnicastProcessor;
@@ -39,7 +39,7 @@ public class TokenStreams {
     public List<Multi<TokenEvent>> generate(int[] prompt, List<SamplingParams> choices) {
         Engine engine = service.engine();
         if (choices.size() > engine.maxQueued()) {
-            throw new dev.spindle.server.openai.ApiException(400, "n = " + choices.size() + " choices are " + choices.size()
+            throw new dev.spindle.server.pipeline.ApiException(400, "n = " + choices.size() + " choices are " + choices.size()
                     + " requests, more than this server's batch slots and max-waiting-requests hold (" + engine.maxQueued() + ")", "n");
         }
         List<Multi<TokenEvent>> out = new ArrayList<>();

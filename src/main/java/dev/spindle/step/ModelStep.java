@@ -1,7 +1,5 @@
 package dev.spindle.step;
 
-
-
 import java.util.List;
 import java.util.stream.IntStream;
 
@@ -91,7 +89,7 @@ public record ModelStep(List<Window> windows, int[] tapLayers, boolean tapsToHos
 
     /**
      * A token drawn on the device from a logits row, by the engine's sampling rule
-     * (engine.sample.Sampler) without penalties, logit bias, grammar or logprobs.
+     * (sample.Sampler) without penalties, logit bias, grammar or logprobs.
      *
      * @param temperature 0 = greedy
      * @param topK        0 = off

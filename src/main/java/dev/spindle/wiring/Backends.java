@@ -1,22 +1,22 @@
 package dev.spindle.wiring;
 
 import dev.spindle.backend.TensorParallelLayout;
-import dev.spindle.step.ForwardPass;
-
 import dev.spindle.backend.cpu.CpuForwardPass;
 import dev.spindle.backend.cpu.KvSlots;
 import dev.spindle.backend.cuda.CublasLt;
 import dev.spindle.backend.cuda.CudaException;
 import dev.spindle.backend.cuda.CudaForwardPass;
+import dev.spindle.backend.cuda.CudaKernels;
+import dev.spindle.backend.cuda.CudaOptions;
 import dev.spindle.backend.cuda.CudaPasses;
 import dev.spindle.backend.cuda.Placement;
-import dev.spindle.backend.cuda.CudaKernels;
 import dev.spindle.model.ConfigParser;
 import dev.spindle.model.LoadFormat;
 import dev.spindle.model.LoadListener;
 import dev.spindle.model.LoadedModel;
 import dev.spindle.model.ModelConfig;
 import dev.spindle.model.ModelLoader;
+import dev.spindle.step.ForwardPass;
 
 import java.nio.file.Path;
 import java.util.Locale;
@@ -179,7 +179,7 @@ public final class Backends {
     private static Opened openCuda(Path dir, LoadFormat format, Settings s, LoadListener listener, String why) {
         // the options first: a setting the backend refuses is reported before any weight is read
         int maxBlocks = s.kvCacheTokens() > 0 ? Math.max(1, s.kvCacheTokens() / s.blockSize()) : 0;
-        CudaForwardPass.Options options = new CudaForwardPass.Options(s.blockSize(), s.maxStepRows(), s.kvMemoryFraction(), maxBlocks,
+        CudaOptions options = new CudaOptions(s.blockSize(), s.maxStepRows(), s.kvMemoryFraction(), maxBlocks,
                 s.cudaGraphs(), s.gemmCache(), s.reserveBytes(), s.extraKvBytesPerToken());
         long t0 = System.nanoTime();
         // the upload reads the checkpoint as it copies it (from a cold page cache the disk's reads and the copies overlap)

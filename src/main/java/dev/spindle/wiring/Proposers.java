@@ -1,31 +1,28 @@
 package dev.spindle.wiring;
 
-import dev.spindle.step.KvCapacity;
-
-import dev.spindle.step.ForwardPass;
-
-import dev.spindle.backend.cuda.CudaForwardPass;
 import dev.spindle.backend.cpu.CpuDraftHead;
 import dev.spindle.backend.cpu.CpuForwardPass;
+import dev.spindle.backend.cuda.CudaDraftHead;
+import dev.spindle.backend.cuda.CudaForwardPass;
 import dev.spindle.engine.speculative.DFlashProposer;
-import dev.spindle.step.DraftHead;
 import dev.spindle.engine.speculative.DraftModelProposer;
+import dev.spindle.engine.speculative.NgramProposer;
+import dev.spindle.engine.speculative.Speculation;
+import dev.spindle.engine.speculative.SpeculativeConfig;
+import dev.spindle.model.ConfigParser;
 import dev.spindle.model.DraftHeadConfig;
 import dev.spindle.model.DraftHeadLoader;
-import dev.spindle.model.Tensor;
-
-import java.lang.foreign.Arena;
-import java.util.Map;
-import dev.spindle.engine.speculative.NgramProposer;
-import dev.spindle.engine.speculative.SpeculativeConfig;
-import dev.spindle.engine.speculative.Speculation;
-import dev.spindle.model.ConfigParser;
 import dev.spindle.model.LoadFormat;
 import dev.spindle.model.LoadListener;
 import dev.spindle.model.ModelConfig;
+import dev.spindle.model.Tensor;
+import dev.spindle.step.DraftHead;
+import dev.spindle.step.KvCapacity;
 import dev.spindle.tokenizer.VocabularyAgreement;
 
+import java.lang.foreign.Arena;
 import java.nio.file.Path;
+import java.util.Map;
 
 /** Opens the configured proposer for a target that is already open: prompt lookup, or a draft model on the target's backend. */
 public final class Proposers {
@@ -85,8 +82,8 @@ public final class Proposers {
         try {
             Map<String, Tensor> weights = DraftHeadLoader.load(dir, head, arena, listener);
             if (target.pass() instanceof CudaForwardPass gpu) {
-                DraftHead h = new dev.spindle.backend.cuda.CudaDraftHead(head, weights, gpu, head.tapLayers(cfg.tapOffset()));
-                return new ClosingHead(h, arena); // the host copies (the selector's codebooks) live as long as the head
+                // the host copies (the selector's codebooks) live as long as the head
+                return new CudaDraftHead(head, weights, gpu, head.tapLayers(cfg.tapOffset())).owning(arena);
             }
             CpuForwardPass cpu = (CpuForwardPass) target.pass();
             return new CpuDraftHead(head, weights, cpu.weights().embedding().data(), cpu.weights().lmHead(), target.config().vocabSize(),
@@ -120,80 +117,6 @@ public final class Proposers {
         } catch (RuntimeException e) {
             drafter.close();
             throw e;
-        }
-    }
-
-    /** A head that also closes the arena of its host weights. */
-    private record ClosingHead(DraftHead head, Arena arena) implements DraftHead {
-        @Override
-        public int blockSize() {
-            return head.blockSize();
-        }
-
-        @Override
-        public int[] tapLayers() {
-            return head.tapLayers();
-        }
-
-        @Override
-        public void inject(long id, int from, float[][] taps, int count) {
-            head.inject(id, from, taps, count);
-        }
-
-        @Override
-        public boolean readsDeviceTaps() {
-            return head.readsDeviceTaps();
-        }
-
-        @Override
-        public void injectAll(java.util.List<dev.spindle.step.Observation> rows) {
-            head.injectAll(rows); // the head's own batching (the default would go sequence by sequence)
-        }
-
-        @Override
-        public java.util.List<dev.spindle.step.Proposal> draftAll(java.util.List<Call> calls) {
-            return head.draftAll(calls);
-        }
-
-        @Override
-        public int contextEnd(long id) {
-            return head.contextEnd(id);
-        }
-
-        @Override
-        public int contextStart(long id) {
-            return head.contextStart(id);
-        }
-
-        @Override
-        public void truncate(long id, int position) {
-            head.truncate(id, position);
-        }
-
-        @Override
-        public dev.spindle.step.Proposal draft(long id, int anchor, int drafts, Sampling sampling) {
-            return head.draft(id, anchor, drafts, sampling);
-        }
-
-        @Override
-        public float[][] lastLogits() {
-            return head.lastLogits();
-        }
-
-        @Override
-        public void release(long id) {
-            head.release(id);
-        }
-
-        @Override
-        public String describe() {
-            return head.describe();
-        }
-
-        @Override
-        public void close() {
-            head.close();
-            arena.close();
         }
     }
 }

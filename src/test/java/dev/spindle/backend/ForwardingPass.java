@@ -1,12 +1,10 @@
 package dev.spindle.backend;
 
-import dev.spindle.step.KvCapacity;
-
+import dev.spindle.model.ModelConfig;
 import dev.spindle.step.ForwardPass;
+import dev.spindle.step.KvCapacity;
 import dev.spindle.step.ModelStep;
 import dev.spindle.step.StepOutput;
-
-import dev.spindle.model.ModelConfig;
 
 /** A test's pass around another: every call goes to {@code inner} unless the test's subclass changes it. */
 public abstract class ForwardingPass implements ForwardPass {

@@ -1,11 +1,10 @@
 package dev.spindle.backend;
 
+import dev.spindle.kv.BlockPool;
+import dev.spindle.kv.BlockTable;
 import dev.spindle.step.ForwardPass;
 import dev.spindle.step.ModelStep;
 import dev.spindle.step.StepOutput;
-
-import dev.spindle.kv.BlockPool;
-import dev.spindle.kv.BlockTable;
 
 import java.util.IdentityHashMap;
 import java.util.List;

@@ -1,8 +1,7 @@
 package dev.spindle.chat;
 
-import dev.spindle.grammar.Schema;
-
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.spindle.grammar.Schema;
 import org.junit.jupiter.api.Test;
 
 import java.util.LinkedHashMap;

@@ -1,12 +1,11 @@
 package dev.spindle.engine;
 
-import dev.spindle.sample.SamplingParams;
-
 import dev.spindle.Fixture;
-import dev.spindle.step.ModelStep;
-import dev.spindle.step.StepOutput;
 import dev.spindle.backend.cpu.CpuForwardPass;
 import dev.spindle.backend.cpu.KvSlots;
+import dev.spindle.sample.SamplingParams;
+import dev.spindle.step.ModelStep;
+import dev.spindle.step.StepOutput;
 import org.junit.jupiter.api.Test;
 
 import java.util.List;

@@ -1,7 +1,5 @@
 package dev.spindle.grammar;
 
-import dev.spindle.chat.ToolCallRecognizer;
-
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
@@ -15,8 +13,8 @@ import dev.spindle.chat.ChatTemplate;
 import dev.spindle.chat.JsonValues;
 import dev.spindle.chat.ParsedDelta;
 import dev.spindle.chat.ReplyParser;
+import dev.spindle.chat.ToolCallRecognizer;
 import dev.spindle.chat.ToolSchemas;
-import dev.spindle.sample.SamplingParams;
 import dev.spindle.engine.TokenEvent;
 import dev.spindle.engine.TokenSink;
 import dev.spindle.engine.sched.EngineCore;
@@ -24,6 +22,7 @@ import dev.spindle.model.LoadFormat;
 import dev.spindle.model.LoadListener;
 import dev.spindle.model.LoadedModel;
 import dev.spindle.model.ModelLoader;
+import dev.spindle.sample.SamplingParams;
 import dev.spindle.tokenizer.Tokenizer;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;

@@ -1,9 +1,8 @@
 package dev.spindle.grammar;
 
-import dev.spindle.chat.ToolCallRecognizer;
-
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.spindle.Trials;
+import dev.spindle.chat.ToolCallRecognizer;
 import org.junit.jupiter.api.Test;
 
 import java.util.ArrayList;

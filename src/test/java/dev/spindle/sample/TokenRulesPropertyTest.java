@@ -1,7 +1,7 @@
 package dev.spindle.sample;
 
-import dev.spindle.sample.TokenRules;
 import dev.spindle.Trials;
+import dev.spindle.sample.TokenRules;
 import org.junit.jupiter.api.Test;
 
 import java.util.ArrayList;

@@ -1,31 +1,59 @@
 package dev.spindle.wiring;
 
-import dev.spindle.step.DraftHead;
+import dev.spindle.backend.ContextHead;
+import dev.spindle.backend.DraftContexts;
+import dev.spindle.model.DraftHeadConfig;
+import dev.spindle.step.Proposal;
 import org.junit.jupiter.api.Test;
 
-import java.lang.reflect.Method;
-import java.lang.reflect.Modifier;
-
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/** What Proposers wraps around a head passes every call through, batched ones included (a default would not batch). */
+/** Proposers' refusals, and what a head opened for the engine owns. */
 class ProposersTest {
+    /** A head closes what it owns (the arena of its host weights) with itself, after its own storage. */
     @Test
-    void theClosingHeadForwardsEveryMethodOfADraftHead() throws Exception {
-        Class<?> closing = Class.forName("dev.spindle.wiring.Proposers$ClosingHead");
-        StringBuilder missing = new StringBuilder();
-        for (Method m : DraftHead.class.getMethods()) {
-            if (Modifier.isStatic(m.getModifiers())) {
-                continue;
+    void aHeadClosesWhatItOwns() {
+        DraftHeadConfig hc = DraftHeadConfig.read(java.nio.file.Path.of("models/spindle-chat-dflash"));
+        boolean[] closed = {false};
+        try (ContextHead<DraftContexts.Span> head = new ContextHead<>(hc, new int[]{1}, x -> { }) {
+            @Override
+            public void inject(long id, int from, float[][] taps, int count) {
+                contexts.extendAt(id, from, () -> new DraftContexts.Span() { }).rows += count;
             }
-            try {
-                Method own = closing.getDeclaredMethod(m.getName(), m.getParameterTypes());
-                assertTrue(own.getDeclaringClass() == closing);
-            } catch (NoSuchMethodException e) {
-                missing.append(' ').append(m.getName());
+
+            @Override
+            public Proposal draft(long id, int anchor, int drafts, Sampling sampling) {
+                return new Proposal(new int[0], null);
             }
+
+            @Override
+            public float[][] lastLogits() {
+                return new float[0][];
+            }
+
+            @Override
+            public String describe() {
+                return "test head";
+            }
+
+            @Override
+            public void close() {
+                closeResources();
+            }
+        }) {
+            assertSame(head, head.owning(() -> closed[0] = true));
+            head.inject(7, 3, null, 5);
+            assertEquals(3, head.contextStart(7));
+            assertEquals(8, head.contextEnd(7));
+            head.truncate(7, 6);
+            assertEquals(6, head.contextEnd(7));
+            head.release(7);
+            assertEquals(0, head.contextEnd(7));
+            assertTrue(!closed[0]);
         }
-        assertTrue(missing.isEmpty(), "Proposers.ClosingHead leaves these to DraftHead's defaults instead of the head's own:" + missing);
+        assertTrue(closed[0], "the owned resource is closed with the head");
     }
 
     /** A head directory that is not there is reported as missing, and a draft model's as the wrong kind of model. */

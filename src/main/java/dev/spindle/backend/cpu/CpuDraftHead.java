@@ -1,9 +1,9 @@
 package dev.spindle.backend.cpu;
 
 import dev.spindle.backend.CandidateSelector;
+import dev.spindle.backend.ContextHead;
+import dev.spindle.backend.DraftContexts;
 import dev.spindle.backend.RotaryTable;
-
-import dev.spindle.step.DraftHead;
 import dev.spindle.model.Bf16;
 import dev.spindle.model.DraftHeadConfig;
 import dev.spindle.model.Matrix;
@@ -30,24 +30,20 @@ import java.util.Map;
  * {@code output_multiplier}, soft-capped), then argmax per row (DFlash) or the candidate selector's
  * greedy walk over each row's top-K (DFlash2).
  */
-public final class CpuDraftHead implements DraftHead {
+public final class CpuDraftHead extends ContextHead<CpuDraftHead.Context> {
     private static final ValueLayout.OfShort BF16 = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
-    private final DraftHeadConfig c;
     private final Map<String, Tensor> w;
     private final MemorySegment embedding;
     private final Matrix lmHead;
     private final int vocab;
-    private final int[] taps;
     private final Parallel parallel;
     private final boolean ownsParallel;
     private final MatMul matMul;
     private final RotaryTable rotary;
-    private final dev.spindle.backend.DraftContexts<Context> contexts = new dev.spindle.backend.DraftContexts<>(x -> { });
     private float[][] lastLogits;
-    private final AutoCloseable resources;
 
     /** One sequence's context: per layer the K (roped, normed) and V rows, from position {@code start}. */
-    private final class Context extends dev.spindle.backend.DraftContexts.Span {
+    final class Context extends DraftContexts.Span {
         float[][] k = new float[c.layers()][];
         float[][] v = new float[c.layers()][];
 
@@ -81,13 +77,12 @@ public final class CpuDraftHead implements DraftHead {
      */
     public CpuDraftHead(DraftHeadConfig config, Map<String, Tensor> weights, MemorySegment embedding, Matrix lmHead, int vocab,
                         int[] tapLayers, int threads, AutoCloseable resources) {
-        this.resources = resources;
-        this.c = config;
+        super(config, tapLayers, x -> { });
+        owning(resources);
         this.w = Map.copyOf(weights);
         this.embedding = embedding;
         this.lmHead = lmHead;
         this.vocab = vocab;
-        this.taps = tapLayers.clone();
         this.parallel = new Parallel(Math.max(1, threads));
         this.ownsParallel = true;
         this.matMul = new MatMul(parallel);
@@ -106,35 +101,6 @@ public final class CpuDraftHead implements DraftHead {
         return x.data();
     }
 
-    @Override
-    public int blockSize() {
-        return c.blockSize();
-    }
-
-    @Override
-    public int[] tapLayers() {
-        return taps.clone();
-    }
-
-    @Override
-    public int contextEnd(long id) {
-        return contexts.end(id);
-    }
-
-    @Override
-    public int contextStart(long id) {
-        return contexts.start(id);
-    }
-
-    @Override
-    public void truncate(long id, int position) {
-        contexts.truncate(id, position);
-    }
-
-    @Override
-    public void release(long id) {
-        contexts.release(id);
-    }
 
     @Override
     public void inject(long id, int from, float[][] rows, int count) {
@@ -438,12 +404,6 @@ public final class CpuDraftHead implements DraftHead {
         if (ownsParallel) {
             parallel.close();
         }
-        if (resources != null) {
-            try {
-                resources.close();
-            } catch (Exception e) {
-                throw new IllegalStateException("closing the draft head's weights: " + e.getMessage(), e);
-            }
-        }
+        closeResources();
     }
 }

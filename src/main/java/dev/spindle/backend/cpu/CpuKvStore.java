@@ -1,8 +1,8 @@
 package dev.spindle.backend.cpu;
 
+import dev.spindle.model.Bf16;
 import dev.spindle.step.BlockIds;
 import dev.spindle.step.KvDtype;
-import dev.spindle.model.Bf16;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;

@@ -1,8 +1,8 @@
 package dev.spindle.backend.cpu;
 
 import dev.spindle.backend.KeySplits;
-import dev.spindle.step.BlockIds;
 import dev.spindle.model.Bf16;
+import dev.spindle.step.BlockIds;
 import jdk.incubator.vector.FloatVector;
 
 import java.lang.foreign.MemorySegment;
@@ -13,7 +13,7 @@ import static dev.spindle.backend.cpu.Bf16Vectors.L;
 
 /**
  * Causal GQA attention over the paged KV store in Spindle's flash numerics, the rounding points of
- * the CUDA kernels (docs/ARCHITECTURE.md, "Attention numerics"): scores {@code s = fp32(q.k)} kept
+ * the CUDA kernels (docs/KERNELS.md, "Attention numerics"): scores {@code s = fp32(q.k)} kept
  * in fp32; keys cut into fixed splits ({@link KeySplits}) walked in tiles of {@link #TILE}; in a split an
  * online softmax in powers of two ({@code c = fp32(scale log2 e)}; running max {@code m = fp32(max s c)};
  * per tile {@code p = 2^fma(s, c, -m)} in fp32, the split's sum {@code l} of those p, its unnormalised

@@ -1,13 +1,13 @@
 package dev.spindle.backend.cuda;
 
-import dev.spindle.step.ForwardPass;
-import dev.spindle.step.ModelStep;
-import dev.spindle.step.ModelStep.Window;
-import dev.spindle.step.StepOutput;
 import dev.spindle.kv.BlockPool;
 import dev.spindle.kv.BlockTable;
 import dev.spindle.kv.KvCapacityException;
 import dev.spindle.model.ModelConfig;
+import dev.spindle.step.ForwardPass;
+import dev.spindle.step.ModelStep.Window;
+import dev.spindle.step.ModelStep;
+import dev.spindle.step.StepOutput;
 
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -198,27 +198,27 @@ public final class CudaBench {
         }
         // rounds of steps until DECODE_TIMED_SECONDS have been timed; the median round's step
         List<Double> rounds = new ArrayList<>();
-        StepTimes before = gpu.stepTimes();
+        StepTimes before = gpu.probes().stepTimes();
         for (double t = 0; rounds.isEmpty() || t < DECODE_TIMED_SECONDS; ) {
             double s = seconds(() -> { for (int i = 0; i < steps; i++) step.run(); });
             rounds.add(s / steps);
             t += s;
         }
-        StepTimes host = gpu.stepTimes().since(before);
+        StepTimes host = gpu.probes().stepTimes().since(before);
         // one more round, untimed, with each step's graph timed on the GPU by events around its launch
-        gpu.timeGraphs(true);
-        StepTimes beforeGraphs = gpu.stepTimes();
+        gpu.probes().timeGraphs(true);
+        StepTimes beforeGraphs = gpu.probes().stepTimes();
         for (int i = 0; i < steps; i++) {
             step.run();
         }
-        StepTimes graphs = gpu.stepTimes().since(beforeGraphs);
-        gpu.timeGraphs(false);
+        StepTimes graphs = gpu.probes().stepTimes().since(beforeGraphs);
+        gpu.probes().timeGraphs(false);
         // the same step's graph replayed back to back, without the host between steps: what a step costs the GPU alone
         double replay = Double.NaN;
-        if (gpu.replayedAGraph()) {
+        if (gpu.probes().replayedAGraph()) {
             List<Double> replays = new ArrayList<>();
             for (int r = 0; r < 3; r++) {
-                replays.add(gpu.replayLastGraph(Math.max(steps, 16)));
+                replays.add(gpu.probes().replayLastGraph(Math.max(steps, 16)));
             }
             replay = replays.stream().sorted().toList().get(1);
         }
@@ -392,7 +392,7 @@ public final class CudaBench {
             ts.add(t);
             ws.add(window(randomTokens(rows), t));
         }
-        Map<String, Double> p = gpu.profileStep(new ModelStep(ws));
+        Map<String, Double> p = gpu.probes().profileStep(new ModelStep(ws));
         ts.forEach(BlockTable::release);
         Map<String, Object> m = new LinkedHashMap<>();
         double total = p.values().stream().mapToDouble(Double::doubleValue).sum();
@@ -420,23 +420,23 @@ public final class CudaBench {
                 "warp_specialized_tile_pairs", CudaKernels.PREFILL_WS_PAIRS_WIDE, "warp_specialized_tile_pairs_wide_scores");
         try {
             for (int kernel : CudaKernels.PREFILL_KERNELS) {
-                if (!gpu.hasPrefillAttentionKernel(kernel)) {
+                if (!gpu.probes().hasPrefillAttentionKernel(kernel)) {
                     m.put(names.get(kernel) + "_ms", "not loaded on this GPU (shared memory, or not an sm_90a GPU)");
                     continue;
                 }
                 if (rows > 8192 && !CudaKernels.WARP_SPECIALIZED.contains(kernel)) {
                     continue;
                 }
-                gpu.prefillAttentionKernel(kernel);
+                gpu.probes().prefillAttentionKernel(kernel);
                 putTime(m, names.get(kernel), chunkedAttentionMs(rows, stepRows), rows);
             }
         } finally {
-            gpu.prefillAttentionKernel(-1);
+            gpu.probes().prefillAttentionKernel(-1);
         }
         putTime(m, "default", chunkedAttentionMs(rows, stepRows), rows);
         List<String> picked = new ArrayList<>();
         for (int done = 0; done < rows; done += stepRows) {
-            picked.add(names.get(gpu.prefillKernel(Math.min(rows, done + stepRows))));
+            picked.add(names.get(gpu.probes().prefillKernel(Math.min(rows, done + stepRows))));
         }
         m.put("picked", picked);
         return m;

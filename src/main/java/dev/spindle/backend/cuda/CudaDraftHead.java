@@ -1,13 +1,14 @@
 package dev.spindle.backend.cuda;
 
 import dev.spindle.backend.CandidateSelector;
+import dev.spindle.backend.ContextHead;
+import dev.spindle.backend.DraftContexts;
 import dev.spindle.backend.RotaryTable;
-import dev.spindle.step.DraftHead;
-import dev.spindle.step.Observation;
-import dev.spindle.step.Proposal;
 import dev.spindle.model.Bf16;
 import dev.spindle.model.DraftHeadConfig;
 import dev.spindle.model.Tensor;
+import dev.spindle.step.Observation;
+import dev.spindle.step.Proposal;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -24,15 +25,14 @@ import java.util.Map;
  * with its pinned GEMMs) and draft_head.cu's (the block's bidirectional attention over the head's
  * context, DFlash2's dynamic convolutions, the logits' multiplier and soft-cap), every drafting sequence's block in
  * one forward. Drafts are picked on the device, only ids (and a sampled walk's q) coming back: DFlash's greedy ones
- * by argmax, DFlash2's greedy and sampled ones by draft_head.cu's selector_walk (the bits of CpuDraftHead's walk;
+ * by argmax, DFlash2's greedy and sampled ones by draft_head.cu's selector_walk (the bits of CandidateSelector's walk;
  * top-k up to 32, rank up to 1024, else the host walk). DFlash's sampled drafts read the rows' logits on the host
  * (the sampler's distribution). Per sequence its context K/V live in device arrays that grow by doubling; the
  * context rows come from the target's tap buffer on the device, or from the host. Same rounding points as the CPU head except the attention's
  * (an online softmax), so its parity is gated as the CPU head's: KL to the fp32 reference.
  */
-public final class CudaDraftHead implements DraftHead {
+public final class CudaDraftHead extends ContextHead<CudaDraftHead.Context> {
     private static final ValueLayout.OfShort BF16 = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
-    private final DraftHeadConfig c;
     private final CudaDriver cuda;
     private final CudaKernels k;
     private final CudaForwardPass target;
@@ -40,12 +40,10 @@ public final class CudaDraftHead implements DraftHead {
     private final long embedding;
     private final DeviceMatrix lmHead;
     private final int vocab;
-    private final int[] taps;
     private final Map<String, Long> dw = new HashMap<>();
     private final Map<String, Tensor> host;
     private final List<Long> allocations = new ArrayList<>();
     private final RotaryTable rotary;
-    private final dev.spindle.backend.DraftContexts<Context> contexts = new dev.spindle.backend.DraftContexts<>(Context::free);
     private final int maxRows; // context rows injected in one call at most (more are injected in pieces)
     /** Sequences drafted in one forward at most (more go in several). */
     static final int DRAFT_SEQUENCES = 16;
@@ -76,7 +74,7 @@ public final class CudaDraftHead implements DraftHead {
     private float[][] lastLogits;
     private int lastDrafts;
 
-    private final class Context extends dev.spindle.backend.DraftContexts.Span {
+    final class Context extends DraftContexts.Span {
         int capacity;
         long[] k = new long[c.layers()], v = new long[c.layers()];
 
@@ -136,7 +134,7 @@ public final class CudaDraftHead implements DraftHead {
 
     private CudaDraftHead(DraftHeadConfig config, Map<String, Tensor> weights, Map<String, long[]> dummyShapes, CudaForwardPass target, int[] tapLayers,
                           long dummySeed) {
-        this.c = config;
+        super(config, tapLayers, Context::free);
         this.cuda = target.driver();
         this.graphs = new GraphCache(cuda, MAX_GRAPHS);
         cuda.makeCurrent();
@@ -146,7 +144,6 @@ public final class CudaDraftHead implements DraftHead {
         this.embedding = target.weights().embedding();
         this.lmHead = target.weights().lmHead();
         this.vocab = target.config().vocabSize();
-        this.taps = tapLayers.clone();
         this.host = Map.copyOf(weights);
         this.rotary = new RotaryTable(config.headDim(), config.ropeTheta());
         if (config.headDim() % 32 != 0 || config.headDim() > 256) {
@@ -292,34 +289,8 @@ public final class CudaDraftHead implements DraftHead {
     }
 
     @Override
-    public int blockSize() {
-        return c.blockSize();
-    }
-
-    @Override
-    public int[] tapLayers() {
-        return taps.clone();
-    }
-
-    @Override
-    public int contextEnd(long id) {
-        return contexts.end(id);
-    }
-
-    @Override
-    public int contextStart(long id) {
-        return contexts.start(id);
-    }
-
-    @Override
-    public void truncate(long id, int position) {
-        contexts.truncate(id, position);
-    }
-
-    @Override
-    public void release(long id) {
+    protected void beforeRelease() {
         cuda.makeCurrent();
-        contexts.release(id);
     }
 
     private void uploadInts(long dst, int[] values) {
@@ -747,5 +718,6 @@ public final class CudaDraftHead implements DraftHead {
         cuda.freeHost(injectStaging);
         cuda.freeHost(draftStaging);
         arena.close();
+        closeResources();
     }
 }

@@ -541,7 +541,7 @@ public final class CudaDriver {
      * each may be scheduled while the previous kernel finishes and waits for it on the device
      * (common.cuh's dependent_launch_entry), meant to hide the launch gaps between the small kernels of
      * a decode step. The forward pass turns it on while it captures a decode step's graph. Measured on
-     * the H200 against plain launches: no difference beyond noise (docs/ARCHITECTURE.md).
+     * the H200 against plain launches: no difference beyond noise (docs/KERNELS.md, "Programmatic dependent launch").
      *
      * @return whether it was on before
      */

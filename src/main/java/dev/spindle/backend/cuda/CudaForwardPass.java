@@ -1,16 +1,14 @@
 package dev.spindle.backend.cuda;
 
-import dev.spindle.step.KvCapacity;
-
-import dev.spindle.step.ForwardPass;
 import dev.spindle.backend.DecoderProgram;
-import dev.spindle.backend.KeySplits;
-import dev.spindle.step.ModelStep;
-import dev.spindle.step.ModelStep.Draw;
-import dev.spindle.step.ModelStep.Window;
-import dev.spindle.step.StepOutput;
 import dev.spindle.model.Bf16;
 import dev.spindle.model.ModelConfig;
+import dev.spindle.step.ForwardPass;
+import dev.spindle.step.KvCapacity;
+import dev.spindle.step.ModelStep.Draw;
+import dev.spindle.step.ModelStep.Window;
+import dev.spindle.step.ModelStep;
+import dev.spindle.step.StepOutput;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -32,67 +30,37 @@ public final class CudaForwardPass implements ForwardPass {
     private static final System.Logger LOG = System.getLogger("dev.spindle.cuda");
     private static final ValueLayout.OfShort BF16 = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
 
-    /**
-     * Sizes of the pass: tokens per KV block, rows per step, the share of free memory the KV pool takes, an optional block cap;
-     * whether decode steps replay CUDA graphs; where the pinned GEMM algorithms are cached (null: searched at every start); device
-     * memory to leave for a draft model opened next (its weights and buffers, and its KV bytes per token for as many tokens as this pool).
-     */
-    public record Options(int blockSize, int maxStepRows, double kvMemoryFraction, int maxKvBlocks, boolean cudaGraphs,
-                          java.nio.file.Path gemmCache, long reserveBytes, long extraKvBytesPerToken) {
-        public Options {
-            if (blockSize < 1 || maxStepRows < 1 || kvMemoryFraction <= 0 || kvMemoryFraction > 1 || reserveBytes < 0 || extraKvBytesPerToken < 0) {
-                throw new IllegalArgumentException("invalid CUDA options " + blockSize + ", " + maxStepRows + ", " + kvMemoryFraction + ", "
-                        + reserveBytes + ", " + extraKvBytesPerToken);
-            }
-            if (Integer.bitCount(blockSize) != 1) {
-                // the attention kernels find a key's block and offset by shift and mask
-                throw new IllegalArgumentException("the CUDA backend needs a KV block size (--block-size, spindle.block-size) that is a power of two"
-                        + " (1, 2, 4, ... 16, 32, ...), got " + blockSize);
-            }
-        }
-
-        /** Nothing left for another model on the device. */
-        public Options(int blockSize, int maxStepRows, double kvMemoryFraction, int maxKvBlocks, boolean cudaGraphs, java.nio.file.Path gemmCache) {
-            this(blockSize, maxStepRows, kvMemoryFraction, maxKvBlocks, cudaGraphs, gemmCache, 0, 0);
-        }
-
-        /** Without a GEMM algorithm cache. */
-        public Options(int blockSize, int maxStepRows, double kvMemoryFraction, int maxKvBlocks, boolean cudaGraphs) {
-            this(blockSize, maxStepRows, kvMemoryFraction, maxKvBlocks, cudaGraphs, null);
-        }
-    }
-
     /** The model's config (what {@link #config()} gives); {@code c} is the shapes this pass computes (one rank's under tensor parallelism). */
     private final ModelConfig model;
     private final ModelConfig c;
-    private final CudaDriver cuda;
+    final CudaDriver cuda;
     private final CudaKernels k;
     private final CublasLt lt;
     private final Linear linear;
     /** gate|up with SwiGLU and q|k|v with rope_kv_write in one launch each, where that is faster (decode steps on Hopper). */
-    private final PairedLaunches pairing;
-    private final CudaWeights w;
-    private final Options opt;
+    final PairedLaunches pairing;
+    final CudaWeights w;
+    private final CudaOptions opt;
     private final KvPool kv;
-    private final StepBuffers b;
+    final StepBuffers b;
     /** Which prefill attention kernel a step runs, of those loaded for this head dim. */
-    private final PrefillKernelChoice prefill;
+    final PrefillKernelChoice prefill;
     /** Recorded after each copy from {@link #metaHost}: the next step rewrites the buffer only once it has been read. */
     private final MemorySegment metaUploaded;
     /** Captured graphs kept at most (one per step shape); a step of a new shape beyond it launches kernel by kernel. */
     static final int MAX_GRAPHS = 512;
     /** The decode steps' captured graphs, by {@link #graphKey}. */
-    private final GraphCache graphs;
+    final GraphCache graphs;
     /** The head's draws and logits read back; null on a tensor-parallel group's other ranks (no head). */
     private final DeviceSampling sampling;
     /** Steps run on this pass (the serial {@link DrawnIds} keeps track of). */
     private long stepSerial;
-    private int tapRows; // rows of the last step's taps (0: none)
-    private int[] stepTaps = new int[0];
+    int tapRows; // rows of the last step's taps (0: none)
+    int[] stepTaps = new int[0];
     /** Whether this pass computes the head (every pass but a tensor-parallel group's other ranks). */
     private final boolean head;
     /** The other ranks, where this pass leads a tensor-parallel group; null otherwise. */
-    private TensorParallelGroup group;
+    TensorParallelGroup group;
     /** Seconds of the constructor's phases: the GEMM choices (cuBLASLt's and linear_rows'), the tensor maps, the KV pool. */
     private final java.util.Map<String, Double> setupSeconds;
 
@@ -129,7 +97,7 @@ public final class CudaForwardPass implements ForwardPass {
         return group == null ? 1 : group.size();
     }
 
-    public CudaForwardPass(ModelConfig config, CudaKernels kernels, CublasLt lt, CudaWeights weights, Options options) {
+    public CudaForwardPass(ModelConfig config, CudaKernels kernels, CublasLt lt, CudaWeights weights, CudaOptions options) {
         this(config, config, kernels, lt, null, weights, options, true);
     }
 
@@ -138,20 +106,12 @@ public final class CudaForwardPass implements ForwardPass {
      * of {@code model}; with {@code partialLt} (fp32 outputs) its o_proj and down_proj write partials for the group's all-reduce;
      * the head only where {@code head}.
      */
-    CudaForwardPass(ModelConfig model, ModelConfig config, CudaKernels kernels, CublasLt lt, CublasLt partialLt, CudaWeights weights, Options options,
+    CudaForwardPass(ModelConfig model, ModelConfig config, CudaKernels kernels, CublasLt lt, CublasLt partialLt, CudaWeights weights, CudaOptions options,
                     boolean head) {
         this.model = model;
         this.head = head;
         this.metaUploaded = kernels.driver().createEvent();
-        if (!CudaKernels.supportsHeadDim(config.headDim())) {
-            throw new CudaException("head_dim " + config.headDim() + " is not supported by the CUDA attention kernel (16, 32, 64 or 128)");
-        }
-        if (config.hiddenSize() % 8 != 0) {
-            throw new CudaException("hidden_size " + config.hiddenSize() + " is not a multiple of 8, which the CUDA norm kernels need");
-        }
-        if (config.numHeads() / config.numKvHeads() > 16) {
-            throw new CudaException("more than 16 query heads per KV head are not supported by the CUDA attention kernel (one MMA tile per KV head)");
-        }
+        PassGemms.checkShapes(config);
         this.c = config;
         this.k = kernels;
         this.cuda = kernels.driver();
@@ -162,7 +122,7 @@ public final class CudaForwardPass implements ForwardPass {
         this.w = weights;
         this.opt = options;
         this.prefill = new PrefillKernelChoice(kernel -> kernels.hasAttention(config.headDim(), kernel));
-        int n = options.maxStepRows(), h = c.hiddenSize(), qkvDim = c.qDim() + 2 * c.kvDim(), in = c.intermediateSize();
+        int n = options.maxStepRows();
         b = new StepBuffers(cuda, c, n, head, partialLt != null);
         sampling = head ? new DeviceSampling(k, c.vocabSize(), n, b.logitRowsMax, b.logits) : null;
         long tBuffers = System.nanoTime();
@@ -176,41 +136,9 @@ public final class CudaForwardPass implements ForwardPass {
         if (partialLt != null) {
             linear.usePartials(partialLt);
         }
-        CudaWeights.Layer layer0 = w.layer(0);
-        linear.prepare(layer0.qkv());
-        linear.prepare(layer0.gateUp());
-        pairing.prepare(layer0);
-        if (b.partial == null) {
-            linear.prepare(layer0.o());
-            linear.prepare(layer0.down());
-        } else {
-            linear.preparePartial(layer0.o());
-            linear.preparePartial(layer0.down());
-        }
-        if (head) {
-            linear.prepare(w.lmHead());
-        }
+        PassGemms.choose(linear, pairing, w, b.partial != null, head);
         long tGemms = System.nanoTime();
-        // the few-row kernel's tensor maps: every weight it may read, and the buffers the linear layers read
-        for (int l = 0; l < c.numLayers(); l++) {
-            CudaWeights.Layer layer = w.layer(l);
-            linear.weight(layer.qkv());
-            linear.weight(layer.gateUp());
-            pairing.weights(layer);
-            if (b.partial == null) {
-                linear.weight(layer.o());
-                linear.weight(layer.down());
-            }
-        }
-        linear.input(b.xn, n, h);
-        if (b.partial == null) {
-            linear.input(b.att, n, c.qDim());
-            linear.input(b.act, n, in);
-        }
-        if (head) {
-            linear.weight(w.lmHead());
-            linear.input(b.picked, b.logitRowsMax, h);
-        }
+        PassGemms.mapTensors(linear, pairing, w, b, c, n, head);
         cuda.sync();
         long tMaps = System.nanoTime();
         kv = new KvPool(cuda, c, options);
@@ -288,25 +216,7 @@ public final class CudaForwardPass implements ForwardPass {
         // the drawn rows' ids (others: whatever the buffer held); not marked as the draws a next step may be fed from: only
         // a started step's (start) or greedy()'s are
         int[] rowTokens = anyDraw ? sampling.drawn.readNow(plan.logitRows) : null;
-        List<float[][]> out = new ArrayList<>();
-        List<int[]> drawn = new ArrayList<>();
-        List<float[][]> taps = readTaps(step, plan);
-        for (int wi = 0, j = 0; wi < windows.size(); wi++) {
-            int rows = plan.logitCounts[wi];
-            if (windows.get(wi).draw() != null) {
-                drawn.add(java.util.Arrays.copyOfRange(rowTokens, j, j + rows));
-                out.add(new float[0][]);
-                j += rows;
-                continue;
-            }
-            float[][] wl = new float[rows][];
-            for (int r = 0; r < rows; r++) {
-                wl[r] = all[j++];
-            }
-            out.add(wl);
-            drawn.add(null);
-        }
-        return new StepOutput(out, drawn, taps);
+        return StepOutputs.of(windows, plan.logitCounts, all, rowTokens, HostTaps.read(cuda, step, plan.rows, c.hiddenSize(), b.taps()));
     }
 
     /** Steps without taps and with a head (no tensor-parallel group: its ranks' plans are sent apart) may be fed and run ahead. */
@@ -350,26 +260,7 @@ public final class CudaForwardPass implements ForwardPass {
         DrawnIds.Copy copy = sampling.drawn.copyBack(stepSerial, logitRows);
         int[] counts = plan.logitCounts.clone();
         int vocab = c.vocabSize();
-        return () -> {
-            int[] ids = copy.ids();
-            List<float[][]> out = new ArrayList<>();
-            List<int[]> tokens = new ArrayList<>();
-            for (int wi = 0, j = 0; wi < counts.length; wi++) {
-                out.add(new float[0][]);
-                if (windows.get(wi).draw() == null) {
-                    tokens.add(null);
-                    continue;
-                }
-                for (int r = j; r < j + counts[wi]; r++) {
-                    if (ids[r] < 0 || ids[r] >= vocab) {
-                        throw new IllegalStateException("the device drew token id " + ids[r] + " for window " + wi + ", outside the vocabulary");
-                    }
-                }
-                tokens.add(java.util.Arrays.copyOfRange(ids, j, j + counts[wi]));
-                j += counts[wi];
-            }
-            return new StepOutput(out, tokens, java.util.Collections.nCopies(windows.size(), null));
-        };
+        return () -> StepOutputs.drawn(windows, counts, copy.ids(), vocab);
     }
 
     /**
@@ -381,47 +272,6 @@ public final class CudaForwardPass implements ForwardPass {
 
     public DeviceTaps deviceTaps() {
         return new DeviceTaps(b.taps(), tapRows, stepTaps.clone());
-    }
-
-    /** Per window, its rows' residual stream after each tap layer ([row][tap x hidden + i]) when it asked, else null. */
-    private List<float[][]> readTaps(ModelStep step, StepPlan plan) {
-        List<float[][]> out = new ArrayList<>();
-        int[] taps = step.tapLayers();
-        int h = c.hiddenSize(), n = plan.rows;
-        if (!step.tapsToHost()) { // the reader takes them from tapBuf (deviceTaps)
-            for (int wi = 0; wi < step.windows().size(); wi++) {
-                out.add(null);
-            }
-            return out;
-        }
-        short[] bits = null;
-        if (taps.length > 0) {
-            bits = new short[taps.length * n * h];
-            try (java.lang.foreign.Arena a = java.lang.foreign.Arena.ofConfined()) {
-                MemorySegment host = a.allocate((long) bits.length * 2);
-                cuda.copyToHost(host, b.taps());
-                MemorySegment.copy(host, BF16, 0, bits, 0, bits.length);
-            }
-        }
-        for (int wi = 0, row = 0; wi < step.windows().size(); wi++) {
-            Window w = step.windows().get(wi);
-            if (!w.tap() || taps.length == 0) {
-                out.add(null);
-            } else {
-                float[][] rows = new float[w.tokens().length][taps.length * h];
-                for (int r = 0; r < rows.length; r++) {
-                    for (int t = 0; t < taps.length; t++) {
-                        int base = (t * n + row + r) * h;
-                        for (int i = 0; i < h; i++) {
-                            rows[r][t * h + i] = Bf16.toFloat(bits[base + i]);
-                        }
-                    }
-                }
-                out.add(rows);
-            }
-            row += w.tokens().length;
-        }
-        return out;
     }
 
     /**
@@ -449,25 +299,13 @@ public final class CudaForwardPass implements ForwardPass {
         return ids;
     }
 
-    /** The greedy steps' host phases so far, summed (the bench reads them before and after its steps). */
-    public StepTimes stepTimes() {
-        return stepTimes;
-    }
-
-    /**
-     * Bench: whether each greedy step's graph is timed on the GPU from its launch on ({@link StepTimes#graphNanos}), by
-     * timing events recorded before and after the launch.
-     */
-    public void timeGraphs(boolean on) {
-        graphs.time(on);
-    }
-
-    private StepTimes stepTimes = StepTimes.NONE;
+    /** The greedy steps' host phases so far, summed ({@link CudaProbes#stepTimes}). */
+    StepTimes stepTimes = StepTimes.NONE;
     /** When the step being run had its plan built, and sent (the phases of {@link #stepTimes}). */
     private long plannedAt, preparedAt;
 
     /** The lm head over logit rows [first, first + m) of the plan: gather their final hidden rows, then one GEMM. */
-    private void head(StepPlan plan, int first, int m) {
+    void head(StepPlan plan, int first, int m) {
         k.embed(b.meta() + 4L * (plan.gather + first), b.x, b.picked, m, c.hiddenSize());
         linear.apply(b.picked, m, w.lmHead(), b.logits);
     }
@@ -522,22 +360,6 @@ public final class CudaForwardPass implements ForwardPass {
         graphs.launch(graph);
         p.headDone = true;
         return p;
-    }
-
-    /** Whether a step has replayed a graph that is still held ({@link #replayLastGraph} has one to replay). */
-    public boolean replayedAGraph() {
-        return graphs.launchedAny();
-    }
-
-    /**
-     * Bench: the last graph-eligible step's graph replayed {@code n} times back to back, then one wait; seconds a replay.
-     * Each replay is that step's work again (its rows, positions, KV slots and tokens; a greedy graph's argmax writes its ids
-     * into {@link DrawnIds}, apart from the plan). Against a step's wall time it gives what the host's part of a step costs:
-     * building and sending the plan, launching, waiting for and reading the ids.
-     */
-    public double replayLastGraph(int n) {
-        cuda.makeCurrent();
-        return graphs.replayLast(n);
     }
 
     /** A decode step's launches (and the head, and the argmax when greedy) captured as one graph on this pass's stream. */
@@ -595,7 +417,7 @@ public final class CudaForwardPass implements ForwardPass {
         return p;
     }
 
-    private void layers(StepPlan p) {
+    void layers(StepPlan p) {
         if (group != null) {
             group.layers(p);
             return;
@@ -610,59 +432,8 @@ public final class CudaForwardPass implements ForwardPass {
         return ops.launches;
     }
 
-    /**
-     * Runs paired variant v for both epilogues in steps of up to 8 rows, whatever the timing and PairingChoice chose: for
-     * tests of the paired launches inside whole steps. Drops the captured graphs.
-     */
-    void usePairedVariant(CudaKernels.LinearRowsVariant v) {
-        if (!pairing.shapes || group != null) {
-            throw new IllegalStateException("this pass's shapes have no paired launches, or it leads a tensor-parallel group");
-        }
-        pairing.use(v, w);
-        pairedEpilogues(true);
-    }
-
-    /** Whether the paired launches run where chosen ({@link #pairedEpilogues(boolean)}, PairingChoice). */
-    public boolean pairedEpilogues() {
-        return pairing.on();
-    }
-
-    /**
-     * Runs the paired launches where PairedLinear chose them ({@code on}) or never: PairingChoice's switch, and for comparing
-     * the two ways in one process on the same GEMM choices (the bench's decode_paired_epilogues). They compute the same
-     * bits. Drops the captured graphs.
-     */
-    public void pairedEpilogues(boolean on) {
-        if (group != null) {
-            throw new IllegalStateException("paired epilogues are switched per pass, not over a tensor-parallel group");
-        }
-        cuda.makeCurrent();
-        graphs.drop();
-        pairing.on(on);
-    }
-
-    /**
-     * The prefill kernel a step runs whose longest prefill window ends at key {@code keys} ({@link PrefillKernelChoice}; every
-     * step's, when one was set: {@link #prefillAttentionKernel}).
-     */
-    int prefillKernel(int keys) {
-        return prefill.forKeys(keys);
-    }
-
-    /** Whether prefill attention kernel {@code kernel} is loaded for this model's head dim on this GPU. */
-    public boolean hasPrefillAttentionKernel(int kernel) {
-        return prefill.loaded(kernel);
-    }
-
-    /**
-     * Runs prefill attention with {@code kernel} (one of {@link CudaKernels#PREFILL_KERNELS}; they compute the
-     * same values), or -1 to let the step's length pick. For comparing the kernels' speed.
-     */
-    public void prefillAttentionKernel(int kernel) {
-        prefill.force(kernel);
-    }
-
-    private java.util.Map<String, Double> profile;
+    /** Seconds per operation kind while a probe profiles a step ({@link CudaProbes#profileStep}), else null. */
+    java.util.Map<String, Double> profile;
 
     void op(String name, Runnable r) {
         if (profile == null) {
@@ -672,23 +443,9 @@ public final class CudaForwardPass implements ForwardPass {
         }
     }
 
-    /**
-     * Runs one step kernel by kernel, timing each operation on the stream (seconds per
-     * operation kind, summed over layers, plus "head"): where a step's time goes.
-     */
-    public java.util.Map<String, Double> profileStep(ModelStep step) {
-        cuda.makeCurrent();
-        profile = new java.util.LinkedHashMap<>();
-        stepTaps = new int[0];
-        tapRows = 0;
-        try {
-            StepPlan p = prepare(step, 0);
-            layers(p);
-            op("head", () -> head(p, 0, Math.min(b.logitRowsMax, p.logitRows)));
-            return profile;
-        } finally {
-            profile = null;
-        }
+    /** The bench's and the tests' probes into this pass (graph replays, kernel choices, step profiles). */
+    public CudaProbes probes() {
+        return new CudaProbes(this);
     }
 
     @Override
@@ -710,18 +467,9 @@ public final class CudaForwardPass implements ForwardPass {
         w.close();
     }
 
-    /**
-     * Keeps the paired launches only where whole decode steps run faster with them (PairingChoice): with CUDA graphs (what
-     * decode steps run), where PairedLinear chose one for steps of up to 8 rows; off otherwise.
-     */
+    /** Keeps the paired launches only where whole decode steps run faster with them ({@link PairingChoice#decide}). */
     void choosePairing() {
-        if (!pairing.planned()) {
-            pairing.off("none chosen per shape");
-        } else if (!opt.cudaGraphs()) {
-            pairing.off("off (decode steps without CUDA graphs)");
-        } else {
-            pairing.decided(PairingChoice.choose(this));
-        }
+        PairingChoice.decide(this, pairing, opt.cudaGraphs());
     }
 
     /**
@@ -738,12 +486,7 @@ public final class CudaForwardPass implements ForwardPass {
     }
 
     /** One line per weight shape: the GEMM algorithms pinned, where linear_rows runs, and their timings. */
-    public java.util.List<String> gemmChoices() {
-        List<String> all = new ArrayList<>(linear.choices());
-        all.addAll(pairing.paired.choices());
-        if (pairing.choice() != null) {
-            all.add(pairing.choice());
-        }
-        return all;
+    public List<String> gemmChoices() {
+        return PassGemms.choices(linear, pairing);
     }
 }

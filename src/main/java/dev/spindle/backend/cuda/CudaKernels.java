@@ -9,7 +9,7 @@ import java.util.Optional;
 /**
  * The kernels of the fatbin resource (src/main/cuda, one stem per kernel), loaded into
  * the current context, with their launch rules (see each .cu file's header comment and
- * the kernel contract in docs/ARCHITECTURE.md). Launches are asynchronous, in stream order.
+ * the kernel contract in docs/KERNELS.md). Launches are asynchronous, in stream order.
  */
 public final class CudaKernels {
     /**
@@ -225,7 +225,7 @@ public final class CudaKernels {
     /**
      * DFlash2's greedy candidate walk over one block's {@code rows} drafted rows (draft_head.cu): logits (rows, vocab)
      * and proj (rows, rank) bf16, the codebooks (vocab, rank) bf16, the anchor token; the drafts to out (rows ints).
-     * The bits of {@code CpuDraftHead.walk} at temperature 0. One CTA of 1024 threads.
+     * The bits of {@code CandidateSelector.walk} at temperature 0. One CTA of 1024 threads.
      */
     public void selectorWalk(long logits, int rows, int vocab, long proj, int rank, int k, long pred, long succ, int anchor, long out) {
         selectorWalk(logits, rows, vocab, proj, rank, k, pred, succ, anchor, out, 0, 0, 0, 0, 0);

@@ -1,6 +1,6 @@
 package dev.spindle.backend.cuda;
 
-import dev.spindle.backend.cuda.CudaForwardPass.Options;
+import dev.spindle.backend.cuda.CudaOptions;
 import dev.spindle.model.ModelConfig;
 
 import java.util.ArrayList;
@@ -20,13 +20,13 @@ public final class CudaPasses {
      *
      * @throws CudaException saying why when there is no usable GPU, kernels or cuBLASLt here
      */
-    public static CudaForwardPass open(ModelConfig config, dev.spindle.model.ModelWeights hostWeights, Options options,
+    public static CudaForwardPass open(ModelConfig config, dev.spindle.model.ModelWeights hostWeights, CudaOptions options,
                                        dev.spindle.model.LoadListener listener) {
         return open(config, hostWeights, options, listener, 0);
     }
 
-    /** As {@link #open(ModelConfig, dev.spindle.model.ModelWeights, CudaForwardPass.Options, dev.spindle.model.LoadListener)}, on device {@code ordinal}. */
-    public static CudaForwardPass open(ModelConfig config, dev.spindle.model.ModelWeights hostWeights, Options options,
+    /** As {@link #open(ModelConfig, dev.spindle.model.ModelWeights, CudaOptions, dev.spindle.model.LoadListener)}, on device {@code ordinal}. */
+    public static CudaForwardPass open(ModelConfig config, dev.spindle.model.ModelWeights hostWeights, CudaOptions options,
                                        dev.spindle.model.LoadListener listener, int ordinal) {
         CudaKernels kernels = kernels(new Placement(ordinal, 0), "");
         CublasLt lt = cublasLt(kernels);
@@ -53,9 +53,9 @@ public final class CudaPasses {
      * rank r at placements[r]: each rank's weights uploaded from {@code hostWeights} (or generated, without host weights), its
      * KV pool and buffers; returns rank 0, which leads the others (its {@link CudaForwardPass#execute} runs every rank; it computes the head)
      * and closes them with itself. Each rank's KV pool has as many blocks as rank 0's (the smallest, as rank 0 holds the head
-     * too). One placement: {@link #open(ModelConfig, dev.spindle.model.ModelWeights, CudaForwardPass.Options, dev.spindle.model.LoadListener, int)}.
+     * too). One placement: {@link #open(ModelConfig, dev.spindle.model.ModelWeights, CudaOptions, dev.spindle.model.LoadListener, int)}.
      */
-    public static CudaForwardPass openTensorParallel(ModelConfig config, dev.spindle.model.ModelWeights hostWeights, Options options,
+    public static CudaForwardPass openTensorParallel(ModelConfig config, dev.spindle.model.ModelWeights hostWeights, CudaOptions options,
                                                      dev.spindle.model.LoadListener listener, List<Placement> placements) {
         int n = placements.size();
         dev.spindle.backend.TensorParallelLayout tp = dev.spindle.backend.TensorParallelLayout.of(config, n);
@@ -74,7 +74,7 @@ public final class CudaPasses {
                 others.add(p);
                 blocks = Math.min(blocks, p.kvCapacity().blocks());
             }
-            Options leadOptions = new Options(options.blockSize(), options.maxStepRows(), options.kvMemoryFraction(), blocks, options.cudaGraphs(),
+            CudaOptions leadOptions = new CudaOptions(options.blockSize(), options.maxStepRows(), options.kvMemoryFraction(), blocks, options.cudaGraphs(),
                     options.gemmCache(), options.reserveBytes(), options.extraKvBytesPerToken());
             CudaForwardPass lead = openRank(config, shapes, tp, 0, hostWeights, leadOptions, listener, placements.getFirst());
             lead.leadTensorParallel(others);
@@ -88,7 +88,7 @@ public final class CudaPasses {
     }
 
     private static CudaForwardPass openRank(ModelConfig config, ModelConfig shapes, dev.spindle.backend.TensorParallelLayout tp, int rank,
-                                            dev.spindle.model.ModelWeights hostWeights, Options options, dev.spindle.model.LoadListener listener,
+                                            dev.spindle.model.ModelWeights hostWeights, CudaOptions options, dev.spindle.model.LoadListener listener,
                                             Placement at) {
         CudaKernels kernels = kernels(at, "tensor-parallel rank " + rank + ": ");
         CublasLt lt = cublasLt(kernels);

@@ -64,12 +64,10 @@ public final class CudaWeights implements AutoCloseable {
      */
     public static CudaWeights upload(CudaDriver cuda, ModelConfig c, ModelWeights w, LoadListener listener,
                                      dev.spindle.backend.TensorParallelLayout tp, int rank, boolean head) {
-        CudaWeights out = new CudaWeights(cuda);
-        long t0 = System.nanoTime();
-        int h = c.hiddenSize(), qd = tp.qDim(), kvd = tp.kvDim(), in = tp.intermediate();
-        long rowBytes = 2L * h;
-        Uploader up = new Uploader(cuda, listener);
-        try {
+        return build(cuda, out -> {
+            int h = c.hiddenSize(), qd = tp.qDim(), kvd = tp.kvDim(), in = tp.intermediate();
+            long rowBytes = 2L * h;
+            Uploader up = new Uploader(cuda, listener);
             out.embedding = up.put(out.alloc(w.embedding().data().byteSize()), w.embedding());
             for (LayerWeights l : w.layers()) {
                 long qkv = out.alloc(rowBytes * (qd + 2L * kvd));
@@ -94,6 +92,15 @@ public final class CudaWeights implements AutoCloseable {
             }
             up.run(UPLOAD_THREADS);
             cuda.sync();
+        });
+    }
+
+    /** Fills new device weights with {@code fill}, timed; what was allocated is freed if it fails. */
+    private static CudaWeights build(CudaDriver cuda, java.util.function.Consumer<CudaWeights> fill) {
+        CudaWeights out = new CudaWeights(cuda);
+        long t0 = System.nanoTime();
+        try {
+            fill.accept(out);
         } catch (RuntimeException e) {
             out.close();
             throw e;
@@ -109,11 +116,9 @@ public final class CudaWeights implements AutoCloseable {
 
     /** As {@link #dummy(CudaDriver, CudaKernels, ModelConfig, long, LoadListener)} for a config of one rank's shapes; no head unless {@code head}. */
     public static CudaWeights dummy(CudaDriver cuda, CudaKernels k, ModelConfig c, long seed, LoadListener listener, boolean head) {
-        CudaWeights out = new CudaWeights(cuda);
-        long t0 = System.nanoTime();
-        int h = c.hiddenSize(), q = c.qDim(), kv = c.kvDim(), in = c.intermediateSize();
-        DummyFill f = new DummyFill(out, k, seed, c.parameterCount() * 2, listener);
-        try {
+        return build(cuda, out -> {
+            int h = c.hiddenSize(), q = c.qDim(), kv = c.kvDim(), in = c.intermediateSize();
+            DummyFill f = new DummyFill(out, k, seed, c.parameterCount() * 2, listener);
             out.embedding = f.fill(c.vocabSize(), h, 0f, 1f);
             for (int l = 0; l < c.numLayers(); l++) {
                 long norm1 = f.norm(h);
@@ -130,12 +135,7 @@ public final class CudaWeights implements AutoCloseable {
                 out.lmHead = new DeviceMatrix.Bf16(c.tiedEmbeddings() ? out.embedding : f.linear(c.vocabSize(), h), c.vocabSize(), h);
             }
             cuda.sync();
-        } catch (RuntimeException e) {
-            out.close();
-            throw e;
-        }
-        out.seconds = (System.nanoTime() - t0) / 1e9;
-        return out;
+        });
     }
 
     private static final class DummyFill {

@@ -7,7 +7,7 @@ import dev.spindle.step.KvDtype;
 /**
  * A pass's paged KV pool in device memory, in its {@link KvDtype} (bf16, the one the kernels read today): per executed
  * layer ("slot") one pool of
- * (blocks, 2, blockSize, kvDim), K then V of each block, the slots' pools one after another. The
+ * (blocks, 2, kvHeads, blockSize, headDim), K then V of each block, the slots' pools one after another. The
  * blocks are what the free device memory allows after the weights and activations
  * ({@link #blocks}); zero-filled at start.
  */
@@ -27,7 +27,7 @@ final class KvPool implements AutoCloseable {
     final int slots;
     final KvCapacity capacity;
 
-    KvPool(CudaDriver cuda, ModelConfig c, CudaForwardPass.Options options) {
+    KvPool(CudaDriver cuda, ModelConfig c, CudaOptions options) {
         this.cuda = cuda;
         KvDtype dtype = KvDtype.BF16;
         slots = c.executedLayers();
@@ -60,7 +60,7 @@ final class KvPool implements AutoCloseable {
      * pool's tokens; at most {@code maxKvBlocks} (where set), and no more than the attention kernels can number (a layer's
      * KV rows of one head's dims in 32 bits). 0 where nothing is left.
      */
-    static int blocks(long freeBytes, long bytesPerBlock, CudaForwardPass.Options options, int kvHeads) {
+    static int blocks(long freeBytes, long bytesPerBlock, CudaOptions options, int kvHeads) {
         long budget = (long) (freeBytes * options.kvMemoryFraction()) - SPARE_BYTES - options.reserveBytes();
         long perBlock = bytesPerBlock + options.extraKvBytesPerToken() * options.blockSize();
         long blocks = Math.min(Integer.MAX_VALUE - 1, Math.max(0, budget / perBlock));

@@ -1,9 +1,9 @@
 package dev.spindle.backend.cuda;
 
-import dev.spindle.step.ModelStep;
-import dev.spindle.step.ModelStep.Window;
 import dev.spindle.kv.BlockPool;
 import dev.spindle.kv.BlockTable;
+import dev.spindle.step.ModelStep.Window;
+import dev.spindle.step.ModelStep;
 
 import java.util.Arrays;
 import java.util.List;
@@ -23,11 +23,25 @@ final class PairingChoice {
     private PairingChoice() {
     }
 
+    /**
+     * Keeps a pass's paired launches only where whole decode steps run faster with them: with CUDA graphs (what decode
+     * steps run), where PairedLinear chose one for steps of up to 8 rows; off otherwise.
+     */
+    static void decide(CudaForwardPass gpu, PairedLaunches pairing, boolean cudaGraphs) {
+        if (!pairing.planned()) {
+            pairing.off("none chosen per shape");
+        } else if (!cudaGraphs) {
+            pairing.off("off (decode steps without CUDA graphs)");
+        } else {
+            pairing.decided(choose(gpu));
+        }
+    }
+
     /** Leaves gpu with the paired launches on or off, whichever ran the faster step; returns the line for the GEMM choices. */
     static String choose(CudaForwardPass gpu) {
         BlockPool pool = new BlockPool(gpu.kvCapacity());
         if (pool.freeBlocks() * (long) gpu.kvCapacity().blockSize() < CONTEXT + ROUNDS * 2L * (STEPS + 1) + 1) {
-            gpu.pairedEpilogues(false);
+            gpu.probes().pairedEpilogues(false);
             return "paired launches: off (the KV pool is too small to time decode steps)";
         }
         BlockTable t = new BlockTable(pool);
@@ -53,14 +67,14 @@ final class PairingChoice {
         Arrays.sort(off);
         double a = on[ROUNDS / 2], b = off[ROUNDS / 2];
         boolean pays = a < 0.99 * b;
-        gpu.pairedEpilogues(pays);
+        gpu.probes().pairedEpilogues(pays);
         return String.format(java.util.Locale.ROOT, "paired launches: %s (a batch-1 decode step at %d tokens of context %.3f ms paired, %.3f ms"
                 + " as two launches each; the median of %d rounds of %d steps)", pays ? "on" : "off", CONTEXT, a * 1e3, b * 1e3, ROUNDS, STEPS);
     }
 
     /** Seconds per decode step with the paired launches on or off. */
     private static double time(CudaForwardPass gpu, boolean paired, Runnable step) {
-        gpu.pairedEpilogues(paired);
+        gpu.probes().pairedEpilogues(paired);
         step.run(); // the graph's capture
         long t0 = System.nanoTime();
         for (int i = 0; i < STEPS; i++) {

@@ -1,8 +1,8 @@
 package dev.spindle.backend.cuda;
 
 import dev.spindle.backend.KeySplits;
-import dev.spindle.step.ModelStep.Window;
 import dev.spindle.step.BlockIds;
+import dev.spindle.step.ModelStep.Window;
 
 import java.util.List;
 

@@ -1,15 +1,15 @@
 package dev.spindle.engine.sched;
 
+import dev.spindle.engine.EngineStats;
+import dev.spindle.engine.TokenSink;
+import dev.spindle.engine.speculative.DraftPacer;
+import dev.spindle.engine.speculative.Speculation;
+import dev.spindle.kv.BlockPool;
+import dev.spindle.sample.Sampler;
+import dev.spindle.sample.SamplingParams;
 import dev.spindle.step.ForwardPass;
 import dev.spindle.step.ModelStep;
 import dev.spindle.step.StepOutput;
-import dev.spindle.engine.EngineStats;
-import dev.spindle.sample.SamplingParams;
-import dev.spindle.engine.TokenSink;
-import dev.spindle.kv.BlockPool;
-import dev.spindle.sample.Sampler;
-import dev.spindle.engine.speculative.DraftPacer;
-import dev.spindle.engine.speculative.Speculation;
 
 import java.util.ArrayList;
 import java.util.List;

@@ -1,10 +1,10 @@
 package dev.spindle.engine.sched;
 
-import dev.spindle.sample.SamplingParams;
 import dev.spindle.engine.TokenSink;
 import dev.spindle.kv.BlockPool;
 import dev.spindle.kv.BlockTable;
 import dev.spindle.kv.PrefixHash;
+import dev.spindle.sample.SamplingParams;
 
 import java.util.ArrayDeque;
 import java.util.ArrayList;

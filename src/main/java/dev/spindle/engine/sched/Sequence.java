@@ -1,8 +1,8 @@
 package dev.spindle.engine.sched;
 
-import dev.spindle.sample.SamplingParams;
 import dev.spindle.engine.TokenSink;
 import dev.spindle.kv.BlockTable;
+import dev.spindle.sample.SamplingParams;
 
 import java.util.Arrays;
 import java.util.random.RandomGenerator;

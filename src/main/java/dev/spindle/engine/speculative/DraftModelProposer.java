@@ -1,14 +1,13 @@
 package dev.spindle.engine.speculative;
 
-import dev.spindle.step.Proposal;
-
-import dev.spindle.step.ForwardPass;
-import dev.spindle.step.ModelStep;
-import dev.spindle.step.StepOutput;
 import dev.spindle.kv.BlockPool;
 import dev.spindle.kv.BlockTable;
 import dev.spindle.kv.KvCapacityException;
 import dev.spindle.sample.Sampler;
+import dev.spindle.step.ForwardPass;
+import dev.spindle.step.ModelStep;
+import dev.spindle.step.Proposal;
+import dev.spindle.step.StepOutput;
 
 import java.util.ArrayList;
 import java.util.Arrays;

@@ -3,8 +3,8 @@ package dev.spindle.server.anthropic;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import dev.spindle.server.openai.ApiException;
-import dev.spindle.server.openai.Fields;
+import dev.spindle.server.pipeline.ApiException;
+import dev.spindle.server.pipeline.Fields;
 
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -12,7 +12,7 @@ import java.util.List;
 import java.util.Set;
 import java.util.function.ToIntFunction;
 
-import static dev.spindle.server.openai.ChatCompletions.JSON;
+import static dev.spindle.server.pipeline.Json.JSON;
 
 /**
  * Anthropic's context editing ({@code context_management.edits}), applied to a Messages request

@@ -3,10 +3,10 @@ package dev.spindle.server.anthropic;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import dev.spindle.server.openai.ApiException;
 import dev.spindle.server.openai.ResponseStore;
+import dev.spindle.server.pipeline.ApiException;
 
-import static dev.spindle.server.openai.ChatCompletions.JSON;
+import static dev.spindle.server.pipeline.Json.JSON;
 
 /**
  * Anthropic's message threads ({@code thread}: the server holds the conversation between turns, so

@@ -9,7 +9,7 @@ import dev.spindle.chat.ToolCallDelta;
 import java.util.ArrayList;
 import java.util.List;
 
-import static dev.spindle.server.openai.ChatCompletions.JSON;
+import static dev.spindle.server.pipeline.Json.JSON;
 
 /**
  * Builds an Anthropic message from the pipeline's steps: its content blocks ({@code thinking},

@@ -4,10 +4,11 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.spindle.server.ModelService;
-import dev.spindle.server.openai.ChatCompletions;
-import dev.spindle.server.openai.Fields;
-import dev.spindle.server.openai.ReplyStep;
 import dev.spindle.server.openai.ResponseStore;
+import dev.spindle.server.pipeline.ChatPipeline;
+import dev.spindle.server.pipeline.ChatRequest;
+import dev.spindle.server.pipeline.Fields;
+import dev.spindle.server.pipeline.ReplyStep;
 import io.smallrye.mutiny.Multi;
 import io.smallrye.mutiny.Uni;
 import jakarta.enterprise.context.ApplicationScoped;
@@ -16,7 +17,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.UUID;
 
-import static dev.spindle.server.openai.ChatCompletions.JSON;
+import static dev.spindle.server.pipeline.Json.JSON;
 
 /**
  * Anthropic's Messages API: {@code POST /v1/messages} (whole or streamed) and
@@ -27,12 +28,12 @@ import static dev.spindle.server.openai.ChatCompletions.JSON;
 @ApplicationScoped
 public class Messages {
     private final ModelService service;
-    private final ChatCompletions chat;
+    private final ChatPipeline pipeline;
     private final ResponseStore store;
 
-    public Messages(ModelService service, ChatCompletions chat, ResponseStore store) {
+    public Messages(ModelService service, ChatPipeline pipeline, ResponseStore store) {
         this.service = service;
-        this.chat = chat;
+        this.pipeline = pipeline;
         this.store = store;
     }
 
@@ -43,7 +44,7 @@ public class Messages {
      * @param thread       the request's whole conversation with its system prompt and tools, kept for the next turn
      *                     of its message thread; null when the request is not on one
      */
-    public record Prepared(String id, ChatCompletions.Prepared chat, boolean stream, ArrayNode contextEdits, ObjectNode thread) {
+    public record Prepared(String id, ChatRequest chat, boolean stream, ArrayNode contextEdits, ObjectNode thread) {
     }
 
     public Prepared prepare(JsonNode body) {
@@ -55,12 +56,12 @@ public class Messages {
         ObjectNode chatBody = MessagesRequest.parse(body, false); // every field checked before anything is rendered
         ArrayNode applied = null;
         if (!edits.isEmpty()) {
-            ContextEdits.Result r = edits.apply(body, b -> chat.promptTokens(MessagesRequest.parse(b, true)));
+            ContextEdits.Result r = edits.apply(body, b -> pipeline.promptTokens(MessagesRequest.parse(b, true)));
             body = r.body();
             applied = r.applied();
             chatBody = MessagesRequest.parse(body, false);
         }
-        return new Prepared("msg_" + UUID.randomUUID().toString().replace("-", ""), chat.prepare(chatBody), Fields.bool(body, "stream", false), applied,
+        return new Prepared("msg_" + UUID.randomUUID().toString().replace("-", ""), pipeline.prepare(chatBody), Fields.bool(body, "stream", false), applied,
                 thread);
     }
 
@@ -72,10 +73,10 @@ public class Messages {
         ContextEdits edits = ContextEdits.parse(body.get("context_management"));
         ObjectNode out = JSON.createObjectNode();
         if (edits.isEmpty()) {
-            return out.put("input_tokens", chat.promptTokens(MessagesRequest.parse(body, true)));
+            return out.put("input_tokens", pipeline.promptTokens(MessagesRequest.parse(body, true)));
         }
-        ContextEdits.Result r = edits.apply(body, b -> chat.promptTokens(MessagesRequest.parse(b, true)));
-        out.put("input_tokens", chat.promptTokens(MessagesRequest.parse(r.body(), true)));
+        ContextEdits.Result r = edits.apply(body, b -> pipeline.promptTokens(MessagesRequest.parse(b, true)));
+        out.put("input_tokens", pipeline.promptTokens(MessagesRequest.parse(r.body(), true)));
         out.putObject("context_management").put("original_input_tokens", r.originalTokens());
         return out;
     }
@@ -127,8 +128,8 @@ public class Messages {
     }
 
     public Uni<ObjectNode> complete(Prepared p) {
-        return chat.collect(p.chat()).map(list -> {
-            ChatCompletions.Collected c = list.getFirst();
+        return pipeline.collect(p.chat()).map(list -> {
+            ChatPipeline.Collected c = list.getFirst();
             MessageWriter w = new MessageWriter();
             c.steps().forEach(step -> w.step(step.delta())); // step by step, as a stream would: the same items in the same order
             w.close();
@@ -144,7 +145,7 @@ public class Messages {
         start.set("message", message(p, w, null));
         head.add(MessageWriter.frame("message_start", start));
         head.add(MessageWriter.frame("ping", JSON.createObjectNode()));
-        Multi<String> body = chat.run(p.chat()).getFirst().onItem().transformToMultiAndConcatenate(step -> {
+        Multi<String> body = pipeline.run(p.chat()).getFirst().onItem().transformToMultiAndConcatenate(step -> {
             w.step(step.delta());
             if (step.last()) {
                 w.close();

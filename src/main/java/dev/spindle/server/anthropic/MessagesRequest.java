@@ -3,13 +3,13 @@ package dev.spindle.server.anthropic;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import dev.spindle.server.openai.ApiException;
-import dev.spindle.server.openai.Fields;
+import dev.spindle.server.pipeline.ApiException;
+import dev.spindle.server.pipeline.Fields;
 
 import java.util.List;
 import java.util.Set;
 
-import static dev.spindle.server.openai.ChatCompletions.JSON;
+import static dev.spindle.server.pipeline.Json.JSON;
 
 /**
  * An Anthropic Messages API request ({@code POST /v1/messages}) translated into the chat-completions

@@ -4,6 +4,9 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.spindle.chat.ParsedDelta;
+import dev.spindle.server.pipeline.ApiException;
+import dev.spindle.server.pipeline.ChatPipeline;
+import dev.spindle.server.pipeline.ChatRequest;
 import io.smallrye.mutiny.Uni;
 import jakarta.enterprise.context.ApplicationScoped;
 
@@ -11,7 +14,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.Base64;
 import java.util.UUID;
 
-import static dev.spindle.server.openai.ChatCompletions.JSON;
+import static dev.spindle.server.pipeline.Json.JSON;
 
 /**
  * {@code POST /v1/responses/compact}: the model summarises the conversation (the request's
@@ -34,11 +37,11 @@ public class Compaction {
     /** The most tokens a summary may take (less where the context leaves less). */
     static final int SUMMARY_TOKENS = 4096;
 
-    private final ChatCompletions chat;
+    private final ChatPipeline pipeline;
     private final Responses responses;
 
-    public Compaction(ChatCompletions chat, Responses responses) {
-        this.chat = chat;
+    public Compaction(ChatPipeline pipeline, Responses responses) {
+        this.pipeline = pipeline;
         this.responses = responses;
     }
 
@@ -57,10 +60,10 @@ public class Compaction {
     }
 
     /** The request made ready: the conversation to summarise, as the chat pipeline's request. */
-    record Prepared(String id, long created, ResponsesRequest request, ChatCompletions.Prepared chat) {
+    record Prepared(String id, long created, ResponsesRequest request, ChatRequest chat) {
     }
 
-    Prepared prepare(JsonNode body) {
+    public Prepared prepare(JsonNode body) {
         if (body.hasNonNull("stream") && body.get("stream").asBoolean()) {
             throw ApiException.badRequest("/v1/responses/compact answers at once; stream is not supported there", "stream");
         }
@@ -72,13 +75,13 @@ public class Compaction {
         chatBody.remove("max_tokens");
         ((ArrayNode) chatBody.get("messages")).addObject().put("role", "user").put("content", INSTRUCTION);
         chatBody.put("max_tokens", SUMMARY_TOKENS);
-        ChatCompletions.Prepared p = chat.prepare(chatBody);
+        ChatRequest p = pipeline.prepare(chatBody);
         return new Prepared("resp_" + UUID.randomUUID().toString().replace("-", ""), System.currentTimeMillis() / 1000, request, p);
     }
 
-    Uni<ObjectNode> complete(Prepared p) {
-        return chat.collect(p.chat()).map(list -> {
-            ChatCompletions.Collected c = list.getFirst();
+    public Uni<ObjectNode> complete(Prepared p) {
+        return pipeline.collect(p.chat()).map(list -> {
+            ChatPipeline.Collected c = list.getFirst();
             StringBuilder content = new StringBuilder();
             StringBuilder reasoning = new StringBuilder();
             c.steps().forEach(step -> {

@@ -7,6 +7,12 @@ import dev.spindle.chat.ParsedDelta;
 import dev.spindle.engine.TokenEvent;
 import dev.spindle.server.ModelService;
 import dev.spindle.server.TokenStreams;
+import dev.spindle.server.pipeline.ApiException;
+import dev.spindle.server.pipeline.ChatPipeline;
+import dev.spindle.server.pipeline.ChoiceText;
+import dev.spindle.server.pipeline.Fields;
+import dev.spindle.server.pipeline.GenerationRequest;
+import dev.spindle.server.pipeline.Json;
 import io.smallrye.mutiny.Multi;
 import io.smallrye.mutiny.Uni;
 import jakarta.enterprise.context.ApplicationScoped;
@@ -17,7 +23,7 @@ import java.util.List;
 import java.util.Set;
 import java.util.UUID;
 
-import static dev.spindle.server.openai.ChatCompletions.JSON;
+import static dev.spindle.server.pipeline.Json.JSON;
 
 /** POST /v1/completions: a raw prompt (text or token ids), no template. */
 @ApplicationScoped
@@ -25,19 +31,21 @@ public class Completions {
     private final ModelService service;
     private final TokenStreams streams;
 
+    private final ChatPipeline pipeline;
     private final ChatCompletions chat;
 
-    public Completions(ModelService service, TokenStreams streams, ChatCompletions chat) {
+    public Completions(ModelService service, TokenStreams streams, ChatPipeline pipeline, ChatCompletions chat) {
         this.service = service;
         this.streams = streams;
+        this.pipeline = pipeline;
         this.chat = chat;
     }
 
     /** One request: one or more prompts (each with its n choices; choice index = prompt * n + choice). */
-    record Prepared(String id, long created, List<int[]> prompts, List<String> promptTexts, GenerationRequest gen, boolean echo) {
+    public record Prepared(String id, long created, List<int[]> prompts, List<String> promptTexts, GenerationRequest gen, boolean echo) {
     }
 
-    Prepared prepare(JsonNode body) {
+    public Prepared prepare(JsonNode body) {
         List<int[]> prompts = new ArrayList<>();
         List<String> texts = new ArrayList<>();
         JsonNode p = body.get("prompt");
@@ -64,7 +72,7 @@ public class Completions {
         } else {
             throw ApiException.badRequest("prompt must be a string, a list of token ids, or a list of either", "prompt");
         }
-        GenerationRequest gen = GenerationRequest.parse(body, chat.generationContext(), false);
+        GenerationRequest gen = GenerationRequest.parse(body, pipeline.generationContext(), false);
         if (prompts.size() * gen.n() > service.engine().maxQueued()) {
             throw ApiException.badRequest(prompts.size() + " prompts x n = " + gen.n() + " are " + prompts.size() * gen.n()
                     + " requests, more than this server's batch slots and max-waiting-requests hold (" + service.engine().maxQueued() + ")", "prompt");
@@ -115,17 +123,29 @@ public class Completions {
         return all;
     }
 
+    /** One choice of a request: its index (prompt-major), its prompt's, its text being read and its tokens. */
+    private record Choice(int index, int promptIndex, ChoiceText text, Multi<TokenEvent> tokens) {
+    }
+
+    /** Every choice of every prompt, submitted all or none ({@link #generate}), each read until its text ends. */
+    private List<Choice> choices(Prepared p) {
+        List<Multi<TokenEvent>> generations = generate(p);
+        List<Choice> out = new ArrayList<>();
+        for (int i = 0; i < generations.size(); i++) {
+            ChoiceText text = choiceText(p);
+            out.add(new Choice(i, i / p.gen().n(), text, generations.get(i).select().first(e -> !text.finished())));
+        }
+        return out;
+    }
+
     public Multi<String> stream(Prepared p) {
         List<Multi<String>> choices = new ArrayList<>();
-        int total = p.prompts().size() * p.gen().n();
-        int[] completion = new int[total];
-        List<Multi<TokenEvent>> generations = generate(p);
-        for (int i = 0; i < total; i++) {
-            int index = i;
-            int promptIndex = i / p.gen().n();
-            ChoiceText text = choiceText(p);
+        int[] completion = new int[p.prompts().size() * p.gen().n()];
+        for (Choice ch : choices(p)) {
+            int index = ch.index(), promptIndex = ch.promptIndex();
+            ChoiceText text = ch.text();
             boolean[] first = {true};
-            choices.add(generations.get(i).select().first(e -> !text.finished()).map(e -> {
+            choices.add(ch.tokens().map(e -> {
                 ParsedDelta d = text.next(e);
                 completion[index] = text.completionTokens;
                 String t = (first[0] && p.echo() ? p.promptTexts().get(promptIndex) : "") + d.content();
@@ -142,7 +162,7 @@ public class Completions {
                     chunk.set("usage", ChatCompletions.usage(p.prompts().get(promptIndex).length, text.completionTokens, text.cachedTokens));
                 }
                 first[0] = false;
-                return ChatCompletions.sse(chunk);
+                return Json.sse(chunk);
             }));
         }
         return Multi.createBy().merging().streams(choices).onCompletion().switchTo(() -> {
@@ -151,7 +171,7 @@ public class Completions {
                 ObjectNode u = base(p);
                 u.putArray("choices");
                 u.set("usage", ChatCompletions.usage(promptTokens(p), java.util.Arrays.stream(completion).sum(), 0));
-                tail.add(ChatCompletions.sse(u));
+                tail.add(Json.sse(u));
             }
             tail.add("data: [DONE]\n\n");
             return Multi.createFrom().iterable(tail);
@@ -164,16 +184,13 @@ public class Completions {
 
     public Uni<ObjectNode> complete(Prepared p) {
         List<Uni<ObjectNode>> choices = new ArrayList<>();
-        int total = p.prompts().size() * p.gen().n();
-        int[] completion = new int[total];
-        List<Multi<TokenEvent>> generations = generate(p);
-        for (int i = 0; i < total; i++) {
-            int index = i;
-            int promptIndex = i / p.gen().n();
-            ChoiceText text = choiceText(p);
+        int[] completion = new int[p.prompts().size() * p.gen().n()];
+        for (Choice ch : choices(p)) {
+            int index = ch.index(), promptIndex = ch.promptIndex();
+            ChoiceText text = ch.text();
             StringBuilder out = new StringBuilder(p.echo() ? p.promptTexts().get(promptIndex) : "");
             List<TokenEvent> events = new ArrayList<>();
-            choices.add(generations.get(i).select().first(e -> !text.finished())
+            choices.add(ch.tokens()
                     .onItem().invoke(e -> {
                         out.append(text.next(e).content());
                         events.add(e);
@@ -231,7 +248,7 @@ public class Completions {
                 continue;
             }
             for (int i = 0; i < prompt.length; i++) {
-                tokens.add(chat.tokenKey(prompt[i], asIds));
+                tokens.add(tokenKey(prompt[i], asIds));
                 if (i == 0) {
                     lps.addNull();
                     tops.addNull();
@@ -240,7 +257,7 @@ public class Completions {
                 lps.add(pl.logprobs()[i]);
                 ObjectNode alt = tops.addObject();
                 for (int k = 0; k < Math.min(top, pl.topIds()[i].length); k++) {
-                    alt.put(chat.tokenKey(pl.topIds()[i][k], asIds), pl.topLogprobs()[i][k]);
+                    alt.put(tokenKey(pl.topIds()[i][k], asIds), pl.topLogprobs()[i][k]);
                 }
             }
         }
@@ -248,13 +265,18 @@ public class Completions {
             if (e.token() < 0) {
                 continue;
             }
-            tokens.add(chat.tokenKey(e.token(), asIds));
+            tokens.add(tokenKey(e.token(), asIds));
             lps.add(e.logprob());
             ObjectNode alt = tops.addObject();
             for (int k = 0; k < Math.min(top, e.topIds().length); k++) {
-                alt.put(chat.tokenKey(e.topIds()[k], asIds), e.topLogprobs()[k]);
+                alt.put(tokenKey(e.topIds()[k], asIds), e.topLogprobs()[k]);
             }
         }
         return lp;
+    }
+
+    /** A token as logprobs name it: its text, or {@code token_id:N} with vLLM's return_tokens_as_token_ids. */
+    private String tokenKey(int id, boolean asIds) {
+        return asIds ? "token_id:" + id : service.tokenizer().decode(new int[]{id}, false);
     }
 }

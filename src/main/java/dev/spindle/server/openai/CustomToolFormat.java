@@ -3,8 +3,9 @@ package dev.spindle.server.openai;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.spindle.grammar.LarkGrammar;
+import dev.spindle.server.pipeline.ApiException;
 
-import static dev.spindle.server.openai.ChatCompletions.JSON;
+import static dev.spindle.server.pipeline.Json.JSON;
 
 /**
  * A custom (free-form) tool's {@code format}: free text ({@code {"type": "text"}} or absent), or a

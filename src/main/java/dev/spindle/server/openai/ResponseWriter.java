@@ -14,7 +14,7 @@ import java.util.Base64;
 import java.util.List;
 import java.util.UUID;
 
-import static dev.spindle.server.openai.ChatCompletions.JSON;
+import static dev.spindle.server.pipeline.Json.JSON;
 
 /**
  * Builds a Responses API reply from the pipeline's steps: the output items (reasoning, message,

@@ -6,6 +6,11 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.spindle.sample.SamplingParams;
 import dev.spindle.server.ModelService;
+import dev.spindle.server.pipeline.ApiException;
+import dev.spindle.server.pipeline.ChatPipeline;
+import dev.spindle.server.pipeline.ChatRequest;
+import dev.spindle.server.pipeline.Fields;
+import dev.spindle.server.pipeline.ReplyStep;
 import io.smallrye.mutiny.Multi;
 import io.smallrye.mutiny.Uni;
 import jakarta.enterprise.context.ApplicationScoped;
@@ -16,7 +21,7 @@ import java.util.Map;
 import java.util.UUID;
 import java.util.function.Function;
 
-import static dev.spindle.server.openai.ChatCompletions.JSON;
+import static dev.spindle.server.pipeline.Json.JSON;
 
 /**
  * OpenAI's Responses API: {@code POST /v1/responses} (stateless, or continuing a stored
@@ -28,20 +33,20 @@ import static dev.spindle.server.openai.ChatCompletions.JSON;
 @ApplicationScoped
 public class Responses {
     private final ModelService service;
-    private final ChatCompletions chat;
+    private final ChatPipeline pipeline;
     private final ResponseStore store;
 
-    public Responses(ModelService service, ChatCompletions chat, ResponseStore store) {
+    public Responses(ModelService service, ChatPipeline pipeline, ResponseStore store) {
         this.service = service;
-        this.chat = chat;
+        this.pipeline = pipeline;
         this.store = store;
     }
 
     /** A request made ready: the chat pipeline's preparation and what the response echoes. */
-    record Prepared(String id, long created, ResponsesRequest request, ChatCompletions.Prepared chat, JsonNode body, boolean stream) {
+    public record Prepared(String id, long created, ResponsesRequest request, ChatRequest chat, JsonNode body, boolean stream) {
     }
 
-    Prepared prepare(JsonNode body) {
+    public Prepared prepare(JsonNode body) {
         return prepare(body, id -> null);
     }
 
@@ -49,11 +54,11 @@ public class Responses {
      * @param connection the conversations of responses this connection made (the WebSocket transport keeps
      *                   its last one, stored or not), consulted where the store has none
      */
-    Prepared prepare(JsonNode body, Function<String, ArrayNode> connection) {
+    public Prepared prepare(JsonNode body, Function<String, ArrayNode> connection) {
         ResponsesRequest request = translate(body, connection);
-        ChatCompletions.Prepared p;
+        ChatRequest p;
         try {
-            p = chat.prepare(request.chatBody());
+            p = pipeline.prepare(request.chatBody());
         } catch (ApiException e) {
             if (!"messages".equals(e.param)) {
                 throw e;
@@ -196,9 +201,9 @@ public class Responses {
     }
 
     /** The whole response at once. */
-    Uni<ObjectNode> complete(Prepared p) {
-        return chat.collect(p.chat()).map(list -> {
-            ChatCompletions.Collected c = list.getFirst();
+    public Uni<ObjectNode> complete(Prepared p) {
+        return pipeline.collect(p.chat()).map(list -> {
+            ChatPipeline.Collected c = list.getFirst();
             ResponseWriter w = new ResponseWriter(p.request().encryptedReasoning(), p.request().tools());
             c.steps().forEach(step -> w.step(step.delta())); // step by step, as a stream would: the same items in the same order
             w.finish(status(c.last()).equals("incomplete"));
@@ -234,14 +239,14 @@ public class Responses {
     }
 
     /** The typed event stream. */
-    Multi<String> stream(Prepared p) {
+    public Multi<String> stream(Prepared p) {
         ResponseWriter w = new ResponseWriter(p.request().encryptedReasoning(), p.request().tools());
         ObjectNode initial = response(p, "in_progress", JSON.createArrayNode(), null);
         List<String> head = new ArrayList<>();
         head.add(w.event("response.created", wrap(initial)));
         head.add(w.event("response.in_progress", wrap(initial)));
         w.drain();
-        Multi<ReplyStep> steps = chat.run(p.chat()).getFirst();
+        Multi<ReplyStep> steps = pipeline.run(p.chat()).getFirst();
         ReplyStep[] last = {null};
         Multi<String> body = steps.onItem().transformToMultiAndConcatenate(step -> {
             last[0] = step;
@@ -277,7 +282,7 @@ public class Responses {
     }
 
     /** GET /v1/responses/{id}. */
-    ObjectNode get(String id) {
+    public ObjectNode get(String id) {
         ResponseStore.Entry e = store.get(id);
         if (e == null || !"response".equals(e.response().path("object").asText())) { // the store holds message threads too
             throw new ApiException(404, "no stored response '" + id + "'", "response_id");
@@ -286,7 +291,7 @@ public class Responses {
     }
 
     /** DELETE /v1/responses/{id}. */
-    ObjectNode delete(String id) {
+    public ObjectNode delete(String id) {
         if (!store.remove(id)) {
             throw new ApiException(404, "no stored response '" + id + "'", "response_id");
         }

@@ -3,6 +3,8 @@ package dev.spindle.server.openai;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.spindle.server.pipeline.ApiException;
+import dev.spindle.server.pipeline.Fields;
 
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -10,7 +12,7 @@ import java.util.Base64;
 import java.util.List;
 import java.util.Set;
 
-import static dev.spindle.server.openai.ChatCompletions.JSON;
+import static dev.spindle.server.pipeline.Json.JSON;
 
 /**
  * A Responses API request ({@code POST /v1/responses}) translated into the chat-completions body

@@ -4,7 +4,10 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.spindle.engine.EngineBusyException;
+import dev.spindle.server.ApiRoutes;
 import dev.spindle.server.ModelService;
+import dev.spindle.server.pipeline.ApiException;
+import dev.spindle.server.pipeline.Fields;
 import io.quarkus.logging.Log;
 import io.smallrye.mutiny.Multi;
 import io.smallrye.mutiny.Uni;
@@ -15,7 +18,7 @@ import io.vertx.core.http.ServerWebSocket;
 import java.util.ArrayDeque;
 import java.util.Queue;
 
-import static dev.spindle.server.openai.ChatCompletions.JSON;
+import static dev.spindle.server.pipeline.Json.JSON;
 
 /**
  * The Responses API's WebSocket transport ({@code GET /v1/responses} upgraded): each text frame the
@@ -28,7 +31,7 @@ import static dev.spindle.server.openai.ChatCompletions.JSON;
  * ({@link Responses#warmUp}). A bad request answers an {@code error} event (with the HTTP status it
  * would have had) and the connection goes on; closing it cancels the request in flight.
  */
-final class ResponsesSocket {
+public final class ResponsesSocket {
     private final ServerWebSocket ws;
     private final Responses responses;
     private final ModelService service;
@@ -44,7 +47,7 @@ final class ResponsesSocket {
         this.service = service;
     }
 
-    static void serve(ServerWebSocket ws, Responses responses, ModelService service) {
+    public static void serve(ServerWebSocket ws, Responses responses, ModelService service) {
         ResponsesSocket s = new ResponsesSocket(ws, responses, service);
         ws.textMessageHandler(s::received);
         ws.binaryMessageHandler(b -> s.error(400, "this transport takes text frames holding JSON", null));
@@ -155,7 +158,7 @@ final class ResponsesSocket {
             return;
         }
         ObjectNode e = JSON.createObjectNode().put("type", "error").put("status", status);
-        ObjectNode inner = OpenAiRoutes.Dialect.OPENAI.error(status, message, param).with("error");
+        ObjectNode inner = ApiRoutes.Dialect.OPENAI.error(status, message, param).with("error");
         e.set("error", inner);
         e.put("code", inner.path("code").asText()).put("message", message);
         e.set("param", param == null ? JSON.nullNode() : JSON.getNodeFactory().textNode(param));

@@ -1,24 +1,20 @@
 package dev.spindle.backend.cuda;
 
-import dev.spindle.kv.BlockPool;
-
 import dev.spindle.Fixture;
-import dev.spindle.step.ForwardPass;
-import dev.spindle.step.ModelStep;
-import dev.spindle.step.ModelStep.Window;
-import dev.spindle.step.StepOutput;
 import dev.spindle.backend.cpu.HfParityTest;
+import dev.spindle.kv.BlockPool;
 import dev.spindle.kv.BlockTable;
-import dev.spindle.sample.Sampler;
 import dev.spindle.model.ConfigParser;
 import dev.spindle.model.LoadListener;
 import dev.spindle.model.ModelConfig;
+import dev.spindle.step.ForwardPass;
+import dev.spindle.step.ModelStep.Window;
+import dev.spindle.step.ModelStep;
+import dev.spindle.step.StepOutput;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
-import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -40,7 +36,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 @RequiresGpu
 class CudaForwardPassTest {
-    static final CudaForwardPass.Options OPTIONS = new CudaForwardPass.Options(16, 2048, 0.2, 4096, true);
+    static final CudaOptions OPTIONS = new CudaOptions(16, 2048, 0.2, 4096, true);
 
     static List<String> fixtures() {
         return Fixture.NAMES;
@@ -105,7 +101,7 @@ class CudaForwardPassTest {
     @org.junit.jupiter.api.Test
     void chunksWithoutLogitsRunningAheadEqualOneWindow() {
         ModelConfig c = ConfigParser.read(Path.of("models/shapes/nanbeige4.1-3b-shape/config.json"));
-        try (CudaForwardPass gpu = CudaPasses.open(c, null, new CudaForwardPass.Options(16, 8192, 0.3, 2048, true), LoadListener.NONE)) {
+        try (CudaForwardPass gpu = CudaPasses.open(c, null, new CudaOptions(16, 8192, 0.3, 2048, true), LoadListener.NONE)) {
             int[] prompt = new Random(3).ints(8192, 3, c.vocabSize()).toArray();
             BlockTable whole = new BlockTable(dev.spindle.backend.TestSteps.pool(gpu));
             float[] one;
@@ -140,7 +136,7 @@ class CudaForwardPassTest {
     @org.junit.jupiter.api.Test
     void decodeStepsPastSixteenKEqualAWindow() {
         ModelConfig c = ConfigParser.read(Path.of("models/shapes/nanbeige4.1-3b-shape/config.json"));
-        try (CudaForwardPass gpu = CudaPasses.open(c, null, new CudaForwardPass.Options(16, 8192, 0.3, 6144, true), LoadListener.NONE)) {
+        try (CudaForwardPass gpu = CudaPasses.open(c, null, new CudaOptions(16, 8192, 0.3, 6144, true), LoadListener.NONE)) {
             int n = 40_003, tail = 19;
             int[] prompt = new Random(5).ints(n, 3, c.vocabSize()).toArray();
             BlockTable stepped = new BlockTable(dev.spindle.backend.TestSteps.pool(gpu)), windowed = new BlockTable(dev.spindle.backend.TestSteps.pool(gpu));
@@ -172,7 +168,7 @@ class CudaForwardPassTest {
     @org.junit.jupiter.api.Test
     void aFoldedBatchOfDecodeRowsEqualsEachRowAlone() {
         ModelConfig c = ConfigParser.read(Path.of("models/shapes/nanbeige4.1-3b-shape/config.json"));
-        try (CudaForwardPass gpu = CudaPasses.open(c, null, new CudaForwardPass.Options(16, 8192, 0.3, 6144, true), LoadListener.NONE)) {
+        try (CudaForwardPass gpu = CudaPasses.open(c, null, new CudaOptions(16, 8192, 0.3, 6144, true), LoadListener.NONE)) {
             int n = 64;
             Random random = new Random(9);
             List<BlockTable> tables = new java.util.ArrayList<>();
@@ -215,7 +211,7 @@ class CudaForwardPassTest {
     @org.junit.jupiter.api.Test
     void decodeStepsThroughPairedLaunchesEqualAWindow() {
         ModelConfig c = ConfigParser.read(Path.of("models/shapes/nanbeige4.1-3b-shape/config.json"));
-        try (CudaForwardPass gpu = CudaPasses.open(c, null, new CudaForwardPass.Options(16, 8192, 0.3, 2048, true), LoadListener.NONE)) {
+        try (CudaForwardPass gpu = CudaPasses.open(c, null, new CudaOptions(16, 8192, 0.3, 2048, true), LoadListener.NONE)) {
             org.junit.jupiter.api.Assumptions.assumeTrue(!gpu.kernels().pairedRowsVariants().isEmpty(), "no paired linear_rows variant on this GPU (sm_90a only)");
             int n = 1_500, tail = 12;
             int[] prompt = new Random(13).ints(n, 3, c.vocabSize()).toArray();
@@ -229,7 +225,7 @@ class CudaForwardPassTest {
                 windowed.release();
             }
             for (CudaKernels.LinearRowsVariant v : gpu.kernels().pairedRowsVariants()) {
-                gpu.usePairedVariant(v);
+                gpu.probes().usePairedVariant(v);
                 BlockTable stepped = new BlockTable(dev.spindle.backend.TestSteps.pool(gpu));
                 try {
                     prefill(gpu, Arrays.copyOf(prompt, n - 3), stepped);
@@ -278,13 +274,13 @@ class CudaForwardPassTest {
     @org.junit.jupiter.api.Test
     void warpSpecializedPrefillEqualsTheWgmmaPrefill() {
         ModelConfig c = ConfigParser.read(Path.of("models/shapes/nanbeige4.1-3b-shape/config.json"));
-        try (CudaForwardPass gpu = CudaPasses.open(c, null, new CudaForwardPass.Options(16, 8192, 0.3, 2048, true), LoadListener.NONE)) {
-            org.junit.jupiter.api.Assumptions.assumeTrue(gpu.hasPrefillAttentionKernel(CudaKernels.PREFILL_WS),
+        try (CudaForwardPass gpu = CudaPasses.open(c, null, new CudaOptions(16, 8192, 0.3, 2048, true), LoadListener.NONE)) {
+            org.junit.jupiter.api.Assumptions.assumeTrue(gpu.probes().hasPrefillAttentionKernel(CudaKernels.PREFILL_WS),
                     "the warp-specialised prefill is built for sm_90a (H100, H200) only");
             int[] prompt = new Random(11).ints(1300, 3, c.vocabSize()).toArray();
             float[][] want = prefillThenWindow(gpu, prompt, new int[]{1236});
             for (int kernel : CudaKernels.WARP_SPECIALIZED) {
-                gpu.prefillAttentionKernel(kernel);
+                gpu.probes().prefillAttentionKernel(kernel);
                 try {
                     for (int[] chunks : new int[][]{{1236}, {500, 736}}) {
                         float[][] got = prefillThenWindow(gpu, prompt, chunks);
@@ -294,7 +290,7 @@ class CudaForwardPassTest {
                         }
                     }
                 } finally {
-                    gpu.prefillAttentionKernel(-1);
+                    gpu.probes().prefillAttentionKernel(-1);
                 }
             }
         }

@@ -1,9 +1,9 @@
 package dev.spindle.backend.cuda;
 
 import dev.spindle.backend.KeySplits;
-import dev.spindle.step.ModelStep.Window;
 import dev.spindle.kv.BlockPool;
 import dev.spindle.kv.BlockTable;
+import dev.spindle.step.ModelStep.Window;
 import org.junit.jupiter.api.Test;
 
 import java.util.ArrayList;

@@ -602,7 +602,7 @@ class KernelContractTest {
     }
 
     /**
-     * DFlash2's greedy selector walk on the device picks exactly CpuDraftHead.walk's ids: the 166,912-id vocabulary
+     * DFlash2's greedy selector walk on the device picks exactly CandidateSelector.walk's ids: the 166,912-id vocabulary
      * and a small one, top-k 8 and 32, rank 32 and 256, seven drafted rows; logits drawn from a few values so that
      * ties between ids (kept in id order) and between candidates' scores (the first wins) are common.
      */

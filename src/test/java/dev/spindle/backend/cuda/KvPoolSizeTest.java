@@ -10,8 +10,8 @@ class KvPoolSizeTest {
     /** The 33B shape: 52 layers, K and V, 16 tokens a block, 8 KV heads of 128 dims, bf16. */
     private static final long BLOCK_33B = 52L * 2 * 16 * 8 * 128 * 2;
 
-    private static CudaForwardPass.Options options(double fraction, int maxBlocks, long reserve, long extraPerToken) {
-        return new CudaForwardPass.Options(16, 8192, fraction, maxBlocks, true, null, reserve, extraPerToken);
+    private static CudaOptions options(double fraction, int maxBlocks, long reserve, long extraPerToken) {
+        return new CudaOptions(16, 8192, fraction, maxBlocks, true, null, reserve, extraPerToken);
     }
 
     @Test

@@ -1,10 +1,10 @@
 package dev.spindle.backend.cuda;
 
 import dev.spindle.backend.KeySplits;
-import dev.spindle.step.ModelStep;
-import dev.spindle.step.ModelStep.Window;
 import dev.spindle.kv.BlockPool;
 import dev.spindle.kv.BlockTable;
+import dev.spindle.step.ModelStep.Window;
+import dev.spindle.step.ModelStep;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;

@@ -1,11 +1,11 @@
 package dev.spindle.engine.sched;
 
 import dev.spindle.Trials;
-import dev.spindle.step.ForwardPass;
 import dev.spindle.backend.ForwardingPass;
-import dev.spindle.step.ModelStep;
-import dev.spindle.sample.SamplingParams;
 import dev.spindle.engine.speculative.Speculation;
+import dev.spindle.sample.SamplingParams;
+import dev.spindle.step.ForwardPass;
+import dev.spindle.step.ModelStep;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;

@@ -4,14 +4,14 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.spindle.Fixture;
 import dev.spindle.backend.cuda.CudaForwardPass;
+import dev.spindle.backend.cuda.CudaOptions;
 import dev.spindle.backend.cuda.CudaPasses;
-import dev.spindle.backend.cuda.CudaKernels;
 import dev.spindle.engine.GreedyGenerator;
-import dev.spindle.sample.SamplingParams;
 import dev.spindle.model.LoadFormat;
 import dev.spindle.model.LoadListener;
 import dev.spindle.model.LoadedModel;
 import dev.spindle.model.ModelLoader;
+import dev.spindle.sample.SamplingParams;
 import org.junit.jupiter.api.Test;
 
 import java.io.IOException;
@@ -33,7 +33,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 @dev.spindle.backend.cuda.RequiresGpu
 class CudaEngineTest {
     static CudaForwardPass cuda(LoadedModel m) {
-        return CudaPasses.open(m.config(), m.weights(), new CudaForwardPass.Options(16, 512, 0.1, 256, true), LoadListener.NONE);
+        return CudaPasses.open(m.config(), m.weights(), new CudaOptions(16, 512, 0.1, 256, true), LoadListener.NONE);
     }
 
     @Test

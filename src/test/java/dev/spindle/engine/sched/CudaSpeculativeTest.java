@@ -1,14 +1,15 @@
 package dev.spindle.engine.sched;
 
 import dev.spindle.backend.cuda.CudaForwardPass;
+import dev.spindle.backend.cuda.CudaOptions;
 import dev.spindle.backend.cuda.CudaPasses;
-import dev.spindle.sample.SamplingParams;
 import dev.spindle.engine.speculative.DraftModelProposer;
 import dev.spindle.engine.speculative.NgramProposer;
 import dev.spindle.engine.speculative.Proposer;
 import dev.spindle.engine.speculative.Speculation;
 import dev.spindle.model.LoadListener;
 import dev.spindle.model.LoadedModel;
+import dev.spindle.sample.SamplingParams;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -40,7 +41,7 @@ class CudaSpeculativeTest {
     }
 
     static CudaForwardPass cuda(LoadedModel m) {
-        return CudaPasses.open(m.config(), m.weights(), new CudaForwardPass.Options(16, 1024, 0.1, 1024, true), LoadListener.NONE);
+        return CudaPasses.open(m.config(), m.weights(), new CudaOptions(16, 1024, 0.1, 1024, true), LoadListener.NONE);
     }
 
     static Speculation draftModel(int k) {

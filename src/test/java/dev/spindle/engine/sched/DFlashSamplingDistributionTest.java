@@ -1,9 +1,9 @@
 package dev.spindle.engine.sched;
 
 import dev.spindle.backend.cpu.CpuForwardPass;
-import dev.spindle.sample.SamplingParams;
 import dev.spindle.engine.speculative.Proposer;
 import dev.spindle.engine.speculative.Speculation;
+import dev.spindle.sample.SamplingParams;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.params.ParameterizedTest;

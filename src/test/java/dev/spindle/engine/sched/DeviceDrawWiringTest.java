@@ -1,10 +1,10 @@
 package dev.spindle.engine.sched;
 
 import dev.spindle.backend.cpu.CpuForwardPass;
+import dev.spindle.sample.Sampler;
 import dev.spindle.sample.SamplingParams;
 import dev.spindle.step.ModelStep;
 import dev.spindle.step.StepOutput;
-import dev.spindle.sample.Sampler;
 import org.junit.jupiter.api.Test;
 
 import java.util.LinkedHashMap;
@@ -13,7 +13,6 @@ import java.util.Map;
 import java.util.Set;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * The engine's side of drawing tokens on the device (the GPU's sample kernel has its own contract

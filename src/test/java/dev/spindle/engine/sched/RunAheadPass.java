@@ -1,7 +1,7 @@
 package dev.spindle.engine.sched;
 
-import dev.spindle.step.ForwardPass;
 import dev.spindle.backend.ForwardingPass;
+import dev.spindle.step.ForwardPass;
 import dev.spindle.step.ModelStep;
 import dev.spindle.step.StepOutput;
 

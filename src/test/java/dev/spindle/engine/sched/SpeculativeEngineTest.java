@@ -1,10 +1,8 @@
 package dev.spindle.engine.sched;
 
-import dev.spindle.step.ForwardPass;
 import dev.spindle.backend.cpu.CpuForwardPass;
 import dev.spindle.backend.cpu.KvSlots;
 import dev.spindle.chat.ChatTemplate;
-import dev.spindle.sample.SamplingParams;
 import dev.spindle.engine.SpecStats;
 import dev.spindle.engine.speculative.DraftModelProposer;
 import dev.spindle.engine.speculative.NgramProposer;
@@ -14,6 +12,8 @@ import dev.spindle.model.LoadFormat;
 import dev.spindle.model.LoadListener;
 import dev.spindle.model.LoadedModel;
 import dev.spindle.model.ModelLoader;
+import dev.spindle.sample.SamplingParams;
+import dev.spindle.step.ForwardPass;
 import dev.spindle.tokenizer.Tokenizer;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;

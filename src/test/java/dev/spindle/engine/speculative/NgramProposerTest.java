@@ -1,8 +1,7 @@
 package dev.spindle.engine.speculative;
 
-import dev.spindle.step.Proposal;
-
 import dev.spindle.Trials;
+import dev.spindle.step.Proposal;
 import org.junit.jupiter.api.Test;
 
 import java.util.Arrays;

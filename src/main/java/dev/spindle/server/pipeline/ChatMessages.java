@@ -1,4 +1,4 @@
-package dev.spindle.server.openai;
+package dev.spindle.server.pipeline;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
@@ -10,7 +10,7 @@ import dev.spindle.chat.SystemMessages;
 import java.util.List;
 import java.util.Set;
 
-import static dev.spindle.server.openai.ChatCompletions.JSON;
+import static dev.spindle.server.pipeline.Json.JSON;
 
 /**
  * Chat messages and tools as OpenAI clients send them, checked field by field and turned
@@ -20,14 +20,14 @@ import static dev.spindle.server.openai.ChatCompletions.JSON;
  * The {@code developer} role is the system role; a null or absent {@code content} (an assistant
  * turn of tool calls, as the OpenAI clients send it) is the empty string.
  */
-final class ChatMessages {
+public final class ChatMessages {
     private static final Set<String> ROLES = Set.of("system", "developer", "user", "assistant", "tool");
 
     private ChatMessages() {
     }
 
     /** @param field the request field holding the list (for error paths) */
-    static List<?> parse(JsonNode messages, String field) {
+    public static List<?> parse(JsonNode messages, String field) {
         if (messages == null || !messages.isArray() || messages.isEmpty()) {
             throw ApiException.badRequest(field + " must be a non-empty list of messages", field);
         }
@@ -158,7 +158,7 @@ final class ChatMessages {
     }
 
     /** {@code chat_template_kwargs} as the template's variables (an object, or absent). */
-    static java.util.Map<String, Object> templateKwargs(JsonNode body) {
+    public static java.util.Map<String, Object> templateKwargs(JsonNode body) {
         java.util.Map<String, Object> kwargs = new java.util.LinkedHashMap<>();
         JsonNode kw = Fields.object(body, "chat_template_kwargs");
         if (kw != null) {
@@ -173,7 +173,7 @@ final class ChatMessages {
      * Tools as offered: a list of {@code {type: "function", function: {name, description?, parameters?}}}
      * (a bare function object is accepted too); null when there are none.
      */
-    static List<?> tools(JsonNode tools, String field) {
+    public static List<?> tools(JsonNode tools, String field) {
         if (tools == null || tools.isNull()) {
             return null;
         }

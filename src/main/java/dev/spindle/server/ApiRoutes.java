@@ -1,10 +1,20 @@
-package dev.spindle.server.openai;
+package dev.spindle.server;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.spindle.engine.EngineBusyException;
-import dev.spindle.server.ModelService;
+import dev.spindle.server.anthropic.Messages;
+import dev.spindle.server.openai.ChatCompletions;
+import dev.spindle.server.openai.Compaction;
+import dev.spindle.server.openai.Completions;
+import dev.spindle.server.openai.Responses;
+import dev.spindle.server.openai.ResponsesSocket;
+import dev.spindle.server.pipeline.ApiException;
+import dev.spindle.server.pipeline.ChatMessages;
+import dev.spindle.server.pipeline.ChatPipeline;
+import dev.spindle.server.pipeline.ChatRequest;
+import dev.spindle.server.pipeline.Fields;
 import io.quarkus.logging.Log;
 import io.smallrye.mutiny.Multi;
 import io.smallrye.mutiny.Uni;
@@ -22,7 +32,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.function.Function;
 
-import static dev.spindle.server.openai.ChatCompletions.JSON;
+import static dev.spindle.server.pipeline.Json.JSON;
 
 /**
  * The OpenAI-compatible HTTP surface, on Vert.x routes so that streaming answers with
@@ -31,7 +41,7 @@ import static dev.spindle.server.openai.ChatCompletions.JSON;
  * worker, never on the event loop; tokens arrive as a Mutiny stream from the engine.
  */
 @ApplicationScoped
-public class OpenAiRoutes {
+public class ApiRoutes {
     /** The error shape of each API: OpenAI's {@code {"error": {...}}} or Anthropic's {@code {"type": "error", "error": {...}}}. */
     public enum Dialect {
         OPENAI, ANTHROPIC;
@@ -95,16 +105,18 @@ public class OpenAiRoutes {
     /** The largest request body accepted (a larger one is a 413 in the API's shape). */
     static final long BODY_LIMIT = 32L << 20;
     private final ModelService service;
+    private final ChatPipeline pipeline;
     private final ChatCompletions chat;
     private final Completions completions;
     private final Responses responses;
     private final Compaction compaction;
-    private final dev.spindle.server.anthropic.Messages messages;
+    private final Messages messages;
     private final long startedAt = System.currentTimeMillis() / 1000;
 
-    public OpenAiRoutes(ModelService service, ChatCompletions chat, Completions completions, Responses responses, Compaction compaction,
-                        dev.spindle.server.anthropic.Messages messages) {
+    public ApiRoutes(ModelService service, ChatPipeline pipeline, ChatCompletions chat, Completions completions, Responses responses,
+                     Compaction compaction, Messages messages) {
         this.service = service;
+        this.pipeline = pipeline;
         this.chat = chat;
         this.completions = completions;
         this.responses = responses;
@@ -115,7 +127,7 @@ public class OpenAiRoutes {
     void routes(@Observes Router router) {
         BodyHandler body = BodyHandler.create().setBodyLimit(BODY_LIMIT);
         for (String path : List.of("/v1/*", "/tokenize", "/detokenize")) {
-            router.route(path).order(-3).handler(OpenAiRoutes::limitBody);
+            router.route(path).order(-3).handler(ApiRoutes::limitBody);
             router.route(path).order(-2).handler(this::requireLoaded);
             router.route(path).order(-1).handler(this::authorize);
             // a body that grows past the limit while it is read (no Content-Length): BodyHandler fails the request with 413
@@ -129,7 +141,7 @@ public class OpenAiRoutes {
             });
         }
         router.post("/v1/chat/completions").handler(body).handler(ctx -> json(ctx, Dialect.OPENAI, b -> {
-            ChatCompletions.Prepared p = chat.prepare(b);
+            ChatRequest p = pipeline.prepare(b);
             return p.gen().stream() ? chat.stream(p) : chat.complete(p);
         }));
         router.post("/v1/completions").handler(body).handler(ctx -> json(ctx, Dialect.OPENAI, b -> {
@@ -254,7 +266,7 @@ public class OpenAiRoutes {
             List<?> tools = ChatMessages.tools(b.get("tools"), "tools");
             Map<String, Object> kwargs = ChatMessages.templateKwargs(b);
             kwargs.put("add_generation_prompt", Fields.bool(b, "add_generation_prompt", true));
-            text = this.chat.render(messages, tools, kwargs);
+            text = this.pipeline.render(messages, tools, kwargs);
         } else if (Fields.get(b, "prompt") != null) {
             text = Fields.string(b, "prompt", "");
         } else {

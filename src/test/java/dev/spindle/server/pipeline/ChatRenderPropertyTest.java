@@ -1,12 +1,12 @@
-package dev.spindle.server.openai;
+package dev.spindle.server.pipeline;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.spindle.Trials;
 import dev.spindle.chat.ChatTemplate;
 import dev.spindle.chat.ChatTemplateException;
-import dev.spindle.Trials;
 import org.junit.jupiter.api.Test;
 
 import java.nio.file.Path;

@@ -1,4 +1,4 @@
-package dev.spindle.server.openai;
+package dev.spindle.server.pipeline;
 
 import dev.spindle.chat.ParsedDelta;
 import dev.spindle.chat.ReplyParser;
@@ -24,20 +24,20 @@ public final class ChoiceText {
     private final GenerationRequest gen;
     private final int reasoningEnd; // the token that closes the prompt's open think block, or -1
     private boolean inReasoning;
-    String finishReason;
+    public String finishReason;
     /** vLLM's stop_reason: the stop string or stop token id that ended the choice, null otherwise. */
-    Object stopReason;
+    public Object stopReason;
     boolean sawToolCalls;
-    int completionTokens;
+    public int completionTokens;
     int promptTokens;
-    int cachedTokens;
+    public int cachedTokens;
     int reasoningTokens;
 
     /**
      * @param endIds       ids that end the reply (EOS, end of turn, stop_token_ids): their text is never output
      * @param reasoningEnd the id that closes a think block the prompt opened, or -1
      */
-    ChoiceText(Tokenizer tok, GenerationRequest gen, ReplyParser parser, Set<Integer> endIds, int reasoningEnd) {
+    public ChoiceText(Tokenizer tok, GenerationRequest gen, ReplyParser parser, Set<Integer> endIds, int reasoningEnd) {
         this.detok = new IncrementalDetokenizer(tok, gen.skipSpecialTokens());
         this.stops = new StopMatcher(gen.stops());
         this.parser = parser;
@@ -49,7 +49,7 @@ public final class ChoiceText {
     }
 
     /** Text released by this token; sets {@link #finishReason} when the choice ends here. */
-    ParsedDelta next(TokenEvent e) {
+    public ParsedDelta next(TokenEvent e) {
         completionTokens = e.completionTokens();
         promptTokens = e.promptTokens();
         cachedTokens = e.cachedTokens();
@@ -92,7 +92,7 @@ public final class ChoiceText {
         return d;
     }
 
-    boolean finished() {
+    public boolean finished() {
         return finishReason != null;
     }
 }

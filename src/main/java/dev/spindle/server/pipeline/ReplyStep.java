@@ -1,4 +1,4 @@
-package dev.spindle.server.openai;
+package dev.spindle.server.pipeline;
 
 import dev.spindle.chat.ParsedDelta;
 import dev.spindle.engine.TokenEvent;

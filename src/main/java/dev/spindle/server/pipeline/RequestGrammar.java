@@ -1,4 +1,4 @@
-package dev.spindle.server.openai;
+package dev.spindle.server.pipeline;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -8,7 +8,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
-import static dev.spindle.server.openai.ChatCompletions.JSON;
+import static dev.spindle.server.pipeline.Json.JSON;
 
 /**
  * What a chat request asks constrained decoding for, read from its fields: {@code tool_choice},
@@ -17,7 +17,7 @@ import static dev.spindle.server.openai.ChatCompletions.JSON;
  * {@code guided_json}). A schema keyword the grammar cannot enforce is a 400 naming it where the
  * client asked for strictness.
  */
-final class RequestGrammar {
+public final class RequestGrammar {
     private RequestGrammar() {
     }
 

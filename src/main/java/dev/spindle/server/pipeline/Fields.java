@@ -1,4 +1,4 @@
-package dev.spindle.server.openai;
+package dev.spindle.server.pipeline;
 
 import com.fasterxml.jackson.databind.JsonNode;
 

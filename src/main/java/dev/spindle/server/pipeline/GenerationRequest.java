@@ -1,7 +1,8 @@
-package dev.spindle.server.openai;
+package dev.spindle.server.pipeline;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.spindle.sample.SamplingParams;
+import dev.spindle.sample.TokenRules;
 
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -97,7 +98,7 @@ public record GenerationRequest(SamplingParams params, List<String> stops, int n
      * ceiling, and a reply never runs past what the context leaves after the prompt. A prompt that
      * leaves no room is refused.
      */
-    GenerationRequest fitToContext(int promptTokens, int contextTokens) {
+    public GenerationRequest fitToContext(int promptTokens, int contextTokens) {
         int left = contextTokens - promptTokens;
         if (left <= 0) {
             throw ApiException.badRequest("the prompt has " + promptTokens + " tokens; the model's context is " + contextTokens, "messages");
@@ -109,7 +110,7 @@ public record GenerationRequest(SamplingParams params, List<String> stops, int n
     }
 
     /** The prompt as the engine gets it: its last {@link #truncatePromptTokens} tokens when asked (-1: the context's worth). */
-    int[] truncate(int[] prompt, int contextTokens) {
+    public int[] truncate(int[] prompt, int contextTokens) {
         int keep = truncatePromptTokens == -1 ? contextTokens : truncatePromptTokens;
         if (keep <= 0 || prompt.length <= keep) {
             return prompt;
@@ -118,7 +119,7 @@ public record GenerationRequest(SamplingParams params, List<String> stops, int n
     }
 
     /** @param ctx the defaults, the vocabulary size (token ids in logit_bias and stop_token_ids are checked against it) and limits */
-    static GenerationRequest parse(JsonNode body, Context ctx, boolean chat) {
+    public static GenerationRequest parse(JsonNode body, Context ctx, boolean chat) {
         refuseUnsupported(body);
         JsonNode defaults = ctx.defaults();
         int vocab = ctx.vocab();
@@ -237,10 +238,12 @@ public record GenerationRequest(SamplingParams params, List<String> stops, int n
         SamplingParams params;
         try {
             int scoring = Math.max(logprobs && echo ? Math.max(0, top) : -1, promptLogprobs);
-            params = new SamplingParams(temperature, topK, topP, minP, seed, presence, frequency, repetition, bias, maxTokens, stopIds,
-                    ignoreEos, logprobs ? Math.max(0, top) : -1, null, scoring,
-                    minTokens == 0 && allowed == null && badWords.isEmpty() ? dev.spindle.sample.TokenRules.NONE
-                            : new dev.spindle.sample.TokenRules(minTokens, allowed, badWords));
+            params = SamplingParams.builder().temperature(temperature).topK(topK).topP(topP).minP(minP).seed(seed)
+                    .presencePenalty(presence).frequencyPenalty(frequency).repetitionPenalty(repetition).logitBias(bias)
+                    .maxTokens(maxTokens).stopTokenIds(stopIds).ignoreEos(ignoreEos).logprobs(logprobs ? Math.max(0, top) : -1)
+                    .promptLogprobs(scoring)
+                    .rules(minTokens == 0 && allowed == null && badWords.isEmpty() ? TokenRules.NONE : new TokenRules(minTokens, allowed, badWords))
+                    .build();
         } catch (IllegalArgumentException e) {
             throw ApiException.badRequest(e.getMessage(), e.getMessage().startsWith("max_tokens") ? "max_tokens" : null);
         }
@@ -258,7 +261,7 @@ public record GenerationRequest(SamplingParams params, List<String> stops, int n
     }
 
     /** Every choice's params, in order. */
-    List<SamplingParams> choices() {
+    public List<SamplingParams> choices() {
         List<SamplingParams> all = new ArrayList<>();
         for (int i = 0; i < n; i++) {
             all.add(forChoice(i));
@@ -272,8 +275,6 @@ public record GenerationRequest(SamplingParams params, List<String> stops, int n
         if (p.seed() == null || i == 0) {
             return p;
         }
-        return new SamplingParams(p.temperature(), p.topK(), p.topP(), p.minP(), p.seed() + i, p.presencePenalty(), p.frequencyPenalty(),
-                p.repetitionPenalty(), p.logitBias(), p.maxTokens(), p.stopTokenIds(), p.ignoreEos(), p.logprobs(), p.constraint(), p.promptLogprobs(),
-                p.rules());
+        return p.toBuilder().seed(p.seed() + i).build();
     }
 }

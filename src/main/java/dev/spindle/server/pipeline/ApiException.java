@@ -1,4 +1,4 @@
-package dev.spindle.server.openai;
+package dev.spindle.server.pipeline;
 
 /** A request the API refuses, with the HTTP status and the OpenAI error fields. */
 public final class ApiException extends RuntimeException {
