@@ -10,15 +10,15 @@
 //   the MMA. The splits fold in split order:
 //   M' = max(M, m), a = 2^(M - M'), b = 2^(m - M'), L = fma(L, a, l b), O = fma(O, a, o b); out = bf16(O / L).
 // On sm_90a prefill runs attention_wgmma.cu's kernel instead of p0, with the same bits.
-// One kernel per head dim and kind (attention_hd{16,32,64,128}_{p0,p1,p0w}). Grid: (CTAs, kvHeads),
-// block: 128 threads (4 warps; p0w 256, 8 warps). The G query heads of one KV head and R rows stack into
+// One kernel per head dim and kind (attention_hd{16,32,64,128}_{p0,p1,prefill_warp_pairs}). Grid: (CTAs, kvHeads),
+// block: 128 threads (4 warps; prefill_warp_pairs 256, 8 warps). The G query heads of one KV head and R rows stack into
 // the 64 rows of the MMA tile (m = r * G + j), so K/V tiles are read once per KV head. Each CTA is
 // described by 8 ints in desc:
 //   [0] first qkv row of its rows, [1] rows (R <= 64 / G, G = heads / kvHeads; 128 / G for attention_ws.cu's), [2] position of the
 //   first row, [3] offset of its sequence's block table in tables, [4] first split, [5] end split,
 //   [6] partial slot of split s0 (decode CTAs; -1: the CTA walks all of its row's splits and folds them itself, as
 //   prefill does), [7] the decode row (written by StepPlan, read by no kernel).
-// p0 and p0w (prefill windows) walk every split of their rows and fold them in the CTA, O in shared
+// p0 and prefill_warp_pairs (prefill windows) walk every split of their rows and fold them in the CTA, O in shared
 // memory after the stages, and write out. p1 (decode rows, one row per CTA) takes a run of splits
 // [s0, s1) of one row and writes every split's state on its own, (m, l) to partML and o to partO at
 // slot part + (s - s0); attention_merge folds a row's split states in split order with the same
@@ -33,7 +33,7 @@
 // p0 gives each warp 16 rows and whole tiles. p1 has one row (at most 16 MMA rows) per CTA, so all four
 // warps share those rows and split every tile: warp Q computes quarter Q's scores, p and quarter sum; the
 // quarters' maxima, sums and P fragments meet in shared memory, and each warp multiplies all of P by
-// its quarter of V's columns. p0w splits the same way with two warps per 16 rows (each half a tile's keys
+// its quarter of V's columns. prefill_warp_pairs splits the same way with two warps per 16 rows (each half a tile's keys
 // and half the dims), which halves each warp's dependent chain and doubles the warps an SM holds. Every
 // value is computed by the same arithmetic in every kernel, only by other threads.
 #include "attention.cuh"
@@ -326,7 +326,7 @@ __device__ __forceinline__ void attention_impl(
             float *partML, int heads, int kvHeads, int blockSize, float scale) { \
         attention_impl<hd, decode, wg>(qkv, qkvStride, out, pool, tables, desc, partO, partML, heads, kvHeads, blockSize, scale); \
     }
-#define ATTENTION_KINDS(hd) ATTENTION(hd, false, p0, 1) ATTENTION(hd, true, p1, 4) ATTENTION(hd, false, p0w, 2)
+#define ATTENTION_KINDS(hd) ATTENTION(hd, false, prefill, 1) ATTENTION(hd, true, decode, 4) ATTENTION(hd, false, prefill_warp_pairs, 2)
 ATTENTION_KINDS(16)
 ATTENTION_KINDS(32)
 ATTENTION_KINDS(64)

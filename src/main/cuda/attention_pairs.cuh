@@ -1,7 +1,7 @@
-// attention_pairs.cuh: the consumers of attention_ws.cu's p0st, which walk a CTA's keys a pair of 64-key tiles at a
+// attention_pairs.cuh: the consumers of attention_ws.cu's prefill_ws_pairs, which walk a CTA's keys a pair of 64-key tiles at a
 // time (128 keys: one split below 16K keys, a half or less of one beyond) with p0's arithmetic and its bits. A pair's
 // two score tiles are in registers at once, so their softmax chains (masks, max trees, shuffles, powers, sums) run
-// side by side in one warp: the chain of one tile a warp, with two warps a scheduler, is what bounds p0s/p0sq (ncu:
+// side by side in one warp: the chain of one tile a warp, with two warps a scheduler, is what bounds prefill_ws/prefill_ws_registers_no_pingpong (ncu:
 // a consumer warp issues every 6 cycles, waiting on its own results). The order of every reduction is the tiles':
 // tile A's max and sum move the split's state, then tile B's; the split's o is rescaled by A's factor before A's
 // P V and by B's between A's and B's (the wgmmas of a pair accumulate in that order, as two iterations would).
@@ -26,7 +26,7 @@ struct PairSmem {
     __device__ __forceinline__ static unsigned kEmpty(unsigned bars, int s) { return bars + 32 + 8 * s; }
     __device__ __forceinline__ static unsigned vEmpty(unsigned bars, int s) { return bars + 48 + 8 * s; }
     // bytes from one 64-dim column block of a K slot to the next: a tile's (the pair's tiles one after the other), or WIDE
-    // (p0su) a pair's (the pair one tile of 128 keys, the second tile's keys rows 64.. of each column block)
+    // (prefill_ws_pairs_wide) a pair's (the pair one tile of 128 keys, the second tile's keys rows 64.. of each column block)
     template <bool WIDE>
     __host__ __device__ static constexpr unsigned kColumnBlock() { return WIDE ? 2 * KT * 128 : KT * 128; }
     // where a pair's second K tile starts in its slot
@@ -37,10 +37,10 @@ struct PairSmem {
 // The MMA rows of a CTA's 256 consumer threads t (warpgroup w: MMA rows 64 w ..; p0's rows per warp) walking the CTA's
 // pairs of tiles from the stages at base (PairSmem), each split folded into the run's O in shared memory (this
 // thread's values c = 4 j .. 4 j + 3 at float4 j * 256 + t), then out.
-// (The run's O in registers instead, as p0sq keeps it, made ptxas spill 400-700 bytes a thread whatever the split of
+// (The run's O in registers instead, as prefill_ws_registers_no_pingpong keeps it, made ptxas spill 400-700 bytes a thread whatever the split of
 // registers between producer and consumers.)
-// WIDE (p0su): a pair's scores as one m64n128k16 product a 16-dim chunk (8 wgmmas a pair instead of 16), its K slot laid
-// out as one tile of 128 keys (PairSmem::kColumnBlock); the same values as p0st's.
+// WIDE (prefill_ws_pairs_wide): a pair's scores as one m64n128k16 product a 16-dim chunk (8 wgmmas a pair instead of 16), its K slot laid
+// out as one tile of 128 keys (PairSmem::kColumnBlock); the same values as prefill_ws_pairs's.
 template <int HD, int VLBO, int VSBO, bool WIDE = false>
 __device__ __forceinline__ void wg_attention_pairs(const bf16 *qkv, int qkvStride, bf16 *out, const WgCta &cta, int heads, int kvHeads,
         float scale, unsigned t, unsigned base, float *orun) {

@@ -11,7 +11,7 @@
 #include "attention_wgmma.cuh"
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-// p0g's stages: its own copies, two deep (tile i in stage i & 1)
+// prefill_wgmma's stages: its own copies, two deep (tile i in stage i & 1)
 template <int HD, int THREADS>
 struct WgSelfFeed {
     static constexpr unsigned STAGE = 2u * KT * HD * 2;
@@ -85,7 +85,7 @@ __device__ __forceinline__ void attention_wgmma_impl(
 #endif
 // p0's signature (partO and partML unused: prefill writes out)
 #define ATTENTION_WGMMA(hd) \
-    extern "C" __global__ void __launch_bounds__(128 * WG_GROUPS) attention_hd##hd##_p0g( \
+    extern "C" __global__ void __launch_bounds__(128 * WG_GROUPS) attention_hd##hd##_prefill_wgmma( \
             const bf16 *qkv, int qkvStride, bf16 *out, const bf16 *pool, const int *tables, const int *desc, float *partO, \
             float *partML, int heads, int kvHeads, int blockSize, float scale) { \
         WG_BODY(hd) \

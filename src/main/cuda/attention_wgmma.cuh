@@ -1,8 +1,8 @@
-// attention_wgmma.cuh: what the Hopper prefill kernels share (attention_wgmma.cu's p0g, attention_ws.cu's p0s and
-// p0sp): a CTA's descriptor and the tiles it walks, one thread's share of a tile's K/V copies, and the rows of the
+// attention_wgmma.cuh: what the Hopper prefill kernels share (attention_wgmma.cu's prefill_wgmma, attention_ws.cu's prefill_ws and
+// prefill_ws_pingpong): a CTA's descriptor and the tiles it walks, one thread's share of a tile's K/V copies, and the rows of the
 // MMA tile walking those tiles (wg_attention_rows), every warpgroup 64 MMA rows with p0's arithmetic. The kernels
-// differ only in who fills the stages and when (a Feed): p0g's warpgroup copies its own tiles, two stages deep;
-// p0s's producer warpgroup copies them for two consumer warpgroups through mbarriers.
+// differ only in who fills the stages and when (a Feed): prefill_wgmma's warpgroup copies its own tiles, two stages deep;
+// prefill_ws's producer warpgroup copies them for two consumer warpgroups through mbarriers.
 //
 // K and V tiles arrive by cp.async in wgmma's 128-byte swizzled layout: a tile is HD / 64 column blocks of
 // [KT rows][64 dims], 128 bytes a row, 16-byte chunk c of row r at c ^ (r mod 8), 8-row groups 1024 bytes apart;
@@ -95,7 +95,7 @@ struct WgTileCopy {
     }
 
     // tile i's K alone (V: its V alone) into the tile at shared address dst, from its rows (not committed): attention_ws.cu's
-    // p0st keeps K and V apart. CB: the bytes from one 64-dim column block to the next (a tile's own KT * 128, or p0su's
+    // prefill_ws_pairs keeps K and V apart. CB: the bytes from one 64-dim column block to the next (a tile's own KT * 128, or prefill_ws_pairs_wide's
     // 2 KT * 128: a pair's two K tiles as one of 128 keys, the second tile's keys rows 64.. of each column block)
     template <bool V, unsigned CB = KT * 128>
     __device__ __forceinline__ void copy_part(unsigned dst, int i, const unsigned (&row)[KT / KSTEP]) const {
@@ -266,10 +266,10 @@ __device__ __forceinline__ void wg_orun_values(const float *orun, unsigned t, in
 //   stage(i)          the shared address of tile i's stage
 //   first()           before tile 0's scores: tile 0's K has landed
 //   before(i, next)   at the start of iteration i: tile i + 1's K (where next) and tile i's V have landed
-//   issue(), issued(i, next)   around the iteration's wgmma issue (p0sp's ping-pong between warpgroups)
+//   issue(), issued(i, next)   around the iteration's wgmma issue (prefill_ws_pingpong's ping-pong between warpgroups)
 //   read(i)           tile i's stage is read (its wgmmas are done)
 //   after(i)          the end of iteration i (the split's fold is in orun, or in O with QS)
-// QS (attention_ws.cu's p0sr): the warpgroup's Q staged once in shared memory at qs (its 64 MMA rows as a K tile is laid
+// QS (attention_ws.cu's prefill_ws_registers): the warpgroup's Q staged once in shared memory at qs (its 64 MMA rows as a K tile is laid
 // out, so the scores' wgmmas read Q by descriptor) instead of in fragment registers, and the run's O kept in registers
 // instead of orun: the same values, no shared-memory round trip at a split's end.
 template <int HD, int VLBO, int VSBO, int THREADS, class Feed, bool QS = false>
@@ -316,7 +316,7 @@ __device__ __forceinline__ void wg_attention_rows(const bf16 *qkv, int qkvStride
         float mu[2], q[2][4] = {};
         attn_new_max(ms, mx, cl2, true, mu, alpha);
         // A warp's rows past the CTA's (its lower half's too, where it has no upper rows) are masked to -inf above (a
-        // partial warp is masked) and computed as the others are, without a branch, so that both rows' chains (and, in p0st,
+        // partial warp is masked) and computed as the others are, without a branch, so that both rows' chains (and, in prefill_ws_pairs,
         // both tiles') share one basic block for the scheduler: their max is -inf, mu 0, p = 2^-inf = +0, the split's
         // factors 0 and its sum 0, no NaN; they are never written out.
         wg_tile_powers(S, cl2, mu, pf, q);

@@ -1,18 +1,18 @@
 // attention_ws: prefill attention on Hopper (sm_90a) with warp-specialised warpgroups, the same values as p0 and
-// p0g bit for bit (every row's arithmetic is attention_wgmma.cuh's wg_attention_rows, p0g's). FlashAttention-3's
+// prefill_wgmma bit for bit (every row's arithmetic is attention_wgmma.cuh's wg_attention_rows, prefill_wgmma's). FlashAttention-3's
 // structure kept to Spindle's fixed 64-key tiles and splits:
-//   warpgroup 0, the producer, copies the CTA's K/V tiles into WS_STAGES stages (cp.async, p0g's copies, a tile's
+//   warpgroup 0, the producer, copies the CTA's K/V tiles into WS_STAGES stages (cp.async, prefill_wgmma's copies, a tile's
 //   block-table reads made before its stage is free; registers handed to the consumers with setmaxnreg) and marks
 //   each stage full on an mbarrier once its copies have landed and are fenced for the async proxy;
 //   warpgroups 1 and 2, the consumers, hold 64 MMA rows each (128 a CTA: the host plans tiles of 128 / G rows),
 //   read every stage both, and mark a stage empty on a second mbarrier once their wgmmas are done with it.
-// So a K/V tile is copied once for 128 MMA rows (p0g: once for 64), no consumer thread issues a copy or waits at
-// a __syncthreads, and the copies of the next tiles run while the consumers compute. p0sp adds FlashAttention-3's
+// So a K/V tile is copied once for 128 MMA rows (prefill_wgmma: once for 64), no consumer thread issues a copy or waits at
+// a __syncthreads, and the copies of the next tiles run while the consumers compute. prefill_ws_pingpong adds FlashAttention-3's
 // ping-pong: the consumers take turns to issue their wgmmas (named barriers 1 and 2), so one's softmax runs under
 // the other's matrix products.
 // Kernels attention_hd128_p0s, attention_hd128_p0sp, attention_hd128_p0sr and attention_hd128_p0sq (below): p0's arguments and descriptors (attention.cu; a CTA's rows
 // up to 128 / G), grid (CTAs, kvHeads), block 384 threads, one CTA an SM. Dynamic shared memory: 1024 bytes for
-// alignment, WS_STAGES stages of K and V (32 KiB each at head dim 128), the consumers' running O (fp32, 64 KiB; p0sr, p0sq:
+// alignment, WS_STAGES stages of K and V (32 KiB each at head dim 128), the consumers' running O (fp32, 64 KiB; prefill_ws_registers, prefill_ws_registers_no_pingpong:
 // their Q tiles, bf16, 32 KiB), then 2 WS_STAGES mbarriers. A wait for an mbarrier that lasts seconds traps (wgmma.cuh's mbar_wait): a broken pipeline
 // fails the launch instead of hanging the GPU. Written without a GPU; first run, tested and measured on the H200 on
 // 2026-12-05 (docs/KERNELS.md, docs/bench/ab-warp-specialized-prefill).
@@ -118,10 +118,10 @@ __device__ __forceinline__ void attention_ws_impl(
 }
 #define WS_BODY(hd, pp, qs) attention_ws_impl<hd, WS_STAGES, pp, qs, 8192, 1024>(qkv, qkvStride, out, pool, tables, desc, heads, kvHeads, blockSize, scale);
 
-// p0st: the consumers walk pairs of tiles (attention_pairs.cuh); K and V in slots of their own, two pairs of each. The
+// prefill_ws_pairs: the consumers walk pairs of tiles (attention_pairs.cuh); K and V in slots of their own, two pairs of each. The
 // producer copies pair p's K once pair p - 2's scores are done, then its V once pair p - 2's P V is, each marked full by
 // the copies' own completion (cp.async.mbarrier.arrive: the producer never waits for its copies); a CTA of an odd
-// count of tiles walks one more, past its last key (zeros, masked: an exact no-op, as p0s's warpgroups may)
+// count of tiles walks one more, past its last key (zeros, masked: an exact no-op, as prefill_ws's warpgroups may)
 template <int HD, int VLBO, int VSBO, bool WIDE>
 __device__ __forceinline__ void attention_pairs_impl(
         const bf16 *qkv, int qkvStride, bf16 *out, const bf16 *pool, const int *tables, const int *desc,
@@ -182,17 +182,17 @@ __device__ __forceinline__ void attention_pairs_impl(
             float *partML, int heads, int kvHeads, int blockSize, float scale) { \
         WS_BODY(hd, pp, qs) \
     }
-// head dim 128 only (the family's), as p0g
-ATTENTION_WS(128, p0s, false, false)
-ATTENTION_WS(128, p0sp, true, false)
-// p0sr: p0sp with each consumer warpgroup's Q in shared memory (read by the scores' wgmmas) and its run's O in registers
+// head dim 128 only (the family's), as prefill_wgmma
+ATTENTION_WS(128, prefill_ws, false, false)
+ATTENTION_WS(128, prefill_ws_pingpong, true, false)
+// prefill_ws_registers: prefill_ws_pingpong with each consumer warpgroup's Q in shared memory (read by the scores' wgmmas) and its run's O in registers
 // (wg_attention_rows's QS): the split fold without the shared-memory round trip. Written without a GPU (2026-12-05)
-ATTENTION_WS(128, p0sr, true, true)
-// p0sq: p0sr without the ping-pong (p0s measured equal to or 1-3% faster than p0sp; p0sq 1.2% faster than p0sr on the
+ATTENTION_WS(128, prefill_ws_registers, true, true)
+// prefill_ws_registers_no_pingpong: prefill_ws_registers without the ping-pong (prefill_ws measured equal to or 1-3% faster than prefill_ws_pingpong; prefill_ws_registers_no_pingpong 1.2% faster than prefill_ws_registers on the
 // H100 at 8K): the prefill on Hopper (PrefillKernelChoice.HOPPER_ORDER)
-ATTENTION_WS(128, p0sq, false, true)
-// p0st: pairs of tiles a consumer iteration, K and V in slots of their own (attention_pairs.cuh): p0's bits
-// (KernelContractTest, docs/bench/pairs-by-length); the prefill on Hopper from 4K keys where p0su does not load
+ATTENTION_WS(128, prefill_ws_registers_no_pingpong, false, true)
+// prefill_ws_pairs: pairs of tiles a consumer iteration, K and V in slots of their own (attention_pairs.cuh): p0's bits
+// (KernelContractTest, docs/bench/pairs-by-length); the prefill on Hopper from 4K keys where prefill_ws_pairs_wide does not load
 // (PrefillKernelChoice.PAIRS_FROM_KEYS, PAIRS_ORDER)
 #define ATTENTION_WS_PAIRS(hd, name, wide) \
     extern "C" __global__ void __launch_bounds__(384, 1) attention_hd##hd##_##name( \
@@ -200,8 +200,8 @@ ATTENTION_WS(128, p0sq, false, true)
             float *partML, int heads, int kvHeads, int blockSize, float scale) { \
         WS_PAIRS_BODY(hd, wide) \
     }
-ATTENTION_WS_PAIRS(128, p0st, false)
-// p0su: p0st with a pair's scores as one m64n128k16 wgmma a 16-dim chunk over both tiles' keys (8 a pair instead of 16),
-// each K slot one tile of 128 keys: p0st's bits (KernelContractTest on an H100), 1.3-1.7% faster at 8K and 32K; the
+ATTENTION_WS_PAIRS(128, prefill_ws_pairs, false)
+// prefill_ws_pairs_wide: prefill_ws_pairs with a pair's scores as one m64n128k16 wgmma a 16-dim chunk over both tiles' keys (8 a pair instead of 16),
+// each K slot one tile of 128 keys: prefill_ws_pairs's bits (KernelContractTest on an H100), 1.3-1.7% faster at 8K and 32K; the
 // prefill on Hopper from 4K keys (docs/bench/wide-pair-scores)
-ATTENTION_WS_PAIRS(128, p0su, true)
+ATTENTION_WS_PAIRS(128, prefill_ws_pairs_wide, true)

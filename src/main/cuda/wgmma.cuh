@@ -59,7 +59,7 @@ __device__ __forceinline__ void wg_scores_ss(float *d, unsigned long long a, uns
                  : WG_R8(0), WG_R8(8), WG_R8(16), WG_R8(24) : "l"(a), "l"(b));
 }
 
-// a pair of tiles' scores in one product (attention_pairs.cuh's p0su): dA (keys 0..63) and dB (keys 64..127) as one 64 x 128
+// a pair of tiles' scores in one product (attention_pairs.cuh's prefill_ws_pairs_wide): dA (keys 0..63) and dB (keys 64..127) as one 64 x 128
 // accumulator (its columns 8 c + .. are dA's for c < 8, dB's after) = a * B, B 128 keys of a K-major tile pair; the first chunk
 // from zero, then += (each score the same fp32 accumulator fed the same chunks in order as two m64n64k16 products give it)
 #define WG_W8X(x, i) "=f"(x[i]), "=f"(x[i + 1]), "=f"(x[i + 2]), "=f"(x[i + 3]), "=f"(x[i + 4]), "=f"(x[i + 5]), "=f"(x[i + 6]), "=f"(x[i + 7])

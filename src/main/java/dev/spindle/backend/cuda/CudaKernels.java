@@ -24,8 +24,8 @@ public final class CudaKernels {
      * half the chain per warp), and prefill on Hopper's warpgroup MMA (attention_wgmma.cu: sm_90a, head dim 128;
      * one warpgroup per 64 MMA rows), and warp-specialised on Hopper (attention_ws.cu: a producer warpgroup copying
      * K/V tiles for two consumer warpgroups of 64 MMA rows each, with or without their ping-pong, the running O in shared
-     * memory or, with each consumer's Q there instead, in registers; or, p0st, the consumers walking pairs of tiles with K and V
-     * in stages of their own; or, p0su, p0st with a pair's scores as one 128-key product). The prefill kernels compute the same
+     * memory or, with each consumer's Q there instead, in registers; or, prefill_ws_pairs, the consumers walking pairs of tiles with K and V
+     * in stages of their own; or, prefill_ws_pairs_wide, prefill_ws_pairs with a pair's scores as one 128-key product). The prefill kernels compute the same
      * values.
      */
     public static final int PREFILL = 0, DECODE = 1, PREFILL_WARP_PAIRS = 2, PREFILL_WGMMA = 3, PREFILL_WS = 4, PREFILL_WS_PINGPONG = 5,
@@ -41,10 +41,12 @@ public final class CudaKernels {
     /** The warp-specialised kernels with each consumer's Q in shared memory and its running O in registers. */
     static final List<Integer> O_IN_REGISTERS = List.of(PREFILL_WS_REGISTERS, PREFILL_WS_REGISTERS_NO_PINGPONG);
     /**
-     * The kernel suffixes, by kind index (attention_hd{headDim}_{suffix}; p0g in attention_wgmma.cu, p0s, p0sp, p0sr, p0sq and
-     * p0st, p0su in attention_ws.cu, the rest in attention.cu).
+     * The kernel suffixes, by kind index (attention_hd{headDim}_{suffix}; prefill_wgmma in attention_wgmma.cu, the prefill_ws
+     * kernels in attention_ws.cu, the rest in attention.cu). Measurements before 2026-12-07 name them by their former
+     * suffixes, in this order: p0, p1, p0w, p0g, p0s, p0sp, p0sr, p0sq, p0st, p0su.
      */
-    static final List<String> ATTENTION_KERNELS = List.of("p0", "p1", "p0w", "p0g", "p0s", "p0sp", "p0sr", "p0sq", "p0st", "p0su");
+    static final List<String> ATTENTION_KERNELS = List.of("prefill", "decode", "prefill_warp_pairs", "prefill_wgmma", "prefill_ws",
+            "prefill_ws_pingpong", "prefill_ws_registers", "prefill_ws_registers_no_pingpong", "prefill_ws_pairs", "prefill_ws_pairs_wide");
     /** The Hopper-only prefill kernels (sm_90a: wgmma, setmaxnreg), built for {@link #hasWgmmaPrefill} head dims. */
     static final List<Integer> HOPPER_PREFILL = List.of(PREFILL_WGMMA, PREFILL_WS, PREFILL_WS_PINGPONG, PREFILL_WS_REGISTERS,
             PREFILL_WS_REGISTERS_NO_PINGPONG, PREFILL_WS_PAIRS, PREFILL_WS_PAIRS_WIDE);
@@ -460,7 +462,7 @@ public final class CudaKernels {
             return 1024 + 8 * 64 * headDim * 2 + 2 * 64 * headDim * 4 + 8 * 8;
         }
         if (warpSpecialized(kind)) {
-            // attention_ws.cu: 1024 for alignment, WS_STAGES stages, the two consumer warpgroups' running O (fp32) or, p0sr and p0sq,
+            // attention_ws.cu: 1024 for alignment, WS_STAGES stages, the two consumer warpgroups' running O (fp32) or, prefill_ws_registers and prefill_ws_registers_no_pingpong,
             // their Q tiles (bf16), an mbarrier full and one empty a stage
             return 1024 + WS_STAGES * stage + 2 * 64 * headDim * (O_IN_REGISTERS.contains(kind) ? 2 : 4) + 2 * 8 * WS_STAGES;
         }

@@ -23,15 +23,15 @@ final class PrefillKernelChoice {
      * of all layers, H100, one process on 2026-12-05: 8K 187.9 ms for {@link CudaKernels#PREFILL_WS_REGISTERS_NO_PINGPONG}
      * against 190.1 for {@link CudaKernels#PREFILL_WS_REGISTERS}, 196.0 for {@link CudaKernels#PREFILL_WS}, 196.3 for
      * {@link CudaKernels#PREFILL_WS_PINGPONG}, 240.7 for {@link CudaKernels#PREFILL_WGMMA} and 371 for {@link #FALLBACK};
-     * 2K 14.6 / 14.8 / 15.4 / 15.1 / 17.9 / 27.8; on the H200 earlier that day p0sr 187.3 against 192.6 / 194.8 for p0s /
-     * p0sp).
+     * 2K 14.6 / 14.8 / 15.4 / 15.1 / 17.9 / 27.8; on the H200 earlier that day prefill_ws_registers 187.3 against 192.6 / 194.8 for prefill_ws /
+     * prefill_ws_pingpong).
      */
     static final List<Integer> HOPPER_ORDER = List.of(CudaKernels.PREFILL_WS_REGISTERS_NO_PINGPONG, CudaKernels.PREFILL_WS_REGISTERS,
             CudaKernels.PREFILL_WGMMA);
     /**
      * Keys (the longest prefill window's end) from which a step runs a kernel of {@link #PAIRS_ORDER} where one is
      * loaded: its CTAs walk two tiles an iteration, which pays on long walks and costs on short ones (33B shape, attention
-     * of all layers in steps of 8K rows, H100, one process: 2K 13.9 ms against 12.55 for p0sq, 4K 45.27 / 45.29, 8K 156.2 /
+     * of all layers in steps of 8K rows, H100, one process: 2K 13.9 ms against 12.55 for prefill_ws_registers_no_pingpong, 4K 45.27 / 45.29, 8K 156.2 /
      * 163.1, 16K 579 / 619, 32K 2,187 / 2,327; docs/bench/pairs-by-length).
      */
     static final int PAIRS_FROM_KEYS = 4096;

@@ -33,19 +33,19 @@ class AttentionKernelTableTest {
         // attention_wgmma.cu: one prefill kernel per head dim, WG_GROUPS warpgroups of 64 MMA rows (the host plans 64)
         String wgmma = Files.readString(Path.of("src/main/cuda/attention_wgmma.cu"));
         Matcher groups = Pattern.compile("#define WG_GROUPS (\\d+)").matcher(wgmma);
-        assertTrue(groups.find() && wgmma.contains("__launch_bounds__(128 * WG_GROUPS) attention_hd##hd##_p0g("), "attention_wgmma.cu declares p0g");
+        assertTrue(groups.find() && wgmma.contains("__launch_bounds__(128 * WG_GROUPS) attention_hd##hd##_prefill_wgmma("), "attention_wgmma.cu declares prefill_wgmma");
         assertEquals(1, Integer.parseInt(groups.group(1)), "the host plans prefill tiles of 64 MMA rows");
-        declared.put("p0g", new Object[]{false, 1});
+        declared.put("prefill_wgmma", new Object[]{false, 1});
         Matcher built = Pattern.compile("(?m)^ATTENTION_WGMMA\\((\\d+)\\)").matcher(wgmma);
         java.util.List<Integer> dims = new java.util.ArrayList<>();
         while (built.find()) {
             dims.add(Integer.parseInt(built.group(1)));
         }
         for (int hd : new int[]{16, 32, 64, 128}) {
-            assertEquals(dims.contains(hd), CudaKernels.hasWgmmaPrefill(hd), "the host loads p0g at head dim " + hd + " exactly where it is built");
+            assertEquals(dims.contains(hd), CudaKernels.hasWgmmaPrefill(hd), "the host loads prefill_wgmma at head dim " + hd + " exactly where it is built");
         }
         // attention_ws.cu: the warp-specialised prefills, three warpgroups (a producer, two consumers of 64 MMA rows: the
-        // host plans 128), built at p0g's head dims, with the host's count of stages
+        // host plans 128), built at prefill_wgmma's head dims, with the host's count of stages
         String ws = Files.readString(Path.of("src/main/cuda/attention_ws.cu"));
         assertTrue(ws.contains("__launch_bounds__(384, 1) attention_hd##hd##_##name("), "attention_ws.cu declares its kernels for 384 threads");
         assertEquals(CudaKernels.WS_STAGES, define(ws, "WS_STAGES"), "attention_ws.cu's stages are the host's");
@@ -77,7 +77,7 @@ class AttentionKernelTableTest {
                 int bytes = CudaKernels.attentionSharedBytes(128, kind);
                 assertTrue(bytes <= 227 * 1024, name + " needs " + bytes + " bytes of dynamic shared memory");
             } else if (!decode) {
-                // two CTAs an SM (228 KiB, 1 KiB reserved a block), with up to 12.5 KiB of static shared memory (p0w's exchange)
+                // two CTAs an SM (228 KiB, 1 KiB reserved a block), with up to 12.5 KiB of static shared memory (prefill_warp_pairs's exchange)
                 int bytes = CudaKernels.attentionSharedBytes(128, kind);
                 assertTrue(2 * (bytes + 12_800 + 1024) <= 228 * 1024, name + " needs " + bytes + " bytes of dynamic shared memory");
             }

@@ -122,7 +122,7 @@ class StepPlanTest {
         }
     }
 
-    /** Tiles of 64 MMA rows (9 rows of 7 heads: p0, p0w, p0g) and of 128 (18 rows: the warp-specialised prefills). */
+    /** Tiles of 64 MMA rows (9 rows of 7 heads: p0, prefill_warp_pairs, prefill_wgmma) and of 128 (18 rows: the warp-specialised prefills). */
     @ParameterizedTest
     @ValueSource(ints = {CudaKernels.PREFILL_WGMMA, CudaKernels.PREFILL_WS})
     void prefillTilesCoverEveryRowOnceAndWalkAllSplits(int kernel) {
