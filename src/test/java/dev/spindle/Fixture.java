@@ -4,6 +4,8 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.spindle.backend.cpu.CpuForwardPass;
 import dev.spindle.backend.cpu.KvSlots;
+import dev.spindle.model.Bf16;
+import dev.spindle.model.DType;
 import dev.spindle.model.LoadFormat;
 import dev.spindle.model.LoadListener;
 import dev.spindle.model.LoadedModel;
@@ -82,12 +84,12 @@ public final class Fixture implements AutoCloseable {
         }
         MemorySegment s = file.bytes(info);
         int rows = (int) info.shape()[0], cols = (int) info.shape()[1];
-        boolean bf16 = info.dtype() == dev.spindle.model.DType.BF16;
+        boolean bf16 = info.dtype() == DType.BF16;
         float[][] out = new float[rows][cols];
         for (int r = 0; r < rows; r++) {
             for (int c = 0; c < cols; c++) {
                 long i = (long) r * cols + c;
-                out[r][c] = bf16 ? dev.spindle.model.Bf16.toFloat(s.getAtIndex(ValueLayout.JAVA_SHORT_UNALIGNED, i))
+                out[r][c] = bf16 ? Bf16.toFloat(s.getAtIndex(ValueLayout.JAVA_SHORT_UNALIGNED, i))
                         : s.getAtIndex(ValueLayout.JAVA_FLOAT_UNALIGNED, i);
             }
         }

@@ -6,6 +6,8 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.spindle.backend.cpu.CpuForwardPass;
 import dev.spindle.backend.cpu.KvSlots;
 import dev.spindle.backend.cpu.MemoryBandwidth;
+import dev.spindle.engine.GreedyGenerator;
+import dev.spindle.engine.speculative.SpeculativeConfig;
 import dev.spindle.kv.BlockPool;
 import dev.spindle.kv.BlockTable;
 import dev.spindle.kv.SoloWindow;
@@ -136,7 +138,7 @@ final class BenchCommand implements Callable<Integer> {
     @Override
     public Integer call() throws Exception {
         var spec = speculative.config();
-        if (spec.method() != dev.spindle.engine.speculative.SpeculativeConfig.Method.NONE) {
+        if (spec.method() != SpeculativeConfig.Method.NONE) {
             return new SpecBenchRun(model, spec, backend, specBatches, specMaxTokens, promptTokens, stepRows, kvMemoryFraction, specPrompts, specTemperature,
                     specTopP).call();
         }
@@ -175,7 +177,7 @@ final class BenchCommand implements Callable<Integer> {
                 Random rnd = new Random(7);
                 int[] prompt = rnd.ints(promptTokens, 3, c.vocabSize()).toArray();
                 // an untimed prefill first: the timed one must not measure the JIT warming up
-                dev.spindle.kv.BlockPool pool = new BlockPool(cpu.kvCapacity());
+                BlockPool pool = new BlockPool(cpu.kvCapacity());
                 BlockTable warm = new BlockTable(pool);
                 SoloWindow.run(cpu, prompt, warm, false);
                 warm.release();
@@ -183,13 +185,13 @@ final class BenchCommand implements Callable<Integer> {
                 long p0 = System.nanoTime();
                 float[] logits = SoloWindow.run(cpu, prompt, table, false)[0];
                 double prefillSeconds = (System.nanoTime() - p0) / 1e9;
-                int next = dev.spindle.engine.GreedyGenerator.argmax(logits);
+                int next = GreedyGenerator.argmax(logits);
                 for (int i = 0; i < warmupTokens; i++) {
-                    next = dev.spindle.engine.GreedyGenerator.argmax(SoloWindow.run(cpu, new int[]{next}, table, false)[0]);
+                    next = GreedyGenerator.argmax(SoloWindow.run(cpu, new int[]{next}, table, false)[0]);
                 }
                 long d0 = System.nanoTime();
                 for (int i = 0; i < decodeTokens; i++) {
-                    next = dev.spindle.engine.GreedyGenerator.argmax(SoloWindow.run(cpu, new int[]{next}, table, false)[0]);
+                    next = GreedyGenerator.argmax(SoloWindow.run(cpu, new int[]{next}, table, false)[0]);
                 }
                 double decodeSeconds = (System.nanoTime() - d0) / 1e9;
                 table.release();

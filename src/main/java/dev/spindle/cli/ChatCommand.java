@@ -6,6 +6,8 @@ import dev.spindle.chat.JsonValues;
 import dev.spindle.chat.ToolCall;
 import dev.spindle.engine.ChatReply;
 import dev.spindle.engine.ChatRunner;
+import dev.spindle.engine.speculative.Speculation;
+import dev.spindle.engine.speculative.SpeculativeConfig;
 import dev.spindle.model.LoadListener;
 import dev.spindle.tokenizer.Tokenizer;
 import dev.spindle.wiring.Backends;
@@ -63,14 +65,14 @@ final class ChatCommand implements Callable<Integer> {
         if (noThink) {
             kwargs.put("enable_thinking", false);
         }
-        dev.spindle.engine.speculative.SpeculativeConfig spec = speculative.config();
+        SpeculativeConfig spec = speculative.config();
         Backends.Settings settings = new Backends.Settings(model.threadCount(), model.blockSize, model.blocksFor(4096) * model.blockSize, 512, 0.9,
                 true, model.gemmCacheDir());
         ProgressBar bar = ProgressBar.forTerminal("loading " + model.dir().getFileName());
         try (Backends.Opened b = Backends.open(model.dir(), model.format(), Backends.Kind.parse(backend), Proposers.targetSettings(spec, settings), bar);
              Tokenizer tok = Tokenizer.load(model.dir())) {
             bar.done();
-            dev.spindle.engine.speculative.Speculation speculation = Proposers.open(spec, model.dir(), b, model.format(), settings, LoadListener.NONE);
+            Speculation speculation = Proposers.open(spec, model.dir(), b, model.format(), settings, LoadListener.NONE);
             ChatRunner runner = new ChatRunner(b.pass(), tok, ChatTemplate.fromModelDir(model.dir())).withSpeculation(speculation);
             boolean[] inReasoning = {false};
             long t0 = System.nanoTime();

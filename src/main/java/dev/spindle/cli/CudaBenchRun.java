@@ -12,6 +12,7 @@ import dev.spindle.backend.cuda.CudaOptions;
 import dev.spindle.backend.cuda.CudaPasses;
 import dev.spindle.backend.cuda.Placement;
 import dev.spindle.model.ConfigParser;
+import dev.spindle.model.HostReads;
 import dev.spindle.model.LoadFormat;
 import dev.spindle.model.LoadedModel;
 import dev.spindle.model.ModelConfig;
@@ -79,7 +80,7 @@ final class CudaBenchRun implements Callable<Integer> {
         if (model.format() == LoadFormat.DUMMY) {
             c = ConfigParser.read(model.dir().resolve("config.json"));
         } else {
-            host = model.load(dev.spindle.model.HostReads.AT_UPLOAD); // the upload reads the checkpoint as it copies it
+            host = model.load(HostReads.AT_UPLOAD); // the upload reads the checkpoint as it copies it
             c = host.config();
         }
         double hostSeconds = (System.nanoTime() - t0) / 1e9;

@@ -11,8 +11,10 @@ import dev.spindle.backend.cuda.CudaOptions;
 import dev.spindle.backend.cuda.CudaPasses;
 import dev.spindle.model.ConfigParser;
 import dev.spindle.model.DraftHeadConfig;
+import dev.spindle.model.LoadListener;
 import dev.spindle.model.ModelConfig;
 import dev.spindle.step.DraftHead;
+import dev.spindle.step.Observation;
 
 import java.lang.foreign.Arena;
 import java.util.ArrayList;
@@ -72,7 +74,7 @@ final class DraftHeadCostRun implements Callable<Integer> {
                 + "GPU, as the engine does; inject_4_rows_each_from_host_taps_ms: the same rows handed over from the host)");
         // a small KV pool: the heads' weights (about 6 GB each for the 33B shape) need the room
         try (CudaForwardPass gpu = CudaPasses.open(c, null, new CudaOptions(model.blockSize, stepRows, Math.min(kvMemoryFraction, 0.2), 0, true,
-                model.gemmCacheDir()), dev.spindle.model.LoadListener.NONE); Arena host = Arena.ofShared()) {
+                model.gemmCacheDir()), LoadListener.NONE); Arena host = Arena.ofShared()) {
             out.put("device", gpu.driver().deviceName());
             CudaBench bench = new CudaBench(gpu);
             bench.decode(1, 1024, 16, 1); // warm-up
@@ -108,11 +110,11 @@ final class DraftHeadCostRun implements Callable<Integer> {
                             for (int b = 0; b < batches.length; b++) {
                                 int seqs = batches[b], n = 20;
                                 List<DraftHead.Call> calls = new ArrayList<>();
-                                List<dev.spindle.step.Observation> rows = new ArrayList<>();
+                                List<Observation> rows = new ArrayList<>();
                                 float[][] step = Arrays.copyOf(ctx, 4); // a step's rows: the anchor and three accepted drafts
                                 for (int id = 1; id <= seqs; id++) {
                                     calls.add(new DraftHead.Call(id, 42, block - 1, null));
-                                    rows.add(new dev.spindle.step.Observation(id, 1023, step, 4));
+                                    rows.add(new Observation(id, 1023, step, 4));
                                 }
                                 for (int i = 0; i < 3; i++) { // warm-up
                                     head.draftAll(calls);
@@ -126,9 +128,9 @@ final class DraftHeadCostRun implements Callable<Integer> {
                                 // the engine's path: the verification step is tapped, its taps stay on the GPU, and the head reads
                                 // each sequence's committed rows (here its window's first four) where the step wrote them
                                 double verifyMs = ((Number) bench.verifyCost(seqs, block, 1024, 20, hc.tapLayers(1)).get("step_ms")).doubleValue();
-                                List<dev.spindle.step.Observation> onDevice = new ArrayList<>();
+                                List<Observation> onDevice = new ArrayList<>();
                                 for (int id = 1; id <= seqs; id++) {
-                                    onDevice.add(new dev.spindle.step.Observation(id, 1023, null, 4, (id - 1) * block));
+                                    onDevice.add(new Observation(id, 1023, null, 4, (id - 1) * block));
                                 }
                                 double injectStepMs = injectionMs(head, onDevice, n, gpu.driver());
                                 Map<String, Object> pb = new LinkedHashMap<>();
@@ -169,7 +171,7 @@ final class DraftHeadCostRun implements Callable<Integer> {
     }
 
     /** The time of one injection of these rows (each sequence's context cut back after it), averaged over n, to the device's end. */
-    private static double injectionMs(CudaDraftHead head, List<dev.spindle.step.Observation> rows, int n, CudaDriver cuda) {
+    private static double injectionMs(CudaDraftHead head, List<Observation> rows, int n, CudaDriver cuda) {
         head.injectAll(rows); // grows the context arrays once
         rows.forEach(o -> head.truncate(o.id(), 1023));
         cuda.sync();

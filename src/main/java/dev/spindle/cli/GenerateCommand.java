@@ -3,9 +3,12 @@ package dev.spindle.cli;
 import dev.spindle.engine.TokenEvent;
 import dev.spindle.engine.TokenSink;
 import dev.spindle.engine.sched.EngineCore;
+import dev.spindle.engine.speculative.Speculation;
+import dev.spindle.model.LoadListener;
 import dev.spindle.model.ModelConfig;
 import dev.spindle.sample.SamplingParams;
 import dev.spindle.wiring.Backends;
+import dev.spindle.wiring.Proposers;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
@@ -53,7 +56,7 @@ final class GenerateCommand implements Callable<Integer> {
                 model.blocksFor(promptIds.length + maxTokens) * model.blockSize, Math.max(prefillChunk, 1), 0.9, true, model.gemmCacheDir());
         ProgressBar bar = ProgressBar.forTerminal("loading " + model.dir().getFileName());
         try (Backends.Opened b = Backends.open(model.dir(), model.format(), Backends.Kind.parse(backend),
-                dev.spindle.wiring.Proposers.targetSettings(speculative.config(), settings), bar)) {
+                Proposers.targetSettings(speculative.config(), settings), bar)) {
             bar.done();
             ModelConfig c = b.config();
             for (int id : promptIds) {
@@ -65,8 +68,8 @@ final class GenerateCommand implements Callable<Integer> {
             System.err.printf("model %s: %s, %d layers%s, hidden %d, %d/%d heads of %d, vocab %d; %s%n",
                     model.dir(), c.architecture(), c.numLayers(), c.numLoops() > 1 ? " x " + c.numLoops() + " loops" : "", c.hiddenSize(),
                     c.numHeads(), c.numKvHeads(), c.headDim(), c.vocabSize(), b.description());
-            dev.spindle.engine.speculative.Speculation spec = dev.spindle.wiring.Proposers.open(speculative.config(), model.dir(), b, model.format(),
-                    settings, dev.spindle.model.LoadListener.NONE);
+            Speculation spec = Proposers.open(speculative.config(), model.dir(), b, model.format(),
+                    settings, LoadListener.NONE);
             if (spec.enabled()) {
                 System.err.println("speculative decoding: " + speculative.config().describe() + "; " + spec.proposer().describe());
             }

@@ -1,5 +1,7 @@
 package dev.spindle.cli;
 
+import dev.spindle.backend.cuda.GemmAlgorithmCache;
+import dev.spindle.model.HostReads;
 import dev.spindle.model.LoadFormat;
 import dev.spindle.model.LoadedModel;
 import dev.spindle.model.ModelLoader;
@@ -38,7 +40,7 @@ final class ModelOptions {
 
     /** The GEMM algorithm cache folder, or null for none. */
     Path gemmCacheDir() {
-        return dev.spindle.backend.cuda.GemmAlgorithmCache.folder(gemmCache);
+        return GemmAlgorithmCache.folder(gemmCache);
     }
 
     LoadFormat format() {
@@ -50,11 +52,11 @@ final class ModelOptions {
     }
 
     LoadedModel load() {
-        return load(dev.spindle.model.HostReads.AT_LOAD);
+        return load(HostReads.AT_LOAD);
     }
 
     /** The model, its mapped tensors read into memory when {@code reads} says (a device backend's upload reads them itself). */
-    LoadedModel load(dev.spindle.model.HostReads reads) {
+    LoadedModel load(HostReads reads) {
         ProgressBar bar = ProgressBar.forTerminal("loading " + dir().getFileName());
         LoadedModel m = ModelLoader.load(dir(), format(), bar, reads);
         bar.done();

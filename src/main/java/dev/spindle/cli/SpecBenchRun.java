@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import dev.spindle.backend.cuda.CudaBench;
 import dev.spindle.backend.cuda.CudaForwardPass;
+import dev.spindle.chat.ChatFormat;
 import dev.spindle.chat.ChatTemplate;
 import dev.spindle.engine.SpecStats;
 import dev.spindle.engine.TokenEvent;
@@ -11,6 +12,7 @@ import dev.spindle.engine.TokenSink;
 import dev.spindle.engine.sched.EngineCore;
 import dev.spindle.engine.speculative.Speculation;
 import dev.spindle.engine.speculative.SpeculativeConfig;
+import dev.spindle.model.ConfigParser;
 import dev.spindle.model.LoadFormat;
 import dev.spindle.model.LoadListener;
 import dev.spindle.sample.SamplingParams;
@@ -96,14 +98,14 @@ public final class SpecBenchRun implements Callable<Integer> {
                     for (String q : questions(maxBatch)) {
                         prompts.add(tok.encode(template.render(List.of(Map.of("role", "user", "content", q)), null, Map.of("add_generation_prompt", true))));
                     }
-                    eos = dev.spindle.chat.ChatFormat.of(target.config()).endOfTurnIds(target.config(), tok);
+                    eos = ChatFormat.of(target.config()).endOfTurnIds(target.config(), tok);
                 }
             } else {
                 // ids every model here can read: a drafter's vocabulary may stop short of the target's padded one, and real text
                 // never holds the padding ids (a prompt that does is not drafted for: the drafter cannot read it)
                 int vocab = target.config().vocabSize();
                 if (cfg.method() == SpeculativeConfig.Method.DRAFT) {
-                    vocab = Math.min(vocab, dev.spindle.model.ConfigParser.read(cfg.draftModel().resolve("config.json")).vocabSize());
+                    vocab = Math.min(vocab, ConfigParser.read(cfg.draftModel().resolve("config.json")).vocabSize());
                 }
                 Random rnd = new Random(11);
                 for (int i = 0; i < maxBatch; i++) {

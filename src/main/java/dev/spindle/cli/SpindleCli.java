@@ -1,5 +1,10 @@
 package dev.spindle.cli;
 
+import dev.spindle.backend.cuda.CudaException;
+import dev.spindle.chat.ChatTemplateException;
+import dev.spindle.kv.KvCapacityException;
+import dev.spindle.model.ModelLoadException;
+import dev.spindle.tokenizer.TokenizerException;
 import picocli.CommandLine.Command;
 import picocli.CommandLine;
 
@@ -35,9 +40,9 @@ public final class SpindleCli implements Runnable {
     static final class ErrorHandler implements CommandLine.IExecutionExceptionHandler {
         @Override
         public int handleExecutionException(Exception e, CommandLine cmd, CommandLine.ParseResult parsed) {
-            if (e instanceof dev.spindle.model.ModelLoadException || e instanceof IllegalArgumentException
-                    || e instanceof dev.spindle.kv.KvCapacityException || e instanceof dev.spindle.chat.ChatTemplateException
-                    || e instanceof dev.spindle.tokenizer.TokenizerException || e instanceof dev.spindle.backend.cuda.CudaException) {
+            if (e instanceof ModelLoadException || e instanceof IllegalArgumentException
+                    || e instanceof KvCapacityException || e instanceof ChatTemplateException
+                    || e instanceof TokenizerException || e instanceof CudaException) {
                 cmd.getErr().println("spindle: " + e.getMessage());
                 return 2;
             }

@@ -1,10 +1,13 @@
 package dev.spindle.engine;
 
+import dev.spindle.chat.ChatFormat;
 import dev.spindle.chat.ChatTemplate;
 import dev.spindle.chat.ParsedDelta;
 import dev.spindle.chat.ReplyParser;
 import dev.spindle.chat.ToolCall;
 import dev.spindle.chat.ToolSchemas;
+import dev.spindle.engine.sched.EngineCore;
+import dev.spindle.engine.speculative.Speculation;
 import dev.spindle.sample.SamplingParams;
 import dev.spindle.step.ForwardPass;
 import dev.spindle.tokenizer.IncrementalDetokenizer;
@@ -30,11 +33,11 @@ public final class ChatRunner {
     private final Tokenizer tokenizer;
     private final ChatTemplate template;
     private final Set<Integer> stopIds = new HashSet<>();
-    private dev.spindle.engine.speculative.Speculation speculation = dev.spindle.engine.speculative.Speculation.NONE;
-    private dev.spindle.engine.sched.EngineCore core;
+    private Speculation speculation = Speculation.NONE;
+    private EngineCore core;
 
     /** Decode with speculative decoding (a draft model or prompt lookup): greedy, the reply is the same, token for token. */
-    public ChatRunner withSpeculation(dev.spindle.engine.speculative.Speculation speculation) {
+    public ChatRunner withSpeculation(Speculation speculation) {
         this.speculation = speculation;
         this.core = null;
         return this;
@@ -49,7 +52,7 @@ public final class ChatRunner {
         this.model = model;
         this.tokenizer = tokenizer;
         this.template = template;
-        stopIds.addAll(dev.spindle.chat.ChatFormat.of(model.config()).endOfTurnIds(model.config(), tokenizer));
+        stopIds.addAll(ChatFormat.of(model.config()).endOfTurnIds(model.config(), tokenizer));
     }
 
     /** The prompt as the model sees it. */
@@ -65,7 +68,7 @@ public final class ChatRunner {
     public ChatReply complete(List<?> messages, List<?> tools, Map<String, Object> kwargs, int maxTokens, Consumer<ParsedDelta> onDelta) {
         String prompt = render(messages, tools, kwargs);
         int[] ids = tokenizer.encode(prompt);
-        ReplyParser parser = dev.spindle.chat.ChatFormat.of(model.config()).replyParser(prompt, ToolSchemas.of(tools),
+        ReplyParser parser = ChatFormat.of(model.config()).replyParser(prompt, ToolSchemas.of(tools),
                 () -> "call_" + UUID.randomUUID().toString().replace("-", "").substring(0, 24));
         IncrementalDetokenizer detok = new IncrementalDetokenizer(tokenizer, true);
         List<ParsedDelta> steps = new ArrayList<>();
@@ -82,7 +85,7 @@ public final class ChatRunner {
         };
         // one request on the engine the server runs, stepped on this thread
         if (core == null) {
-            core = new dev.spindle.engine.sched.EngineCore(model, 512, 1, stopIds, speculation);
+            core = new EngineCore(model, 512, 1, stopIds, speculation);
         }
         List<Integer> out = new ArrayList<>();
         String[] ended = {null};

@@ -1,6 +1,7 @@
 package dev.spindle.engine;
 
 import dev.spindle.engine.sched.EngineCore;
+import dev.spindle.engine.speculative.Speculation;
 import dev.spindle.sample.SamplingParams;
 import dev.spindle.step.ForwardPass;
 
@@ -27,7 +28,7 @@ public final class Engine implements AutoCloseable {
     private volatile int running;                               // in the running batch after the last step
     private final Set<Long> waitingIds = new HashSet<>();      // engine thread only
     private final Thread thread;
-    private final dev.spindle.engine.speculative.Speculation speculation;
+    private final Speculation speculation;
     private volatile EngineStats stats;
     private volatile boolean closed;
     private volatile String lastFailure;
@@ -37,11 +38,11 @@ public final class Engine implements AutoCloseable {
     public static final int UNHEALTHY_AFTER = 3;
 
     public Engine(ForwardPass model, int maxBatchedTokens, int maxSequences, Set<Integer> eosIds) {
-        this(model, maxBatchedTokens, maxSequences, eosIds, Integer.MAX_VALUE, dev.spindle.engine.speculative.Speculation.NONE);
+        this(model, maxBatchedTokens, maxSequences, eosIds, Integer.MAX_VALUE, Speculation.NONE);
     }
 
     public Engine(ForwardPass model, int maxBatchedTokens, int maxSequences, Set<Integer> eosIds, int maxWaiting) {
-        this(model, maxBatchedTokens, maxSequences, eosIds, maxWaiting, dev.spindle.engine.speculative.Speculation.NONE);
+        this(model, maxBatchedTokens, maxSequences, eosIds, maxWaiting, Speculation.NONE);
     }
 
     /**
@@ -49,7 +50,7 @@ public final class Engine implements AutoCloseable {
      * @param speculation speculative decoding (its proposer is closed with the engine)
      */
     public Engine(ForwardPass model, int maxBatchedTokens, int maxSequences, Set<Integer> eosIds, int maxWaiting,
-                  dev.spindle.engine.speculative.Speculation speculation) {
+                  Speculation speculation) {
         this(model, maxBatchedTokens, maxSequences, eosIds, maxWaiting, speculation, false);
     }
 
@@ -58,7 +59,7 @@ public final class Engine implements AutoCloseable {
      *                        backend can ({@link ForwardPass#runsAhead}; {@link EngineCore})
      */
     public Engine(ForwardPass model, int maxBatchedTokens, int maxSequences, Set<Integer> eosIds, int maxWaiting,
-                  dev.spindle.engine.speculative.Speculation speculation, boolean asyncScheduling) {
+                  Speculation speculation, boolean asyncScheduling) {
         if (maxWaiting < 0) {
             throw new IllegalArgumentException("the waiting bound must be >= 0, got " + maxWaiting);
         }

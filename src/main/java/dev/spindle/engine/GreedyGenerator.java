@@ -3,6 +3,7 @@ package dev.spindle.engine;
 import dev.spindle.kv.BlockPool;
 import dev.spindle.kv.BlockTable;
 import dev.spindle.kv.SoloWindow;
+import dev.spindle.sample.Sampler;
 import dev.spindle.step.ForwardPass;
 
 import java.util.Arrays;
@@ -17,7 +18,7 @@ import java.util.function.IntConsumer;
  */
 public final class GreedyGenerator {
     private final ForwardPass model;
-    private final dev.spindle.kv.BlockPool pool;
+    private final BlockPool pool;
     private final int prefillChunk;
 
     public GreedyGenerator(ForwardPass model, int prefillChunk) {
@@ -85,6 +86,6 @@ public final class GreedyGenerator {
 
     /** The largest logit's index, the first among equals (as torch.argmax and HF greedy). */
     public static int argmax(float[] logits) {
-        return dev.spindle.sample.Sampler.argmax(logits);
+        return Sampler.argmax(logits);
     }
 }

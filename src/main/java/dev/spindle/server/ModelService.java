@@ -2,13 +2,24 @@ package dev.spindle.server;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.spindle.backend.cuda.GemmAlgorithmCache;
+import dev.spindle.chat.ChatFormat;
 import dev.spindle.chat.ChatTemplate;
 import dev.spindle.engine.Engine;
+import dev.spindle.engine.EngineStats;
+import dev.spindle.engine.SpecStats;
+import dev.spindle.engine.TokenEvent;
+import dev.spindle.engine.TokenSink;
+import dev.spindle.engine.speculative.Speculation;
+import dev.spindle.engine.speculative.SpeculativeConfig;
+import dev.spindle.grammar.TokenTexts;
 import dev.spindle.model.LoadFormat;
 import dev.spindle.model.LoadListener;
 import dev.spindle.model.ModelConfig;
+import dev.spindle.sample.SamplingParams;
 import dev.spindle.tokenizer.Tokenizer;
 import dev.spindle.wiring.Backends;
+import dev.spindle.wiring.Proposers;
 import io.quarkus.logging.Log;
 import io.quarkus.runtime.Startup;
 import jakarta.annotation.PreDestroy;
@@ -30,7 +41,7 @@ import java.util.Set;
 public class ModelService {
     /** Everything that exists once the model is loaded. */
     private record Loaded(Backends.Opened backend, Tokenizer tokenizer, ChatTemplate template, Engine engine,
-                          String servedName, JsonNode generationDefaults, dev.spindle.grammar.TokenTexts tokenTexts,
+                          String servedName, JsonNode generationDefaults, TokenTexts tokenTexts,
                           Set<Integer> eosIds) {
     }
 
@@ -68,17 +79,17 @@ public class ModelService {
         boolean cpu = !Backends.resolve(kind).cuda();
         Backends.Settings settings = new Backends.Settings(threads, config.blockSize(), config.kvCacheTokens().orElse(cpu ? 32768 : 0),
                 Math.max(config.maxNumBatchedTokens(), config.maxNumSeqs()), config.kvMemoryFraction(), config.cudaGraphs(),
-                dev.spindle.backend.cuda.GemmAlgorithmCache.folder(config.gemmCache())).withTensorParallel(config.tensorParallelSize());
+                GemmAlgorithmCache.folder(config.gemmCache())).withTensorParallel(config.tensorParallelSize());
         var sc = config.speculative();
-        var specConfig = new dev.spindle.engine.speculative.SpeculativeConfig(dev.spindle.engine.speculative.SpeculativeConfig.Method.parse(sc.method()),
+        var specConfig = new SpeculativeConfig(SpeculativeConfig.Method.parse(sc.method()),
                 sc.draftModel().map(Path::of).orElse(null), sc.numTokens(), sc.promptLookupMin(), sc.promptLookupMax(), sc.maxBatch(),
                 sc.dflashTapOffset(), sc.dflashBlockSize(), sc.dflashSampledDrafts());
-        Backends.Opened backend = Backends.open(dir, format, kind, dev.spindle.wiring.Proposers.targetSettings(specConfig, settings), LoadListener.NONE);
+        Backends.Opened backend = Backends.open(dir, format, kind, Proposers.targetSettings(specConfig, settings), LoadListener.NONE);
         ModelConfig mc = backend.config();
-        Set<Integer> eos = dev.spindle.chat.ChatFormat.of(mc).endOfTurnIds(mc, tokenizer);
-        dev.spindle.engine.speculative.Speculation speculation;
+        Set<Integer> eos = ChatFormat.of(mc).endOfTurnIds(mc, tokenizer);
+        Speculation speculation;
         try {
-            speculation = dev.spindle.wiring.Proposers.open(specConfig, dir, backend, format, settings, LoadListener.NONE);
+            speculation = Proposers.open(specConfig, dir, backend, format, settings, LoadListener.NONE);
         } catch (RuntimeException e) {
             backend.close();
             throw e;
@@ -96,7 +107,7 @@ public class ModelService {
         }
         Engine engine = new Engine(backend.pass(), config.maxNumBatchedTokens(), config.maxNumSeqs(), eos, config.maxWaitingRequests(), speculation,
                 config.asyncScheduling());
-        var texts = dev.spindle.grammar.TokenTexts.load(dir.resolve("tokenizer.json"), mc.vocabSize());
+        var texts = TokenTexts.load(dir.resolve("tokenizer.json"), mc.vocabSize());
         long tw = System.nanoTime();
         warmUp(engine, tokenizer);
         long ready = System.nanoTime();
@@ -121,9 +132,9 @@ public class ModelService {
     }
 
     /** The engine's latest stats, or an empty snapshot while loading. */
-    public dev.spindle.engine.EngineStats stats() {
+    public EngineStats stats() {
         Loaded x = loaded;
-        return x == null ? new dev.spindle.engine.EngineStats(0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, dev.spindle.engine.SpecStats.NONE) : x.engine().stats();
+        return x == null ? new EngineStats(0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, SpecStats.NONE) : x.engine().stats();
     }
 
     /** One short generation before the server reports ready: the first real request does not pay for JIT warm-up. */
@@ -133,9 +144,9 @@ public class ModelService {
         if (prompt.length == 0) {
             return;
         }
-        engine.submit(prompt, dev.spindle.sample.SamplingParams.greedy(4), new dev.spindle.engine.TokenSink() {
+        engine.submit(prompt, SamplingParams.greedy(4), new TokenSink() {
             @Override
-            public void onToken(dev.spindle.engine.TokenEvent e) {
+            public void onToken(TokenEvent e) {
                 if (e.finishReason() != null) {
                     done.countDown();
                 }
@@ -192,13 +203,13 @@ public class ModelService {
     }
 
     /** Each token's text, for constrained decoding. */
-    public dev.spindle.grammar.TokenTexts tokenTexts() {
+    public TokenTexts tokenTexts() {
         return l().tokenTexts();
     }
 
     /** The served model's chat dialect (tags, terminators, reasoning, reply parsing). */
-    public dev.spindle.chat.ChatFormat chatFormat() {
-        return dev.spindle.chat.ChatFormat.of(modelConfig());
+    public ChatFormat chatFormat() {
+        return ChatFormat.of(modelConfig());
     }
 
     /** Ids that end a reply (EOS and the template's end-of-turn). */

@@ -5,6 +5,7 @@ import dev.spindle.engine.EngineBusyException;
 import dev.spindle.engine.TokenEvent;
 import dev.spindle.engine.TokenSink;
 import dev.spindle.sample.SamplingParams;
+import dev.spindle.server.pipeline.ApiException;
 import io.smallrye.mutiny.Multi;
 import io.smallrye.mutiny.infrastructure.Infrastructure;
 import io.smallrye.mutiny.operators.multi.processors.UnicastProcessor;
@@ -39,7 +40,7 @@ public class TokenStreams {
     public List<Multi<TokenEvent>> generate(int[] prompt, List<SamplingParams> choices) {
         Engine engine = service.engine();
         if (choices.size() > engine.maxQueued()) {
-            throw new dev.spindle.server.pipeline.ApiException(400, "n = " + choices.size() + " choices are " + choices.size()
+            throw new ApiException(400, "n = " + choices.size() + " choices are " + choices.size()
                     + " requests, more than this server's batch slots and max-waiting-requests hold (" + engine.maxQueued() + ")", "n");
         }
         List<Multi<TokenEvent>> out = new ArrayList<>();

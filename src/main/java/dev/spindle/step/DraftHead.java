@@ -1,5 +1,7 @@
 package dev.spindle.step;
 
+import dev.spindle.sample.SamplingParams;
+
 import java.util.List;
 
 /**
@@ -51,7 +53,7 @@ public interface DraftHead extends AutoCloseable {
      * request's temperature, top-k, top-p and min-p; DFlash2 walks its candidates drawing from their scores'
      * softmax at the temperature; either way q (over the vocabulary) is what each draft was drawn from.
      */
-    dev.spindle.step.Proposal draft(long id, int anchor, int drafts, Sampling sampling);
+    Proposal draft(long id, int anchor, int drafts, Sampling sampling);
 
     /** One sequence's draft in a batched call ({@link #draftAll}), as {@link #draft} takes it. */
     record Call(long id, int anchor, int drafts, Sampling sampling) {
@@ -61,8 +63,8 @@ public interface DraftHead extends AutoCloseable {
      * Several sequences' drafts, in order, each what {@link #draft} gives it alone (a backend may run them in one
      * forward: every row's arithmetic is its own). {@link #lastLogits} then holds the last call's rows.
      */
-    default List<dev.spindle.step.Proposal> draftAll(List<Call> calls) {
-        List<dev.spindle.step.Proposal> out = new java.util.ArrayList<>(calls.size());
+    default List<Proposal> draftAll(List<Call> calls) {
+        List<Proposal> out = new java.util.ArrayList<>(calls.size());
         for (Call c : calls) {
             out.add(draft(c.id(), c.anchor(), c.drafts(), c.sampling()));
         }
@@ -70,7 +72,7 @@ public interface DraftHead extends AutoCloseable {
     }
 
     /** How a sampled draft is drawn: the request's settings and the sequence's own generator for drafts. */
-    record Sampling(dev.spindle.sample.SamplingParams params, java.util.random.RandomGenerator rng) {
+    record Sampling(SamplingParams params, java.util.random.RandomGenerator rng) {
     }
 
     /** The draft logits of the last {@link #draft} call's rows (for tests and the parity gate), or null. */

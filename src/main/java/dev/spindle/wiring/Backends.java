@@ -4,6 +4,7 @@ import dev.spindle.backend.TensorParallelLayout;
 import dev.spindle.backend.cpu.CpuForwardPass;
 import dev.spindle.backend.cpu.KvSlots;
 import dev.spindle.backend.cuda.CublasLt;
+import dev.spindle.backend.cuda.CudaDriver;
 import dev.spindle.backend.cuda.CudaException;
 import dev.spindle.backend.cuda.CudaForwardPass;
 import dev.spindle.backend.cuda.CudaKernels;
@@ -11,6 +12,7 @@ import dev.spindle.backend.cuda.CudaOptions;
 import dev.spindle.backend.cuda.CudaPasses;
 import dev.spindle.backend.cuda.Placement;
 import dev.spindle.model.ConfigParser;
+import dev.spindle.model.HostReads;
 import dev.spindle.model.LoadFormat;
 import dev.spindle.model.LoadListener;
 import dev.spindle.model.LoadedModel;
@@ -126,7 +128,7 @@ public final class Backends {
         if (s.tensorParallel() != 1) {
             // the split is checked against the model before anything else is read (at least 1, and which divisors it allows)
             TensorParallelLayout.of(ConfigParser.read(dir.resolve("config.json")), s.tensorParallel());
-            int gpus = chosen.cuda() ? dev.spindle.backend.cuda.CudaDriver.deviceCount() : 0;
+            int gpus = chosen.cuda() ? CudaDriver.deviceCount() : 0;
             if (chosen.cuda() && gpus < s.tensorParallel()) {
                 throw new IllegalArgumentException("tensor-parallel-size " + s.tensorParallel() + " needs " + s.tensorParallel()
                         + " GPUs (one a rank, GPUs 0 to " + (s.tensorParallel() - 1) + "); this machine has " + gpus
@@ -183,7 +185,7 @@ public final class Backends {
                 s.cudaGraphs(), s.gemmCache(), s.reserveBytes(), s.extraKvBytesPerToken());
         long t0 = System.nanoTime();
         // the upload reads the checkpoint as it copies it (from a cold page cache the disk's reads and the copies overlap)
-        LoadedModel host = format == LoadFormat.DUMMY ? null : ModelLoader.load(dir, format, listener, dev.spindle.model.HostReads.AT_UPLOAD);
+        LoadedModel host = format == LoadFormat.DUMMY ? null : ModelLoader.load(dir, format, listener, HostReads.AT_UPLOAD);
         ModelConfig c = host != null ? host.config() : ConfigParser.read(dir.resolve("config.json"));
         double mapSeconds = (System.nanoTime() - t0) / 1e9;
         try {

@@ -39,16 +39,16 @@ public final class TestSteps {
     }
 
     /** Each prompt row's residual after the tap layers, from one window or from one-row steps. */
-    public static float[][] taps(dev.spindle.step.ForwardPass pass, int[] prompt, int[] layers, boolean rowByRow) {
-        dev.spindle.kv.BlockTable t = new dev.spindle.kv.BlockTable(pool(pass));
+    public static float[][] taps(ForwardPass pass, int[] prompt, int[] layers, boolean rowByRow) {
+        BlockTable t = new BlockTable(pool(pass));
         try {
             float[][] out = new float[prompt.length][];
             int step = rowByRow ? 1 : prompt.length;
             for (int at = 0; at < prompt.length; at += step) {
                 int[] part = java.util.Arrays.copyOfRange(prompt, at, at + step);
                 t.reserve(at + step);
-                var w = new dev.spindle.step.ModelStep.Window(part, at, t, dev.spindle.step.ModelStep.lastRow(step), null, true);
-                float[][] rows = pass.execute(new dev.spindle.step.ModelStep(List.of(w), layers)).taps().getFirst();
+                var w = new ModelStep.Window(part, at, t, ModelStep.lastRow(step), null, true);
+                float[][] rows = pass.execute(new ModelStep(List.of(w), layers)).taps().getFirst();
                 t.advance(at + step);
                 System.arraycopy(rows, 0, out, at, step);
             }

@@ -10,6 +10,7 @@ import dev.spindle.model.LoadFormat;
 import dev.spindle.model.LoadListener;
 import dev.spindle.model.LoadedModel;
 import dev.spindle.model.ModelLoader;
+import dev.spindle.step.ForwardPass;
 import dev.spindle.tokenizer.Tokenizer;
 import org.junit.jupiter.api.Test;
 
@@ -66,7 +67,7 @@ public class ChatModelParityTest {
     }
 
     /** The gate's figures of {@code pass} (the chat target's weights) over the fixture's teacher-forced chats. */
-    public static HfParityTest.Parity teacherForced(dev.spindle.step.ForwardPass pass) throws IOException {
+    public static HfParityTest.Parity teacherForced(ForwardPass pass) throws IOException {
         JsonNode ref = new ObjectMapper().readTree(FIXTURE.resolve("reference.json").toFile());
         List<float[][]> ours = new java.util.ArrayList<>();
         for (JsonNode t : ref.get("teacher_forced")) {

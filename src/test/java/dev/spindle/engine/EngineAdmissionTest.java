@@ -1,8 +1,11 @@
 package dev.spindle.engine;
 
 import dev.spindle.Fixture;
+import dev.spindle.backend.ForwardingPass;
 import dev.spindle.backend.cpu.CpuForwardPass;
 import dev.spindle.backend.cpu.KvSlots;
+import dev.spindle.step.ModelStep;
+import dev.spindle.step.StepOutput;
 import org.junit.jupiter.api.Test;
 
 import java.util.ArrayList;
@@ -58,7 +61,7 @@ class EngineAdmissionTest {
     }
 
     /** The CPU pass, running a step only for each permit handed out. */
-    static final class Metered extends dev.spindle.backend.ForwardingPass {
+    static final class Metered extends ForwardingPass {
         final Semaphore permits = new Semaphore(0);
 
         Metered(CpuForwardPass inner) {
@@ -66,7 +69,7 @@ class EngineAdmissionTest {
         }
 
         @Override
-        public dev.spindle.step.StepOutput execute(dev.spindle.step.ModelStep step) {
+        public StepOutput execute(ModelStep step) {
             permits.acquireUninterruptibly();
             return inner.execute(step);
         }

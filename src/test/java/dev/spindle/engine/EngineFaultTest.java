@@ -1,6 +1,7 @@
 package dev.spindle.engine;
 
 import dev.spindle.Fixture;
+import dev.spindle.backend.ForwardingPass;
 import dev.spindle.backend.cpu.CpuForwardPass;
 import dev.spindle.backend.cpu.KvSlots;
 import dev.spindle.sample.SamplingParams;
@@ -25,7 +26,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 class EngineFaultTest {
     /** The CPU pass, failing the steps for which {@code fail} says so. */
-    static final class Faulty extends dev.spindle.backend.ForwardingPass {
+    static final class Faulty extends ForwardingPass {
         final AtomicInteger calls = new AtomicInteger();
         volatile java.util.function.IntPredicate fail = n -> false;
         volatile java.util.function.Predicate<ModelStep> failStep = s -> false;

@@ -9,6 +9,7 @@ import com.networknt.schema.SchemaRegistry;
 import com.networknt.schema.SpecificationVersion;
 import dev.spindle.Trials;
 import dev.spindle.backend.cpu.CpuForwardPass;
+import dev.spindle.chat.ChatFormat;
 import dev.spindle.chat.ChatTemplate;
 import dev.spindle.chat.JsonValues;
 import dev.spindle.chat.ParsedDelta;
@@ -67,7 +68,7 @@ class ConstrainedRepliesPropertyTest {
         cpu = new CpuForwardPass(model.config(), model.weights(), 4096, 16);
         template = ChatTemplate.fromModelDir(MODEL);
         texts = TokenTexts.load(MODEL.resolve("tokenizer.json"), model.config().vocabSize());
-        eos = dev.spindle.chat.ChatFormat.of(model.config()).endOfTurnIds(model.config(), tok);
+        eos = ChatFormat.of(model.config()).endOfTurnIds(model.config(), tok);
     }
 
     @AfterAll

@@ -1,8 +1,10 @@
 package dev.spindle.model;
 
 import dev.spindle.Fixture;
+import dev.spindle.backend.TestSteps;
 import dev.spindle.backend.cpu.CpuForwardPass;
 import dev.spindle.kv.BlockTable;
+import dev.spindle.kv.SoloWindow;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -36,8 +38,8 @@ class DtypeConversionTest {
              LoadedModel b = ModelLoader.load(dir, LoadFormat.SAFETENSORS, LoadListener.NONE);
              CpuForwardPass ca = new CpuForwardPass(a.config(), a.weights(), 8, 16);
              CpuForwardPass cb = new CpuForwardPass(b.config(), b.weights(), 8, 16)) {
-            float[][] la = dev.spindle.kv.SoloWindow.run(ca, prompt, new BlockTable(dev.spindle.backend.TestSteps.pool(ca)), true);
-            float[][] lb = dev.spindle.kv.SoloWindow.run(cb, prompt, new BlockTable(dev.spindle.backend.TestSteps.pool(cb)), true);
+            float[][] la = SoloWindow.run(ca, prompt, new BlockTable(TestSteps.pool(ca)), true);
+            float[][] lb = SoloWindow.run(cb, prompt, new BlockTable(TestSteps.pool(cb)), true);
             for (int i = 0; i < prompt.length; i++) {
                 assertArrayEquals(la[i], lb[i]);
             }

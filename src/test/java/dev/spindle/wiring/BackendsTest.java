@@ -1,7 +1,11 @@
 package dev.spindle.wiring;
 
+import dev.spindle.backend.TestSteps;
 import dev.spindle.backend.cuda.CudaDriver;
 import dev.spindle.backend.cuda.CudaException;
+import dev.spindle.engine.GreedyGenerator;
+import dev.spindle.kv.BlockTable;
+import dev.spindle.kv.SoloWindow;
 import dev.spindle.model.LoadFormat;
 import dev.spindle.model.LoadListener;
 import org.junit.jupiter.api.Test;
@@ -44,7 +48,7 @@ class BackendsTest {
         try (Backends.Opened o = Backends.open(Path.of("models/spindle-chat-drafter"), LoadFormat.SAFETENSORS, Backends.Kind.AUTO, SETTINGS,
                 LoadListener.NONE)) {
             assertTrue(o.description().startsWith("the CPU backend (auto: no CUDA driver or GPU on this machine) with 2 threads"), o.description());
-            assertEquals(1, dev.spindle.kv.SoloWindow.run(o.pass(), new int[]{1, 2, 3}, new dev.spindle.kv.BlockTable(dev.spindle.backend.TestSteps.pool(o.pass())), false).length);
+            assertEquals(1, SoloWindow.run(o.pass(), new int[]{1, 2, 3}, new BlockTable(TestSteps.pool(o.pass())), false).length);
         }
     }
 
@@ -60,14 +64,14 @@ class BackendsTest {
         int[] prompt = {1, 2, 3, 4, 5, 6, 7, 8};
         float[] one, two;
         try (Backends.Opened o = Backends.open(drafter, LoadFormat.SAFETENSORS, Backends.Kind.CPU, SETTINGS, LoadListener.NONE)) {
-            one = dev.spindle.kv.SoloWindow.run(o.pass(), prompt, new dev.spindle.kv.BlockTable(dev.spindle.backend.TestSteps.pool(o.pass())), false)[0];
+            one = SoloWindow.run(o.pass(), prompt, new BlockTable(TestSteps.pool(o.pass())), false)[0];
         }
         try (Backends.Opened o = Backends.open(drafter, LoadFormat.SAFETENSORS, Backends.Kind.CPU, SETTINGS.withTensorParallel(2), LoadListener.NONE)) {
             assertTrue(o.description().contains("computing 2 tensor-parallel ranks' numerics (a rank: 2 query and 1 KV heads, 192 MLP columns"),
                     o.description());
-            two = dev.spindle.kv.SoloWindow.run(o.pass(), prompt, new dev.spindle.kv.BlockTable(dev.spindle.backend.TestSteps.pool(o.pass())), false)[0];
+            two = SoloWindow.run(o.pass(), prompt, new BlockTable(TestSteps.pool(o.pass())), false)[0];
         }
-        assertEquals(dev.spindle.engine.GreedyGenerator.argmax(one), dev.spindle.engine.GreedyGenerator.argmax(two));
+        assertEquals(GreedyGenerator.argmax(one), GreedyGenerator.argmax(two));
         double worst = 0;
         for (int i = 0; i < one.length; i++) {
             worst = Math.max(worst, Math.abs(one[i] - two[i]));
@@ -76,7 +80,7 @@ class BackendsTest {
         IllegalArgumentException three = assertThrows(IllegalArgumentException.class, () -> Backends.open(drafter, LoadFormat.SAFETENSORS,
                 Backends.Kind.CPU, SETTINGS.withTensorParallel(3), LoadListener.NONE));
         assertEquals("tensor-parallel size 3 does not divide the model's 2 KV heads (num_key_value_heads); it must be one of 1, 2", three.getMessage());
-        int gpus = dev.spindle.backend.cuda.CudaDriver.deviceCount();
+        int gpus = CudaDriver.deviceCount();
         if (gpus < 2) {
             IllegalArgumentException gpu = assertThrows(IllegalArgumentException.class, () -> Backends.open(drafter, LoadFormat.SAFETENSORS,
                     Backends.Kind.CUDA, SETTINGS.withTensorParallel(2), LoadListener.NONE));

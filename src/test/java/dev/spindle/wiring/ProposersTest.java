@@ -2,6 +2,7 @@ package dev.spindle.wiring;
 
 import dev.spindle.backend.ContextHead;
 import dev.spindle.backend.DraftContexts;
+import dev.spindle.engine.speculative.SpeculativeConfig;
 import dev.spindle.model.DraftHeadConfig;
 import dev.spindle.step.Proposal;
 import org.junit.jupiter.api.Test;
@@ -61,10 +62,10 @@ class ProposersTest {
     void aMissingOrWrongHeadDirectoryIsNamed(@org.junit.jupiter.api.io.TempDir java.nio.file.Path tmp) throws Exception {
         java.nio.file.Path none = tmp.resolve("no-such-head");
         RuntimeException e = org.junit.jupiter.api.Assertions.assertThrows(RuntimeException.class, () -> Proposers.draftHead(
-                new dev.spindle.engine.speculative.SpeculativeConfig(dev.spindle.engine.speculative.SpeculativeConfig.Method.DFLASH, none, 4, 1, 4, 16), null, null, null));
+                new SpeculativeConfig(SpeculativeConfig.Method.DFLASH, none, 4, 1, 4, 16), null, null, null));
         assertTrue(e.getMessage().contains("not found") && e.getMessage().contains("no-such-head"), e.getMessage());
         e = org.junit.jupiter.api.Assertions.assertThrows(RuntimeException.class, () -> Proposers.draftHead(
-                new dev.spindle.engine.speculative.SpeculativeConfig(dev.spindle.engine.speculative.SpeculativeConfig.Method.DFLASH, java.nio.file.Path.of("models/spindle-chat-drafter"),
+                new SpeculativeConfig(SpeculativeConfig.Method.DFLASH, java.nio.file.Path.of("models/spindle-chat-drafter"),
                         4, 1, 4, 16), null, null, null));
         assertTrue(e.getMessage().contains("needs a DFlash head"), e.getMessage());
     }

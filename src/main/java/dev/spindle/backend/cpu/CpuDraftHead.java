@@ -8,6 +8,8 @@ import dev.spindle.model.Bf16;
 import dev.spindle.model.DraftHeadConfig;
 import dev.spindle.model.Matrix;
 import dev.spindle.model.Tensor;
+import dev.spindle.sample.Sampler;
+import dev.spindle.step.Proposal;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -138,7 +140,7 @@ public final class CpuDraftHead extends ContextHead<CpuDraftHead.Context> {
     }
 
     @Override
-    public dev.spindle.step.Proposal draft(long id, int anchor, int drafts, Sampling sampling) {
+    public Proposal draft(long id, int anchor, int drafts, Sampling sampling) {
         if (drafts < 1 || drafts > c.blockSize() - 1) {
             throw new IllegalArgumentException("a block drafts 1.." + (c.blockSize() - 1) + " tokens, asked for " + drafts);
         }
@@ -176,13 +178,13 @@ public final class CpuDraftHead extends ContextHead<CpuDraftHead.Context> {
         float[][] q = sampled ? new float[drafts][] : null;
         for (int r = 0; r < drafts; r++) {
             if (sampled) {
-                q[r] = dev.spindle.sample.Sampler.probabilities(out[r], sampling.params());
-                tokens[r] = dev.spindle.sample.Sampler.drawFrom(q[r], sampling.rng());
+                q[r] = Sampler.probabilities(out[r], sampling.params());
+                tokens[r] = Sampler.drawFrom(q[r], sampling.rng());
             } else {
-                tokens[r] = dev.spindle.sample.Sampler.argmax(out[r]);
+                tokens[r] = Sampler.argmax(out[r]);
             }
         }
-        return new dev.spindle.step.Proposal(tokens, q);
+        return new Proposal(tokens, q);
     }
 
     @Override
@@ -385,7 +387,7 @@ public final class CpuDraftHead extends ContextHead<CpuDraftHead.Context> {
      * predecessor. Sampled: the draft is drawn from the softmax of the scores at the request's temperature
      * (the reference's walk: no top-k or top-p on the K candidates), and that distribution is the row's q.
      */
-    private dev.spindle.step.Proposal selectorWalk(float[] rows, float[][] logits, int anchor, Sampling sampling) {
+    private Proposal selectorWalk(float[] rows, float[][] logits, int anchor, Sampling sampling) {
         int drafts = logits.length, rank = c.selectorRank(), h = c.hidden();
         float[] proj = new float[drafts * rank];
         matMul.apply(rows, drafts, h, t("candidate_selector.hidden_projection.weight"), rank, proj);

@@ -7,6 +7,7 @@ import dev.spindle.backend.RotaryTable;
 import dev.spindle.model.Bf16;
 import dev.spindle.model.DraftHeadConfig;
 import dev.spindle.model.Tensor;
+import dev.spindle.sample.Sampler;
 import dev.spindle.step.Observation;
 import dev.spindle.step.Proposal;
 
@@ -672,8 +673,8 @@ public final class CudaDraftHead extends ContextHead<CudaDraftHead.Context> {
         int[] tokens = new int[drafts];
         float[][] qs = new float[drafts][];
         for (int r = 0; r < drafts; r++) {
-            qs[r] = dev.spindle.sample.Sampler.probabilities(z[r], sampling.params());
-            tokens[r] = dev.spindle.sample.Sampler.drawFrom(qs[r], sampling.rng());
+            qs[r] = Sampler.probabilities(z[r], sampling.params());
+            tokens[r] = Sampler.drawFrom(qs[r], sampling.rng());
         }
         return new Proposal(tokens, qs);
     }

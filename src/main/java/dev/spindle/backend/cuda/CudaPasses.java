@@ -1,7 +1,10 @@
 package dev.spindle.backend.cuda;
 
+import dev.spindle.backend.TensorParallelLayout;
 import dev.spindle.backend.cuda.CudaOptions;
+import dev.spindle.model.LoadListener;
 import dev.spindle.model.ModelConfig;
+import dev.spindle.model.ModelWeights;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -20,14 +23,14 @@ public final class CudaPasses {
      *
      * @throws CudaException saying why when there is no usable GPU, kernels or cuBLASLt here
      */
-    public static CudaForwardPass open(ModelConfig config, dev.spindle.model.ModelWeights hostWeights, CudaOptions options,
-                                       dev.spindle.model.LoadListener listener) {
+    public static CudaForwardPass open(ModelConfig config, ModelWeights hostWeights, CudaOptions options,
+                                       LoadListener listener) {
         return open(config, hostWeights, options, listener, 0);
     }
 
     /** As {@link #open(ModelConfig, dev.spindle.model.ModelWeights, CudaOptions, dev.spindle.model.LoadListener)}, on device {@code ordinal}. */
-    public static CudaForwardPass open(ModelConfig config, dev.spindle.model.ModelWeights hostWeights, CudaOptions options,
-                                       dev.spindle.model.LoadListener listener, int ordinal) {
+    public static CudaForwardPass open(ModelConfig config, ModelWeights hostWeights, CudaOptions options,
+                                       LoadListener listener, int ordinal) {
         CudaKernels kernels = kernels(new Placement(ordinal, 0), "");
         CublasLt lt = cublasLt(kernels);
         CudaWeights w = hostWeights == null ? CudaWeights.dummy(kernels.driver(), kernels, config, 0x5EED, listener)
@@ -55,10 +58,10 @@ public final class CudaPasses {
      * and closes them with itself. Each rank's KV pool has as many blocks as rank 0's (the smallest, as rank 0 holds the head
      * too). One placement: {@link #open(ModelConfig, dev.spindle.model.ModelWeights, CudaOptions, dev.spindle.model.LoadListener, int)}.
      */
-    public static CudaForwardPass openTensorParallel(ModelConfig config, dev.spindle.model.ModelWeights hostWeights, CudaOptions options,
-                                                     dev.spindle.model.LoadListener listener, List<Placement> placements) {
+    public static CudaForwardPass openTensorParallel(ModelConfig config, ModelWeights hostWeights, CudaOptions options,
+                                                     LoadListener listener, List<Placement> placements) {
         int n = placements.size();
-        dev.spindle.backend.TensorParallelLayout tp = dev.spindle.backend.TensorParallelLayout.of(config, n);
+        TensorParallelLayout tp = TensorParallelLayout.of(config, n);
         if (n == 1) {
             return open(config, hostWeights, options, listener, placements.getFirst().ordinal());
         }
@@ -87,8 +90,8 @@ public final class CudaPasses {
         }
     }
 
-    private static CudaForwardPass openRank(ModelConfig config, ModelConfig shapes, dev.spindle.backend.TensorParallelLayout tp, int rank,
-                                            dev.spindle.model.ModelWeights hostWeights, CudaOptions options, dev.spindle.model.LoadListener listener,
+    private static CudaForwardPass openRank(ModelConfig config, ModelConfig shapes, TensorParallelLayout tp, int rank,
+                                            ModelWeights hostWeights, CudaOptions options, LoadListener listener,
                                             Placement at) {
         CudaKernels kernels = kernels(at, "tensor-parallel rank " + rank + ": ");
         CublasLt lt = cublasLt(kernels);

@@ -1,5 +1,6 @@
 package dev.spindle.backend.cuda;
 
+import dev.spindle.backend.TensorParallelLayout;
 import dev.spindle.model.Bf16Matrix;
 import dev.spindle.model.LayerWeights;
 import dev.spindle.model.LoadListener;
@@ -53,7 +54,7 @@ public final class CudaWeights implements AutoCloseable {
 
     /** Uploads host weights (mapped safetensors or converted) to the device. */
     public static CudaWeights upload(CudaDriver cuda, ModelConfig c, ModelWeights w, LoadListener listener) {
-        return upload(cuda, c, w, listener, dev.spindle.backend.TensorParallelLayout.of(c, 1), 0, true);
+        return upload(cuda, c, w, listener, TensorParallelLayout.of(c, 1), 0, true);
     }
 
     /**
@@ -63,7 +64,7 @@ public final class CudaWeights implements AutoCloseable {
      * logits). At one rank: every weight whole, as published.
      */
     public static CudaWeights upload(CudaDriver cuda, ModelConfig c, ModelWeights w, LoadListener listener,
-                                     dev.spindle.backend.TensorParallelLayout tp, int rank, boolean head) {
+                                     TensorParallelLayout tp, int rank, boolean head) {
         return build(cuda, out -> {
             int h = c.hiddenSize(), qd = tp.qDim(), kvd = tp.kvDim(), in = tp.intermediate();
             long rowBytes = 2L * h;

@@ -1,5 +1,7 @@
 package dev.spindle.backend.cuda;
 
+import dev.spindle.model.Bf16;
+
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
@@ -223,11 +225,11 @@ final class PairedLinear {
                     try (Arena a = Arena.ofConfined()) {
                         MemorySegment table = a.allocate((long) positions * half * 4), ints = a.allocate(rows * 4L);
                         for (long i = 0; i < (long) positions * half; i++) {
-                            table.setAtIndex(JAVA_FLOAT, i, dev.spindle.model.Bf16.round((float) (2 * rnd.nextDouble() - 1)));
+                            table.setAtIndex(JAVA_FLOAT, i, Bf16.round((float) (2 * rnd.nextDouble() - 1)));
                         }
                         cuda.copyToDevice(cos, table);
                         for (long i = 0; i < (long) positions * half; i++) {
-                            table.setAtIndex(JAVA_FLOAT, i, dev.spindle.model.Bf16.round((float) (2 * rnd.nextDouble() - 1)));
+                            table.setAtIndex(JAVA_FLOAT, i, Bf16.round((float) (2 * rnd.nextDouble() - 1)));
                         }
                         cuda.copyToDevice(sin, table);
                         for (int i = 0; i < rows; i++) {

@@ -1,7 +1,10 @@
 package dev.spindle.engine.sched;
 
 import dev.spindle.engine.TokenSink;
+import dev.spindle.engine.speculative.DraftPacer;
+import dev.spindle.grammar.GrammarConstraint;
 import dev.spindle.kv.BlockTable;
+import dev.spindle.sample.LookaheadRandom;
 import dev.spindle.sample.SamplingParams;
 
 import java.util.Arrays;
@@ -13,7 +16,7 @@ public final class Sequence {
     public final int promptLength;
     public final SamplingParams params;
     public final TokenSink sink;
-    public final dev.spindle.sample.LookaheadRandom rng; // read ahead for a verification window's device draws
+    public final LookaheadRandom rng; // read ahead for a verification window's device draws
     public final BlockTable table;
     int[] tokens;          // prompt then generated
     int length;            // tokens in use
@@ -22,14 +25,14 @@ public final class Sequence {
     int cachedTokens;      // prompt tokens the prefix cache supplied at (first) admission
     boolean admittedOnce;
     boolean started;       // has entered the running batch at least once
-    final dev.spindle.grammar.GrammarConstraint constraint; // structured output, or null
+    final GrammarConstraint constraint; // structured output, or null
     double[] promptLogprobs;   // per prompt position (scoring requests), else null
     int[][] promptTopIds;
     double[][] promptTopLogprobs;
     boolean promptLogprobsSent;
     final int[] counts;        // id -> occurrences in the sequence (for penalties; null when unused)
     final int[] outputCounts;  // id -> occurrences in the output
-    dev.spindle.engine.speculative.DraftPacer pacer; // how much it drafts (null: it does not)
+    DraftPacer pacer; // how much it drafts (null: it does not)
     float[][] draftQ;          // the proposer's distribution per draft of this step, or null (one-hot)
     boolean finished;          // finished, cancelled or failed: no longer in the scheduler
 
@@ -38,7 +41,7 @@ public final class Sequence {
         this.promptLength = prompt.length;
         this.params = params;
         this.sink = sink;
-        this.rng = new dev.spindle.sample.LookaheadRandom(rng);
+        this.rng = new LookaheadRandom(rng);
         this.table = table;
         this.tokens = Arrays.copyOf(prompt, prompt.length + Math.min(params.maxTokens(), 4096));
         this.length = prompt.length;

@@ -1,5 +1,7 @@
 package dev.spindle.engine.speculative;
 
+import dev.spindle.sample.SamplingParams;
+
 /**
  * One sequence asking for drafts.
  *
@@ -10,7 +12,7 @@ package dev.spindle.engine.speculative;
  * @param sampling  the sequence's sampling settings (a proposer that samples its drafts uses its temperature, top-k,
  *                  top-p and seed), or null
  */
-public record DraftRequest(long id, int[] tokens, int length, int maxTokens, dev.spindle.sample.SamplingParams sampling) {
+public record DraftRequest(long id, int[] tokens, int length, int maxTokens, SamplingParams sampling) {
     public DraftRequest(long id, int[] tokens, int length, int maxTokens) {
         this(id, tokens, length, maxTokens, null);
     }

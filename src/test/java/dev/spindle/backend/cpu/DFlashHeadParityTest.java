@@ -2,6 +2,7 @@ package dev.spindle.backend.cpu;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.spindle.backend.CandidateSelector;
 import dev.spindle.backend.TestSteps;
 import dev.spindle.model.DraftHeadConfig;
 import dev.spindle.model.DraftHeadLoader;
@@ -10,7 +11,10 @@ import dev.spindle.model.LoadListener;
 import dev.spindle.model.LoadedModel;
 import dev.spindle.model.ModelLoader;
 import dev.spindle.model.SafetensorsFile;
+import dev.spindle.model.Tensor;
 import dev.spindle.model.TensorInfo;
+import dev.spindle.step.DraftHead;
+import dev.spindle.step.ForwardPass;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -56,7 +60,7 @@ public class DFlashHeadParityTest {
     @ParameterizedTest
     @ValueSource(strings = {"dflash-random", "dflash2-random"})
     void matchesThePyTorchReference(String name) throws Exception {
-        try (CpuForwardPass pass = new CpuForwardPass(target.config(), target.weights(), 256, 16, 2, dev.spindle.backend.cpu.KvSlots.PER_EXECUTED_LAYER)) {
+        try (CpuForwardPass pass = new CpuForwardPass(target.config(), target.weights(), 256, 16, 2, KvSlots.PER_EXECUTED_LAYER)) {
             verify(name, "CPU", pass, (hc, weights) -> new CpuDraftHead(hc, weights, target.weights().embedding().data(),
                     target.weights().lmHead(), target.config().vocabSize(), hc.tapLayers(1), 2, null));
         }
@@ -66,8 +70,8 @@ public class DFlashHeadParityTest {
      * The gate, for any backend's head: the target's taps from {@code pass}, each case's context injected in two
      * pieces, one greedy draft, its logits against the fp32 truth and the bf16 reference.
      */
-    public static void verify(String name, String backend, dev.spindle.step.ForwardPass pass,
-                              java.util.function.BiFunction<DraftHeadConfig, java.util.Map<String, dev.spindle.model.Tensor>, dev.spindle.step.DraftHead> make)
+    public static void verify(String name, String backend, ForwardPass pass,
+                              java.util.function.BiFunction<DraftHeadConfig, java.util.Map<String, Tensor>, DraftHead> make)
             throws Exception {
         JsonNode ref = new ObjectMapper().readTree(DIR.resolve(name + "-reference.json").toFile());
         DraftHeadConfig hc = DraftHeadConfig.read(DIR.resolve(name));
@@ -83,7 +87,7 @@ public class DFlashHeadParityTest {
                 int[] tokens = new ObjectMapper().convertValue(k.get("tokens"), int[].class);
                 int p = k.get("anchor_position").asInt(), drafts = k.get("drafts").asInt();
                 float[][] taps = TestSteps.taps(pass, Arrays.copyOf(tokens, p), hc.tapLayers(1), false);
-                try (dev.spindle.step.DraftHead head = make.apply(hc, weights)) {
+                try (DraftHead head = make.apply(hc, weights)) {
                     int half = p / 2;
                     head.inject(7, 0, Arrays.copyOfRange(taps, 0, half), half);
                     head.inject(7, half, Arrays.copyOfRange(taps, half, p), p - half);
@@ -141,7 +145,7 @@ public class DFlashHeadParityTest {
 
     /** Whether two rows have the same k best tokens (best first, ties to the lower id: the selector's candidates). */
     static boolean sameCandidates(float[] a, float[] b, int k) {
-        int[] x = dev.spindle.backend.CandidateSelector.topK(a, k), y = dev.spindle.backend.CandidateSelector.topK(b, k);
+        int[] x = CandidateSelector.topK(a, k), y = CandidateSelector.topK(b, k);
         Arrays.sort(x);
         Arrays.sort(y);
         return Arrays.equals(x, y);

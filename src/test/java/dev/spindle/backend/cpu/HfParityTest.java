@@ -1,7 +1,10 @@
 package dev.spindle.backend.cpu;
 
 import dev.spindle.Fixture;
+import dev.spindle.backend.TestSteps;
 import dev.spindle.kv.BlockTable;
+import dev.spindle.kv.SoloWindow;
+import dev.spindle.step.ForwardPass;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
@@ -47,12 +50,12 @@ public class HfParityTest {
     }
 
     /** The greedy rule above, for any backend's pass over the fixture's weights. */
-    public static void checkGreedy(Fixture f, dev.spindle.step.ForwardPass cpu, String name) {
+    public static void checkGreedy(Fixture f, ForwardPass cpu, String name) {
         checkGreedy(f, cpu, name, 16);
     }
 
     /** @param minDecisive the fewest decisive tokens (over all prompts) for the check to count */
-    public static void checkGreedy(Fixture f, dev.spindle.step.ForwardPass cpu, String name, int minDecisive) {
+    public static void checkGreedy(Fixture f, ForwardPass cpu, String name, int minDecisive) {
         float[][] margin = f.matrix("greedy_sdpa_margin");
         float[][] top = f.matrix("greedy_sdpa_top");
         int compared = 0, total = 0;
@@ -132,7 +135,7 @@ public class HfParityTest {
         }
 
         /** @param rowByRow true: feed the prompt one token at a time (decode steps) */
-        public static Parity teacherForced(Fixture f, dev.spindle.step.ForwardPass cpu, boolean rowByRow) {
+        public static Parity teacherForced(Fixture f, ForwardPass cpu, boolean rowByRow) {
             List<float[][]> ours = new java.util.ArrayList<>();
             for (int[] prompt : f.prompts) {
                 ours.add(logits(cpu, prompt, rowByRow));
@@ -162,15 +165,15 @@ public class HfParityTest {
             return new Parity(kl / n, (double) agree / n, klE / n, (double) agreeE / n, klS / n, (double) agreeS / n, n);
         }
 
-        public static float[][] logits(dev.spindle.step.ForwardPass cpu, int[] prompt, boolean rowByRow) {
-            BlockTable t = new BlockTable(dev.spindle.backend.TestSteps.pool(cpu));
+        public static float[][] logits(ForwardPass cpu, int[] prompt, boolean rowByRow) {
+            BlockTable t = new BlockTable(TestSteps.pool(cpu));
             try {
                 if (!rowByRow) {
-                    return dev.spindle.kv.SoloWindow.run(cpu, prompt, t, true);
+                    return SoloWindow.run(cpu, prompt, t, true);
                 }
                 float[][] out = new float[prompt.length][];
                 for (int p = 0; p < prompt.length; p++) {
-                    out[p] = dev.spindle.kv.SoloWindow.run(cpu, new int[]{prompt[p]}, t, false)[0];
+                    out[p] = SoloWindow.run(cpu, new int[]{prompt[p]}, t, false)[0];
                 }
                 return out;
             } finally {
@@ -178,12 +181,12 @@ public class HfParityTest {
             }
         }
 
-        public static Greedy greedy(dev.spindle.step.ForwardPass cpu, int[] prompt, int steps) {
-            BlockTable t = new BlockTable(dev.spindle.backend.TestSteps.pool(cpu));
+        public static Greedy greedy(ForwardPass cpu, int[] prompt, int steps) {
+            BlockTable t = new BlockTable(TestSteps.pool(cpu));
             try {
                 int[] out = new int[steps];
                 float[] margins = new float[steps], tops = new float[steps];
-                float[] logits = dev.spindle.kv.SoloWindow.run(cpu, prompt, t, false)[0];
+                float[] logits = SoloWindow.run(cpu, prompt, t, false)[0];
                 for (int s = 0; s < steps; s++) {
                     out[s] = Stats.argmax(logits);
                     float second = Float.NEGATIVE_INFINITY;
@@ -195,7 +198,7 @@ public class HfParityTest {
                     tops[s] = logits[out[s]];
                     margins[s] = tops[s] - second;
                     if (s + 1 < steps) {
-                        logits = dev.spindle.kv.SoloWindow.run(cpu, new int[]{out[s]}, t, false)[0];
+                        logits = SoloWindow.run(cpu, new int[]{out[s]}, t, false)[0];
                     }
                 }
                 return new Greedy(out, margins, tops);

@@ -2,8 +2,16 @@ package dev.spindle.backend.cpu;
 
 import dev.spindle.Fixture;
 import dev.spindle.backend.TensorParallelLayout;
+import dev.spindle.engine.ChatModelParityTest;
 import dev.spindle.model.ConfigParser;
+import dev.spindle.model.DummyWeights;
+import dev.spindle.model.LoadFormat;
+import dev.spindle.model.LoadListener;
+import dev.spindle.model.LoadedModel;
 import dev.spindle.model.ModelConfig;
+import dev.spindle.model.ModelLoader;
+import dev.spindle.model.ModelWeights;
+import dev.spindle.step.ForwardPass;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -56,11 +64,11 @@ public class TensorParallelCpuTest {
     @Test
     void theTrainedChatModelAtTwoRanksPassesTheGate() throws java.io.IOException {
         Path model = Path.of("models/spindle-chat-target");
-        try (dev.spindle.model.LoadedModel m = dev.spindle.model.ModelLoader.load(model, dev.spindle.model.LoadFormat.SAFETENSORS,
-                dev.spindle.model.LoadListener.NONE);
+        try (LoadedModel m = ModelLoader.load(model, LoadFormat.SAFETENSORS,
+                LoadListener.NONE);
              CpuForwardPass two = new CpuForwardPass(m.config(), m.weights(), 64, 16, Runtime.getRuntime().availableProcessors(),
                      KvSlots.PER_EXECUTED_LAYER, 2)) {
-            HfParityTest.Parity p = dev.spindle.engine.ChatModelParityTest.teacherForced(two);
+            HfParityTest.Parity p = ChatModelParityTest.teacherForced(two);
             p.print("spindle-chat-target (cpu, 2 tensor-parallel ranks)");
             p.assertGate("spindle-chat-target at 2 ranks");
         }
@@ -76,7 +84,7 @@ public class TensorParallelCpuTest {
     void fourRanksStayWithinTheSumsRoundingOfOne() throws Exception {
         ModelConfig c = sixteenEightHeadLlama();
         try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofShared()) {
-            dev.spindle.model.ModelWeights w = dev.spindle.model.DummyWeights.create(c, 41, arena, dev.spindle.model.LoadListener.NONE);
+            ModelWeights w = DummyWeights.create(c, 41, arena, LoadListener.NONE);
             int threads = Runtime.getRuntime().availableProcessors();
             try (CpuForwardPass one = new CpuForwardPass(c, w, 64, 16, threads, KvSlots.PER_EXECUTED_LAYER, 1);
                  CpuForwardPass four = new CpuForwardPass(c, w, 64, 16, threads, KvSlots.PER_EXECUTED_LAYER, 4)) {
@@ -97,7 +105,7 @@ public class TensorParallelCpuTest {
      * {@code many} (the same model split over {@code ranks}) on a seeded 150-token prompt: its decode steps equal its window bit
      * for bit, and its logits stay within the row-parallel sums' rounding of one rank's (KL under 1e-4, no logit 0.25 apart).
      */
-    public static void assertWithinTheSumsRoundingOfOne(String backend, dev.spindle.step.ForwardPass one, dev.spindle.step.ForwardPass many,
+    public static void assertWithinTheSumsRoundingOfOne(String backend, ForwardPass one, ForwardPass many,
                                                         int ranks) {
         int[] prompt = new java.util.Random(5).ints(150, 3, one.config().vocabSize()).toArray();
         float[][] a = HfParityTest.Parity.logits(one, prompt, false), b = HfParityTest.Parity.logits(many, prompt, false);

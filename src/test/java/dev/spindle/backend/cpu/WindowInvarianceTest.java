@@ -1,7 +1,9 @@
 package dev.spindle.backend.cpu;
 
 import dev.spindle.Fixture;
+import dev.spindle.backend.TestSteps;
 import dev.spindle.kv.BlockTable;
+import dev.spindle.kv.SoloWindow;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
@@ -44,27 +46,27 @@ class WindowInvarianceTest {
             int[] prompt = f.prompts.get(2);
             float[][] fresh = run(cpu, prompt, new int[]{prompt.length});
             // the first 32 positions (two full blocks of 16) computed by an earlier request
-            BlockTable earlier = new BlockTable(dev.spindle.backend.TestSteps.pool(cpu));
-            dev.spindle.kv.SoloWindow.run(cpu, Arrays.copyOf(prompt, 40), earlier, true);
-            BlockTable resumed = new BlockTable(dev.spindle.backend.TestSteps.pool(cpu));
+            BlockTable earlier = new BlockTable(TestSteps.pool(cpu));
+            SoloWindow.run(cpu, Arrays.copyOf(prompt, 40), earlier, true);
+            BlockTable resumed = new BlockTable(TestSteps.pool(cpu));
             resumed.shareFullBlocks(earlier, 2);
             earlier.release(); // the shared blocks stay alive through the resumed table's references
             int[] rest = Arrays.copyOfRange(prompt, 32, prompt.length);
-            float[][] tail = dev.spindle.kv.SoloWindow.run(cpu, rest, resumed, true);
+            float[][] tail = SoloWindow.run(cpu, rest, resumed, true);
             assertEquals(rest.length, tail.length);
             for (int i = 0; i < rest.length; i++) {
                 assertBitEqual(fresh[32 + i], tail[i], name + " resumed, position " + (32 + i));
             }
             // and continuing the same table after a pause equals it too
-            BlockTable paused = new BlockTable(dev.spindle.backend.TestSteps.pool(cpu));
-            dev.spindle.kv.SoloWindow.run(cpu, Arrays.copyOf(prompt, 21), paused, false);
-            float[][] after = dev.spindle.kv.SoloWindow.run(cpu, Arrays.copyOfRange(prompt, 21, prompt.length), paused, true);
+            BlockTable paused = new BlockTable(TestSteps.pool(cpu));
+            SoloWindow.run(cpu, Arrays.copyOf(prompt, 21), paused, false);
+            float[][] after = SoloWindow.run(cpu, Arrays.copyOfRange(prompt, 21, prompt.length), paused, true);
             for (int i = 0; i < after.length; i++) {
                 assertBitEqual(fresh[21 + i], after[i], name + " continued, position " + (21 + i));
             }
             resumed.release();
             paused.release();
-            assertEquals(dev.spindle.backend.TestSteps.pool(cpu).numBlocks(), dev.spindle.backend.TestSteps.pool(cpu).freeBlocks(), "every block returns to the pool");
+            assertEquals(TestSteps.pool(cpu).numBlocks(), TestSteps.pool(cpu).freeBlocks(), "every block returns to the pool");
         }
     }
 
@@ -75,7 +77,7 @@ class WindowInvarianceTest {
         try (Fixture f = new Fixture(name); CpuForwardPass cpu = f.cpu()) {
             int[] prompt = f.prompts.get(1);
             int[] layers = {0, f.model.config().executedLayers() - 1};
-            float[][] window = dev.spindle.backend.TestSteps.taps(cpu, prompt, layers, false), rows = dev.spindle.backend.TestSteps.taps(cpu, prompt, layers, true);
+            float[][] window = TestSteps.taps(cpu, prompt, layers, false), rows = TestSteps.taps(cpu, prompt, layers, true);
             for (int r = 0; r < prompt.length; r++) {
                 assertBitEqual(window[r], rows[r], name + " taps, row " + r);
             }
@@ -91,16 +93,16 @@ class WindowInvarianceTest {
             float[][] soloA = run(cpu, a, new int[]{a.length});
             float[][] soloB = run(cpu, b, new int[]{b.length});
             float[][] soloC = run(cpu, c, new int[]{c.length});
-            BlockTable ta = new BlockTable(dev.spindle.backend.TestSteps.pool(cpu)), tb = new BlockTable(dev.spindle.backend.TestSteps.pool(cpu)), tc = new BlockTable(dev.spindle.backend.TestSteps.pool(cpu));
+            BlockTable ta = new BlockTable(TestSteps.pool(cpu)), tb = new BlockTable(TestSteps.pool(cpu)), tc = new BlockTable(TestSteps.pool(cpu));
             // step 1: a whole, b's first 10 tokens, c's first token; step 2: b's rest, c's next 30; then c's rest
-            var s1 = dev.spindle.backend.TestSteps.forward(cpu, java.util.List.of(
-                    dev.spindle.backend.TestSteps.window(a, ta, true, true),
-                    dev.spindle.backend.TestSteps.window(Arrays.copyOf(b, 10), tb, true, true),
-                    dev.spindle.backend.TestSteps.window(Arrays.copyOf(c, 1), tc, true, true)));
-            var s2 = dev.spindle.backend.TestSteps.forward(cpu, java.util.List.of(
-                    dev.spindle.backend.TestSteps.window(Arrays.copyOfRange(b, 10, b.length), tb, true, true),
-                    dev.spindle.backend.TestSteps.window(Arrays.copyOfRange(c, 1, 31), tc, true, true)));
-            float[][] s3 = dev.spindle.kv.SoloWindow.run(cpu, Arrays.copyOfRange(c, 31, c.length), tc, true);
+            var s1 = TestSteps.forward(cpu, java.util.List.of(
+                    TestSteps.window(a, ta, true, true),
+                    TestSteps.window(Arrays.copyOf(b, 10), tb, true, true),
+                    TestSteps.window(Arrays.copyOf(c, 1), tc, true, true)));
+            var s2 = TestSteps.forward(cpu, java.util.List.of(
+                    TestSteps.window(Arrays.copyOfRange(b, 10, b.length), tb, true, true),
+                    TestSteps.window(Arrays.copyOfRange(c, 1, 31), tc, true, true)));
+            float[][] s3 = SoloWindow.run(cpu, Arrays.copyOfRange(c, 31, c.length), tc, true);
             for (int p = 0; p < a.length; p++) {
                 assertBitEqual(soloA[p], s1.get(0)[p], name + " batched a, position " + p);
             }
@@ -118,12 +120,12 @@ class WindowInvarianceTest {
     }
 
     static float[][] run(CpuForwardPass cpu, int[] prompt, int[] windows) {
-        BlockTable t = new BlockTable(dev.spindle.backend.TestSteps.pool(cpu));
+        BlockTable t = new BlockTable(TestSteps.pool(cpu));
         try {
             float[][] out = new float[prompt.length][];
             int pos = 0;
             for (int w : windows) {
-                float[][] l = dev.spindle.kv.SoloWindow.run(cpu, Arrays.copyOfRange(prompt, pos, pos + w), t, true);
+                float[][] l = SoloWindow.run(cpu, Arrays.copyOfRange(prompt, pos, pos + w), t, true);
                 System.arraycopy(l, 0, out, pos, w);
                 pos += w;
             }

@@ -1,6 +1,9 @@
 package dev.spindle.backend.cuda;
 
 import dev.spindle.Fixture;
+import dev.spindle.backend.KeySplits;
+import dev.spindle.backend.TestSteps;
+import dev.spindle.backend.cpu.CpuForwardPass;
 import dev.spindle.backend.cpu.HfParityTest;
 import dev.spindle.kv.BlockPool;
 import dev.spindle.kv.BlockTable;
@@ -80,7 +83,7 @@ class CudaForwardPassTest {
         org.junit.jupiter.api.Assumptions.assumeTrue(Files.isDirectory(dir),
                 "no " + dir + " (built on the GPU machine by scripts/make_fixtures.py target/large-fixture --large)");
         try (Fixture f = new Fixture("llama-1b", dir)) {
-            try (dev.spindle.backend.cpu.CpuForwardPass reference = f.cpu()) {
+            try (CpuForwardPass reference = f.cpu()) {
                 HfParityTest.Parity.teacherForced(f, reference, false).print("llama-1b (cpu)");
             }
             try (CudaForwardPass gpu = open(f)) {
@@ -103,20 +106,20 @@ class CudaForwardPassTest {
         ModelConfig c = ConfigParser.read(Path.of("models/shapes/nanbeige4.1-3b-shape/config.json"));
         try (CudaForwardPass gpu = CudaPasses.open(c, null, new CudaOptions(16, 8192, 0.3, 2048, true), LoadListener.NONE)) {
             int[] prompt = new Random(3).ints(8192, 3, c.vocabSize()).toArray();
-            BlockTable whole = new BlockTable(dev.spindle.backend.TestSteps.pool(gpu));
+            BlockTable whole = new BlockTable(TestSteps.pool(gpu));
             float[] one;
             try {
-                one = dev.spindle.backend.TestSteps.forward(gpu, List.of(dev.spindle.backend.TestSteps.window(prompt, whole, false, true))).getFirst()[0];
+                one = TestSteps.forward(gpu, List.of(TestSteps.window(prompt, whole, false, true))).getFirst()[0];
             } finally {
                 whole.release();
             }
-            BlockTable chunked = new BlockTable(dev.spindle.backend.TestSteps.pool(gpu));
+            BlockTable chunked = new BlockTable(TestSteps.pool(gpu));
             try {
                 float[] last = null;
                 for (int at = 0; at < prompt.length; at += 1024) {
                     boolean end = at + 1024 == prompt.length;
-                    List<float[][]> out = dev.spindle.backend.TestSteps.forward(gpu,
-                            List.of(dev.spindle.backend.TestSteps.window(Arrays.copyOfRange(prompt, at, at + 1024), chunked, false, end)));
+                    List<float[][]> out = TestSteps.forward(gpu,
+                            List.of(TestSteps.window(Arrays.copyOfRange(prompt, at, at + 1024), chunked, false, end)));
                     if (end) {
                         last = out.getFirst()[0];
                     }
@@ -139,16 +142,16 @@ class CudaForwardPassTest {
         try (CudaForwardPass gpu = CudaPasses.open(c, null, new CudaOptions(16, 8192, 0.3, 6144, true), LoadListener.NONE)) {
             int n = 40_003, tail = 19;
             int[] prompt = new Random(5).ints(n, 3, c.vocabSize()).toArray();
-            BlockTable stepped = new BlockTable(dev.spindle.backend.TestSteps.pool(gpu)), windowed = new BlockTable(dev.spindle.backend.TestSteps.pool(gpu));
+            BlockTable stepped = new BlockTable(TestSteps.pool(gpu)), windowed = new BlockTable(TestSteps.pool(gpu));
             try {
                 prefill(gpu, Arrays.copyOf(prompt, n - 3), stepped);
                 float[][] steps = new float[3][];
                 for (int i = 0; i < 3; i++) {
-                    steps[i] = dev.spindle.backend.TestSteps.forward(gpu, List.of(dev.spindle.backend.TestSteps.window(
+                    steps[i] = TestSteps.forward(gpu, List.of(TestSteps.window(
                             new int[]{prompt[n - 3 + i]}, stepped, false, true))).getFirst()[0];
                 }
                 prefill(gpu, Arrays.copyOf(prompt, n - tail), windowed);
-                float[][] rows = dev.spindle.backend.TestSteps.forward(gpu, List.of(dev.spindle.backend.TestSteps.window(
+                float[][] rows = TestSteps.forward(gpu, List.of(TestSteps.window(
                         Arrays.copyOfRange(prompt, n - tail, n), windowed, true, true))).getFirst();
                 for (int i = 0; i < 3; i++) {
                     assertArrayEquals(rows[tail - 3 + i], steps[i], "decode step at position " + (n - 3 + i) + " differs from the window's row");
@@ -175,25 +178,25 @@ class CudaForwardPassTest {
             try {
                 int[] next = new int[n];
                 for (int i = 0; i < n; i++) {
-                    BlockTable t = new BlockTable(dev.spindle.backend.TestSteps.pool(gpu));
+                    BlockTable t = new BlockTable(TestSteps.pool(gpu));
                     tables.add(t);
                     prefill(gpu, random.ints(300 + 15 * i, 3, c.vocabSize()).toArray(), t);
                     next[i] = 3 + random.nextInt(c.vocabSize() - 3);
                 }
-                List<dev.spindle.step.ModelStep.Window> batch = new java.util.ArrayList<>();
+                List<ModelStep.Window> batch = new java.util.ArrayList<>();
                 for (int i = 0; i < n; i++) {
-                    batch.add(dev.spindle.backend.TestSteps.window(new int[]{next[i]}, tables.get(i), false, true));
+                    batch.add(TestSteps.window(new int[]{next[i]}, tables.get(i), false, true));
                 }
                 // the plan of the step's graph (its bucket: the splits of 2,048 keys)
-                StepPlan plan = gpu.prepare(new dev.spindle.step.ModelStep(batch), dev.spindle.backend.KeySplits.count(2048));
+                StepPlan plan = gpu.prepare(new ModelStep(batch), KeySplits.count(2048));
                 assertEquals(0, plan.partials, "every row folds its splits in its CTA");
-                List<float[][]> together = dev.spindle.backend.TestSteps.forward(gpu, batch);
+                List<float[][]> together = TestSteps.forward(gpu, batch);
                 for (int i = 0; i < n; i++) {
                     // the same step again, alone: the row's table cut back to its context (the step rewrites the same KV slot)
                     BlockTable t = tables.get(i);
                     t.truncate(t.tokens() - 1);
-                    dev.spindle.step.ModelStep.Window w = dev.spindle.backend.TestSteps.window(new int[]{next[i]}, t, false, true);
-                    float[] alone = dev.spindle.backend.TestSteps.forward(gpu, List.of(w)).getFirst()[0];
+                    ModelStep.Window w = TestSteps.window(new int[]{next[i]}, t, false, true);
+                    float[] alone = TestSteps.forward(gpu, List.of(w)).getFirst()[0];
                     assertArrayEquals(alone, together.get(i)[0], "row " + i + " in a folded batch of " + n + " differs from it alone");
                 }
             } finally {
@@ -215,22 +218,22 @@ class CudaForwardPassTest {
             org.junit.jupiter.api.Assumptions.assumeTrue(!gpu.kernels().pairedRowsVariants().isEmpty(), "no paired linear_rows variant on this GPU (sm_90a only)");
             int n = 1_500, tail = 12;
             int[] prompt = new Random(13).ints(n, 3, c.vocabSize()).toArray();
-            BlockTable windowed = new BlockTable(dev.spindle.backend.TestSteps.pool(gpu));
+            BlockTable windowed = new BlockTable(TestSteps.pool(gpu));
             float[][] rows;
             try {
                 prefill(gpu, Arrays.copyOf(prompt, n - tail), windowed);
-                rows = dev.spindle.backend.TestSteps.forward(gpu, List.of(dev.spindle.backend.TestSteps.window(
+                rows = TestSteps.forward(gpu, List.of(TestSteps.window(
                         Arrays.copyOfRange(prompt, n - tail, n), windowed, true, true))).getFirst();
             } finally {
                 windowed.release();
             }
             for (CudaKernels.LinearRowsVariant v : gpu.kernels().pairedRowsVariants()) {
                 gpu.probes().usePairedVariant(v);
-                BlockTable stepped = new BlockTable(dev.spindle.backend.TestSteps.pool(gpu));
+                BlockTable stepped = new BlockTable(TestSteps.pool(gpu));
                 try {
                     prefill(gpu, Arrays.copyOf(prompt, n - 3), stepped);
                     for (int i = 0; i < 3; i++) {
-                        float[] step = dev.spindle.backend.TestSteps.forward(gpu, List.of(dev.spindle.backend.TestSteps.window(
+                        float[] step = TestSteps.forward(gpu, List.of(TestSteps.window(
                                 new int[]{prompt[n - 3 + i]}, stepped, false, true))).getFirst()[0];
                         assertArrayEquals(rows[tail - 3 + i], step, "paired " + v + ": decode step at position " + (n - 3 + i) + " differs from the window's row");
                     }
@@ -241,20 +244,20 @@ class CudaForwardPassTest {
             List<BlockTable> tables = new java.util.ArrayList<>();
             try {
                 Random random = new Random(17);
-                List<dev.spindle.step.ModelStep.Window> batch = new java.util.ArrayList<>();
+                List<ModelStep.Window> batch = new java.util.ArrayList<>();
                 int[] next = new int[7];
                 for (int i = 0; i < 7; i++) {
-                    BlockTable t = new BlockTable(dev.spindle.backend.TestSteps.pool(gpu));
+                    BlockTable t = new BlockTable(TestSteps.pool(gpu));
                     tables.add(t);
                     prefill(gpu, random.ints(200 + 97 * i, 3, c.vocabSize()).toArray(), t);
                     next[i] = 3 + random.nextInt(c.vocabSize() - 3);
-                    batch.add(dev.spindle.backend.TestSteps.window(new int[]{next[i]}, t, false, true));
+                    batch.add(TestSteps.window(new int[]{next[i]}, t, false, true));
                 }
-                List<float[][]> together = dev.spindle.backend.TestSteps.forward(gpu, batch);
+                List<float[][]> together = TestSteps.forward(gpu, batch);
                 for (int i = 0; i < 7; i++) {
                     BlockTable t = tables.get(i);
                     t.truncate(t.tokens() - 1);
-                    float[] alone = dev.spindle.backend.TestSteps.forward(gpu, List.of(dev.spindle.backend.TestSteps.window(new int[]{next[i]}, t, false, true)))
+                    float[] alone = TestSteps.forward(gpu, List.of(TestSteps.window(new int[]{next[i]}, t, false, true)))
                             .getFirst()[0];
                     assertArrayEquals(alone, together.get(i)[0], "row " + i + " of 7 through the paired launches differs from it alone");
                 }
@@ -298,14 +301,14 @@ class CudaForwardPassTest {
 
     /** The prompt's prefix prefilled in windows of these lengths (no logits), then the rest in one window: every row's logits. */
     private static float[][] prefillThenWindow(CudaForwardPass gpu, int[] prompt, int[] chunks) {
-        BlockTable t = new BlockTable(dev.spindle.backend.TestSteps.pool(gpu));
+        BlockTable t = new BlockTable(TestSteps.pool(gpu));
         try {
             int at = 0;
             for (int len : chunks) {
-                dev.spindle.backend.TestSteps.forward(gpu, List.of(dev.spindle.backend.TestSteps.window(Arrays.copyOfRange(prompt, at, at + len), t, false, false)));
+                TestSteps.forward(gpu, List.of(TestSteps.window(Arrays.copyOfRange(prompt, at, at + len), t, false, false)));
                 at += len;
             }
-            return dev.spindle.backend.TestSteps.forward(gpu, List.of(dev.spindle.backend.TestSteps.window(
+            return TestSteps.forward(gpu, List.of(TestSteps.window(
                     Arrays.copyOfRange(prompt, at, prompt.length), t, true, true))).getFirst();
         } finally {
             t.release();
@@ -315,7 +318,7 @@ class CudaForwardPassTest {
     /** Prefills tokens into table in chunks of 8,192 rows that want no logits. */
     private static void prefill(CudaForwardPass gpu, int[] tokens, BlockTable table) {
         for (int at = 0; at < tokens.length; at += 8192) {
-            dev.spindle.backend.TestSteps.forward(gpu, List.of(dev.spindle.backend.TestSteps.window(
+            TestSteps.forward(gpu, List.of(TestSteps.window(
                     Arrays.copyOfRange(tokens, at, Math.min(tokens.length, at + 8192)), table, false, false)));
         }
     }

@@ -1,8 +1,15 @@
 package dev.spindle.backend.cuda;
 
+import dev.spindle.backend.CandidateSelector;
 import dev.spindle.backend.KeySplits;
 import dev.spindle.backend.cpu.CpuKernels;
+import dev.spindle.engine.GreedyGenerator;
 import dev.spindle.model.Bf16;
+import dev.spindle.sample.Sampler;
+import dev.spindle.sample.SamplerTest;
+import dev.spindle.sample.SamplingParams;
+import dev.spindle.step.DraftHead;
+import dev.spindle.step.ModelStep;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -438,7 +445,7 @@ class KernelContractTest {
         StringBuilder failures = new StringBuilder();
         for (int vocab : vocabs) {
             java.util.List<float[]> rows = new java.util.ArrayList<>();
-            java.util.List<dev.spindle.step.ModelStep.Draw> draws = new java.util.ArrayList<>();
+            java.util.List<ModelStep.Draw> draws = new java.util.ArrayList<>();
             for (double t : temps) {
                 for (int topK : topKs) {
                     for (double topP : topPs) {
@@ -454,7 +461,7 @@ class KernelContractTest {
                             row[rnd.nextInt(vocab)] = 9.5f;
                             row[rnd.nextInt(vocab)] = 9.25f;
                             rows.add(row);
-                            draws.add(new dev.spindle.step.ModelStep.Draw(t, topK, topP, minP, new double[]{(rnd.nextLong() >>> 11) * 0x1.0p-53}));
+                            draws.add(new ModelStep.Draw(t, topK, topP, minP, new double[]{(rnd.nextLong() >>> 11) * 0x1.0p-53}));
                         }
                     }
                 }
@@ -466,14 +473,14 @@ class KernelContractTest {
             }
             try (Arena a = Arena.ofConfined(); DeviceDraws dd = new DeviceDraws(k, vocab, n)) {
                 long dl = upload(a, flat);
-                int[] got = drawOnDevice(a, dd, dl, draws.toArray(new dev.spindle.step.ModelStep.Draw[0]),
+                int[] got = drawOnDevice(a, dd, dl, draws.toArray(new ModelStep.Draw[0]),
                         draws.stream().mapToDouble(x -> x.u()[0]).toArray());
                 for (int r = 0; r < n; r++) {
-                    dev.spindle.step.ModelStep.Draw d = draws.get(r);
-                    dev.spindle.sample.SamplingParams p = new dev.spindle.sample.SamplingParams(d.temperature(), d.topK(), d.topP(), d.minP(), null, 0,
+                    ModelStep.Draw d = draws.get(r);
+                    SamplingParams p = new SamplingParams(d.temperature(), d.topK(), d.topP(), d.minP(), null, 0,
                             0, 1, java.util.Map.of(), 1, java.util.Set.of(), true, -1, null, -1);
-                    int want = dev.spindle.sample.Sampler.sample(rows.get(r), p, new int[vocab], new int[vocab],
-                            dev.spindle.sample.SamplerTest.fixed(d.u()[0])).token();
+                    int want = Sampler.sample(rows.get(r), p, new int[vocab], new int[vocab],
+                            SamplerTest.fixed(d.u()[0])).token();
                     cases++;
                     if (want == got[r]) {
                         same++;
@@ -485,7 +492,7 @@ class KernelContractTest {
                 }
                 // batch invariance: every 7th row alone
                 for (int r = 0; r < n; r += 7) {
-                    dev.spindle.step.ModelStep.Draw[] one = {draws.get(r)};
+                    ModelStep.Draw[] one = {draws.get(r)};
                     int[] alone = drawOnDevice(a, dd, dl + (long) r * vocab * 2, one, one[0].u());
                     if (alone[0] != got[r]) {
                         failures.append("vocab ").append(vocab).append(" row ").append(r).append(" alone gives ").append(alone[0])
@@ -502,7 +509,7 @@ class KernelContractTest {
     }
 
     /** The ids the sample kernel draws for logit rows [0, draws.length) at {@code logits}, as a forward pass draws a step's rows. */
-    private int[] drawOnDevice(Arena a, DeviceDraws dd, long logits, dev.spindle.step.ModelStep.Draw[] draws, double[] us) {
+    private int[] drawOnDevice(Arena a, DeviceDraws dd, long logits, ModelStep.Draw[] draws, double[] us) {
         int n = draws.length;
         long ids = cuda.alloc(4L * n);
         try {
@@ -521,7 +528,7 @@ class KernelContractTest {
      * probability against the min-p floor (relative to the first's), the cumulative top-k mass against
      * top-p, and the cumulative kept mass against u times the kept mass (relative to it).
      */
-    static double boundaryDistance(float[] logits, dev.spindle.step.ModelStep.Draw d) {
+    static double boundaryDistance(float[] logits, ModelStep.Draw d) {
         if (d.temperature() == 0) {
             return Double.POSITIVE_INFINITY;
         }
@@ -592,7 +599,7 @@ class KernelContractTest {
                 MemorySegment h = a.allocate(rows * 4L);
                 cuda.copyToHost(h, dout);
                 for (int r = 0; r < rows; r++) {
-                    assertEquals(dev.spindle.engine.GreedyGenerator.argmax(java.util.Arrays.copyOfRange(logits, r * vocab, (r + 1) * vocab)),
+                    assertEquals(GreedyGenerator.argmax(java.util.Arrays.copyOfRange(logits, r * vocab, (r + 1) * vocab)),
                             h.getAtIndex(ValueLayout.JAVA_INT, r), "vocab " + vocab + ", row " + r);
                 }
                 assertEquals(77, h.getAtIndex(ValueLayout.JAVA_INT, 1));
@@ -627,7 +634,7 @@ class KernelContractTest {
                 for (int r = 0; r < rows; r++) {
                     z[r] = java.util.Arrays.copyOfRange(logits, r * vocab, (r + 1) * vocab);
                 }
-                int[] want = dev.spindle.backend.CandidateSelector.walk(z, proj, rank, topK, bf16Host(a, pred), bf16Host(a, succ), anchor, null).tokens();
+                int[] want = CandidateSelector.walk(z, proj, rank, topK, bf16Host(a, pred), bf16Host(a, succ), anchor, null).tokens();
                 assertEquals(java.util.Arrays.toString(want), java.util.Arrays.toString(got.toArray(ValueLayout.JAVA_INT)),
                         "vocab " + vocab + ", top-" + topK + ", rank " + rank);
                 // the two-pass form: every row's parts at once (row_topk), then the walk over their candidates
@@ -659,9 +666,9 @@ class KernelContractTest {
                     cuda.copyToHost(ids, dout);
                     cuda.copyToHost(qs, dq);
                     cuda.copyToHost(cs, dc);
-                    var params = new dev.spindle.sample.SamplingParams(t, 0, 1, 0, null, 0, 0, 1, java.util.Map.of(), 40, java.util.Set.of(), false, 1, null, -1);
-                    var host = dev.spindle.backend.CandidateSelector.walk(z, proj, rank, topK, bf16Host(a, pred), bf16Host(a, succ), anchor,
-                            new dev.spindle.step.DraftHead.Sampling(params, new java.util.SplittableRandom(42)));
+                    var params = new SamplingParams(t, 0, 1, 0, null, 0, 0, 1, java.util.Map.of(), 40, java.util.Set.of(), false, 1, null, -1);
+                    var host = CandidateSelector.walk(z, proj, rank, topK, bf16Host(a, pred), bf16Host(a, succ), anchor,
+                            new DraftHead.Sampling(params, new java.util.SplittableRandom(42)));
                     assertEquals(java.util.Arrays.toString(host.tokens()), java.util.Arrays.toString(ids.toArray(ValueLayout.JAVA_INT)),
                             "sampled at " + t + ": vocab " + vocab + ", top-" + topK + ", rank " + rank);
                     double worst = 0;

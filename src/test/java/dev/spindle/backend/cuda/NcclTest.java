@@ -1,5 +1,7 @@
 package dev.spindle.backend.cuda;
 
+import dev.spindle.model.Bf16;
+import dev.spindle.wiring.Backends;
 import org.junit.jupiter.api.Test;
 
 import java.lang.foreign.Arena;
@@ -38,7 +40,7 @@ class NcclTest {
     @Test
     @org.junit.jupiter.api.Tag("gpu")
     void allReduceSumsOverEveryVisibleGpu() {
-        String noGpu = dev.spindle.wiring.Backends.cudaUnavailableReason();
+        String noGpu = Backends.cudaUnavailableReason();
         assumeTrue(noGpu == null, "skipped: " + noGpu);
         assumeTrue(Nccl.load().isPresent(), Nccl.unavailableReason());
         Nccl nccl = Nccl.load().get();
@@ -66,7 +68,7 @@ class NcclTest {
                         if (type == Nccl.FLOAT32) {
                             h.setAtIndex(ValueLayout.JAVA_FLOAT, i, v);
                         } else {
-                            h.setAtIndex(ValueLayout.JAVA_SHORT, i, dev.spindle.model.Bf16.fromFloat(v));
+                            h.setAtIndex(ValueLayout.JAVA_SHORT, i, Bf16.fromFloat(v));
                         }
                     }
                     g.copyToDevice(send[r], h);
@@ -84,7 +86,7 @@ class NcclTest {
                     for (int i = 0; i < count; i++) {
                         float want = n * (n + 1) / 2f * (i % 97 - 48) / 8f;
                         float got = type == Nccl.FLOAT32 ? h.getAtIndex(ValueLayout.JAVA_FLOAT, i)
-                                : dev.spindle.model.Bf16.toFloat(h.getAtIndex(ValueLayout.JAVA_SHORT, i));
+                                : Bf16.toFloat(h.getAtIndex(ValueLayout.JAVA_SHORT, i));
                         assertEquals(want, got, "rank " + r + ", element " + i + (type == Nccl.FLOAT32 ? " (fp32)" : " (bf16)"));
                     }
                     g.free(send[r]);

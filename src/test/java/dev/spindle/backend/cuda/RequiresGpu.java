@@ -1,5 +1,6 @@
 package dev.spindle.backend.cuda;
 
+import dev.spindle.wiring.Backends;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.extension.ConditionEvaluationResult;
 import org.junit.jupiter.api.extension.ExecutionCondition;
@@ -43,7 +44,7 @@ public @interface RequiresGpu {
     final class Condition implements ExecutionCondition {
         @Override
         public ConditionEvaluationResult evaluateExecutionCondition(ExtensionContext context) {
-            String why = dev.spindle.wiring.Backends.cudaUnavailableReason();
+            String why = Backends.cudaUnavailableReason();
             if (why != null) {
                 return ConditionEvaluationResult.disabled("skipped: " + why);
             }

@@ -4,8 +4,14 @@ import dev.spindle.Fixture;
 import dev.spindle.backend.cpu.HfParityTest;
 import dev.spindle.backend.cpu.Stats;
 import dev.spindle.backend.cpu.TensorParallelCpuTest;
+import dev.spindle.engine.ChatModelParityTest;
+import dev.spindle.model.DummyWeights;
+import dev.spindle.model.LoadFormat;
 import dev.spindle.model.LoadListener;
+import dev.spindle.model.LoadedModel;
 import dev.spindle.model.ModelConfig;
+import dev.spindle.model.ModelLoader;
+import dev.spindle.model.ModelWeights;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -30,7 +36,7 @@ public class TensorParallelCudaTest {
         return Fixture.NAMES;
     }
 
-    public static CudaForwardPass open(ModelConfig c, dev.spindle.model.ModelWeights w, int ranks) {
+    public static CudaForwardPass open(ModelConfig c, ModelWeights w, int ranks) {
         return CudaPasses.openTensorParallel(c, w, CudaForwardPassTest.OPTIONS, LoadListener.NONE, Placement.lanesOfGpu0(ranks));
     }
 
@@ -64,10 +70,10 @@ public class TensorParallelCudaTest {
 
     @Test
     void theTrainedChatModelAtTwoRanksPassesTheGate() throws java.io.IOException {
-        try (dev.spindle.model.LoadedModel m = dev.spindle.model.ModelLoader.load(Path.of("models/spindle-chat-target"),
-                dev.spindle.model.LoadFormat.SAFETENSORS, LoadListener.NONE);
+        try (LoadedModel m = ModelLoader.load(Path.of("models/spindle-chat-target"),
+                LoadFormat.SAFETENSORS, LoadListener.NONE);
              CudaForwardPass two = open(m.config(), m.weights(), 2)) {
-            HfParityTest.Parity p = dev.spindle.engine.ChatModelParityTest.teacherForced(two);
+            HfParityTest.Parity p = ChatModelParityTest.teacherForced(two);
             p.print("spindle-chat-target (cuda, 2 tensor-parallel ranks)");
             p.assertGate("spindle-chat-target (cuda, 2 ranks)");
         }
@@ -78,7 +84,7 @@ public class TensorParallelCudaTest {
     void fourRanksStayWithinTheSumsRoundingOfOne() throws Exception {
         ModelConfig c = TensorParallelCpuTest.sixteenEightHeadLlama();
         try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofShared()) {
-            dev.spindle.model.ModelWeights w = dev.spindle.model.DummyWeights.create(c, 41, arena, LoadListener.NONE);
+            ModelWeights w = DummyWeights.create(c, 41, arena, LoadListener.NONE);
             try (CudaForwardPass one = CudaPasses.open(c, w, CudaForwardPassTest.OPTIONS, LoadListener.NONE); CudaForwardPass four = open(c, w, 4)) {
                 assertEquals(4, four.tensorParallelSize());
                 TensorParallelCpuTest.assertWithinTheSumsRoundingOfOne("cuda", one, four, 4);

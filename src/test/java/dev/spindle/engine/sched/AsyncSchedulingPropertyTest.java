@@ -2,6 +2,7 @@ package dev.spindle.engine.sched;
 
 import dev.spindle.Trials;
 import dev.spindle.backend.ForwardingPass;
+import dev.spindle.engine.speculative.NgramProposer;
 import dev.spindle.engine.speculative.Speculation;
 import dev.spindle.sample.SamplingParams;
 import dev.spindle.step.ForwardPass;
@@ -184,7 +185,7 @@ class AsyncSchedulingPropertyTest {
             requests.add(new Request(prompt(r), params(r.nextBoolean() ? 0 : 0.6, r.nextLong(), 1 + r.nextInt(24), Set.of(), true, -1), 0));
         }
         Scenario sc = new Scenario(requests, plain.budget(), Math.max(3, plain.maxSeqs()), Math.max(40, plain.blocks()));
-        java.util.function.Supplier<Speculation> lookup = () -> new Speculation(new dev.spindle.engine.speculative.NgramProposer(1, 3, 0), 3, 2);
+        java.util.function.Supplier<Speculation> lookup = () -> new Speculation(new NgramProposer(1, 3, 0), 3, 2);
         Outcome sync = run(cpu(false, sc.blocks()), false, sc, Map.of(), lookup.get());
         Outcome async = run(cpu(true, sc.blocks()), true, sc, Map.of(), lookup.get());
         String input = Trials.describe(sc);
@@ -201,7 +202,7 @@ class AsyncSchedulingPropertyTest {
             requests.add(new Request(EngineCoreTest.f.prompts.get(i % 3), params(i % 2 == 0 ? 0 : 0.6, 21 + i, 12 + 4 * i, Set.of(), true, -1), 0));
         }
         Scenario sc = new Scenario(requests, 512, 8, 64);
-        Outcome async = run(cpu(true, 64), true, sc, Map.of(), new Speculation(new dev.spindle.engine.speculative.NgramProposer(1, 3, 0), 3, 2));
+        Outcome async = run(cpu(true, 64), true, sc, Map.of(), new Speculation(new NgramProposer(1, 3, 0), 3, 2));
         // after the prompts' step, four decode tokens 2-12 (11 steps started ahead, the last one's row for request 0 dropped),
         // three decode tokens 13-16 (4 more); from then on two decode, which prompt lookup drafts for: none started ahead
         assertEquals(15, async.fedSteps(), "steps started ahead");

@@ -3,14 +3,19 @@ package dev.spindle.engine.sched;
 import dev.spindle.backend.cpu.DFlashHeadParityTest;
 import dev.spindle.backend.cuda.CudaDraftHead;
 import dev.spindle.backend.cuda.CudaForwardPass;
+import dev.spindle.backend.cuda.RequiresGpu;
 import dev.spindle.engine.speculative.DFlashProposer;
+import dev.spindle.engine.speculative.NgramProposer;
 import dev.spindle.engine.speculative.Proposer;
 import dev.spindle.engine.speculative.Speculation;
+import dev.spindle.model.Bf16;
 import dev.spindle.model.DraftHeadConfig;
 import dev.spindle.model.DraftHeadLoader;
 import dev.spindle.model.LoadListener;
 import dev.spindle.sample.SamplingParams;
 import dev.spindle.step.DraftHead;
+import dev.spindle.step.Observation;
+import dev.spindle.step.Proposal;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -31,7 +36,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * plain greedy bit for bit with the trained heads (device draws and host logprobs, batches 1 and 7), seeded
  * sampled drafting reproducible.
  */
-@dev.spindle.backend.cuda.RequiresGpu
+@RequiresGpu
 class CudaDraftHeadTest {
     @BeforeAll
     static void load() {
@@ -81,7 +86,7 @@ class CudaDraftHeadTest {
                     float[][] r = new float[count][width];
                     for (float[] row : r) {
                         for (int i = 0; i < width; i++) {
-                            row[i] = dev.spindle.model.Bf16.round((float) rnd.nextGaussian());
+                            row[i] = Bf16.round((float) rnd.nextGaussian());
                         }
                     }
                     return r;
@@ -100,13 +105,13 @@ class CudaDraftHeadTest {
                     for (int i = 0; i < lengths.length; i++) {
                         single.inject(i + 1, 0, ctx.get(i), lengths[i]);
                     }
-                    List<dev.spindle.step.Observation> all = new java.util.ArrayList<>();
+                    List<Observation> all = new java.util.ArrayList<>();
                     for (int i = 0; i < lengths.length; i++) {
-                        all.add(new dev.spindle.step.Observation(i + 1, 0, ctx.get(i), lengths[i]));
+                        all.add(new Observation(i + 1, 0, ctx.get(i), lengths[i]));
                     }
                     batched.injectAll(all);
                     for (int round = 0; round < 2; round++) {
-                        List<dev.spindle.step.Proposal> together = batched.draftAll(calls.get());
+                        List<Proposal> together = batched.draftAll(calls.get());
                         float[][] lastTogether = batched.lastLogits();
                         float[][] lastAlone = null;
                         List<DraftHead.Call> cs = calls.get();
@@ -126,8 +131,8 @@ class CudaDraftHeadTest {
                         }
                         // the next step's rows: two sequences together, the same rows one by one
                         float[][] more1 = rows.apply(3), more2 = rows.apply(2);
-                        batched.injectAll(List.of(new dev.spindle.step.Observation(1, lengths[0] + 3 * round, more1, 3),
-                                new dev.spindle.step.Observation(3, lengths[2] + 2 * round, more2, 2)));
+                        batched.injectAll(List.of(new Observation(1, lengths[0] + 3 * round, more1, 3),
+                                new Observation(3, lengths[2] + 2 * round, more2, 2)));
                         single.inject(1, lengths[0] + 3 * round, more1, 3);
                         single.inject(3, lengths[2] + 2 * round, more2, 2);
                     }
@@ -193,7 +198,7 @@ class CudaDraftHeadTest {
         try (CudaForwardPass gpu = CudaSpeculativeTest.cuda(SpeculativeEngineTest.target); Arena arena = Arena.ofShared()) {
             CudaSpeculativeTest.assertSampledDraftingEqualsPlain(gpu, 0, 5000L, Map.of(
                     "dflash", () -> head(gpu, Path.of("models/spindle-chat-dflash"), arena),
-                    "ngram", () -> new Speculation(new dev.spindle.engine.speculative.NgramProposer(1, 4, 0), 4, 64)));
+                    "ngram", () -> new Speculation(new NgramProposer(1, 4, 0), 4, 64)));
         }
     }
 }

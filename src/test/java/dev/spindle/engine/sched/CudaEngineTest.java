@@ -3,9 +3,13 @@ package dev.spindle.engine.sched;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.spindle.Fixture;
+import dev.spindle.backend.cpu.HfParityTest;
 import dev.spindle.backend.cuda.CudaForwardPass;
 import dev.spindle.backend.cuda.CudaOptions;
 import dev.spindle.backend.cuda.CudaPasses;
+import dev.spindle.backend.cuda.RequiresGpu;
+import dev.spindle.backend.cuda.TensorParallelCudaTest;
+import dev.spindle.engine.ChatModelParityTest;
 import dev.spindle.engine.GreedyGenerator;
 import dev.spindle.model.LoadFormat;
 import dev.spindle.model.LoadListener;
@@ -30,7 +34,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * one forward step), give identical tokens and logprobs; and the bundled chat model's greedy
  * replies equal HF's.
  */
-@dev.spindle.backend.cuda.RequiresGpu
+@RequiresGpu
 class CudaEngineTest {
     static CudaForwardPass cuda(LoadedModel m) {
         return CudaPasses.open(m.config(), m.weights(), new CudaOptions(16, 512, 0.1, 256, true), LoadListener.NONE);
@@ -109,11 +113,11 @@ class CudaEngineTest {
             }
             Map<String, EngineCoreTest.Collect> solo = new LinkedHashMap<>();
             for (String k : names) {
-                try (CudaForwardPass gpu = dev.spindle.backend.cuda.TensorParallelCudaTest.open(f.model.config(), f.model.weights(), 2)) {
+                try (CudaForwardPass gpu = TensorParallelCudaTest.open(f.model.config(), f.model.weights(), 2)) {
                     solo.put(k, EngineCoreTest.run(gpu, 512, Map.of(k, prompts.get(k)), params).get(k));
                 }
             }
-            try (CudaForwardPass gpu = dev.spindle.backend.cuda.TensorParallelCudaTest.open(f.model.config(), f.model.weights(), 2)) {
+            try (CudaForwardPass gpu = TensorParallelCudaTest.open(f.model.config(), f.model.weights(), 2)) {
                 Map<String, EngineCoreTest.Collect> together = EngineCoreTest.run(gpu, 24, prompts, params);
                 for (String k : names) {
                     assertEquals(solo.get(k).signature(), together.get(k).signature(), k + " alone vs batched at 2 ranks");
@@ -158,7 +162,7 @@ class CudaEngineTest {
             for (JsonNode c : ref.get("cases")) {
                 int[] ids = ints(c.get("prompt_ids")), hf = ints(c.get("greedy_sdpa"));
                 int[] ours = new GreedyGenerator(gpu, 512).generate(ids, hf.length, Set.of(), t -> { }).tokens();
-                dev.spindle.engine.ChatModelParityTest.checkGreedy(c, new dev.spindle.backend.cpu.HfParityTest.Greedy(ours, null, null), "cuda chat parity");
+                ChatModelParityTest.checkGreedy(c, new HfParityTest.Greedy(ours, null, null), "cuda chat parity");
                 int agree = 0;
                 while (agree < hf.length && hf[agree] == ours[agree]) {
                     agree++;
@@ -167,13 +171,13 @@ class CudaEngineTest {
                 total += hf.length;
             }
             System.out.printf("[cuda chat parity] %d of %d greedy tokens equal HF bf16 sdpa's%n", equal, total);
-            dev.spindle.backend.cpu.HfParityTest.Parity p = dev.spindle.engine.ChatModelParityTest.teacherForced(gpu);
+            HfParityTest.Parity p = ChatModelParityTest.teacherForced(gpu);
             p.print("spindle-chat-target (cuda)");
             p.assertGate("spindle-chat-target (cuda)");
         }
     }
 
     static int[] ints(JsonNode a) {
-        return dev.spindle.engine.ChatModelParityTest.ints(a);
+        return ChatModelParityTest.ints(a);
     }
 }

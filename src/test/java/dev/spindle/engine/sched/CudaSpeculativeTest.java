@@ -3,6 +3,10 @@ package dev.spindle.engine.sched;
 import dev.spindle.backend.cuda.CudaForwardPass;
 import dev.spindle.backend.cuda.CudaOptions;
 import dev.spindle.backend.cuda.CudaPasses;
+import dev.spindle.backend.cuda.RequiresGpu;
+import dev.spindle.backend.cuda.TensorParallelCudaTest;
+import dev.spindle.engine.Engine;
+import dev.spindle.engine.TokenEvent;
 import dev.spindle.engine.speculative.DraftModelProposer;
 import dev.spindle.engine.speculative.NgramProposer;
 import dev.spindle.engine.speculative.Proposer;
@@ -28,7 +32,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * and in batches of 7 and 64, with every row's token drawn on the device (the server's path for
  * plain requests) and with logprobs (the host path); seeded sampling reproduces.
  */
-@dev.spindle.backend.cuda.RequiresGpu
+@RequiresGpu
 class CudaSpeculativeTest {
     @BeforeAll
     static void load() {
@@ -86,14 +90,14 @@ class CudaSpeculativeTest {
             Function<Integer, SamplingParams> greedy = i -> SamplingParams.greedy(40);
             List<String> plain = SpeculativeEngineTest.run(gpu, Speculation.NONE, ps, greedy).signatures();
             Speculation spec = draftModel(4);
-            dev.spindle.engine.Engine engine = new dev.spindle.engine.Engine(gpu, 512, 64, Set.of(SpeculativeEngineTest.imEnd), 64, spec);
+            Engine engine = new Engine(gpu, 512, 64, Set.of(SpeculativeEngineTest.imEnd), 64, spec);
             try {
                 List<java.util.concurrent.CompletableFuture<String>> replies = new java.util.ArrayList<>();
                 for (int[] p : ps) {
                     java.util.concurrent.CompletableFuture<String> done = new java.util.concurrent.CompletableFuture<>();
                     EngineCoreTest.Collect c = new EngineCoreTest.Collect() {
                         @Override
-                        public void onToken(dev.spindle.engine.TokenEvent e) {
+                        public void onToken(TokenEvent e) {
                             super.onToken(e);
                             if (e.finishReason() != null) {
                                 done.complete(signature());
@@ -156,7 +160,7 @@ class CudaSpeculativeTest {
     @Test
     void draftedEqualsPlainAtTwoTensorParallelRanks() {
         Function<Integer, SamplingParams> onDevice = i -> new SamplingParams(0, 0, 1, 0, null, 0, 0, 1, Map.of(), 48, Set.of(), false, -1, null, -1);
-        try (CudaForwardPass gpu = dev.spindle.backend.cuda.TensorParallelCudaTest.open(SpeculativeEngineTest.target.config(),
+        try (CudaForwardPass gpu = TensorParallelCudaTest.open(SpeculativeEngineTest.target.config(),
                 SpeculativeEngineTest.target.weights(), 2)) {
             assertEquals(2, gpu.tensorParallelSize());
             for (int batch : new int[]{1, 7}) {

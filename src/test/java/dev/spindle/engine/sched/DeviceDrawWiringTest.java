@@ -1,7 +1,9 @@
 package dev.spindle.engine.sched;
 
+import dev.spindle.backend.ForwardingPass;
 import dev.spindle.backend.cpu.CpuForwardPass;
 import dev.spindle.sample.Sampler;
+import dev.spindle.sample.SamplerTest;
 import dev.spindle.sample.SamplingParams;
 import dev.spindle.step.ModelStep;
 import dev.spindle.step.StepOutput;
@@ -32,7 +34,7 @@ public class DeviceDrawWiringTest {
     }
 
     /** The CPU pass, drawing the rows it is handed by the host rule with the uniform it is given. */
-    static final class HostRuleDrawing extends dev.spindle.backend.ForwardingPass {
+    static final class HostRuleDrawing extends ForwardingPass {
         int drawn;
 
         HostRuleDrawing(CpuForwardPass inner) {
@@ -64,7 +66,7 @@ public class DeviceDrawWiringTest {
                 SamplingParams p = new SamplingParams(d.temperature(), d.topK(), d.topP(), d.minP(), null, 0, 0, 1, Map.of(), 1, Set.of(), true,
                         -1, null, -1);
                 for (int r = 0; r < rows.length; r++) {
-                    ids[r] = Sampler.sample(rows[r], p, new int[vocab], new int[vocab], dev.spindle.sample.SamplerTest.fixed(d.u()[r])).token();
+                    ids[r] = Sampler.sample(rows[r], p, new int[vocab], new int[vocab], SamplerTest.fixed(d.u()[r])).token();
                     drawn++;
                 }
                 tokens.set(i, ids);

@@ -7,6 +7,7 @@ import dev.spindle.engine.EngineStats;
 import dev.spindle.engine.TokenEvent;
 import dev.spindle.engine.TokenSink;
 import dev.spindle.sample.SamplingParams;
+import dev.spindle.step.ForwardPass;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -76,7 +77,7 @@ class EngineCoreTest {
     }
 
     /** Runs requests to completion on one engine; returns each one's collected events. */
-    static Map<String, Collect> run(dev.spindle.step.ForwardPass cpu, int budget, Map<String, int[]> prompts, Map<String, SamplingParams> params) {
+    static Map<String, Collect> run(ForwardPass cpu, int budget, Map<String, int[]> prompts, Map<String, SamplingParams> params) {
         EngineCore core = new EngineCore(cpu, budget, 8, Set.of(2));
         Map<String, Collect> out = new LinkedHashMap<>();
         long id = 0;

@@ -1,19 +1,37 @@
 package dev.spindle.engine.sched;
 
+import dev.spindle.backend.ForwardingPass;
+import dev.spindle.backend.TestSteps;
+import dev.spindle.backend.cpu.CpuDraftHead;
 import dev.spindle.backend.cpu.CpuForwardPass;
 import dev.spindle.backend.cpu.KvSlots;
 import dev.spindle.chat.ChatTemplate;
+import dev.spindle.cli.SpecBenchRun;
 import dev.spindle.engine.SpecStats;
+import dev.spindle.engine.TokenEvent;
+import dev.spindle.engine.TokenSink;
+import dev.spindle.engine.speculative.DFlashProposer;
 import dev.spindle.engine.speculative.DraftModelProposer;
 import dev.spindle.engine.speculative.NgramProposer;
 import dev.spindle.engine.speculative.Proposer;
 import dev.spindle.engine.speculative.Speculation;
+import dev.spindle.grammar.GrammarConstraint;
+import dev.spindle.grammar.Schema;
+import dev.spindle.grammar.TokenTexts;
+import dev.spindle.model.DraftHeadConfig;
+import dev.spindle.model.DraftHeadLoader;
 import dev.spindle.model.LoadFormat;
 import dev.spindle.model.LoadListener;
 import dev.spindle.model.LoadedModel;
 import dev.spindle.model.ModelLoader;
 import dev.spindle.sample.SamplingParams;
+import dev.spindle.sample.TokenRules;
+import dev.spindle.step.DraftHead;
 import dev.spindle.step.ForwardPass;
+import dev.spindle.step.ModelStep;
+import dev.spindle.step.Observation;
+import dev.spindle.step.Proposal;
+import dev.spindle.step.StepOutput;
 import dev.spindle.tokenizer.Tokenizer;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -55,7 +73,7 @@ class SpeculativeEngineTest {
     static void loadTarget() {
         target = ModelLoader.load(TARGET, LoadFormat.SAFETENSORS, LoadListener.NONE);
         imEnd = target.config().eosTokenIds().iterator().next();
-        prompts = dev.spindle.cli.SpecBenchRun.promptIds(PROMPTS);
+        prompts = SpecBenchRun.promptIds(PROMPTS);
     }
 
     @BeforeAll
@@ -65,7 +83,7 @@ class SpeculativeEngineTest {
         try (Tokenizer tok = Tokenizer.load(TARGET)) {
             assertEquals(imEnd, tok.addedTokenId("<|im_end|>"), "the config's end of sequence is the template's end of turn");
             ChatTemplate template = ChatTemplate.fromModelDir(TARGET);
-            List<String> questions = dev.spindle.cli.SpecBenchRun.questions(prompts.size());
+            List<String> questions = SpecBenchRun.questions(prompts.size());
             for (int i = 0; i < questions.size(); i++) {
                 int[] ids = tok.encode(template.render(List.of(Map.of("role", "user", "content", questions.get(i))), null,
                         Map.of("add_generation_prompt", true)));
@@ -103,11 +121,11 @@ class SpeculativeEngineTest {
 
     /** @param sampled at temperature &gt; 0, drafts drawn from the head's distribution and verified against it on the host */
     static Speculation dflash(Path dir, int k, java.lang.foreign.Arena arena, boolean sampled) {
-        dev.spindle.model.DraftHeadConfig hc = dev.spindle.model.DraftHeadConfig.read(dir);
-        var weights = dev.spindle.model.DraftHeadLoader.load(dir, hc, arena, LoadListener.NONE);
-        var cpuHead = new dev.spindle.backend.cpu.CpuDraftHead(hc, weights, target.weights().embedding().data(), target.weights().lmHead(),
+        DraftHeadConfig hc = DraftHeadConfig.read(dir);
+        var weights = DraftHeadLoader.load(dir, hc, arena, LoadListener.NONE);
+        var cpuHead = new CpuDraftHead(hc, weights, target.weights().embedding().data(), target.weights().lmHead(),
                 target.config().vocabSize(), hc.tapLayers(1), 2, null);
-        return new Speculation(new dev.spindle.engine.speculative.DFlashProposer(cpuHead, sampled), k, 64);
+        return new Speculation(new DFlashProposer(cpuHead, sampled), k, 64);
     }
 
     /**
@@ -209,7 +227,7 @@ class SpeculativeEngineTest {
      * in order and bit for bit, as one prefill over the whole sequence computes them: the anchor and accepted rows
      * of drafted windows, plain decode rows and prompt chunks all arrive, rejected rows never do.
      */
-    static class OracleHead implements dev.spindle.step.DraftHead {
+    static class OracleHead implements DraftHead {
         final Map<Long, List<float[]>> context = new java.util.HashMap<>();
         final Map<Long, Integer> starts = new java.util.HashMap<>();
         final Map<Long, List<float[]>> finished = new java.util.HashMap<>();
@@ -246,11 +264,11 @@ class SpeculativeEngineTest {
         int injectCalls, widestInjection;
 
         @Override
-        public void injectAll(List<dev.spindle.step.Observation> rows) {
+        public void injectAll(List<Observation> rows) {
             injectCalls++;
             widestInjection = Math.max(widestInjection, rows.size());
-            assertEquals(rows.size(), rows.stream().mapToLong(dev.spindle.step.Observation::id).distinct().count(), "one entry a sequence");
-            dev.spindle.step.DraftHead.super.injectAll(rows);
+            assertEquals(rows.size(), rows.stream().mapToLong(Observation::id).distinct().count(), "one entry a sequence");
+            DraftHead.super.injectAll(rows);
         }
 
         @Override
@@ -274,7 +292,7 @@ class SpeculativeEngineTest {
         }
 
         @Override
-        public dev.spindle.step.Proposal draft(long id, int anchor, int drafts, Sampling sampling) {
+        public Proposal draft(long id, int anchor, int drafts, Sampling sampling) {
             int[] reply = replies.get(id);
             int at = contextEnd(id) + 1; // the position after the anchor, in the whole sequence
             int[] out = new int[drafts];
@@ -284,7 +302,7 @@ class SpeculativeEngineTest {
             if (drafts > 2) {
                 out[drafts - 1] = (out[drafts - 1] + 1) % 4000; // a wrong last draft: some rows are rejected
             }
-            return dev.spindle.step.Proposal.of(out);
+            return Proposal.of(out);
         }
 
         @Override
@@ -335,7 +353,7 @@ class SpeculativeEngineTest {
 
     private static void checkContexts(CpuForwardPass pass, ForwardPass stepper, OracleHead head, List<int[]> ps, Result plain, Map<Long, int[]> whole,
                                       int[] taps) {
-        Speculation spec = new Speculation(new dev.spindle.engine.speculative.DFlashProposer(head), 5, 64);
+        Speculation spec = new Speculation(new DFlashProposer(head), 5, 64);
         Result drafted = run(stepper, spec, ps, SpeculativeEngineTest::greedy);
         assertEquals(plain.signatures(), drafted.signatures());
         assertTrue(drafted.spec().acceptedTokens() > drafted.spec().draftTokens() / 2, "the oracle's drafts are mostly accepted");
@@ -346,7 +364,7 @@ class SpeculativeEngineTest {
             int[] all = whole.get(id);
             List<float[]> got = head.finished.get(id);
             // the context covers every committed row up to the last step's window (a finished sequence's last rows are not handed over)
-            float[][] want = dev.spindle.backend.TestSteps.taps(pass, java.util.Arrays.copyOf(all, got.size()), taps, false);
+            float[][] want = TestSteps.taps(pass, java.util.Arrays.copyOf(all, got.size()), taps, false);
             assertTrue(got.size() >= all.length - 1 - head.blockSize(), "context of " + got.size() + " rows for a sequence of " + all.length);
             for (int r = 0; r < got.size(); r++) {
                 org.junit.jupiter.api.Assertions.assertArrayEquals(want[r], got.get(r), "sequence " + id + " row " + r);
@@ -358,7 +376,7 @@ class SpeculativeEngineTest {
      * A pass that holds a step's taps back where it was asked to keep them ({@code ModelStep.tapsToHost} false), as the
      * CUDA pass keeps them on its device: the CPU pass's taps, in the step's row order, with null taps in the output.
      */
-    static final class HeldTapsPass extends dev.spindle.backend.ForwardingPass {
+    static final class HeldTapsPass extends ForwardingPass {
         final List<float[]> rows = new ArrayList<>();
 
         HeldTapsPass(ForwardPass inner) {
@@ -366,8 +384,8 @@ class SpeculativeEngineTest {
         }
 
         @Override
-        public dev.spindle.step.StepOutput execute(dev.spindle.step.ModelStep step) {
-            var out = inner.execute(new dev.spindle.step.ModelStep(step.windows(), step.tapLayers(), true));
+        public StepOutput execute(ModelStep step) {
+            var out = inner.execute(new ModelStep(step.windows(), step.tapLayers(), true));
             rows.clear();
             if (step.tapsToHost() || step.tapLayers().length == 0) {
                 return out;
@@ -377,7 +395,7 @@ class SpeculativeEngineTest {
                 rows.addAll(java.util.Arrays.asList(w));
                 none.add(null);
             }
-            return new dev.spindle.step.StepOutput(out.logits(), out.tokens(), none);
+            return new StepOutput(out.logits(), out.tokens(), none);
         }
     }
 
@@ -396,11 +414,11 @@ class SpeculativeEngineTest {
         }
 
         @Override
-        public void injectAll(List<dev.spindle.step.Observation> rows) {
-            List<dev.spindle.step.Observation> onHost = new ArrayList<>();
+        public void injectAll(List<Observation> rows) {
+            List<Observation> onHost = new ArrayList<>();
             for (var o : rows) {
                 assertTrue(o.taps() == null && o.stepRow() >= 0, "the engine asked for the taps to stay where the step left them");
-                onHost.add(new dev.spindle.step.Observation(o.id(), o.from(), pass.rows.subList(o.stepRow(), o.stepRow() + o.count())
+                onHost.add(new Observation(o.id(), o.from(), pass.rows.subList(o.stepRow(), o.stepRow() + o.count())
                         .toArray(float[][]::new), o.count()));
             }
             super.injectAll(onHost);
@@ -476,10 +494,10 @@ class SpeculativeEngineTest {
         int[] banned = {prompts.get(0)[prompts.get(0).length - 1]};
         Function<Integer, SamplingParams> ruled = i -> {
             SamplingParams base = SamplingParams.greedy(40);
-            dev.spindle.sample.TokenRules rules = switch (i % 3) {
-                case 0 -> new dev.spindle.sample.TokenRules(30, null, List.of());
-                case 1 -> new dev.spindle.sample.TokenRules(0, null, List.of(banned, new int[]{260, 260}));
-                default -> new dev.spindle.sample.TokenRules(0, java.util.stream.IntStream.range(0, 600).toArray(), List.of());
+            TokenRules rules = switch (i % 3) {
+                case 0 -> new TokenRules(30, null, List.of());
+                case 1 -> new TokenRules(0, null, List.of(banned, new int[]{260, 260}));
+                default -> new TokenRules(0, java.util.stream.IntStream.range(0, 600).toArray(), List.of());
             };
             return base.withRules(rules);
         };
@@ -663,12 +681,12 @@ class SpeculativeEngineTest {
     @Test
     void draftsAreVerifiedUnderTheGrammar() throws Exception {
         var json = new com.fasterxml.jackson.databind.ObjectMapper();
-        var schema = dev.spindle.grammar.Schema.compile(json.readTree(
+        var schema = Schema.compile(json.readTree(
                 "{\"type\":\"object\",\"properties\":{\"answer\":{\"type\":\"integer\"},\"unit\":{\"type\":\"string\",\"enum\":[\"km\",\"m\"]}},"
                         + "\"required\":[\"answer\",\"unit\"]}"));
-        var texts = dev.spindle.grammar.TokenTexts.load(TARGET.resolve("tokenizer.json"), target.config().vocabSize());
-        java.util.function.Supplier<dev.spindle.grammar.GrammarConstraint> grammar =
-                () -> new dev.spindle.grammar.GrammarConstraint(schema, texts, Set.of(imEnd), -1);
+        var texts = TokenTexts.load(TARGET.resolve("tokenizer.json"), target.config().vocabSize());
+        java.util.function.Supplier<GrammarConstraint> grammar =
+                () -> new GrammarConstraint(schema, texts, Set.of(imEnd), -1);
         List<int[]> ps = prompts.subList(0, 6);
         try (CpuForwardPass pass = targetPass()) {
             Function<Integer, SamplingParams> greedyJson = i -> SamplingParams.greedy(40).withConstraint(grammar);
@@ -691,9 +709,9 @@ class SpeculativeEngineTest {
                         String[] end = {null};
                         texts2.add(text);
                         finish.add(end);
-                        core.add(i + 1, ps.get(i), sampledJson.apply(i), new dev.spindle.engine.TokenSink() {
+                        core.add(i + 1, ps.get(i), sampledJson.apply(i), new TokenSink() {
                             @Override
-                            public void onToken(dev.spindle.engine.TokenEvent e) {
+                            public void onToken(TokenEvent e) {
                                 if (e.token() != imEnd) {
                                     text.append(texts.text(e.token()));
                                 }
@@ -728,12 +746,12 @@ class SpeculativeEngineTest {
     @Test
     void aGrammarThatSwitchesOnInsideADraftedWindowStillMasksIt() throws Exception {
         var json = new com.fasterxml.jackson.databind.ObjectMapper();
-        var schema = dev.spindle.grammar.Schema.compile(json.readTree("{\"type\":\"object\",\"properties\":{\"answer\":{\"type\":\"integer\"}},"
+        var schema = Schema.compile(json.readTree("{\"type\":\"object\",\"properties\":{\"answer\":{\"type\":\"integer\"}},"
                 + "\"required\":[\"answer\"]}"));
-        var texts = dev.spindle.grammar.TokenTexts.load(TARGET.resolve("tokenizer.json"), target.config().vocabSize());
+        var texts = TokenTexts.load(TARGET.resolve("tokenizer.json"), target.config().vocabSize());
         int thinkEnd = 4004; // </think> in the bundled tokenizer; the prompts end inside <think>
-        java.util.function.Supplier<dev.spindle.grammar.GrammarConstraint> grammar =
-                () -> new dev.spindle.grammar.GrammarConstraint(schema, texts, Set.of(imEnd), thinkEnd);
+        java.util.function.Supplier<GrammarConstraint> grammar =
+                () -> new GrammarConstraint(schema, texts, Set.of(imEnd), thinkEnd);
         Function<Integer, SamplingParams> greedyJson = i -> SamplingParams.greedy(80).withConstraint(grammar);
         try (CpuForwardPass pass = targetPass()) {
             DeviceDrawWiringTest.HostRuleDrawing device = new DeviceDrawWiringTest.HostRuleDrawing(pass);
