@@ -37,7 +37,7 @@ try {
     { role: "user", content: "And 85 + 15?" },
     { role: "assistant", content: "85 + 15 = 100" },
   ];
-  const compacted = await client.responses.compact({ model: MODEL, input: conversation });
+  const compacted = await client.responses.compact({ model: MODEL, input: conversation, temperature: 0 }); // greedy: the same summary every run
   const item = compacted.output.find((i) => i.type === "compaction");
   const next = await client.responses.create({ model: MODEL, input: [...compacted.output, { role: "user", content: "What is 2 + 2?" }],
     max_output_tokens: MAX_TOKENS, temperature: 0 });
