@@ -153,8 +153,8 @@ final class CudaDecoderOps implements DecoderOps {
 
     @Override
     public void addResidual() {
-        if (pendingAdd) { // two adds in a row: the first one runs alone
-            add("norms", () -> k.residualAdd(b.x, b.proj, (long) n * c.hiddenSize()));
+        if (pendingAdd) {
+            throw new IllegalStateException("a sublayer's add while the previous one still waits for its norm");
         }
         pendingAdd = true;
     }

@@ -1,7 +1,6 @@
 package dev.spindle.backend.cuda;
 
 import dev.spindle.backend.DecoderProgram;
-import dev.spindle.model.Bf16;
 import dev.spindle.model.ModelConfig;
 import dev.spindle.step.ForwardPass;
 import dev.spindle.step.KvCapacity;
@@ -12,8 +11,6 @@ import dev.spindle.step.StepOutput;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.nio.ByteOrder;
-import java.util.ArrayList;
 import java.util.List;
 
 /**
@@ -28,7 +25,6 @@ import java.util.List;
  */
 public final class CudaForwardPass implements ForwardPass {
     private static final System.Logger LOG = System.getLogger("dev.spindle.cuda");
-    private static final ValueLayout.OfShort BF16 = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
 
     /** The model's config (what {@link #config()} gives); {@code c} is the shapes this pass computes (one rank's under tensor parallelism). */
     private final ModelConfig model;
@@ -469,7 +465,7 @@ public final class CudaForwardPass implements ForwardPass {
 
     /** Keeps the paired launches only where whole decode steps run faster with them ({@link PairingChoice#decide}). */
     void choosePairing() {
-        PairingChoice.decide(this, pairing, opt.cudaGraphs());
+        PairingChoice.decide(this, opt.cudaGraphs());
     }
 
     /**

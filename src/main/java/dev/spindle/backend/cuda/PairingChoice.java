@@ -27,7 +27,8 @@ final class PairingChoice {
      * Keeps a pass's paired launches only where whole decode steps run faster with them: with CUDA graphs (what decode
      * steps run), where PairedLinear chose one for steps of up to 8 rows; off otherwise.
      */
-    static void decide(CudaForwardPass gpu, PairedLaunches pairing, boolean cudaGraphs) {
+    static void decide(CudaForwardPass gpu, boolean cudaGraphs) {
+        PairedLaunches pairing = gpu.pairing;
         if (!pairing.planned()) {
             pairing.off("none chosen per shape");
         } else if (!cudaGraphs) {
