@@ -65,7 +65,7 @@ restore() {
   if git status --short | grep '^ D'; then echo "tracked files are still missing (above)" >&2; return 1; fi
 }
 
-common=(src/test/resources/tokenizer-166k src/test/resources/tokenizer src/test/node docs/bench models/spindle-chat-agent)
+common=(src/test/resources/tokenizer-166k src/test/resources/templates-compat src/test/resources/tokenizer src/test/node docs/bench models/spindle-chat-agent)
 dflash=(src/test/resources/fixtures/dflash models/spindle-chat-dflash models/spindle-chat-dflash2)
 parity=(src/test/resources/fixtures/llama-headdim-sharded src/test/resources/fixtures/llama-gqa src/test/resources/fixtures/nanbeige-looped)
 bundled=(src/test/resources/fixtures/chat-target models/spindle-chat-drafter models/spindle-chat-target)
