@@ -3,6 +3,7 @@ package dev.spindle.cli;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import dev.spindle.backend.cuda.CublasLt;
+import dev.spindle.backend.cuda.CublasProbes;
 import dev.spindle.backend.cuda.CudaBench;
 import dev.spindle.backend.cuda.CudaDriver;
 import dev.spindle.backend.cuda.CudaException;
@@ -65,7 +66,7 @@ final class CudaBenchRun implements Callable<Integer> {
         out.put("device", cuda.deviceName());
         // the limits first, while the device is empty
         double copy = CudaBench.copyBandwidth(cuda, 4L << 30);
-        double peak = lt.measurePeakTflops(8192);
+        double peak = CublasProbes.peakTflops(lt, 8192);
         Map<String, Object> limits = new LinkedHashMap<>();
         limits.put("device_copy_gb_per_second", Math.round(copy));
         limits.put("bf16_gemm_peak_tflops", Math.round(peak));

@@ -3,6 +3,7 @@ package dev.spindle.cli;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import dev.spindle.backend.cuda.CublasLt;
+import dev.spindle.backend.cuda.CublasProbes;
 import dev.spindle.backend.cuda.CudaException;
 import dev.spindle.backend.cuda.CudaKernels;
 import dev.spindle.model.ConfigParser;
@@ -16,7 +17,7 @@ import java.util.concurrent.Callable;
 
 /**
  * {@code spindle bench --backend cuda --gemm-split-k}: for each weight shape of the model (q|k|v, o, gate|up, down, the
- * head), what a fixed split of K into 1, 2 or 4 parts would give its GEMM on cuBLASLt ({@link CublasLt#probeSplits}):
+ * head), what a fixed split of K into 1, 2 or 4 parts would give its GEMM on cuBLASLt ({@link CublasProbes#splitK}):
  * candidates accepted, those whose bits do not depend on the rows beside a row nor on the run, and the best 1-row and
  * many-row times. Only the config is read: the matrices are random, made on the GPU; nothing is pinned or cached.
  */
@@ -42,7 +43,7 @@ final class GemmSplitKRun implements Callable<Integer> {
         out.put("device", kernels.driver().deviceName());
         List<Object> results = new ArrayList<>();
         for (int[] s : shapes) {
-            results.addAll(lt.probeSplits(s[1], s[0], rows, new int[]{1, 2, 4}));
+            results.addAll(CublasProbes.splitK(lt, s[1], s[0], rows, new int[]{1, 2, 4}));
             System.err.println("gemm split-k: " + s[0] + " x " + s[1] + " done");
         }
         out.put("gemm_split_k", results);

@@ -36,27 +36,27 @@ public final class CublasLt {
     }
     private static final int OP_N = 0, OP_T = 1, R_16BF = 14, R_32F = 0, COMPUTE_32F = 68;
     private static final int DESC_TRANSA = 3, DESC_TRANSB = 4, PREF_MAX_WORKSPACE = 1;
-    private static final int CONFIG_TILE = 1, CONFIG_SPLITK = 2, CONFIG_REDUCTION = 3, CONFIG_STAGES = 6;
+    static final int CONFIG_TILE = 1, CONFIG_SPLITK = 2, CONFIG_REDUCTION = 3, CONFIG_STAGES = 6;
     private static final long HEURISTIC_BYTES = 96, WORKSPACE = 32L << 20;
 
-    private final CudaDriver cuda;
+    final CudaDriver cuda;
     private final NativeLibrary lib;
     private final Map<String, MethodHandle> handles = new HashMap<>();
     private final MethodHandle matmul;
-    private final Arena arena = Arena.ofShared();
+    final Arena arena = Arena.ofShared();
     private final MemorySegment handle, desc, pref, alpha, beta;
     private final long workspace;
     private final Map<Long, MemorySegment[]> layouts = new HashMap<>();
     private final Map<Long, Pinned> pinned = new HashMap<>();
-    private final RandomFill fill;
+    final RandomFill fill;
     private final List<String> choices = new ArrayList<>();
     private static final System.Logger LOG = System.getLogger("dev.spindle.cuda");
     private GemmAlgorithmCache cache;
 
     /** Whether y is fp32 (the GEMM's accumulators, unrounded) rather than bf16. */
-    private final boolean f32Out;
+    final boolean f32Out;
     /** Bytes of one output element: 2 (bf16) or 4 (fp32). */
-    private final int outBytes;
+    final int outBytes;
 
     private CublasLt(CudaDriver cuda, NativeLibrary lib, RandomFill fill, boolean f32Out) {
         this.cuda = cuda;
@@ -111,7 +111,7 @@ public final class CublasLt {
         return status;
     }
 
-    private int rawCall(String name, FunctionDescriptor fd, Object... args) {
+    int rawCall(String name, FunctionDescriptor fd, Object... args) {
         try {
             return (int) handles.computeIfAbsent(name, n -> lib.function(n, fd)).invokeWithArguments(args);
         } catch (CudaException e) {
@@ -242,7 +242,7 @@ public final class CublasLt {
         }
     }
 
-    private void run(long x, int n, int k, long w, int nOut, long y, MemorySegment algo) {
+    void run(long x, int n, int k, long w, int nOut, long y, MemorySegment algo) {
         MemorySegment[] l = layouts(n, k, nOut);
         int status;
         try {
@@ -257,7 +257,7 @@ public final class CublasLt {
     }
 
     /** The algorithms a weight shape's search starts from: cuBLASLt's own ranking at {@value #LARGE} rows and at 1 to 1,024. */
-    private List<MemorySegment> candidates(int k, int nOut) {
+    List<MemorySegment> candidates(int k, int nOut) {
         List<MemorySegment> found = new ArrayList<>(heuristics(LARGE, k, nOut, 16));
         for (int n : new int[]{1, 16, 64, 256, 1024}) {
             found.addAll(heuristics(n, k, nOut, 8));
@@ -266,7 +266,7 @@ public final class CublasLt {
     }
 
     /** cuBLASLt's own ranked algorithms for this problem (split-K allowed), up to {@code count}. */
-    private List<MemorySegment> heuristics(int n, int k, int nOut, int count) {
+    List<MemorySegment> heuristics(int n, int k, int nOut, int count) {
         MemorySegment[] l = layouts(n, k, nOut);
         MemorySegment results = arena.allocate(HEURISTIC_BYTES * count, 8), returned = arena.allocate(JAVA_INT);
         call("cublasLtMatmulAlgoGetHeuristic", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS,
@@ -303,7 +303,7 @@ public final class CublasLt {
     }
 
     /** Whether cuBLASLt accepts the algorithm for this weight at each of {@code rows} within the workspace. */
-    private boolean supported(MemorySegment algo, int k, int nOut, int[] rows) {
+    boolean supported(MemorySegment algo, int k, int nOut, int[] rows) {
         for (int n : rows) {
             MemorySegment[] l = layouts(n, k, nOut);
             MemorySegment result = arena.allocate(HEURISTIC_BYTES, 8);
@@ -336,7 +336,7 @@ public final class CublasLt {
         }
     }
 
-    private static String key(MemorySegment algo) {
+    static String key(MemorySegment algo) {
         return java.util.HexFormat.of().formatHex(algo.toArray(java.lang.foreign.ValueLayout.JAVA_BYTE));
     }
 
@@ -462,82 +462,10 @@ public final class CublasLt {
     }
 
     /**
-     * The bench's {@code gemm_split_k}: what splitting K in a fixed number of parts would give a k x nOut weight. A split-free
-     * algorithm's outputs are each one fp32 chain of k / 16 dependent MMAs, which bounds a narrow weight's few-row GEMM
-     * (the 3B's down projection: its chain takes longer than its bytes' copy); a fixed split walks shorter chains at once and
-     * sums them. Here the search's candidates ({@link #candidates}) are run with {@code splits} parts and each
-     * reduction scheme (1 in place, 2 in the compute type, 4 in the output type), kept where cuBLASLt accepts them at 1 to
-     * {@code rows} rows within the workspace, one row alone gets the bits it gets among {@value #PROBE} and a second run
-     * the same bits; each kind's best 1-row and {@code rows}-row times against the split-free best's. Nothing is pinned.
-     */
-    public List<Map<String, Object>> probeSplits(int k, int nOut, int rows, int[] splitCounts) {
-        List<MemorySegment> found = candidates(k, nOut);
-        int[] checkRows = {1, 7, PROBE, rows};
-        long x = cuda.alloc((long) rows * k * 2), y = cuda.alloc((long) rows * nOut * outBytes), w = cuda.alloc((long) nOut * k * 2);
-        fill.random(x, (long) rows * k, 11);
-        fill.random(w, (long) nOut * k, 13);
-        FunctionDescriptor set = FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, ADDRESS, JAVA_LONG);
-        List<Map<String, Object>> out = new ArrayList<>();
-        try (Arena host = Arena.ofConfined()) {
-            MemorySegment probe = host.allocate((long) PROBE * nOut * outBytes), again = host.allocate(probe.byteSize()),
-                    one = host.allocate((long) nOut * outBytes);
-            for (int splits : splitCounts) {
-                for (int reduction : splits == 1 ? new int[]{0} : new int[]{1, 2, 4}) {
-                    Map<String, MemorySegment> unique = new java.util.LinkedHashMap<>();
-                    for (MemorySegment f : found) {
-                        MemorySegment algo = arena.allocate(64, 8).copyFrom(f);
-                        if (rawCall("cublasLtMatmulAlgoConfigSetAttribute", set, algo, CONFIG_SPLITK, arena.allocateFrom(JAVA_INT, splits), 4L) == 0
-                                && rawCall("cublasLtMatmulAlgoConfigSetAttribute", set, algo, CONFIG_REDUCTION, arena.allocateFrom(JAVA_INT, reduction), 4L) == 0
-                                && supported(algo, k, nOut, checkRows)) {
-                            unique.putIfAbsent(key(algo), algo);
-                        }
-                    }
-                    int invariant = 0;
-                    java.util.Set<Long> groups = new java.util.HashSet<>();
-                    double best1 = Double.MAX_VALUE, bestRows = Double.MAX_VALUE;
-                    for (MemorySegment algo : unique.values()) {
-                        if (!rowInvariant(algo, x, k, w, nOut, y, probe, one)) {
-                            continue;
-                        }
-                        run(x, PROBE, k, w, nOut, y, algo);
-                        cuda.copyToHost(again, y);
-                        if (again.mismatch(probe) != -1) {
-                            continue; // not the same bits twice
-                        }
-                        invariant++;
-                        groups.add(hash(probe));
-                        best1 = Math.min(best1, cuda.time(() -> { for (int i = 0; i < 5; i++) run(x, 1, k, w, nOut, y, algo); }) / 5);
-                        run(x, rows, k, w, nOut, y, algo);
-                        bestRows = Math.min(bestRows, cuda.time(() -> { for (int i = 0; i < 2; i++) run(x, rows, k, w, nOut, y, algo); }) / 2);
-                    }
-                    Map<String, Object> r = new java.util.LinkedHashMap<>();
-                    r.put("shape", nOut + " x " + k);
-                    r.put("splits", splits);
-                    r.put("reduction", reduction);
-                    r.put("candidates", unique.size());
-                    r.put("row_invariant_and_repeatable", invariant);
-                    r.put("bit_groups", groups.size());
-                    if (invariant > 0) {
-                        r.put("best_1_row_us", Math.round(best1 * 1e7) / 10.0);
-                        r.put("best_" + rows + "_rows_us", Math.round(bestRows * 1e7) / 10.0);
-                    }
-                    out.add(r);
-                }
-            }
-            return out;
-        } finally {
-            cuda.sync();
-            cuda.free(x);
-            cuda.free(y);
-            cuda.free(w);
-        }
-    }
-
-    /**
      * Whether the algorithm gives the first row of x alone the bits it gives it among {@value #PROBE} rows;
      * leaves the {@value #PROBE} rows' output in probe (host), using one (host, one row) as scratch.
      */
-    private boolean rowInvariant(MemorySegment algo, long x, int k, long w, int nOut, long y, MemorySegment probe, MemorySegment one) {
+    boolean rowInvariant(MemorySegment algo, long x, int k, long w, int nOut, long y, MemorySegment probe, MemorySegment one) {
         run(x, PROBE, k, w, nOut, y, algo);
         cuda.copyToHost(probe, y);
         run(x, 1, k, w, nOut, y, algo);
@@ -545,7 +473,7 @@ public final class CublasLt {
         return one.mismatch(probe.asSlice(0, one.byteSize())) == -1;
     }
 
-    private static long hash(MemorySegment s) {
+    static long hash(MemorySegment s) {
         long h = 1125899906842597L;
         for (long i = 0; i + 8 <= s.byteSize(); i += 8) {
             h = 31 * h + s.get(JAVA_LONG_UNALIGNED, i);
@@ -558,28 +486,4 @@ public final class CublasLt {
         return List.copyOf(choices);
     }
 
-    /**
-     * The bf16 GEMM peak of this device in TFLOP/s, measured with cuBLASLt's first choice
-     * (split-K allowed) on size x size x size constant-valued matrices.
-     */
-    public double measurePeakTflops(int size) {
-        if (f32Out) {
-            throw new IllegalStateException("the GEMM peak is measured with bf16 outputs");
-        }
-        long bytes = (long) size * size * 2;
-        long a = cuda.alloc(bytes), b = cuda.alloc(bytes), c = cuda.alloc(bytes);
-        try {
-            cuda.memsetZero(a, bytes);
-            cuda.memsetZero(b, bytes);
-            MemorySegment algo = heuristics(size, size, size, 1).getFirst();
-            run(a, size, size, b, size, c, algo);
-            int reps = 10;
-            double s = cuda.time(() -> { for (int i = 0; i < reps; i++) run(a, size, size, b, size, c, algo); });
-            return 2.0 * size * size * (double) size * reps / s / 1e12;
-        } finally {
-            cuda.free(a);
-            cuda.free(b);
-            cuda.free(c);
-        }
-    }
 }

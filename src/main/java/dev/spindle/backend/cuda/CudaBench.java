@@ -413,18 +413,18 @@ public final class CudaBench {
             return skipped;
         }
         Map<String, Object> m = new LinkedHashMap<>();
-        Map<Integer, String> names = Map.of(CudaKernels.PREFILL, "one_warp_per_rows", CudaKernels.PREFILL_WARP_PAIRS, "warp_pairs",
-                CudaKernels.PREFILL_WGMMA, "wgmma", CudaKernels.PREFILL_WS, "warp_specialized", CudaKernels.PREFILL_WS_PINGPONG,
-                "warp_specialized_pingpong", CudaKernels.PREFILL_WS_REGISTERS, "warp_specialized_o_in_registers",
-                CudaKernels.PREFILL_WS_REGISTERS_NO_PINGPONG, "warp_specialized_o_in_registers_no_pingpong", CudaKernels.PREFILL_WS_PAIRS,
-                "warp_specialized_tile_pairs", CudaKernels.PREFILL_WS_PAIRS_WIDE, "warp_specialized_tile_pairs_wide_scores");
+        Map<Integer, String> names = Map.of(AttentionKernels.PREFILL, "one_warp_per_rows", AttentionKernels.PREFILL_WARP_PAIRS, "warp_pairs",
+                AttentionKernels.PREFILL_WGMMA, "wgmma", AttentionKernels.PREFILL_WS, "warp_specialized", AttentionKernels.PREFILL_WS_PINGPONG,
+                "warp_specialized_pingpong", AttentionKernels.PREFILL_WS_REGISTERS, "warp_specialized_o_in_registers",
+                AttentionKernels.PREFILL_WS_REGISTERS_NO_PINGPONG, "warp_specialized_o_in_registers_no_pingpong", AttentionKernels.PREFILL_WS_PAIRS,
+                "warp_specialized_tile_pairs", AttentionKernels.PREFILL_WS_PAIRS_WIDE, "warp_specialized_tile_pairs_wide_scores");
         try {
-            for (int kernel : CudaKernels.PREFILL_KERNELS) {
+            for (int kernel : AttentionKernels.PREFILL_KERNELS) {
                 if (!gpu.probes().hasPrefillAttentionKernel(kernel)) {
                     m.put(names.get(kernel) + "_ms", "not loaded on this GPU (shared memory, or not an sm_90a GPU)");
                     continue;
                 }
-                if (rows > 8192 && !CudaKernels.WARP_SPECIALIZED.contains(kernel)) {
+                if (rows > 8192 && !AttentionKernels.WARP_SPECIALIZED.contains(kernel)) {
                     continue;
                 }
                 gpu.probes().prefillAttentionKernel(kernel);

@@ -101,7 +101,7 @@ final class CudaDecoderOps implements DecoderOps {
         long kvSlot = kv.slot(executed);
         long tables = m + 4L * p.tables, desc = m + 4L * p.desc, cdesc = m + 4L * p.cdesc;
         if (p.decodeRows > 0) {
-            add("attention decode splits", () -> k.attention(CudaKernels.DECODE, p.decodeCtas, b.qkv, stride, b.att, kvSlot, tables, desc,
+            add("attention decode splits", () -> k.attention(AttentionKernels.DECODE, p.decodeCtas, b.qkv, stride, b.att, kvSlot, tables, desc,
                     b.partO(), b.partML(), heads, kvh, hd, bs, scale));
             if (p.partials > 0) { // none when every decode row's CTA folds its splits itself (StepPlan.folds)
                 add("attention decode merge", () -> k.attentionMerge(p.decodeRows, p.mergeSplits, b.partO(), b.partML(), cdesc, b.att, heads, hd));

@@ -8,10 +8,11 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandle;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
-import static java.lang.foreign.ValueLayout.JAVA_DOUBLE;
 import static java.lang.foreign.ValueLayout.JAVA_FLOAT;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
@@ -27,11 +28,10 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  * come from one thread at a time (the engine thread).
  */
 public final class CudaDriver {
-    private static final int MAX_ARGS = 24;
     /** The driver library, opened once per process; empty where there is none. */
     private static final Optional<NativeLibrary> LIBRARY = NativeLibrary.open(List.of("libcuda.so.1", "libcuda.so", "nvcuda.dll"));
     /** One object per device ordinal and lane (the device's primary context, the lane's stream), made on first use. */
-    private static final java.util.Map<Lane, Optional<CudaDriver>> DEVICES = new java.util.concurrent.ConcurrentHashMap<>();
+    private static final Map<Lane, Optional<CudaDriver>> DEVICES = new ConcurrentHashMap<>();
 
     private record Lane(int ordinal, int lane) {
     }
@@ -39,18 +39,14 @@ public final class CudaDriver {
     private static final ThreadLocal<MemorySegment> CURRENT = new ThreadLocal<>();
 
     private final NativeLibrary lib;
-    private final java.util.Map<String, MethodHandle> handles = new java.util.concurrent.ConcurrentHashMap<>();
-    private final MethodHandle cuLaunchKernel, cuLaunchKernelEx, cuMemcpyHtoDAsync, cuMemcpyDtoHAsync, cuStreamSynchronize, cuGetErrorName,
+    private final Map<String, MethodHandle> handles = new ConcurrentHashMap<>();
+    private final MethodHandle cuMemcpyHtoDAsync, cuMemcpyDtoHAsync, cuStreamSynchronize, cuGetErrorName,
             cuGraphLaunch, cuEventRecord, cuStreamWaitEvent, cuEventSynchronize;
     private final String deviceName;
     private final int device, lane, computeMajor, computeMinor, sharedOptIn;
-    /** cuLaunchKernelEx's CUlaunchConfig (56 bytes) and one CUlaunchAttribute (72 bytes): programmatic stream serialization. */
-    private final MemorySegment launchConfig = Arena.global().allocate(56 + 72, 8);
-    private boolean dependentLaunches;
     private final MemorySegment stream;
     private final MemorySegment context;
-    private final MemorySegment params = Arena.global().allocate(ADDRESS, MAX_ARGS);
-    private final MemorySegment values = Arena.global().allocate(8L * MAX_ARGS, 8);
+    private final KernelLauncher launcher;
 
     private CudaDriver(NativeLibrary lib, int ordinal, int lane) {
         this.lib = lib;
@@ -58,17 +54,11 @@ public final class CudaDriver {
         cuEventRecord = lib.function("cuEventRecord", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
         cuStreamWaitEvent = lib.function("cuStreamWaitEvent", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_INT));
         cuEventSynchronize = lib.function("cuEventSynchronize", FunctionDescriptor.of(JAVA_INT, ADDRESS));
-        cuLaunchKernel = lib.function("cuLaunchKernel", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT, JAVA_INT,
-                JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
-        cuLaunchKernelEx = lib.function("cuLaunchKernelEx", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS, ADDRESS));
         cuMemcpyHtoDAsync = lib.function("cuMemcpyHtoDAsync_v2", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, ADDRESS, JAVA_LONG, ADDRESS));
         cuMemcpyDtoHAsync = lib.function("cuMemcpyDtoHAsync_v2", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_LONG, ADDRESS));
         cuStreamSynchronize = lib.function("cuStreamSynchronize", FunctionDescriptor.of(JAVA_INT, ADDRESS));
         cuGetErrorName = lib.function("cuGetErrorName", FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS));
         cuGraphLaunch = lib.function("cuGraphLaunch", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
-        for (int i = 0; i < MAX_ARGS; i++) {
-            params.setAtIndex(ADDRESS, i, values.asSlice(8L * i, 8));
-        }
         try (Arena a = Arena.ofConfined()) {
             call("cuInit", FunctionDescriptor.of(JAVA_INT, JAVA_INT), 0);
             MemorySegment count = a.allocate(JAVA_INT);
@@ -83,13 +73,9 @@ public final class CudaDriver {
             MemorySegment name = a.allocate(256);
             call("cuDeviceGetName", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT), name, 256, device);
             deviceName = name.getString(0);
-            MemorySegment major = a.allocate(JAVA_INT);
-            call("cuDeviceGetAttribute", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT), major, 75 /* COMPUTE_CAPABILITY_MAJOR */, device);
-            computeMajor = major.get(JAVA_INT, 0);
-            call("cuDeviceGetAttribute", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT), major, 76 /* COMPUTE_CAPABILITY_MINOR */, device);
-            computeMinor = major.get(JAVA_INT, 0);
-            call("cuDeviceGetAttribute", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT), major, 97 /* MAX_SHARED_MEMORY_PER_BLOCK_OPTIN */, device);
-            sharedOptIn = major.get(JAVA_INT, 0);
+            computeMajor = attribute(75 /* COMPUTE_CAPABILITY_MAJOR */);
+            computeMinor = attribute(76 /* COMPUTE_CAPABILITY_MINOR */);
+            sharedOptIn = attribute(97 /* MAX_SHARED_MEMORY_PER_BLOCK_OPTIN */);
             MemorySegment ctx = a.allocate(ADDRESS);
             call("cuDevicePrimaryCtxRetain", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT), ctx, device);
             context = ctx.get(ADDRESS, 0);
@@ -97,6 +83,15 @@ public final class CudaDriver {
             MemorySegment s = a.allocate(ADDRESS);
             call("cuStreamCreate", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT), s, 1 /* CU_STREAM_NON_BLOCKING */);
             stream = s.get(ADDRESS, 0);
+        }
+        launcher = new KernelLauncher(this, lib, stream, computeMajor >= 9);
+    }
+
+    private int attribute(int attribute) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment value = a.allocate(JAVA_INT);
+            call("cuDeviceGetAttribute", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT), value, attribute, device);
+            return value.get(JAVA_INT, 0);
         }
     }
 
@@ -197,20 +192,19 @@ public final class CudaDriver {
 
     /** An event (no timing) for ordering one stream's work after another's: {@link #record}, {@link #waitFor}. */
     public MemorySegment createEvent() {
-        makeCurrent();
-        try (Arena a = Arena.ofConfined()) {
-            MemorySegment e = a.allocate(ADDRESS);
-            call("cuEventCreate", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT), e, 2 /* CU_EVENT_DISABLE_TIMING */);
-            return e.get(ADDRESS, 0);
-        }
+        return event(2 /* CU_EVENT_DISABLE_TIMING */);
     }
 
     /** An event that records a time on the GPU ({@link #elapsedSeconds}), for measuring a stream's work between two records. */
     public MemorySegment createTimingEvent() {
+        return event(0);
+    }
+
+    private MemorySegment event(int flags) {
         makeCurrent();
         try (Arena a = Arena.ofConfined()) {
             MemorySegment e = a.allocate(ADDRESS);
-            call("cuEventCreate", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT), e, 0);
+            call("cuEventCreate", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT), e, flags);
             return e.get(ADDRESS, 0);
         }
     }
@@ -315,7 +309,7 @@ public final class CudaDriver {
         check(call, status);
     }
 
-    private void check(String call, int status) {
+    void check(String call, int status) {
         if (status != 0) {
             throw new CudaException(call + " failed: " + errorName(status));
         }
@@ -332,27 +326,6 @@ public final class CudaDriver {
             throw e;
         } catch (Throwable t) {
             throw new CudaException(name + ": " + t);
-        }
-    }
-
-    /**
-     * A TMA tensor map (cuTensorMapEncodeTiled) of a row-major bf16 matrix of {@code rows} rows of
-     * {@code cols} elements, {@code rowStride} elements apart, read in boxes of {@code boxRows} x
-     * {@code boxCols} with 128-byte swizzling (boxCols * 2 == 128) and zeros outside the matrix, copied
-     * to device memory (128 bytes, 64-byte aligned) for kernels that read it from there; returns its address.
-     */
-    public long tensorMap2d(long ptr, long rows, long cols, long rowStride, int boxRows, int boxCols) {
-        try (Arena a = Arena.ofConfined()) {
-            MemorySegment map = a.allocate(128, 64);
-            MemorySegment dims = a.allocateFrom(JAVA_LONG, cols, rows), strides = a.allocateFrom(JAVA_LONG, rowStride * 2);
-            MemorySegment box = a.allocateFrom(JAVA_INT, boxCols, boxRows), elems = a.allocateFrom(JAVA_INT, 1, 1);
-            call("cuTensorMapEncodeTiled", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT, JAVA_LONG, ADDRESS, ADDRESS, ADDRESS,
-                            ADDRESS, JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT),
-                    map, 9 /* BFLOAT16 */, 2, ptr, dims, strides, box, elems, 0 /* no interleave */, 3 /* SWIZZLE_128B */,
-                    3 /* L2 promotion 256B */, 0 /* out of bounds: zeros */);
-            long d = alloc(128);
-            copyToDevice(d, map);
-            return d;
         }
     }
 
@@ -500,102 +473,22 @@ public final class CudaDriver {
     }
 
     /** As {@link #launch}, with {@code sharedBytes} of dynamic shared memory. */
-    public synchronized void launchShared(MemorySegment f, int gx, int gy, int bx, int sharedBytes, Object... args) {
-        for (int i = 0; i < args.length; i++) {
-            switch (args[i]) {
-                case Long l -> values.set(JAVA_LONG, 8L * i, l);
-                case Integer n -> values.set(JAVA_INT, 8L * i, n);
-                case Float x -> values.set(JAVA_FLOAT, 8L * i, x);
-                case Double x -> values.set(JAVA_DOUBLE, 8L * i, x);
-                default -> throw new IllegalArgumentException("kernel argument of type " + args[i].getClass());
-            }
-        }
-        try {
-            if (dependentLaunches) {
-                MemorySegment cfg = launchConfig;
-                cfg.set(JAVA_INT, 0, gx);
-                cfg.set(JAVA_INT, 4, gy);
-                cfg.set(JAVA_INT, 8, 1);
-                cfg.set(JAVA_INT, 12, bx);
-                cfg.set(JAVA_INT, 16, 1);
-                cfg.set(JAVA_INT, 20, 1);
-                cfg.set(JAVA_INT, 24, sharedBytes);
-                cfg.set(ADDRESS, 32, stream);
-                cfg.set(ADDRESS, 40, cfg.asSlice(56, 72));
-                cfg.set(JAVA_INT, 48, 1);
-                cfg.set(JAVA_INT, 56, 6 /* CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION */);
-                cfg.set(JAVA_INT, 64, 1);
-                check("cuLaunchKernelEx", (int) cuLaunchKernelEx.invokeExact(cfg, f, params, MemorySegment.NULL));
-            } else {
-                check("cuLaunchKernel", (int) cuLaunchKernel.invokeExact(f, gx, gy, 1, bx, 1, 1, sharedBytes, stream, params, MemorySegment.NULL));
-            }
-        } catch (CudaException e) {
-            throw e;
-        } catch (Throwable t) {
-            throw new CudaException("cuLaunchKernel: " + t);
-        }
+    public void launchShared(MemorySegment f, int gx, int gy, int bx, int sharedBytes, Object... args) {
+        launcher.launch(f, gx, gy, bx, sharedBytes, args);
     }
 
     /**
-     * While on (and on sm_90 or later), Spindle's kernels launch with programmatic dependent launch:
-     * each may be scheduled while the previous kernel finishes and waits for it on the device
-     * (common.cuh's dependent_launch_entry), meant to hide the launch gaps between the small kernels of
-     * a decode step. The forward pass turns it on while it captures a decode step's graph. Measured on
-     * the H200 against plain launches: no difference beyond noise (docs/KERNELS.md, "Programmatic dependent launch").
+     * While on (and on sm_90 or later), Spindle's kernels launch with programmatic dependent launch ({@link KernelLauncher}).
      *
      * @return whether it was on before
      */
-    public synchronized boolean dependentLaunches(boolean on) {
-        boolean was = dependentLaunches;
-        dependentLaunches = on && computeMajor >= 9;
-        return was;
+    public boolean dependentLaunches(boolean on) {
+        return launcher.dependentLaunches(on);
     }
 
-    /** Starts recording the stream's work into a graph (nothing runs until the graph is launched). */
-    public void beginCapture() {
-        call("cuStreamBeginCapture_v2", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT), stream, 2 /* RELAXED */);
-    }
-
-    /** Ends the recording; returns the instantiated, launchable graph. */
-    public MemorySegment endCapture() {
-        try (Arena a = Arena.ofConfined()) {
-            MemorySegment graph = a.allocate(ADDRESS), exec = a.allocate(ADDRESS);
-            call("cuStreamEndCapture", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS), stream, graph);
-            call("cuGraphInstantiateWithFlags", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_LONG), exec, graph.get(ADDRESS, 0), 0L);
-            call("cuGraphDestroy", FunctionDescriptor.of(JAVA_INT, ADDRESS), graph.get(ADDRESS, 0));
-            return exec.get(ADDRESS, 0);
-        }
-    }
-
-    /**
-     * The stream's launches of {@code work} captured into an instantiated graph, Spindle's kernels launched with
-     * programmatic dependent launch where {@code dependent} (restored after). If work throws, the capture is ended and
-     * what it made destroyed before the error goes up.
-     */
-    public MemorySegment capture(boolean dependent, Runnable work) {
-        beginCapture();
-        boolean was = dependentLaunches(dependent);
-        try {
-            work.run();
-        } catch (RuntimeException e) {
-            try {
-                destroyGraph(endCapture()); // leave the capture before the error goes up
-            } catch (CudaException ignored) {
-                // the capture was invalidated already: nothing was made
-            }
-            throw e;
-        } finally {
-            dependentLaunches(was);
-        }
-        return endCapture();
-    }
-
+    /** Launches an instantiated graph ({@link GraphCapture#capture}) on the stream. */
     public void launchGraph(MemorySegment exec) {
         checked("cuGraphLaunch", () -> (int) cuGraphLaunch.invokeExact(exec, stream));
-    }
-
-    public void destroyGraph(MemorySegment exec) {
-        call("cuGraphExecDestroy", FunctionDescriptor.of(JAVA_INT, ADDRESS), exec);
     }
 
     /** Seconds the stream spends on {@code work} (timed with events on the stream). */

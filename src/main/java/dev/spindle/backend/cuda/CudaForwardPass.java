@@ -361,7 +361,7 @@ public final class CudaForwardPass implements ForwardPass {
     /** A decode step's launches (and the head, and the argmax when greedy) captured as one graph on this pass's stream. */
     private MemorySegment capture(StepPlan p, boolean greedy) {
         // programmatic dependent launch between a stream's kernels; not where the ranks' streams wait for each other
-        return cuda.capture(group == null, () -> {
+        return GraphCapture.capture(cuda, group == null, () -> {
             layers(p);
             head(p, 0, p.logitRows);
             if (greedy) {
@@ -388,7 +388,7 @@ public final class CudaForwardPass implements ForwardPass {
         ForwardPass.checkWindows(this, step);
         int kernel = prefill.forKeys(PrefillKernelChoice.keysOf(windows));
         StepPlan p = new StepPlan(windows, c.numHeads() / c.numKvHeads(), c.numKvHeads(), fixedSplits,
-                CudaKernels.attentionTileRows(kernel), step.fed());
+                AttentionKernels.attentionTileRows(kernel), step.fed());
         p.prefillKernel = kernel;
         boolean moved = b.ensureMeta(p.data.length);
         b.ensureRope(p.maxPosition + 1);

@@ -3,8 +3,18 @@ package dev.spindle.backend.cuda;
 import java.io.IOException;
 import java.io.InputStream;
 import java.lang.foreign.MemorySegment;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
+
+import static dev.spindle.backend.cuda.AttentionKernels.ATTENTION_KERNELS;
+import static dev.spindle.backend.cuda.AttentionKernels.HOPPER_PREFILL;
+import static dev.spindle.backend.cuda.AttentionKernels.PREFILL_WARP_PAIRS;
+import static dev.spindle.backend.cuda.AttentionKernels.attentionSharedBytes;
+import static dev.spindle.backend.cuda.AttentionKernels.attentionThreads;
+import static dev.spindle.backend.cuda.AttentionKernels.hasWgmmaPrefill;
 
 /**
  * The kernels of the fatbin resource (src/main/cuda, one stem per kernel), loaded into
@@ -12,132 +22,14 @@ import java.util.Optional;
  * the kernel contract in docs/KERNELS.md). Launches are asynchronous, in stream order.
  */
 public final class CudaKernels {
-    /**
-     * Rows of one attention CTA's MMA tile (the window's rows times the heads sharing a KV head); a warp-specialised prefill
-     * CTA holds two ({@link #attentionTileRows}).
-     */
-    public static final int ATTENTION_TILE = 64;
-    /**
-     * The attention kernels (one pass over the keys each): prefill windows with one warp per 16 MMA rows,
-     * decode rows' split CTAs (their split states folded by {@link #attentionMerge}), and prefill with two
-     * warps per 16 MMA rows, each taking half of every tile's keys (256 threads: twice the warps per SM,
-     * half the chain per warp), and prefill on Hopper's warpgroup MMA (attention_wgmma.cu: sm_90a, head dim 128;
-     * one warpgroup per 64 MMA rows), and warp-specialised on Hopper (attention_ws.cu: a producer warpgroup copying
-     * K/V tiles for two consumer warpgroups of 64 MMA rows each, with or without their ping-pong, the running O in shared
-     * memory or, with each consumer's Q there instead, in registers; or, prefill_ws_pairs, the consumers walking pairs of tiles with K and V
-     * in stages of their own; or, prefill_ws_pairs_wide, prefill_ws_pairs with a pair's scores as one 128-key product). The prefill kernels compute the same
-     * values.
-     */
-    public static final int PREFILL = 0, DECODE = 1, PREFILL_WARP_PAIRS = 2, PREFILL_WGMMA = 3, PREFILL_WS = 4, PREFILL_WS_PINGPONG = 5,
-            PREFILL_WS_REGISTERS = 6, PREFILL_WS_REGISTERS_NO_PINGPONG = 7, PREFILL_WS_PAIRS = 8, PREFILL_WS_PAIRS_WIDE = 9;
-    /** The prefill kernels, for comparisons. */
-    public static final List<Integer> PREFILL_KERNELS = List.of(PREFILL, PREFILL_WARP_PAIRS, PREFILL_WGMMA, PREFILL_WS, PREFILL_WS_PINGPONG,
-            PREFILL_WS_REGISTERS, PREFILL_WS_REGISTERS_NO_PINGPONG, PREFILL_WS_PAIRS, PREFILL_WS_PAIRS_WIDE);
-    /** The warp-specialised prefill kernels (attention_ws.cu). */
-    public static final List<Integer> WARP_SPECIALIZED = List.of(PREFILL_WS, PREFILL_WS_PINGPONG, PREFILL_WS_REGISTERS, PREFILL_WS_REGISTERS_NO_PINGPONG,
-            PREFILL_WS_PAIRS, PREFILL_WS_PAIRS_WIDE);
-    /** The kernels that walk pairs of tiles (attention_pairs.cuh's shared memory). */
-    static final List<Integer> TILE_PAIRS = List.of(PREFILL_WS_PAIRS, PREFILL_WS_PAIRS_WIDE);
-    /** The warp-specialised kernels with each consumer's Q in shared memory and its running O in registers. */
-    static final List<Integer> O_IN_REGISTERS = List.of(PREFILL_WS_REGISTERS, PREFILL_WS_REGISTERS_NO_PINGPONG);
-    /**
-     * The kernel suffixes, by kind index (attention_hd{headDim}_{suffix}; prefill_wgmma in attention_wgmma.cu, the prefill_ws
-     * kernels in attention_ws.cu, the rest in attention.cu). Measurements before 2026-12-07 name them by their former
-     * suffixes, in this order: p0, p1, p0w, p0g, p0s, p0sp, p0sr, p0sq, p0st, p0su.
-     */
-    static final List<String> ATTENTION_KERNELS = List.of("prefill", "decode", "prefill_warp_pairs", "prefill_wgmma", "prefill_ws",
-            "prefill_ws_pingpong", "prefill_ws_registers", "prefill_ws_registers_no_pingpong", "prefill_ws_pairs", "prefill_ws_pairs_wide");
-    /** The Hopper-only prefill kernels (sm_90a: wgmma, setmaxnreg), built for {@link #hasWgmmaPrefill} head dims. */
-    static final List<Integer> HOPPER_PREFILL = List.of(PREFILL_WGMMA, PREFILL_WS, PREFILL_WS_PINGPONG, PREFILL_WS_REGISTERS,
-            PREFILL_WS_REGISTERS_NO_PINGPONG, PREFILL_WS_PAIRS, PREFILL_WS_PAIRS_WIDE);
-    /** Head dims the wgmma prefill is built for: 128, the family's (its code takes any multiple of 64; 64 has not run on a GPU). */
-    static boolean hasWgmmaPrefill(int headDim) {
-        return headDim == 128;
-    }
-
-    /** Whether {@code kind} is a warp-specialised prefill (attention_ws.cu). */
-    static boolean warpSpecialized(int kind) {
-        return WARP_SPECIALIZED.contains(kind);
-    }
-
-    /** Threads of an attention CTA: 128 (four warps), 256 for the warp-pair prefill, 384 for the warp-specialised ones (three warpgroups). */
-    static int attentionThreads(int kind) {
-        return kind == PREFILL_WARP_PAIRS ? 256 : warpSpecialized(kind) ? 384 : 128;
-    }
-
-    /** MMA rows of one CTA of {@code kind}: the host plans prefill tiles of this many rows times heads a KV head. */
-    public static int attentionTileRows(int kind) {
-        return warpSpecialized(kind) ? 2 * ATTENTION_TILE : ATTENTION_TILE;
-    }
-
-    /** attention_ws.cu's WS_STAGES: stages of K and V a warp-specialised prefill CTA keeps. */
-    static final int WS_STAGES = 4;
-
     private final CudaDriver cuda;
     private final MemorySegment feedTokens, embed, rmsNorm, addRmsNorm, rope, ropeKvWrite, swiglu, residualAdd, kvWrite, attentionMerge, attentionMergeWide, argmax, sample,
             fillDummy, allReduceSum;
-    private final java.util.Map<Integer, MemorySegment> attention = new java.util.HashMap<>();
-    /**
-     * A linear_rows kernel (sm_90a): up to 8 {@code tiles} rows, stages of {@code boxes} 64-key boxes,
-     * {@code stages} stages in flight, {@code weightRows} weight rows (outputs) a CTA: 64, or 16 or 32 for more
-     * CTAs on a narrow weight (linear_rows.cu's table).
-     */
-    public record LinearRowsVariant(int tiles, int boxes, int stages, int weightRows) {
-        public LinearRowsVariant(int tiles, int boxes, int stages) {
-            this(tiles, boxes, stages, 64);
-        }
-
-        public int rows() {
-            return 8 * tiles;
-        }
-
-        /** Keys a stage: k must be a multiple. */
-        public int keys() {
-            return 64 * boxes;
-        }
-
-        String kernel() {
-            return "linear_rows_n" + tiles + "_b" + boxes + "_s" + stages + (weightRows == 64 ? "" : "_r" + weightRows);
-        }
-
-        /** Whether linear_rows.cu defines its paired twin: the 64-row variants of one row tile (up to 8 rows). */
-        public boolean hasPairedTwin() {
-            return weightRows == 64 && tiles == 1;
-        }
-
-        /** The paired twin (linear_rows.cu): the same weight stream, an epilogue ({@link PairedEpilogue}). */
-        String pairedKernel() {
-            if (!hasPairedTwin()) {
-                throw new IllegalStateException(kernel() + " has no paired twin (64 weight rows a CTA, one row tile, only)");
-            }
-            return "linear_rows_paired_n" + tiles + "_b" + boxes + "_s" + stages;
-        }
-
-        /** How the backend's choices name it: boxes, stages, and weight rows where not 64. */
-        public String label() {
-            return "b" + boxes + " s" + stages + (weightRows == 64 ? "" : " r" + weightRows);
-        }
-
-        /**
-         * STAGES x BOXES x (weight rows + 8 NT rows of x) x 64 keys bf16, the last box's overread by the 64-row
-         * wgmma, 1024 for alignment, 8 per stage's mbarrier.
-         */
-        int sharedBytes() {
-            return stages * boxes * (128 * weightRows + 1024 * tiles) + 128 * (64 - weightRows) + 1024 + 8 * stages;
-        }
-    }
-
-    /** linear_rows.cu's variants, in its order. */
-    static final List<LinearRowsVariant> LINEAR_ROWS = List.of(
-            new LinearRowsVariant(1, 1, 8), new LinearRowsVariant(1, 2, 6), new LinearRowsVariant(1, 2, 8), new LinearRowsVariant(1, 4, 4),
-            new LinearRowsVariant(2, 1, 8), new LinearRowsVariant(2, 2, 6), new LinearRowsVariant(4, 1, 8), new LinearRowsVariant(4, 2, 6),
-            new LinearRowsVariant(8, 1, 6), new LinearRowsVariant(8, 2, 4), new LinearRowsVariant(1, 4, 8, 16), new LinearRowsVariant(1, 2, 8, 32),
-            new LinearRowsVariant(2, 4, 6, 16), new LinearRowsVariant(4, 2, 8, 16));
-
+    private final Map<Integer, MemorySegment> attention = new HashMap<>();
     /** The variants whose shared memory this device allows, with their functions. */
-    private final java.util.Map<LinearRowsVariant, MemorySegment> linearRows = new java.util.LinkedHashMap<>();
+    private final Map<LinearRowsVariant, MemorySegment> linearRows = new LinkedHashMap<>();
     /** The paired twins (linear_rows_paired_...) among them ({@link LinearRowsVariant#hasPairedTwin}). */
-    private final java.util.Map<LinearRowsVariant, MemorySegment> pairedRows = new java.util.LinkedHashMap<>();
+    private final Map<LinearRowsVariant, MemorySegment> pairedRows = new LinkedHashMap<>();
 
     private CudaKernels(CudaDriver cuda, byte[] fatbin) {
         this.cuda = cuda;
@@ -176,7 +68,7 @@ public final class CudaKernels {
                 attention.put(attentionKey(hd, phase), f);
             }
         }
-        for (LinearRowsVariant v : hopper ? LINEAR_ROWS : List.<LinearRowsVariant>of()) {
+        for (LinearRowsVariant v : hopper ? LinearRowsVariant.ALL : List.<LinearRowsVariant>of()) {
             if (v.sharedBytes() <= cuda.maxSharedMemory()) {
                 MemorySegment f = cuda.function(module, v.kernel());
                 cuda.allowSharedMemory(f, v.sharedBytes());
@@ -323,7 +215,7 @@ public final class CudaKernels {
     }
 
     /** The module is loaded once per device lane into the device's primary context; every pass on that lane shares it. */
-    private static final java.util.Map<List<Integer>, Optional<CudaKernels>> loaded = new java.util.HashMap<>();
+    private static final Map<List<Integer>, Optional<CudaKernels>> loaded = new HashMap<>();
 
     private static Optional<CudaKernels> read(int ordinal, int lane) {
         Optional<CudaDriver> cuda = CudaDriver.device(ordinal, lane);
@@ -439,40 +331,7 @@ public final class CudaKernels {
         cuda.launch(kvWrite, rows, 1, 128, qkv, stride, qDim, kvDim, headDim, pool, slotMap, blockSize, rows);
     }
 
-    /**
-     * Two stages of a 64-key tile's K and V, rows unpadded (the STAGE of attention.cu, swizzled); prefill adds its
-     * CTA's running O (fp32, 64 MMA rows x headDim: the same bytes for 128 or 256 threads). In bytes. The most any
-     * launch of the kind asks (the decode kernel's: {@link #attentionSharedBytes(int, int, int)} with 16 query heads a KV head).
-     */
-    static int attentionSharedBytes(int headDim, int kind) {
-        return attentionSharedBytes(headDim, kind, 16);
-    }
-
-    /**
-     * As {@link #attentionSharedBytes(int, int)} for {@code group} query heads a KV head: a decode CTA that folds its row's
-     * splits itself keeps its running O after the stages, four floats of each of its 128 threads per 8-dim group its warp
-     * holds (at least one group: attention.cu's DNW), two where the group has at most 8 heads (no upper MMA rows): 4 KiB at
-     * head dim 128, so that three decode CTAs still fit an SM of 228 KiB (8 KiB made it two, measured slower).
-     */
-    static int attentionSharedBytes(int headDim, int kind, int group) {
-        int stage = 2 * 64 * headDim * 2;
-        if (TILE_PAIRS.contains(kind)) {
-            // attention_pairs.cuh's PairSmem: 1024 for alignment, two slots of a pair of tiles' K and two of their V, the consumers'
-            // running O (fp32), eight mbarriers
-            return 1024 + 8 * 64 * headDim * 2 + 2 * 64 * headDim * 4 + 8 * 8;
-        }
-        if (warpSpecialized(kind)) {
-            // attention_ws.cu: 1024 for alignment, WS_STAGES stages, the two consumer warpgroups' running O (fp32) or, prefill_ws_registers and prefill_ws_registers_no_pingpong,
-            // their Q tiles (bf16), an mbarrier full and one empty a stage
-            return 1024 + WS_STAGES * stage + 2 * 64 * headDim * (O_IN_REGISTERS.contains(kind) ? 2 : 4) + 2 * 8 * WS_STAGES;
-        }
-        int runningO = PREFILL_KERNELS.contains(kind) ? 64 * headDim * 4
-                : kind == DECODE ? (group <= 8 ? 2 : 4) * 128 * 4 * Math.max(1, headDim / 32) : 0;
-        // the wgmma kernel aligns its stages to 1024 bytes (the 128-byte swizzle's atom)
-        return 2 * stage + runningO + (kind == PREFILL_WGMMA ? 1024 : 0);
-    }
-
-    /** The loaded attention kernels' key: head dim and kind (a kind below 16: {@link #ATTENTION_KERNELS}). */
+    /** The loaded attention kernels' key: head dim and kind (a kind below 16: {@link AttentionKernels#ATTENTION_KERNELS}). */
     private static int attentionKey(int headDim, int phase) {
         return headDim * 16 + phase;
     }
@@ -482,14 +341,10 @@ public final class CudaKernels {
         return attention.containsKey(attentionKey(headDim, phase));
     }
 
-    /** Head dims the attention kernel is built for. */
-    public static boolean supportsHeadDim(int headDim) {
-        return headDim == 16 || headDim == 32 || headDim == 64 || headDim == 128;
-    }
 
     /**
      * Paged causal attention for {@code ctas} CTA descriptors (8 ints each, see attention.cu): one of
-     * {@link #PREFILL_KERNELS} for prefill tiles (out written); {@link #DECODE} for decode rows' split CTAs
+     * {@link AttentionKernels#PREFILL_KERNELS} for prefill tiles (out written); {@link AttentionKernels#DECODE} for decode rows' split CTAs
      * (split states to partO and partML, folded into out by {@link #attentionMerge}).
      */
     public void attention(int phase, int ctas, long qkv, int stride, long out, long pool, long tables, long desc, long partO, long partML,
@@ -506,7 +361,7 @@ public final class CudaKernels {
     /**
      * y (n, nOut) = bf16(x (n, k) @ W^T) for n <= v.rows() rows, k % v.keys() == 0: one fp32 accumulator per output fed
      * k's 16-wide chunks in order (the bits of cuBLASLt's split-free algorithms; see linear_rows.cu). mapX and
-     * mapW: device tensor maps ({@link CudaDriver#tensorMap2d}) of x (box v.rows() x 64) and W (box v.weightRows() x 64).
+     * mapW: device tensor maps ({@link TensorMaps#bf16}) of x (box v.rows() x 64) and W (box v.weightRows() x 64).
      */
     public void linearRows(LinearRowsVariant v, long mapX, int n, int k, long mapW, int nOut, long y) {
         MemorySegment f = linearRows.get(v);

@@ -50,7 +50,7 @@ public final class CudaProbes {
      * Runs paired variant v for both epilogues in steps of up to 8 rows, whatever the timing and PairingChoice chose: for
      * tests of the paired launches inside whole steps. Drops the captured graphs.
      */
-    public void usePairedVariant(CudaKernels.LinearRowsVariant v) {
+    public void usePairedVariant(LinearRowsVariant v) {
         if (!pass.pairing.shapes || pass.group != null) {
             throw new IllegalStateException("this pass's shapes have no paired launches, or it leads a tensor-parallel group");
         }
@@ -64,7 +64,7 @@ public final class CudaProbes {
     }
 
     /**
-     * Runs prefill attention with {@code kernel} (one of {@link CudaKernels#PREFILL_KERNELS}; they compute the same
+     * Runs prefill attention with {@code kernel} (one of {@link AttentionKernels#PREFILL_KERNELS}; they compute the same
      * values), or -1 to let the step's length pick. For comparing the kernels' speed.
      */
     public void prefillAttentionKernel(int kernel) {

@@ -49,7 +49,7 @@ final class GraphCache implements AutoCloseable {
      * {@link CudaDriver#capture}), or kernel by kernel where {@code capacity} graphs are held.
      */
     void replay(List<Integer> key, Runnable launches) {
-        MemorySegment graph = graph(key, () -> cuda.capture(true, launches));
+        MemorySegment graph = graph(key, () -> GraphCapture.capture(cuda, true, launches));
         if (graph == null) {
             launches.run();
         } else {
@@ -105,7 +105,7 @@ final class GraphCache implements AutoCloseable {
     /** Destroys every graph held, once the device has finished what it launched (a buffer one holds has moved, or a switch). */
     void drop() {
         cuda.sync();
-        graphs.values().forEach(cuda::destroyGraph);
+        graphs.values().forEach(g -> GraphCapture.destroy(cuda, g));
         graphs.clear();
         last = null;
     }

@@ -27,7 +27,7 @@ public final class Linear {
     private final CudaDriver cuda;
     private final CublasLt lt;
     /** Per weight shape (k << 32 | nOut): the variant of each row bucket (null: cuBLASLt). */
-    private final Map<Long, CudaKernels.LinearRowsVariant[]> plans = new HashMap<>();
+    private final Map<Long, LinearRowsVariant[]> plans = new HashMap<>();
     /** The kernel's tensor maps (device addresses): of each weight per box height, and of each input buffer per k and row tiles. */
     private final Map<WeightKey, Long> weightMaps = new HashMap<>();
     private final Map<InputKey, Long> inputMaps = new HashMap<>();
@@ -78,13 +78,13 @@ public final class Linear {
     }
 
     public void apply(long x, int n, int k, long w, int nOut, long y) {
-        CudaKernels.LinearRowsVariant[] plan = plans.get(key(k, nOut));
+        LinearRowsVariant[] plan = plans.get(key(k, nOut));
         if (plan == null) {
             throw new IllegalStateException("linear layer " + nOut + " x " + k + " used before prepare()");
         }
         for (int b = 0; b < BUCKETS.length; b++) {
             if (n <= BUCKETS[b][1]) {
-                CudaKernels.LinearRowsVariant v = plan[b];
+                LinearRowsVariant v = plan[b];
                 Long mw = v == null ? null : weightMaps.get(new WeightKey(w, v.weightRows())), mx = v == null ? null : inputMaps.get(inputKey(x, k, v.tiles()));
                 if (mw != null && mx != null) {
                     kernels.linearRows(v, mx, n, k, mw, nOut, y);
@@ -131,15 +131,15 @@ public final class Linear {
      * gave the shape to cuBLASLt at every row count. Call before capturing steps.
      */
     public void weight(long w, int k, int nOut) {
-        CudaKernels.LinearRowsVariant[] plan = plans.get(key(k, nOut));
+        LinearRowsVariant[] plan = plans.get(key(k, nOut));
         if (k % 64 != 0) {
             return;
         }
-        for (CudaKernels.LinearRowsVariant v : kernels.linearRowsVariants()) {
+        for (LinearRowsVariant v : kernels.linearRowsVariants()) {
             // before prepare() every box height; after it, the heights of the variants it chose
             boolean planned = plan == null || java.util.Arrays.stream(plan).anyMatch(p -> p != null && p.weightRows() == v.weightRows());
             if (planned) {
-                weightMaps.computeIfAbsent(new WeightKey(w, v.weightRows()), key -> cuda.tensorMap2d(w, nOut, k, k, v.weightRows(), 64));
+                weightMaps.computeIfAbsent(new WeightKey(w, v.weightRows()), key -> TensorMaps.bf16(cuda, w, nOut, k, k, v.weightRows(), 64));
             }
         }
     }
@@ -149,8 +149,8 @@ public final class Linear {
         if (k % 64 != 0) {
             return;
         }
-        for (CudaKernels.LinearRowsVariant v : kernels.linearRowsVariants()) {
-            inputMaps.computeIfAbsent(inputKey(x, k, v.tiles()), key -> cuda.tensorMap2d(x, rows, k, k, v.rows(), 64));
+        for (LinearRowsVariant v : kernels.linearRowsVariants()) {
+            inputMaps.computeIfAbsent(inputKey(x, k, v.tiles()), key -> TensorMaps.bf16(cuda, x, rows, k, k, v.rows(), 64));
         }
     }
 
@@ -204,18 +204,18 @@ public final class Linear {
         long t0 = System.nanoTime();
         int max = 64;
         long x = cuda.alloc((long) max * k * 2), y1 = cuda.alloc((long) max * nOut * 2), y2 = cuda.alloc((long) max * nOut * 2);
-        CudaKernels.LinearRowsVariant[] plan = new CudaKernels.LinearRowsVariant[BUCKETS.length];
+        LinearRowsVariant[] plan = new LinearRowsVariant[BUCKETS.length];
         try (Arena host = Arena.ofConfined()) {
             kernels.fillDummy(x, (long) max * k, 0x51CE + k, 0f, 1f);
             lt.linear(x, 1, k, w, nOut, y1); // pins cuBLASLt's algorithms for the shape
             weight(w, k, nOut);
             input(x, max, k);
-            List<CudaKernels.LinearRowsVariant> agree = new ArrayList<>();
+            List<LinearRowsVariant> agree = new ArrayList<>();
             String refused = "";
             if (k % 64 != 0) {
                 refused = " (k is not a multiple of 64)";
             } else {
-                for (CudaKernels.LinearRowsVariant v : kernels.linearRowsVariants()) {
+                for (LinearRowsVariant v : kernels.linearRowsVariants()) {
                     if (k % v.keys() == 0) {
                         agree.add(v);
                     }
@@ -225,8 +225,8 @@ public final class Linear {
                 for (int n : CHECKED_ROWS) {
                     lt.linear(x, n, k, w, nOut, y1);
                     cuda.copyToHost(a, y1);
-                    for (java.util.Iterator<CudaKernels.LinearRowsVariant> it = agree.iterator(); it.hasNext(); ) {
-                        CudaKernels.LinearRowsVariant v = it.next();
+                    for (java.util.Iterator<LinearRowsVariant> it = agree.iterator(); it.hasNext(); ) {
+                        LinearRowsVariant v = it.next();
                         if (n > v.rows()) {
                             continue;
                         }
@@ -247,12 +247,12 @@ public final class Linear {
             StringBuilder timed = new StringBuilder();
             for (int bi = 0; bi < BUCKETS.length && !agree.isEmpty(); bi++) {
                 int n = BUCKETS[bi][0], rows = BUCKETS[bi][1];
-                List<CudaKernels.LinearRowsVariant> candidates = new ArrayList<>();
+                List<LinearRowsVariant> candidates = new ArrayList<>();
                 candidates.add(null); // cuBLASLt
                 List<Double> seconds = new ArrayList<>();
                 seconds.add(time(() -> lt.linear(x, n, k, w, nOut, y1)));
                 timed.append(String.format(" %d rows: cuBLASLt %.1f", n, seconds.getFirst() * 1e6));
-                for (CudaKernels.LinearRowsVariant v : agree) {
+                for (LinearRowsVariant v : agree) {
                     if (v.rows() != rows) {
                         continue;
                     }
@@ -267,7 +267,7 @@ public final class Linear {
             plans.put(key, plan);
             StringBuilder use = new StringBuilder();
             for (int bi = 0; bi < BUCKETS.length; bi++) {
-                CudaKernels.LinearRowsVariant v = plan[bi];
+                LinearRowsVariant v = plan[bi];
                 use.append(String.format(" <=%d rows %s;", BUCKETS[bi][1], v == null ? "cuBLASLt" : "linear_rows " + v.label()));
             }
             choices.add(String.format(java.util.Locale.ROOT, "%d x %d: linear_rows variants with cuBLASLt's bits: %d of %d%s; use:%s timed:%s"
@@ -275,7 +275,7 @@ public final class Linear {
                     (System.nanoTime() - t0) / 1e9));
         } finally {
             cuda.sync();
-            for (CudaKernels.LinearRowsVariant v : kernels.linearRowsVariants()) {
+            for (LinearRowsVariant v : kernels.linearRowsVariants()) {
                 Long m = inputMaps.remove(inputKey(x, k, v.tiles()));
                 if (m != null) {
                     cuda.free(m);
@@ -310,7 +310,7 @@ public final class Linear {
     }
 
     /** The kernel variant v on a weight and input whose tensor maps are made. */
-    private void apply(CudaKernels.LinearRowsVariant v, long x, int n, int k, long w, int nOut, long y) {
+    private void apply(LinearRowsVariant v, long x, int n, int k, long w, int nOut, long y) {
         kernels.linearRows(v, inputMaps.get(inputKey(x, k, v.tiles())), n, k, weightMaps.get(new WeightKey(w, v.weightRows())), nOut, y);
     }
 
@@ -324,7 +324,7 @@ public final class Linear {
     double time(Runnable call) {
         double once = cuda.time(call);
         int reps = (int) Math.max(2, Math.min(16, Math.ceil(200e-6 / Math.max(once, 1e-7))));
-        MemorySegment graph = cuda.capture(true, () -> {
+        MemorySegment graph = GraphCapture.capture(cuda, true, () -> {
             for (int i = 0; i < reps; i++) {
                 call.run();
             }
@@ -338,7 +338,7 @@ public final class Linear {
             return best / reps;
         } finally {
             cuda.sync();
-            cuda.destroyGraph(graph);
+            GraphCapture.destroy(cuda, graph);
         }
     }
 

@@ -44,7 +44,7 @@ final class PairedLaunches {
     }
 
     /** Runs paired variant v for both epilogues in steps of up to 8 rows (tests of the paired launches in whole steps). */
-    void use(CudaKernels.LinearRowsVariant v, CudaWeights w) {
+    void use(LinearRowsVariant v, CudaWeights w) {
         paired.use(swiglu(), c.hiddenSize(), v);
         paired.use(ropeShape(), c.hiddenSize(), v);
         for (int l = 0; l < c.numLayers(); l++) {

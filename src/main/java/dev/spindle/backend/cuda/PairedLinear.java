@@ -28,7 +28,7 @@ final class PairedLinear {
     private final CudaDriver cuda;
     private final Linear linear;
     /** Per epilogue kind and weight shape (once prepared): the paired variant of steps of up to {@link #ROWS} rows, or null (the layer, then the kernel). */
-    private final Map<PlanKey, CudaKernels.LinearRowsVariant> plans = new HashMap<>();
+    private final Map<PlanKey, LinearRowsVariant> plans = new HashMap<>();
     /** Rows a paired twin takes (one row tile): decode steps of batch 1 to 8; more rows run the two launches. */
     static final int ROWS = 8;
     /** The paired kernel's tensor map (a box of 32 rows x 64) of each weight it reads. */
@@ -54,7 +54,7 @@ final class PairedLinear {
      * takes gate|up where the two launches run; for rope_kv_write, out is the (n, outputs) qkv rows (scratch unused).
      */
     void apply(PairedEpilogue e, long x, int n, int k, long w, long out, long scratch) {
-        CudaKernels.LinearRowsVariant v = variant(e, k, n);
+        LinearRowsVariant v = variant(e, k, n);
         Long mw = v == null ? null : weightMaps.get(w), mx = v == null ? null : linear.inputMap(x, k, v.tiles());
         if (mw != null && mx != null) {
             kernels.linearRowsPaired(v, mx, n, k, mw, e.outputs(), out, e);
@@ -68,7 +68,7 @@ final class PairedLinear {
         return variant(e, k, n) != null;
     }
 
-    private CudaKernels.LinearRowsVariant variant(PairedEpilogue e, int k, int n) {
+    private LinearRowsVariant variant(PairedEpilogue e, int k, int n) {
         PlanKey key = key(e, k);
         if (!plans.containsKey(key)) {
             throw new IllegalStateException("paired " + e.getClass().getSimpleName() + " " + e.outputs() + " x " + k + " used before prepare()");
@@ -92,7 +92,7 @@ final class PairedLinear {
     }
 
     /** Runs variant v (a paired twin) for steps of up to 8 rows of this epilogue and k, whatever the timing chose (tests). */
-    void use(PairedEpilogue shape, int k, CudaKernels.LinearRowsVariant v) {
+    void use(PairedEpilogue shape, int k, LinearRowsVariant v) {
         PlanKey key = key(shape, k);
         if (!plans.containsKey(key) || !kernels.pairedRowsVariants().contains(v) || k % v.keys() != 0) {
             throw new IllegalArgumentException("paired " + v + " for " + shape + ", k " + k + ": not prepared, not on this device, or k not a multiple of "
@@ -104,7 +104,7 @@ final class PairedLinear {
     /** The paired kernel's tensor map of a weight whose plan uses it somewhere (nothing otherwise). Call before capturing steps. */
     void weight(PairedEpilogue shape, long w, int k) {
         if (plans.get(key(shape, k)) != null) {
-            weightMaps.computeIfAbsent(w, key -> cuda.tensorMap2d(w, shape.outputs(), k, k, 32, 64));
+            weightMaps.computeIfAbsent(w, key -> TensorMaps.bf16(cuda, w, shape.outputs(), k, k, 32, 64));
         }
     }
 
@@ -121,8 +121,8 @@ final class PairedLinear {
         }
         long t0 = System.nanoTime();
         int max = 64, nOut = shape.outputs(); // scratch rows: Linear.input makes x's maps for every variant's box, up to 64 rows
-        List<CudaKernels.LinearRowsVariant> agree = new ArrayList<>();
-        for (CudaKernels.LinearRowsVariant v : kernels.pairedRowsVariants()) {
+        List<LinearRowsVariant> agree = new ArrayList<>();
+        for (LinearRowsVariant v : kernels.pairedRowsVariants()) {
             if (k % v.keys() == 0) {
                 agree.add(v);
             }
@@ -134,7 +134,7 @@ final class PairedLinear {
             return;
         }
         Scratch s = new Scratch(shape, max, k);
-        long mw = cuda.tensorMap2d(w, nOut, k, k, 32, 64);
+        long mw = TensorMaps.bf16(cuda, w, nOut, k, k, 32, 64);
         weightMaps.put(w, mw);
         String refused = "";
         try (Arena host = Arena.ofConfined()) {
@@ -146,8 +146,8 @@ final class PairedLinear {
                 s.clear();
                 unpaired(s.e1, s.x, n, k, w, s.out1, s.scratch);
                 MemorySegment want = s.bits(host, s.out1, s.pool1, n);
-                for (java.util.Iterator<CudaKernels.LinearRowsVariant> it = agree.iterator(); it.hasNext(); ) {
-                    CudaKernels.LinearRowsVariant v = it.next();
+                for (java.util.Iterator<LinearRowsVariant> it = agree.iterator(); it.hasNext(); ) {
+                    LinearRowsVariant v = it.next();
                     if (n > v.rows()) {
                         continue;
                     }
@@ -164,10 +164,10 @@ final class PairedLinear {
                 }
             }
             // the two launches, then each agreeing twin, at one row (a batch-1 decode step's GEMM)
-            CudaKernels.LinearRowsVariant chosen = null;
+            LinearRowsVariant chosen = null;
             double best = linear.time(() -> unpaired(s.e1, s.x, 1, k, w, s.out1, s.scratch));
             StringBuilder timed = new StringBuilder(String.format(" 1 row: two launches %.1f", best * 1e6));
-            for (CudaKernels.LinearRowsVariant v : agree) {
+            for (LinearRowsVariant v : agree) {
                 double t = linear.time(() -> kernels.linearRowsPaired(v, linear.inputMap(s.x, k, v.tiles()), 1, k, mw, nOut, s.out2, s.e2));
                 timed.append(String.format(", %s %.1f", v.label(), t * 1e6));
                 if (t < best) {

@@ -16,7 +16,7 @@ final class PassGemms {
 
     /** Refuses shapes the kernels do not take, naming the field. */
     static void checkShapes(ModelConfig c) {
-        if (!CudaKernels.supportsHeadDim(c.headDim())) {
+        if (!AttentionKernels.supportsHeadDim(c.headDim())) {
             throw new CudaException("head_dim " + c.headDim() + " is not supported by the CUDA attention kernel (16, 32, 64 or 128)");
         }
         if (c.hiddenSize() % 8 != 0) {

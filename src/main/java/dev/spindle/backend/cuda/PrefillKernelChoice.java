@@ -17,17 +17,17 @@ final class PrefillKernelChoice {
      * every length on the 33B shape (H200, attention of all layers, one warp / warp pairs, ms: 512 tokens 3.61 /
      * 4.02, 2K 29.2 / 37.7, 8K 406 / 519; docs/bench/ab-one-pass-attention).
      */
-    static final int FALLBACK = CudaKernels.PREFILL;
+    static final int FALLBACK = AttentionKernels.PREFILL;
     /**
      * On sm_90a, the fastest loaded first: the warp-specialised kernels at head dim 128, else wgmma (33B shape, attention
-     * of all layers, H100, one process on 2026-12-05: 8K 187.9 ms for {@link CudaKernels#PREFILL_WS_REGISTERS_NO_PINGPONG}
-     * against 190.1 for {@link CudaKernels#PREFILL_WS_REGISTERS}, 196.0 for {@link CudaKernels#PREFILL_WS}, 196.3 for
-     * {@link CudaKernels#PREFILL_WS_PINGPONG}, 240.7 for {@link CudaKernels#PREFILL_WGMMA} and 371 for {@link #FALLBACK};
+     * of all layers, H100, one process on 2026-12-05: 8K 187.9 ms for {@link AttentionKernels#PREFILL_WS_REGISTERS_NO_PINGPONG}
+     * against 190.1 for {@link AttentionKernels#PREFILL_WS_REGISTERS}, 196.0 for {@link AttentionKernels#PREFILL_WS}, 196.3 for
+     * {@link AttentionKernels#PREFILL_WS_PINGPONG}, 240.7 for {@link AttentionKernels#PREFILL_WGMMA} and 371 for {@link #FALLBACK};
      * 2K 14.6 / 14.8 / 15.4 / 15.1 / 17.9 / 27.8; on the H200 earlier that day prefill_ws_registers 187.3 against 192.6 / 194.8 for prefill_ws /
      * prefill_ws_pingpong).
      */
-    static final List<Integer> HOPPER_ORDER = List.of(CudaKernels.PREFILL_WS_REGISTERS_NO_PINGPONG, CudaKernels.PREFILL_WS_REGISTERS,
-            CudaKernels.PREFILL_WGMMA);
+    static final List<Integer> HOPPER_ORDER = List.of(AttentionKernels.PREFILL_WS_REGISTERS_NO_PINGPONG, AttentionKernels.PREFILL_WS_REGISTERS,
+            AttentionKernels.PREFILL_WGMMA);
     /**
      * Keys (the longest prefill window's end) from which a step runs a kernel of {@link #PAIRS_ORDER} where one is
      * loaded: its CTAs walk two tiles an iteration, which pays on long walks and costs on short ones (33B shape, attention
@@ -40,7 +40,7 @@ final class PrefillKernelChoice {
      * attention of all layers, H100, one process on 2026-12-06: 8K 147.8 ms against 150.3, 32K 2,085 against 2,116;
      * docs/bench/wide-pair-scores).
      */
-    static final List<Integer> PAIRS_ORDER = List.of(CudaKernels.PREFILL_WS_PAIRS_WIDE, CudaKernels.PREFILL_WS_PAIRS);
+    static final List<Integer> PAIRS_ORDER = List.of(AttentionKernels.PREFILL_WS_PAIRS_WIDE, AttentionKernels.PREFILL_WS_PAIRS);
 
     /** Whether a prefill kernel is loaded for this model's head dim on this GPU. */
     private final IntPredicate loaded;
@@ -74,9 +74,9 @@ final class PrefillKernelChoice {
         return loaded.test(kernel);
     }
 
-    /** Every prefill step runs {@code kernel} (one of {@link CudaKernels#PREFILL_KERNELS}, loaded), or, with -1, the chosen one. */
+    /** Every prefill step runs {@code kernel} (one of {@link AttentionKernels#PREFILL_KERNELS}, loaded), or, with -1, the chosen one. */
     void force(int kernel) {
-        if (kernel != -1 && !CudaKernels.PREFILL_KERNELS.contains(kernel)) {
+        if (kernel != -1 && !AttentionKernels.PREFILL_KERNELS.contains(kernel)) {
             throw new IllegalArgumentException("not a prefill attention kernel: " + kernel);
         }
         if (kernel != -1 && !loaded.test(kernel)) {

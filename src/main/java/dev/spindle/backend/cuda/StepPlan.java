@@ -32,7 +32,7 @@ final class StepPlan {
      */
     static final int DECODE_CTAS = 1056;
     /** The prefill attention kernel the step's prefill CTAs run (CudaForwardPass.prefillKernel). */
-    int prefillKernel = CudaKernels.PREFILL;
+    int prefillKernel = AttentionKernels.PREFILL;
     /** Set when a captured graph already ran the lm head (and, for greedy, the argmax) over all logit rows. */
     boolean headDone;
 
@@ -41,14 +41,14 @@ final class StepPlan {
     }
 
     StepPlan(List<Window> windows, int group, int kvHeads, int fixedSplits) {
-        this(windows, group, kvHeads, fixedSplits, CudaKernels.ATTENTION_TILE);
+        this(windows, group, kvHeads, fixedSplits, AttentionKernels.ATTENTION_TILE);
     }
 
     /**
      * @param fixedSplits 0: as many split CTAs as each decode row needs; else (decode steps only, for a
      *                    captured CUDA graph) exactly this many per row, the unused ones empty, so the
      *                    launches and every offset depend only on the batch size and this number
-     * @param tileMmaRows MMA rows of a prefill CTA ({@link CudaKernels#attentionTileRows} of the prefill kernel the
+     * @param tileMmaRows MMA rows of a prefill CTA ({@link AttentionKernels#attentionTileRows} of the prefill kernel the
      *                    step runs): its window rows are this over {@code group}
      */
     StepPlan(List<Window> windows, int group, int kvHeads, int fixedSplits, int tileMmaRows) {

@@ -42,43 +42,43 @@ class AttentionKernelTableTest {
             dims.add(Integer.parseInt(built.group(1)));
         }
         for (int hd : new int[]{16, 32, 64, 128}) {
-            assertEquals(dims.contains(hd), CudaKernels.hasWgmmaPrefill(hd), "the host loads prefill_wgmma at head dim " + hd + " exactly where it is built");
+            assertEquals(dims.contains(hd), AttentionKernels.hasWgmmaPrefill(hd), "the host loads prefill_wgmma at head dim " + hd + " exactly where it is built");
         }
         // attention_ws.cu: the warp-specialised prefills, three warpgroups (a producer, two consumers of 64 MMA rows: the
         // host plans 128), built at prefill_wgmma's head dims, with the host's count of stages
         String ws = Files.readString(Path.of("src/main/cuda/attention_ws.cu"));
         assertTrue(ws.contains("__launch_bounds__(384, 1) attention_hd##hd##_##name("), "attention_ws.cu declares its kernels for 384 threads");
-        assertEquals(CudaKernels.WS_STAGES, define(ws, "WS_STAGES"), "attention_ws.cu's stages are the host's");
+        assertEquals(AttentionKernels.WS_STAGES, define(ws, "WS_STAGES"), "attention_ws.cu's stages are the host's");
         Matcher wsBuilt = Pattern.compile("(?m)^ATTENTION_WS\\((\\d+), (\\w+), (true|false), (true|false)\\)").matcher(ws);
         while (wsBuilt.find()) {
-            assertTrue(CudaKernels.hasWgmmaPrefill(Integer.parseInt(wsBuilt.group(1))), wsBuilt.group(2) + " is built at head dim " + wsBuilt.group(1));
+            assertTrue(AttentionKernels.hasWgmmaPrefill(Integer.parseInt(wsBuilt.group(1))), wsBuilt.group(2) + " is built at head dim " + wsBuilt.group(1));
             declared.put(wsBuilt.group(2), new Object[]{false, 3});
-            assertEquals(2 * CudaKernels.ATTENTION_TILE, CudaKernels.attentionTileRows(CudaKernels.ATTENTION_KERNELS.indexOf(wsBuilt.group(2))),
+            assertEquals(2 * AttentionKernels.ATTENTION_TILE, AttentionKernels.attentionTileRows(AttentionKernels.ATTENTION_KERNELS.indexOf(wsBuilt.group(2))),
                     wsBuilt.group(2) + ": the host plans two consumer warpgroups' rows a CTA");
         }
         Matcher pairsBuilt = Pattern.compile("(?m)^ATTENTION_WS_PAIRS\\((\\d+), (\\w+), (?:true|false)\\)").matcher(ws);
         while (pairsBuilt.find()) {
-            assertTrue(CudaKernels.hasWgmmaPrefill(Integer.parseInt(pairsBuilt.group(1))), pairsBuilt.group(2) + " is built at head dim " + pairsBuilt.group(1));
+            assertTrue(AttentionKernels.hasWgmmaPrefill(Integer.parseInt(pairsBuilt.group(1))), pairsBuilt.group(2) + " is built at head dim " + pairsBuilt.group(1));
             assertTrue(ws.contains("__launch_bounds__(384, 1) attention_hd##hd##_##name(") && !declared.containsKey(pairsBuilt.group(2)), pairsBuilt.group(2));
             declared.put(pairsBuilt.group(2), new Object[]{false, 3});
         }
-        assertEquals(CudaKernels.ATTENTION_KERNELS.size(), declared.size(), "the ATTENTION(...) kernels: " + declared.keySet());
-        for (int kind = 0; kind < CudaKernels.ATTENTION_KERNELS.size(); kind++) {
-            String name = CudaKernels.ATTENTION_KERNELS.get(kind);
+        assertEquals(AttentionKernels.ATTENTION_KERNELS.size(), declared.size(), "the ATTENTION(...) kernels: " + declared.keySet());
+        for (int kind = 0; kind < AttentionKernels.ATTENTION_KERNELS.size(); kind++) {
+            String name = AttentionKernels.ATTENTION_KERNELS.get(kind);
             Object[] d = declared.get(name);
             assertTrue(d != null, "attention.cu has no kernel " + name);
             boolean decode = (Boolean) d[0];
-            assertEquals(kind == CudaKernels.DECODE, decode, name + ": decode or prefill");
-            assertEquals(!decode, CudaKernels.PREFILL_KERNELS.contains(kind), name + ": listed as a prefill kernel");
+            assertEquals(kind == AttentionKernels.DECODE, decode, name + ": decode or prefill");
+            assertEquals(!decode, AttentionKernels.PREFILL_KERNELS.contains(kind), name + ": listed as a prefill kernel");
             // __launch_bounds__(decode ? 128 : 128 * wg), (384, 1) for attention_ws.cu's: the block the host launches
-            assertEquals(decode ? 128 : 128 * (Integer) d[1], CudaKernels.attentionThreads(kind), name + ": threads a CTA");
-            if (CudaKernels.warpSpecialized(kind)) {
+            assertEquals(decode ? 128 : 128 * (Integer) d[1], AttentionKernels.attentionThreads(kind), name + ": threads a CTA");
+            if (AttentionKernels.warpSpecialized(kind)) {
                 // one CTA an SM: at most the 227 KiB of dynamic shared memory a block of an H100/H200 may have
-                int bytes = CudaKernels.attentionSharedBytes(128, kind);
+                int bytes = AttentionKernels.attentionSharedBytes(128, kind);
                 assertTrue(bytes <= 227 * 1024, name + " needs " + bytes + " bytes of dynamic shared memory");
             } else if (!decode) {
                 // two CTAs an SM (228 KiB, 1 KiB reserved a block), with up to 12.5 KiB of static shared memory (prefill_warp_pairs's exchange)
-                int bytes = CudaKernels.attentionSharedBytes(128, kind);
+                int bytes = AttentionKernels.attentionSharedBytes(128, kind);
                 assertTrue(2 * (bytes + 12_800 + 1024) <= 228 * 1024, name + " needs " + bytes + " bytes of dynamic shared memory");
             }
         }
@@ -88,7 +88,7 @@ class AttentionKernelTableTest {
     @Test
     void threeDecodeCtasFitAnSm() {
         for (int group : new int[]{5, 7}) {
-            int bytes = CudaKernels.attentionSharedBytes(128, CudaKernels.DECODE, group);
+            int bytes = AttentionKernels.attentionSharedBytes(128, AttentionKernels.DECODE, group);
             assertTrue(3 * (bytes + 3328 + 1024) <= 228 * 1024, bytes + " bytes of dynamic shared memory at " + group + " heads a KV head");
         }
     }
@@ -115,13 +115,13 @@ class AttentionKernelTableTest {
      */
     @Test
     void prefillRunsAKernelThatLoadsEverywhere() {
-        assertEquals(CudaKernels.PREFILL, PrefillKernelChoice.FALLBACK);
+        assertEquals(AttentionKernels.PREFILL, PrefillKernelChoice.FALLBACK);
         int smallGpu = 99 * 1024;
         for (int hd : new int[]{64, 128}) {
-            assertTrue(CudaKernels.attentionSharedBytes(hd, CudaKernels.PREFILL) <= smallGpu, "one warp per row group, head dim " + hd);
-            assertTrue(CudaKernels.attentionSharedBytes(hd, CudaKernels.DECODE) + 3328 <= smallGpu, "decode, head dim " + hd);
+            assertTrue(AttentionKernels.attentionSharedBytes(hd, AttentionKernels.PREFILL) <= smallGpu, "one warp per row group, head dim " + hd);
+            assertTrue(AttentionKernels.attentionSharedBytes(hd, AttentionKernels.DECODE) + 3328 <= smallGpu, "decode, head dim " + hd);
         }
-        assertTrue(CudaKernels.attentionSharedBytes(128, CudaKernels.PREFILL_WARP_PAIRS) + 12_800 > smallGpu);
+        assertTrue(AttentionKernels.attentionSharedBytes(128, AttentionKernels.PREFILL_WARP_PAIRS) + 12_800 > smallGpu);
     }
 
     /** The kernels find a key's KV block by shift and mask: the options refuse other block sizes with a clear message. */

@@ -227,7 +227,7 @@ class CudaForwardPassTest {
             } finally {
                 windowed.release();
             }
-            for (CudaKernels.LinearRowsVariant v : gpu.kernels().pairedRowsVariants()) {
+            for (LinearRowsVariant v : gpu.kernels().pairedRowsVariants()) {
                 gpu.probes().usePairedVariant(v);
                 BlockTable stepped = new BlockTable(TestSteps.pool(gpu));
                 try {
@@ -278,17 +278,17 @@ class CudaForwardPassTest {
     void warpSpecializedPrefillEqualsTheWgmmaPrefill() {
         ModelConfig c = ConfigParser.read(Path.of("models/shapes/nanbeige4.1-3b-shape/config.json"));
         try (CudaForwardPass gpu = CudaPasses.open(c, null, new CudaOptions(16, 8192, 0.3, 2048, true), LoadListener.NONE)) {
-            org.junit.jupiter.api.Assumptions.assumeTrue(gpu.probes().hasPrefillAttentionKernel(CudaKernels.PREFILL_WS),
+            org.junit.jupiter.api.Assumptions.assumeTrue(gpu.probes().hasPrefillAttentionKernel(AttentionKernels.PREFILL_WS),
                     "the warp-specialised prefill is built for sm_90a (H100, H200) only");
             int[] prompt = new Random(11).ints(1300, 3, c.vocabSize()).toArray();
             float[][] want = prefillThenWindow(gpu, prompt, new int[]{1236});
-            for (int kernel : CudaKernels.WARP_SPECIALIZED) {
+            for (int kernel : AttentionKernels.WARP_SPECIALIZED) {
                 gpu.probes().prefillAttentionKernel(kernel);
                 try {
                     for (int[] chunks : new int[][]{{1236}, {500, 736}}) {
                         float[][] got = prefillThenWindow(gpu, prompt, chunks);
                         for (int r = 0; r < want.length; r++) {
-                            assertArrayEquals(want[r], got[r], "kernel " + CudaKernels.ATTENTION_KERNELS.get(kernel) + ", prefix in chunks "
+                            assertArrayEquals(want[r], got[r], "kernel " + AttentionKernels.ATTENTION_KERNELS.get(kernel) + ", prefix in chunks "
                                     + Arrays.toString(chunks) + ": row " + (1236 + r) + " differs from the wgmma prefill's");
                         }
                     }

@@ -257,7 +257,7 @@ class KernelContractTest {
             long splitOut = cuda.alloc((long) decode.length * qd * 2), zeroOut = cuda.alloc((long) ctx * qd * 2);
             long partO = cuda.alloc((long) part * heads * hd * 4), partML = cuda.alloc((long) part * heads * 8);
             float scale = (float) Math.pow(hd, -0.5);
-            k.attention(CudaKernels.DECODE, desc.size(), dq, stride, splitOut, dpool, dtab, ddesc, partO, partML, heads, kvHeads, hd, bs, scale);
+            k.attention(AttentionKernels.DECODE, desc.size(), dq, stride, splitOut, dpool, dtab, ddesc, partO, partML, heads, kvHeads, hd, bs, scale);
             // both merge kernels (a warp per 32 dims in a CTA per head, a warp per 128 dims): the same bits
             float[][] merged = new float[2][];
             for (int kernel : new int[]{CudaKernels.MERGE_WIDE, CudaKernels.MERGE}) {
@@ -266,11 +266,11 @@ class KernelContractTest {
                 merged[kernel] = download(a, splitOut, decode.length * qd);
             }
             // warp pairs are left out on GPUs with 99 KiB of shared memory a block: then the last kernel run is the reference
-            if (k.hasAttention(hd, CudaKernels.PREFILL_WARP_PAIRS)) {
-                k.attention(CudaKernels.PREFILL_WARP_PAIRS, zero.size(), dq, stride, zeroOut, dpool, dtab, dzero, partO, partML, heads, kvHeads, hd, bs, scale);
+            if (k.hasAttention(hd, AttentionKernels.PREFILL_WARP_PAIRS)) {
+                k.attention(AttentionKernels.PREFILL_WARP_PAIRS, zero.size(), dq, stride, zeroOut, dpool, dtab, dzero, partO, partML, heads, kvHeads, hd, bs, scale);
             }
             float[] pairs = download(a, zeroOut, ctx * qd);
-            k.attention(CudaKernels.PREFILL, zero.size(), dq, stride, zeroOut, dpool, dtab, dzero, partO, partML, heads, kvHeads, hd, bs, scale);
+            k.attention(AttentionKernels.PREFILL, zero.size(), dq, stride, zeroOut, dpool, dtab, dzero, partO, partML, heads, kvHeads, hd, bs, scale);
             float[] split = download(a, splitOut, decode.length * qd), whole = download(a, zeroOut, ctx * qd);
             // decode rows folded in their CTA read their queries at qkv row i: the decode rows' queries copied there
             long fq = cuda.alloc((long) decode.length * stride * 2), fdesc = cuda.alloc(folded.size() * 32L), foldOut = cuda.alloc((long) decode.length * qd * 2);
@@ -278,24 +278,24 @@ class KernelContractTest {
                 cuda.copyDeviceToDevice(fq + (long) i * stride * 2, dq + (long) decode[i] * stride * 2, (long) stride * 2);
             }
             cuda.copyToDevice(fdesc, a.allocateFrom(ValueLayout.JAVA_INT, folded.stream().flatMapToInt(java.util.Arrays::stream).toArray()));
-            k.attention(CudaKernels.DECODE, folded.size(), fq, stride, foldOut, dpool, dtab, fdesc, partO, partML, heads, kvHeads, hd, bs, scale);
+            k.attention(AttentionKernels.DECODE, folded.size(), fq, stride, foldOut, dpool, dtab, fdesc, partO, partML, heads, kvHeads, hd, bs, scale);
             float[] foldedRows = download(a, foldOut, decode.length * qd);
             assertEquals(0, compare(whole, pairs)[1], "prefill with warp pairs differs from one warp per row group");
             // the wgmma prefill (sm_90a) computes the same bits
-            if (k.hasAttention(hd, CudaKernels.PREFILL_WGMMA)) {
+            if (k.hasAttention(hd, AttentionKernels.PREFILL_WGMMA)) {
                 cuda.memsetZero(zeroOut, (long) ctx * qd * 2);
-                k.attention(CudaKernels.PREFILL_WGMMA, zero.size(), dq, stride, zeroOut, dpool, dtab, dzero, partO, partML, heads, kvHeads, hd, bs, scale);
+                k.attention(AttentionKernels.PREFILL_WGMMA, zero.size(), dq, stride, zeroOut, dpool, dtab, dzero, partO, partML, heads, kvHeads, hd, bs, scale);
                 assertEquals(0, compare(whole, download(a, zeroOut, ctx * qd))[1], "the wgmma prefill differs from one warp per row group");
             }
             // the warp-specialised prefills (sm_90a): CTAs of up to 128 MMA rows, each ending at a decode row with the rows
             // before it (in both consumer warpgroups), the same bits at the decode rows
-            for (int ws : CudaKernels.WARP_SPECIALIZED) {
+            for (int ws : AttentionKernels.WARP_SPECIALIZED) {
                 if (!k.hasAttention(hd, ws)) {
                     continue;
                 }
                 java.util.List<int[]> tiles = new java.util.ArrayList<>();
                 for (int p : decode) {
-                    int r = Math.min(CudaKernels.attentionTileRows(ws) / group, p + 1);
+                    int r = Math.min(AttentionKernels.attentionTileRows(ws) / group, p + 1);
                     tiles.add(new int[]{p - r + 1, r, p - r + 1, 0, 0, KeySplits.count(p + 1), -1, 0});
                 }
                 long dtiles = cuda.alloc(tiles.size() * 32L);
@@ -305,7 +305,7 @@ class KernelContractTest {
                 float[] wsOut = download(a, zeroOut, ctx * qd);
                 for (int p : decode) {
                     assertEquals(0, compare(java.util.Arrays.copyOfRange(whole, p * qd, (p + 1) * qd), java.util.Arrays.copyOfRange(wsOut, p * qd, (p + 1) * qd))[1],
-                            "the warp-specialised prefill " + CudaKernels.ATTENTION_KERNELS.get(ws) + " differs from one warp per row group at position " + p);
+                            "the warp-specialised prefill " + AttentionKernels.ATTENTION_KERNELS.get(ws) + " differs from one warp per row group at position " + p);
                 }
             }
             for (int i = 0; i < decode.length; i++) {
@@ -741,7 +741,7 @@ class KernelContractTest {
                 k.kvWrite(dq, stride, qd, kvd, hd, dpool, dslot, bs, ctx);
                 int window = 200;
                 int[] decode = {255, 256, 699};
-                int tileRows = CudaKernels.ATTENTION_TILE / group;
+                int tileRows = AttentionKernels.ATTENTION_TILE / group;
                 java.util.List<int[]> desc = new java.util.ArrayList<>();
                 int part = 0;
                 java.util.List<int[]> cdesc = new java.util.ArrayList<>();
@@ -766,29 +766,29 @@ class KernelContractTest {
                 long dout = cuda.alloc((long) ctx * qd * 2), partO = cuda.alloc((long) part * heads * hd * 4), partML = cuda.alloc((long) part * heads * 8);
                 cuda.memsetZero(dout, (long) ctx * qd * 2);
                 float scale = (float) Math.pow(hd, -0.5);
-                k.attention(CudaKernels.DECODE, decodeCtas, dq, stride, dout, dpool, dtab, ddesc, partO, partML, heads, kvHeads, hd, bs, scale);
+                k.attention(AttentionKernels.DECODE, decodeCtas, dq, stride, dout, dpool, dtab, ddesc, partO, partML, heads, kvHeads, hd, bs, scale);
                 k.attentionMerge(decode.length, part / decode.length, partO, partML, dcd, dout, heads, hd);
-                if (k.hasAttention(hd, CudaKernels.PREFILL_WARP_PAIRS)) {
-                    k.attention(CudaKernels.PREFILL_WARP_PAIRS, desc.size() - decodeCtas, dq, stride, dout, dpool, dtab, ddesc + 32L * decodeCtas, partO,
+                if (k.hasAttention(hd, AttentionKernels.PREFILL_WARP_PAIRS)) {
+                    k.attention(AttentionKernels.PREFILL_WARP_PAIRS, desc.size() - decodeCtas, dq, stride, dout, dpool, dtab, ddesc + 32L * decodeCtas, partO,
                             partML, heads, kvHeads, hd, bs, scale);
                 }
                 float[] pairs = download(a, dout, ctx * qd);
-                k.attention(CudaKernels.PREFILL, desc.size() - decodeCtas, dq, stride, dout, dpool, dtab, ddesc + 32L * decodeCtas, partO, partML,
+                k.attention(AttentionKernels.PREFILL, desc.size() - decodeCtas, dq, stride, dout, dpool, dtab, ddesc + 32L * decodeCtas, partO, partML,
                         heads, kvHeads, hd, bs, scale);
                 float[] got = download(a, dout, ctx * qd);
                 assertEquals(0, compare(got, pairs)[1], "prefill with warp pairs differs from one warp per row group (head dim " + hd + ")");
-                if (k.hasAttention(hd, CudaKernels.PREFILL_WGMMA)) {
-                    k.attention(CudaKernels.PREFILL_WGMMA, desc.size() - decodeCtas, dq, stride, dout, dpool, dtab, ddesc + 32L * decodeCtas, partO,
+                if (k.hasAttention(hd, AttentionKernels.PREFILL_WGMMA)) {
+                    k.attention(AttentionKernels.PREFILL_WGMMA, desc.size() - decodeCtas, dq, stride, dout, dpool, dtab, ddesc + 32L * decodeCtas, partO,
                             partML, heads, kvHeads, hd, bs, scale);
                     assertEquals(0, compare(got, download(a, dout, ctx * qd))[1], "the wgmma prefill differs from one warp per row group (head dim " + hd + ")");
                     System.out.println("[cuda] attention hd " + hd + ": the wgmma prefill = one warp per row group, bit for bit");
                 }
                 // the warp-specialised prefills (sm_90a) on CTAs of 128 MMA rows: the window's rows in both consumer warpgroups
-                for (int ws : CudaKernels.WARP_SPECIALIZED) {
+                for (int ws : AttentionKernels.WARP_SPECIALIZED) {
                     if (!k.hasAttention(hd, ws)) {
                         continue;
                     }
-                    int wsRows = CudaKernels.attentionTileRows(ws) / group;
+                    int wsRows = AttentionKernels.attentionTileRows(ws) / group;
                     java.util.List<int[]> tiles = new java.util.ArrayList<>();
                     for (int r = 0; r < window; r += wsRows) {
                         tiles.add(new int[]{r, Math.min(wsRows, window - r), r, 0, 0, KeySplits.count(r + Math.min(wsRows, window - r)), -1, 0});
@@ -799,9 +799,9 @@ class KernelContractTest {
                     // does not write fails the comparison
                     cuda.memset(dout, (byte) 0xFF, (long) window * qd * 2);
                     k.attention(ws, tiles.size(), dq, stride, dout, dpool, dtab, dtiles, partO, partML, heads, kvHeads, hd, bs, scale);
-                    assertEquals(0, compare(got, download(a, dout, ctx * qd))[1], "the warp-specialised prefill " + CudaKernels.ATTENTION_KERNELS.get(ws)
+                    assertEquals(0, compare(got, download(a, dout, ctx * qd))[1], "the warp-specialised prefill " + AttentionKernels.ATTENTION_KERNELS.get(ws)
                             + " differs from one warp per row group (head dim " + hd + ")");
-                    System.out.println("[cuda] attention hd " + hd + ": the warp-specialised prefill " + CudaKernels.ATTENTION_KERNELS.get(ws)
+                    System.out.println("[cuda] attention hd " + hd + ": the warp-specialised prefill " + AttentionKernels.ATTENTION_KERNELS.get(ws)
                             + " = one warp per row group, bit for bit");
                 }
                 double worst = 0;

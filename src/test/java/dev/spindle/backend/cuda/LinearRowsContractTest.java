@@ -51,8 +51,8 @@ class LinearRowsContractTest {
     }
 
     /** linear_rows variant v on device x (xRows rows of k) and W, through tensor maps made for the call. */
-    static void run(CudaKernels.LinearRowsVariant v, long x, int xRows, int n, int kk, long w, int nOut, long y) {
-        long mx = cuda.tensorMap2d(x, xRows, kk, kk, v.rows(), 64), mw = cuda.tensorMap2d(w, nOut, kk, kk, v.weightRows(), 64);
+    static void run(LinearRowsVariant v, long x, int xRows, int n, int kk, long w, int nOut, long y) {
+        long mx = TensorMaps.bf16(cuda, x, xRows, kk, kk, v.rows(), 64), mw = TensorMaps.bf16(cuda, w, nOut, kk, kk, v.weightRows(), 64);
         k.linearRows(v, mx, n, kk, mw, nOut, y);
         cuda.sync();
         cuda.free(mx);
@@ -68,7 +68,7 @@ class LinearRowsContractTest {
     @Test
     void sameBitsAsCublasLt() {
         int[][] shapes = {{64, 256}, {100, 512}, {3584, 2560}, {2560, 10496}, {9216, 7168}, {7168, 22016}};
-        java.util.List<CudaKernels.LinearRowsVariant> variants = k.linearRowsVariants();
+        java.util.List<LinearRowsVariant> variants = k.linearRowsVariants();
         assumeTrue(!variants.isEmpty(), "no linear_rows variant fits this device's shared memory");
         int max = 64;
         try (Arena a = Arena.ofConfined()) {
@@ -80,7 +80,7 @@ class LinearRowsContractTest {
                     for (int n : new int[]{1, 2, 7, 8, 9, 16, 17, 31, 32, 33, 48, 64}) {
                         blas.linear(dx, n, kk, dw, nOut, y1);
                         MemorySegment want = bits(a, y1, (long) n * nOut);
-                        for (CudaKernels.LinearRowsVariant v : variants) {
+                        for (LinearRowsVariant v : variants) {
                             if (n > v.rows()) {
                                 continue;
                             }
@@ -109,14 +109,14 @@ class LinearRowsContractTest {
      */
     @Test
     void variantsAgreeOnOddShapes() {
-        java.util.List<CudaKernels.LinearRowsVariant> variants = k.linearRowsVariants();
+        java.util.List<LinearRowsVariant> variants = k.linearRowsVariants();
         assumeTrue(!variants.isEmpty(), "no linear_rows variant fits this device's shared memory");
         try (Arena a = Arena.ofConfined()) {
             int nOut = 257, kk = 1280;
             long dx = upload(a, wide(64 * kk, 1, 12)), dw = upload(a, wide(nOut * kk, 0.05f, 12)), dy = cuda.alloc(64L * nOut * 2);
             for (int n : new int[]{1, 5, 8, 13, 16, 29, 32, 64}) {
                 MemorySegment first = null;
-                for (CudaKernels.LinearRowsVariant v : variants) {
+                for (LinearRowsVariant v : variants) {
                     if (n > v.rows()) {
                         continue;
                     }

@@ -14,7 +14,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * The host's table of linear_rows variants ({@link CudaKernels#LINEAR_ROWS}) against the kernels
+ * The host's table of linear_rows variants ({@link LinearRowsVariant#ALL}) against the kernels
  * linear_rows.cu defines (no GPU needed): the same variants in the same order, each within the
  * shared memory an H100/H200 block may have (227 KiB), so none is dropped there unnoticed.
  */
@@ -24,26 +24,26 @@ class LinearRowsTableTest {
         String source = Files.readString(Path.of("src/main/cuda/linear_rows.cu"));
         // LINEAR_ROWS(nt, boxes, stages) (64 weight rows a CTA) and LINEAR_ROWS_RB(nt, boxes, stages, rows, _r<rows>)
         Matcher m = Pattern.compile("(?m)^LINEAR_ROWS(?:_RB)?\\((\\d+), (\\d+), (\\d+)(?:, (\\d+), _r(\\d+))?\\)$").matcher(source);
-        List<CudaKernels.LinearRowsVariant> declared = new ArrayList<>();
+        List<LinearRowsVariant> declared = new ArrayList<>();
         while (m.find()) {
             int rows = m.group(4) == null ? 64 : Integer.parseInt(m.group(4));
             if (m.group(5) != null) {
                 assertEquals(m.group(4), m.group(5), "the kernel name's suffix names its weight rows: " + m.group());
             }
-            declared.add(new CudaKernels.LinearRowsVariant(Integer.parseInt(m.group(1)), Integer.parseInt(m.group(2)), Integer.parseInt(m.group(3)), rows));
+            declared.add(new LinearRowsVariant(Integer.parseInt(m.group(1)), Integer.parseInt(m.group(2)), Integer.parseInt(m.group(3)), rows));
         }
-        assertEquals(declared, CudaKernels.LINEAR_ROWS, "linear_rows.cu's LINEAR_ROWS(...) lines and CudaKernels.LINEAR_ROWS");
+        assertEquals(declared, LinearRowsVariant.ALL, "linear_rows.cu's LINEAR_ROWS(...) lines and LinearRowsVariant.ALL");
         // the paired twins: LINEAR_ROWS_PAIRED(1, boxes, stages) for every 64-row variant of one row tile, none other
         Matcher pm = Pattern.compile("(?m)^LINEAR_ROWS_PAIRED\\((\\d+), (\\d+), (\\d+)\\)$").matcher(source);
-        List<CudaKernels.LinearRowsVariant> paired = new ArrayList<>();
+        List<LinearRowsVariant> paired = new ArrayList<>();
         while (pm.find()) {
-            paired.add(new CudaKernels.LinearRowsVariant(Integer.parseInt(pm.group(1)), Integer.parseInt(pm.group(2)), Integer.parseInt(pm.group(3))));
+            paired.add(new LinearRowsVariant(Integer.parseInt(pm.group(1)), Integer.parseInt(pm.group(2)), Integer.parseInt(pm.group(3))));
         }
-        assertEquals(CudaKernels.LINEAR_ROWS.stream().filter(CudaKernels.LinearRowsVariant::hasPairedTwin).toList(), paired,
+        assertEquals(LinearRowsVariant.ALL.stream().filter(LinearRowsVariant::hasPairedTwin).toList(), paired,
                 "linear_rows.cu's LINEAR_ROWS_PAIRED(...) lines and the variants CudaKernels loads a paired twin of");
         assertTrue(source.contains("void __launch_bounds__(128) linear_rows_paired_n##nt##_b##boxes##_s##stages("),
                 "the paired twin's name is LinearRowsVariant.pairedKernel()'s");
-        for (CudaKernels.LinearRowsVariant v : CudaKernels.LINEAR_ROWS) {
+        for (LinearRowsVariant v : LinearRowsVariant.ALL) {
             assertTrue(v.sharedBytes() <= 232_448, v + " needs " + v.sharedBytes() + " bytes of shared memory, more than an H100/H200 block may have");
             assertTrue(List.of(1, 2, 4, 8).contains(v.tiles()), v + ": wgmma shapes exist for 8, 16, 32 and 64 rows");
             assertTrue(List.of(16, 32, 64).contains(v.weightRows()), v + ": 16, 32 or 64 weight rows a CTA (within the wgmma's 64, whole 8-row swizzle groups)");

@@ -115,8 +115,8 @@ class PairedLinearContractTest {
                 long poolBytes = (long) blocks * 2 * bs * kvh * hd * 2, outBytes = (long) max * nOut * 2;
                 long pool1 = cuda.alloc(poolBytes), pool2 = cuda.alloc(poolBytes), y1 = cuda.alloc(outBytes), y2 = cuda.alloc(outBytes);
                 PairedEpilogue.RopeKvWrite e2 = new PairedEpilogue.RopeKvWrite(cos, sin, dp, qh, kvh, hd, pool2, ds, bs);
-                long mw = cuda.tensorMap2d(w, nOut, kk, kk, 32, 64);
-                List<CudaKernels.LinearRowsVariant> variants = k.pairedRowsVariants().stream().filter(v -> kk % v.keys() == 0).toList();
+                long mw = TensorMaps.bf16(cuda, w, nOut, kk, kk, 32, 64);
+                List<LinearRowsVariant> variants = k.pairedRowsVariants().stream().filter(v -> kk % v.keys() == 0).toList();
                 int checked = 0;
                 for (int n : new int[]{1, 2, 5, 8, 13, 16, 31, 32, 47, 64}) {
                     cuda.memsetZero(pool1, poolBytes);
@@ -124,11 +124,11 @@ class PairedLinearContractTest {
                     blas.linear(x, n, kk, w, nOut, y1);
                     k.ropeKvWrite(y1, nOut, cos, sin, dp, n, qh, kvh, hd, pool1, ds, bs);
                     MemorySegment wantY = download(a, y1, (long) n * nOut * 2), wantPool = download(a, pool1, poolBytes);
-                    for (CudaKernels.LinearRowsVariant v : variants) {
+                    for (LinearRowsVariant v : variants) {
                         if (n > v.rows()) {
                             continue;
                         }
-                        long mx = cuda.tensorMap2d(x, max, kk, kk, v.rows(), 64);
+                        long mx = TensorMaps.bf16(cuda, x, max, kk, kk, v.rows(), 64);
                         cuda.memsetZero(pool2, poolBytes);
                         cuda.memsetZero(y2, outBytes);
                         k.linearRowsPaired(v, mx, n, kk, mw, nOut, y2, e2);

@@ -124,13 +124,13 @@ class StepPlanTest {
 
     /** Tiles of 64 MMA rows (9 rows of 7 heads: p0, prefill_warp_pairs, prefill_wgmma) and of 128 (18 rows: the warp-specialised prefills). */
     @ParameterizedTest
-    @ValueSource(ints = {CudaKernels.PREFILL_WGMMA, CudaKernels.PREFILL_WS})
+    @ValueSource(ints = {AttentionKernels.PREFILL_WGMMA, AttentionKernels.PREFILL_WS})
     void prefillTilesCoverEveryRowOnceAndWalkAllSplits(int kernel) {
         BlockTable t = table(300);
         t.reserve(350);
-        StepPlan p = new StepPlan(List.of(w(new int[50], t, true, true)), 7, 8, 0, CudaKernels.attentionTileRows(kernel));
+        StepPlan p = new StepPlan(List.of(w(new int[50], t, true, true)), 7, 8, 0, AttentionKernels.attentionTileRows(kernel));
         assertEquals(0, p.decodeCtas);
-        int tile = CudaKernels.attentionTileRows(kernel) / 7;
+        int tile = AttentionKernels.attentionTileRows(kernel) / 7;
         assertEquals((50 + tile - 1) / tile, p.ctas, "tiles of " + tile + " rows");
         boolean[] covered = new boolean[50];
         int previous = Integer.MAX_VALUE;
