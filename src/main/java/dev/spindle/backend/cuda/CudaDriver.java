@@ -33,8 +33,7 @@ public final class CudaDriver {
     /** One object per device ordinal and lane (the device's primary context, the lane's stream), made on first use. */
     private static final Map<Lane, Optional<CudaDriver>> DEVICES = new ConcurrentHashMap<>();
 
-    private record Lane(int ordinal, int lane) {
-    }
+    private record Lane(int ordinal, int lane) { }
     /** The context current on each thread, as far as Spindle set it (cuCtxSetCurrent is per thread). */
     private static final ThreadLocal<MemorySegment> CURRENT = new ThreadLocal<>();
 
@@ -61,11 +60,9 @@ public final class CudaDriver {
         cuGraphLaunch = lib.function("cuGraphLaunch", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
         try (Arena a = Arena.ofConfined()) {
             call("cuInit", FunctionDescriptor.of(JAVA_INT, JAVA_INT), 0);
-            MemorySegment count = a.allocate(JAVA_INT);
-            call("cuDeviceGetCount", FunctionDescriptor.of(JAVA_INT, ADDRESS), count);
-            if (count.get(JAVA_INT, 0) <= ordinal) {
-                throw new CudaException(count.get(JAVA_INT, 0) == 0 ? "no CUDA device" : "no CUDA device " + ordinal + " (this machine has "
-                        + count.get(JAVA_INT, 0) + ")");
+            int count = count();
+            if (count <= ordinal) {
+                throw new CudaException(count == 0 ? "no CUDA device" : "no CUDA device " + ordinal + " (this machine has " + count + ")");
             }
             MemorySegment dev = a.allocate(JAVA_INT);
             call("cuDeviceGet", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT), dev, ordinal);
@@ -136,13 +133,15 @@ public final class CudaDriver {
 
     /** How many CUDA devices this machine has (0 without a driver). */
     public static int deviceCount() {
-        return get().map(d -> {
-            try (Arena a = Arena.ofConfined()) {
-                MemorySegment count = a.allocate(JAVA_INT);
-                d.call("cuDeviceGetCount", FunctionDescriptor.of(JAVA_INT, ADDRESS), count);
-                return count.get(JAVA_INT, 0);
-            }
-        }).orElse(0);
+        return get().map(CudaDriver::count).orElse(0);
+    }
+
+    private int count() {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment count = a.allocate(JAVA_INT);
+            call("cuDeviceGetCount", FunctionDescriptor.of(JAVA_INT, ADDRESS), count);
+            return count.get(JAVA_INT, 0);
+        }
     }
 
     /** The device's ordinal. */
@@ -463,11 +462,7 @@ public final class CudaDriver {
         checked("cuStreamSynchronize", () -> (int) cuStreamSynchronize.invokeExact(stream));
     }
 
-    /**
-     * Launches {@code f} on the stream, asynchronously.
-     *
-     * @param args kernel arguments in order: Long (device pointer or long), Integer, Float
-     */
+    /** Launches {@code f} on the stream, asynchronously; args in order: Long (device pointer or long), Integer, Float, Double. */
     public void launch(MemorySegment f, int gx, int gy, int bx, Object... args) {
         launchShared(f, gx, gy, bx, 0, args);
     }
@@ -477,11 +472,7 @@ public final class CudaDriver {
         launcher.launch(f, gx, gy, bx, sharedBytes, args);
     }
 
-    /**
-     * While on (and on sm_90 or later), Spindle's kernels launch with programmatic dependent launch ({@link KernelLauncher}).
-     *
-     * @return whether it was on before
-     */
+    /** Programmatic dependent launch on (sm_90 or later) or off for the launches that follow ({@link KernelLauncher}); whether it was on. */
     public boolean dependentLaunches(boolean on) {
         return launcher.dependentLaunches(on);
     }
