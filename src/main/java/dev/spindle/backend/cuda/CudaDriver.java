@@ -73,13 +73,9 @@ public final class CudaDriver {
             computeMajor = attribute(75 /* COMPUTE_CAPABILITY_MAJOR */);
             computeMinor = attribute(76 /* COMPUTE_CAPABILITY_MINOR */);
             sharedOptIn = attribute(97 /* MAX_SHARED_MEMORY_PER_BLOCK_OPTIN */);
-            MemorySegment ctx = a.allocate(ADDRESS);
-            call("cuDevicePrimaryCtxRetain", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT), ctx, device);
-            context = ctx.get(ADDRESS, 0);
+            context = returned("cuDevicePrimaryCtxRetain", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT), device);
             makeCurrent();
-            MemorySegment s = a.allocate(ADDRESS);
-            call("cuStreamCreate", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT), s, 1 /* CU_STREAM_NON_BLOCKING */);
-            stream = s.get(ADDRESS, 0);
+            stream = createStream();
         }
         launcher = new KernelLauncher(this, lib, stream, computeMajor >= 9);
     }
@@ -201,11 +197,7 @@ public final class CudaDriver {
 
     private MemorySegment event(int flags) {
         makeCurrent();
-        try (Arena a = Arena.ofConfined()) {
-            MemorySegment e = a.allocate(ADDRESS);
-            call("cuEventCreate", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT), e, flags);
-            return e.get(ADDRESS, 0);
-        }
+        return returned("cuEventCreate", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT), flags);
     }
 
     /** Seconds between two completed records of timing events ({@link #createTimingEvent}). */
@@ -328,14 +320,24 @@ public final class CudaDriver {
         }
     }
 
+    /** A driver call whose first parameter is where it writes a handle, given the other arguments: the handle. */
+    private MemorySegment returned(String name, FunctionDescriptor fd, Object... rest) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment out = a.allocate(ADDRESS);
+            Object[] args = new Object[rest.length + 1];
+            args[0] = out;
+            System.arraycopy(rest, 0, args, 1, rest.length);
+            call(name, fd, args);
+            return out.get(ADDRESS, 0);
+        }
+    }
+
     /** Loads a fatbin/cubin/PTX image; returns the module handle. */
     public MemorySegment loadModule(byte[] image) {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment img = a.allocate(image.length + 1L);
             img.copyFrom(MemorySegment.ofArray(image));
-            MemorySegment out = a.allocate(ADDRESS);
-            call("cuModuleLoadData", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS), out, img);
-            return out.get(ADDRESS, 0);
+            return returned("cuModuleLoadData", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS), img);
         }
     }
 
@@ -375,11 +377,7 @@ public final class CudaDriver {
 
     /** Pinned (page-locked) host memory for fast transfers. */
     public MemorySegment allocHost(long bytes) {
-        try (Arena a = Arena.ofConfined()) {
-            MemorySegment out = a.allocate(ADDRESS);
-            call("cuMemHostAlloc", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT), out, bytes, 0);
-            return out.get(ADDRESS, 0).reinterpret(bytes);
-        }
+        return returned("cuMemHostAlloc", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT), bytes, 0).reinterpret(bytes);
     }
 
     public void freeHost(MemorySegment p) {
@@ -419,11 +417,7 @@ public final class CudaDriver {
      */
     public MemorySegment createStream() {
         makeCurrent();
-        try (Arena a = Arena.ofConfined()) {
-            MemorySegment s = a.allocate(ADDRESS);
-            call("cuStreamCreate", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT), s, 1 /* CU_STREAM_NON_BLOCKING */);
-            return s.get(ADDRESS, 0);
-        }
+        return returned("cuStreamCreate", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT), 1 /* CU_STREAM_NON_BLOCKING */);
     }
 
     public void destroyStream(MemorySegment s) {

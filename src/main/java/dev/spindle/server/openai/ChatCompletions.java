@@ -1,5 +1,6 @@
 package dev.spindle.server.openai;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.spindle.chat.ParsedDelta;
@@ -102,8 +103,7 @@ public class ChatCompletions {
     /** The whole reply as one chat.completion object. */
     public Uni<ObjectNode> complete(ChatRequest p) {
         return pipeline.collect(p).map(list -> {
-            ObjectNode r = JSON.createObjectNode();
-            r.put("id", p.id()).put("object", "chat.completion").put("created", p.created()).put("model", service.servedName());
+            ObjectNode r = header(p.id(), "chat.completion", p.created(), service.servedName());
             ArrayNode arr = r.putArray("choices");
             int completion = 0;
             int cached = 0;
@@ -197,19 +197,27 @@ public class ChatCompletions {
     }
 
     private ObjectNode chunkBase(ChatRequest p) {
-        ObjectNode c = JSON.createObjectNode();
-        c.put("id", p.id()).put("object", "chat.completion.chunk").put("created", p.created()).put("model", service.servedName());
-        return c;
+        return header(p.id(), "chat.completion.chunk", p.created(), service.servedName());
     }
 
     private ObjectNode chunk(ChatRequest p, int index, ObjectNode delta, String finish, ObjectNode logprobs) {
         ObjectNode c = chunkBase(p);
-        ObjectNode choice = c.putArray("choices").addObject();
-        choice.put("index", index);
-        choice.set("delta", delta);
-        choice.set("logprobs", logprobs);
-        choice.put("finish_reason", finish);
+        choice(c, index, "delta", delta, finish, logprobs);
         return c;
+    }
+
+    /** An OpenAI object's first fields: id, object (its type), created (seconds), model. */
+    static ObjectNode header(String id, String object, long created, String model) {
+        return JSON.createObjectNode().put("id", id).put("object", object).put("created", created).put("model", model);
+    }
+
+    /** A choice added to {@code reply}'s choices: index, its content under {@code key}, logprobs, finish_reason. */
+    static void choice(ObjectNode reply, int index, String key, JsonNode content, String finish, ObjectNode logprobs) {
+        ObjectNode c = reply.withArray("choices").addObject();
+        c.put("index", index);
+        c.set(key, content);
+        c.set("logprobs", logprobs);
+        c.put("finish_reason", finish);
     }
 
     /** A piece of a streamed call: the first carries id, type and name; later ones argument fragments. */

@@ -3,6 +3,7 @@ package dev.spindle.server.openai;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import com.fasterxml.jackson.databind.node.TextNode;
 import dev.spindle.chat.ParsedDelta;
 import dev.spindle.engine.TokenEvent;
 import dev.spindle.server.ModelService;
@@ -217,17 +218,12 @@ public class Completions {
     }
 
     private ObjectNode base(Prepared p) {
-        ObjectNode r = JSON.createObjectNode();
-        r.put("id", p.id()).put("object", "text_completion").put("created", p.created()).put("model", service.servedName());
-        return r;
+        return ChatCompletions.header(p.id(), "text_completion", p.created(), service.servedName());
     }
 
     private ObjectNode choiceJson(Prepared p, int index, String text, String finish, ObjectNode logprobs) {
         ObjectNode r = base(p);
-        ObjectNode c = r.putArray("choices").addObject();
-        c.put("index", index).put("text", text);
-        c.set("logprobs", logprobs);
-        c.put("finish_reason", finish);
+        ChatCompletions.choice(r, index, "text", TextNode.valueOf(text), finish, logprobs);
         return r;
     }
 
