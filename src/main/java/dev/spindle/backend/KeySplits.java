@@ -7,10 +7,8 @@ package dev.spindle.backend;
  * which keeps decode rows equal to prefill rows. The rule: a split is 1/64 of its octave and at least
  * {@link #MIN} keys, so keys below 16,384 are cut into 128-key splits, [16K, 32K) into 256-key ones, [32K, 64K)
  * into 512, and so on: a 128K-token row has 320 splits rather than 1,024, a 512K one 448. A long row's split
- * states, written by decode CTAs and folded one after another, thus stay few (docs/bench/ab-octave-splits), while
- * short rows keep the small splits that spread their decode over many CTAs (fixed 256-key splits, measured
- * against 128 in one H200 call, docs/bench/ab-split-256, made prefill 8K / 32K 3.3 / 5.6% and decode at 128K
- * 4.4% faster but batch-1 decode at 1K 2.1% and 32 streams 1.7% slower). The CUDA kernels compute the same
+ * states, written by decode CTAs and folded one after another, thus stay few, while short rows keep the small
+ * splits that spread their decode over many CTAs (docs/bench/CHOICES.md). The CUDA kernels compute the same
  * rule (attention.cuh: split_of, split_start); the CPU twin walks it.
  */
 public final class KeySplits {

@@ -318,8 +318,7 @@ public final class Linear {
      * Seconds per call on the GPU, as in a decode step's graph: one untimed call (any lazy work of cuBLASLt's done outside
      * a capture), then {@code reps} calls captured into one graph launched with programmatic dependent launch, the best of
      * two timed launches over reps; reps makes the graph about 200 us (2 to 16 calls). Launched one by one, a kernel of a
-     * few microseconds timed the host's launch path (~5 us a launch through FFM) rather than itself, which favoured
-     * whichever way launched fewer kernels.
+     * few microseconds times the host's launch path rather than itself (docs/bench/CHOICES.md).
      */
     double time(Runnable call) {
         double once = cuda.time(call);

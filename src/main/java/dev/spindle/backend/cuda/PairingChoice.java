@@ -10,9 +10,8 @@ import java.util.List;
 
 /**
  * Whether a pass's paired launches ({@link PairedLinear}) pay in a whole decode step. {@link PairedLinear} picks them per
- * weight shape from that GEMM timed alone, which does not tell how it runs between its neighbours: on the H200 they made
- * the 3B shape's batch-1 step 3.7% faster and the 33B shape's 6% slower, though alone the 33B's paired gate|up was the
- * faster (docs/bench/paired-epilogues). So the pass times its own batch-1 decode steps (greedy, CUDA graphs, a 1,024-token
+ * weight shape from that GEMM timed alone, which does not tell how it runs between its neighbours (it made one shape's
+ * step faster and another's slower: docs/bench/CHOICES.md). So the pass times its own batch-1 decode steps (greedy, CUDA graphs, a 1,024-token
  * context in blocks of a pool of its own, which no request has yet: the engine's requests write their K/V before reading
  * it) both ways, alternated, and keeps the paired launches only where they are the faster by at least 1%.
  */

@@ -13,32 +13,25 @@ import java.util.function.IntPredicate;
 final class PrefillKernelChoice {
     /**
      * The prefill attention kernel where Hopper's wgmma kernels are not loaded: one warp per row group, which loads on
-     * every GPU (96 KiB of shared memory a block at head dim 128) and, in one pass, was faster than warp pairs at
-     * every length on the 33B shape (H200, attention of all layers, one warp / warp pairs, ms: 512 tokens 3.61 /
-     * 4.02, 2K 29.2 / 37.7, 8K 406 / 519; docs/bench/ab-one-pass-attention).
+     * every GPU (96 KiB of shared memory a block at head dim 128) and was faster than warp pairs at every length
+     * measured (docs/bench/CHOICES.md).
      */
     static final int FALLBACK = AttentionKernels.PREFILL;
     /**
-     * On sm_90a, the fastest loaded first: the warp-specialised kernels at head dim 128, else wgmma (33B shape, attention
-     * of all layers, H100, one process on 2026-12-05: 8K 187.9 ms for {@link AttentionKernels#PREFILL_WS_REGISTERS_NO_PINGPONG}
-     * against 190.1 for {@link AttentionKernels#PREFILL_WS_REGISTERS}, 196.0 for {@link AttentionKernels#PREFILL_WS}, 196.3 for
-     * {@link AttentionKernels#PREFILL_WS_PINGPONG}, 240.7 for {@link AttentionKernels#PREFILL_WGMMA} and 371 for {@link #FALLBACK};
-     * 2K 14.6 / 14.8 / 15.4 / 15.1 / 17.9 / 27.8; on the H200 earlier that day prefill_ws_registers 187.3 against 192.6 / 194.8 for prefill_ws /
-     * prefill_ws_pingpong).
+     * On sm_90a, the fastest loaded first, as measured on the 33B shape: the warp-specialised kernels at head dim 128,
+     * else wgmma (docs/bench/CHOICES.md).
      */
     static final List<Integer> HOPPER_ORDER = List.of(AttentionKernels.PREFILL_WS_REGISTERS_NO_PINGPONG, AttentionKernels.PREFILL_WS_REGISTERS,
             AttentionKernels.PREFILL_WGMMA);
     /**
      * Keys (the longest prefill window's end) from which a step runs a kernel of {@link #PAIRS_ORDER} where one is
-     * loaded: its CTAs walk two tiles an iteration, which pays on long walks and costs on short ones (33B shape, attention
-     * of all layers in steps of 8K rows, H100, one process: 2K 13.9 ms against 12.55 for prefill_ws_registers_no_pingpong, 4K 45.27 / 45.29, 8K 156.2 /
-     * 163.1, 16K 579 / 619, 32K 2,187 / 2,327; docs/bench/pairs-by-length).
+     * loaded: its CTAs walk two tiles an iteration, which pays on long walks and costs on short ones; even at 4K, faster
+     * from 8K (docs/bench/CHOICES.md).
      */
     static final int PAIRS_FROM_KEYS = 4096;
     /**
-     * The pair kernels, the fastest first: a pair's scores as one 128-key product, then as two 64-key ones (33B shape,
-     * attention of all layers, H100, one process on 2026-12-06: 8K 147.8 ms against 150.3, 32K 2,085 against 2,116;
-     * docs/bench/wide-pair-scores).
+     * The pair kernels, the fastest first: a pair's scores as one 128-key product, then as two 64-key ones
+     * (docs/bench/CHOICES.md).
      */
     static final List<Integer> PAIRS_ORDER = List.of(AttentionKernels.PREFILL_WS_PAIRS_WIDE, AttentionKernels.PREFILL_WS_PAIRS);
 

@@ -25,11 +25,7 @@ final class StepPlan {
     final int[] logitCounts;
     /** Windows whose first token the feed_tokens kernel writes from the previous step's draws, and where their pairs are. */
     final int feeds, feedAt;
-    /**
-     * Decode CTAs a step aims at: eight per SM of a 132-SM GPU. Re-measured with the four-warp decode
-     * kernels (33B shape, one H200 session): 660 (one wave of phase 2's five per SM) and 792 (six) gave the
-     * same decode and aggregate figures within 1% (b1 32K 45.7 / 46.3 / 46.1 tok/s, 128 streams 3,674 / 3,662 / 3,660).
-     */
+    /** Decode CTAs a step aims at: eight per SM of a 132-SM GPU (why: docs/bench/CHOICES.md). */
     static final int DECODE_CTAS = 1056;
     /** The prefill attention kernel the step's prefill CTAs run (CudaForwardPass.prefillKernel). */
     int prefillKernel = AttentionKernels.PREFILL;
@@ -79,8 +75,8 @@ final class StepPlan {
             lRows += w.logitRows().length;
         }
         // a decode CTA walks a run of splits (each split's state still written on its own) of about keysPerCta keys:
-        // about eight CTAs per SM of an H100-class GPU across the KV heads (measured on the H200: one wave of five
-        // per SM, with longer CTAs, was slower); whole 128-key units, so that below 16K keys a CTA walks whole splits
+        // about eight CTAs per SM of an H100-class GPU across the KV heads (DECODE_CTAS); whole 128-key units, so that
+        // below 16K keys a CTA walks whole splits
         keysPerCta = (int) Math.max(KeySplits.MIN, Math.ceilDiv(slotKeys * kvHeads, (long) DECODE_CTAS * KeySplits.MIN) * KeySplits.MIN);
         foldRows = (long) dRows * kvHeads >= FOLD_MIN_CTAS;
         int dCtas = 0, mergeMost = 0;
@@ -213,7 +209,7 @@ final class StepPlan {
      * Rows of a window up to which each row's attention runs as a decode row (split over the keys, flash-decoding) rather
      * than in row tiles that walk every key (phase 0). Both compute the same values bit for bit (the kernel contract), so the
      * choice is speed only: a drafted window being verified has few rows, and phase 0 would give it one CTA per KV head
-     * (measured on the H200, 33B shape, 1K context: a window of 2 rows cost 21.6 ms against 17.0 for one row).
+     * (docs/bench/CHOICES.md).
      */
     static final int ROWWISE_ROWS = 17;
 

@@ -15,9 +15,8 @@ package dev.spindle.engine.speculative;
  *       the same steps and share one proposer pass (a draft model's step costs about the same for
  *       one sequence as for eight).</li>
  * </ul>
- * Measured on the H200 (33B shape, a 3B-shape drafter whose random weights accept nothing, 256-token
- * replies): with pauses up to 64 steps and probes of the full length, batch 1 lost 1.2% and batches
- * 8 to 32 lost 3-5%, so the longest pause is 128 steps and a probe drafts one token.
+ * The longest pause and the probe's one token come from what drafts that are never accepted cost
+ * (docs/bench/CHOICES.md).
  */
 public final class DraftPacer {
     /** The longest pause between probes, in steps. */
