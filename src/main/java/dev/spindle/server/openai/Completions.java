@@ -148,19 +148,19 @@ public class Completions {
             boolean[] first = {true};
             choices.add(ch.tokens().map(e -> {
                 ParsedDelta d = text.next(e);
-                completion[index] = text.completionTokens;
+                completion[index] = text.completionTokens();
                 String t = (first[0] && p.echo() ? p.promptTexts().get(promptIndex) : "") + d.content();
-                ObjectNode chunk = choiceJson(p, index, t, text.finished() ? text.finishReason : null,
+                ObjectNode chunk = choiceJson(p, index, t, text.finished() ? text.finishReason() : null,
                         p.gen().logprobs() ? logprobs(p, promptIndex, List.of(e), p.gen().topLogprobs(), first[0]) : null).put("object", "text_completion");
                 if (text.finished()) {
-                    ChatCompletions.putStopReason((ObjectNode) chunk.get("choices").get(0), text.stopReason);
+                    ChatCompletions.putStopReason((ObjectNode) chunk.get("choices").get(0), text.stopReason());
                 }
                 if (first[0] && p.gen().promptLogprobs() >= 0 && e.promptLogprobs() != null) {
                     ((ObjectNode) chunk.get("choices").get(0)).set("prompt_logprobs",
                             chat.promptLogprobsJson(p.prompts().get(promptIndex), e.promptLogprobs(), p.gen().promptLogprobs()));
                 }
                 if (p.gen().continuousUsage()) {
-                    chunk.set("usage", ChatCompletions.usage(p.prompts().get(promptIndex).length, text.completionTokens, text.cachedTokens));
+                    chunk.set("usage", ChatCompletions.usage(p.prompts().get(promptIndex).length, text.completionTokens(), text.cachedTokens()));
                 }
                 first[0] = false;
                 return Json.sse(chunk);
@@ -196,11 +196,11 @@ public class Completions {
                         out.append(text.next(e).content());
                         events.add(e);
                     }).collect().last().map(x -> {
-                        completion[index] = text.completionTokens;
+                        completion[index] = text.completionTokens();
                         ObjectNode c = JSON.createObjectNode().put("index", index).put("text", out.toString());
                         c.set("logprobs", p.gen().logprobs() ? logprobs(p, promptIndex, events, p.gen().topLogprobs(), true) : null);
-                        c.put("finish_reason", text.finishReason == null ? "stop" : text.finishReason);
-                        ChatCompletions.putStopReason(c, text.stopReason);
+                        c.put("finish_reason", text.finishReason() == null ? "stop" : text.finishReason());
+                        ChatCompletions.putStopReason(c, text.stopReason());
                         TokenEvent.PromptLogprobs pl = events.isEmpty() ? null : events.getFirst().promptLogprobs();
                         if (p.gen().promptLogprobs() >= 0 && pl != null) {
                             c.set("prompt_logprobs", chat.promptLogprobsJson(p.prompts().get(promptIndex), pl, p.gen().promptLogprobs()));

@@ -198,7 +198,7 @@ public class ChatPipeline {
             ChoiceText text = choiceText(p);
             out.add(generations.get(i).select().first(e -> !text.finished()).map(e -> {
                 ParsedDelta d = text.next(e);
-                return new ReplyStep(index, d, e, text.finishReason, text.stopReason, text.promptTokens, text.completionTokens, text.cachedTokens,
+                return new ReplyStep(index, d, e, text.finishReason(), text.stopReason(), text.promptTokens, text.completionTokens(), text.cachedTokens(),
                         text.reasoningTokens);
             }));
         }

@@ -24,13 +24,13 @@ public final class ChoiceText {
     private final GenerationRequest gen;
     private final int reasoningEnd; // the token that closes the prompt's open think block, or -1
     private boolean inReasoning;
-    public String finishReason;
+    private String finishReason;
     /** vLLM's stop_reason: the stop string or stop token id that ended the choice, null otherwise. */
-    public Object stopReason;
+    private Object stopReason;
     boolean sawToolCalls;
-    public int completionTokens;
+    private int completionTokens;
     int promptTokens;
-    public int cachedTokens;
+    private int cachedTokens;
     int reasoningTokens;
 
     /**
@@ -90,6 +90,26 @@ public final class ChoiceText {
             finishReason = "tool_calls";
         }
         return d;
+    }
+
+    /** Why the choice ended (stop, length, tool_calls), null while it goes on. */
+    public String finishReason() {
+        return finishReason;
+    }
+
+    /** vLLM's stop_reason: the stop string or stop token id that ended the choice, null otherwise. */
+    public Object stopReason() {
+        return stopReason;
+    }
+
+    /** Tokens generated so far. */
+    public int completionTokens() {
+        return completionTokens;
+    }
+
+    /** Prompt tokens served from the prefix cache. */
+    public int cachedTokens() {
+        return cachedTokens;
     }
 
     public boolean finished() {
