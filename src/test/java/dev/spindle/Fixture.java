@@ -9,7 +9,9 @@ import dev.spindle.model.DType;
 import dev.spindle.model.LoadFormat;
 import dev.spindle.model.LoadListener;
 import dev.spindle.model.LoadedModel;
+import dev.spindle.model.HostReads;
 import dev.spindle.model.ModelLoader;
+import dev.spindle.model.Quantization;
 import dev.spindle.model.SafetensorsFile;
 import dev.spindle.model.TensorInfo;
 
@@ -43,8 +45,17 @@ public final class Fixture implements AutoCloseable {
     }
 
     public Fixture(String name, Path dir) {
+        this(name, dir, Quantization.NONE);
+    }
+
+    /** The fixture with its linear layers quantized at load as {@code q} says. */
+    public Fixture(String name, Quantization q) {
+        this(name, ROOT.resolve(name), q);
+    }
+
+    public Fixture(String name, Path dir, Quantization q) {
         this.name = name;
-        this.model = ModelLoader.load(dir, LoadFormat.SAFETENSORS, LoadListener.NONE);
+        this.model = ModelLoader.load(dir, LoadFormat.SAFETENSORS, LoadListener.NONE, HostReads.AT_LOAD, q);
         this.reference = SafetensorsFile.open(dir.resolve("reference.safetensors"), arena);
         try {
             JsonNode j = new ObjectMapper().readTree(dir.resolve("reference.json").toFile());

@@ -2,11 +2,15 @@ package dev.spindle.model;
 
 import java.util.Optional;
 
-/** The safetensors element types Spindle reads. Weights are served in bf16; f16 and f32 files are converted at load. */
+/**
+ * The safetensors element types Spindle reads. Weights are served in bf16 (f16 and f32 files converted at load) or, as a
+ * quantized checkpoint stores them or {@code --quantization fp8} makes them, in fp8 E4M3 with fp32 scales.
+ */
 public enum DType {
     BF16("BF16", 2),
     F16("F16", 2),
-    F32("F32", 4);
+    F32("F32", 4),
+    F8_E4M3("F8_E4M3", 1);
 
     public final String safetensorsName;
     public final int bytes;

@@ -15,6 +15,11 @@ public final class ModelLoader {
 
     /** As {@link #load(Path, LoadFormat, LoadListener)}, the mapped tensors read into memory when {@code reads} says. */
     public static LoadedModel load(Path dir, LoadFormat format, LoadListener listener, HostReads reads) {
+        return load(dir, format, listener, reads, Quantization.NONE);
+    }
+
+    /** As {@link #load(Path, LoadFormat, LoadListener, HostReads)}, the linear layers quantized at load as {@code quantization} says. */
+    public static LoadedModel load(Path dir, LoadFormat format, LoadListener listener, HostReads reads, Quantization quantization) {
         if (!Files.isDirectory(dir)) {
             throw new ModelLoadException(dir + ": not a directory (expected a Hugging Face model directory with config.json)");
         }
@@ -25,7 +30,7 @@ public final class ModelLoader {
                 case SAFETENSORS -> WeightBinder.bind(config, Checkpoint.open(dir, arena), arena, listener, reads);
                 case DUMMY -> DummyWeights.create(config, 0x5EED, arena, listener);
             };
-            return new LoadedModel(dir, config, weights, arena);
+            return new LoadedModel(dir, config, Fp8Quantizer.apply(weights, quantization, arena), arena);
         } catch (RuntimeException e) {
             arena.close();
             throw e;

@@ -81,6 +81,8 @@ public final class WeightBinder {
                 case BF16 -> raw;
                 case F16 -> convert(raw, info, arena, true);
                 case F32 -> convert(raw, info, arena, false);
+                case F8_E4M3 -> throw new ModelLoadException(info.file() + ": tensor '" + name + "' is F8_E4M3, but config.json has no"
+                        + " quantization_config saying how it is scaled");
             };
             bound.put(name, new Tensor(name, info.shape(), bf16));
         }

@@ -18,6 +18,7 @@ import dev.spindle.model.LoadListener;
 import dev.spindle.model.LoadedModel;
 import dev.spindle.model.ModelConfig;
 import dev.spindle.model.ModelLoader;
+import dev.spindle.model.Quantization;
 import dev.spindle.step.ForwardPass;
 
 import java.nio.file.Path;
@@ -59,12 +60,13 @@ public final class Backends {
      * @param extraKvBytesPerToken CUDA: the draft model's KV bytes per token, reserved for as many tokens as this pool holds
      * @param tensorParallel   tensor-parallel ranks the model is split over ({@link TensorParallelLayout}); 1: none. The CPU
      *                         backend computes that many ranks' numerics; the CUDA backend runs one GPU and refuses more
+     * @param quantization     the linear layers' weights quantized at load ({@link Quantization#NONE}: as the checkpoint stores them)
      */
     public record Settings(int threads, int blockSize, int kvCacheTokens, int maxStepRows, double kvMemoryFraction, boolean cudaGraphs,
-                           java.nio.file.Path gemmCache, long reserveBytes, long extraKvBytesPerToken, int tensorParallel) {
+                           Path gemmCache, long reserveBytes, long extraKvBytesPerToken, int tensorParallel, Quantization quantization) {
         public Settings(int threads, int blockSize, int kvCacheTokens, int maxStepRows, double kvMemoryFraction, boolean cudaGraphs,
-                        java.nio.file.Path gemmCache) {
-            this(threads, blockSize, kvCacheTokens, maxStepRows, kvMemoryFraction, cudaGraphs, gemmCache, 0, 0, 1);
+                        Path gemmCache) {
+            this(threads, blockSize, kvCacheTokens, maxStepRows, kvMemoryFraction, cudaGraphs, gemmCache, 0, 0, 1, Quantization.NONE);
         }
 
         /** Without a GEMM algorithm cache. */
@@ -74,13 +76,19 @@ public final class Backends {
 
         public Settings withReserve(long bytes, long kvBytesPerToken) {
             return new Settings(threads, blockSize, kvCacheTokens, maxStepRows, kvMemoryFraction, cudaGraphs, gemmCache, bytes, kvBytesPerToken,
-                    tensorParallel);
+                    tensorParallel, quantization);
         }
 
         /** These settings over {@code ranks} tensor-parallel ranks. */
         public Settings withTensorParallel(int ranks) {
             return new Settings(threads, blockSize, kvCacheTokens, maxStepRows, kvMemoryFraction, cudaGraphs, gemmCache, reserveBytes,
-                    extraKvBytesPerToken, ranks);
+                    extraKvBytesPerToken, ranks, quantization);
+        }
+
+        /** These settings with the linear layers quantized at load as {@code q} says. */
+        public Settings withQuantization(Quantization q) {
+            return new Settings(threads, blockSize, kvCacheTokens, maxStepRows, kvMemoryFraction, cudaGraphs, gemmCache, reserveBytes,
+                    extraKvBytesPerToken, tensorParallel, q);
         }
     }
 
@@ -136,6 +144,10 @@ public final class Backends {
             }
         }
         if (chosen.cuda()) {
+            if (s.quantization() != Quantization.NONE) {
+                throw new IllegalArgumentException("--quantization " + s.quantization().label + ": the CUDA backend has no fp8 kernels yet;"
+                        + " fp8 weights run on the CPU backend (--backend cpu)");
+            }
             if (kind == Kind.CUDA) {
                 String why = cudaUnavailableReason();
                 if (why != null) {
@@ -144,7 +156,7 @@ public final class Backends {
             }
             return openCuda(dir, format, s, listener, chosen.reason());
         }
-        LoadedModel m = ModelLoader.load(dir, format, listener);
+        LoadedModel m = ModelLoader.load(dir, format, listener, HostReads.AT_LOAD, s.quantization());
         try {
             int blocks = Math.max(1, s.kvCacheTokens() / s.blockSize());
             CpuForwardPass cpu = new CpuForwardPass(m.config(), m.weights(), blocks, s.blockSize(), s.threads(), KvSlots.PER_EXECUTED_LAYER,
@@ -152,12 +164,17 @@ public final class Backends {
             TensorParallelLayout tp = cpu.tensorParallel();
             String ranks = tp.ranks() == 1 ? "" : String.format("; computing %d tensor-parallel ranks' numerics (a rank: %d query and %d KV heads,"
                     + " %d MLP columns; partials summed in fp32 in rank order)", tp.ranks(), tp.qHeads(), tp.kvHeads(), tp.intermediate());
-            return new Opened(cpu, m.config(), String.format("the CPU backend (%s) with %d threads; KV pool %d blocks of %d tokens%s",
-                    chosen.reason(), s.threads(), blocks, s.blockSize(), ranks), m);
+            return new Opened(cpu, m.config(), String.format("the CPU backend (%s) with %d threads; weights %s; KV pool %d blocks of %d tokens%s",
+                    chosen.reason(), s.threads(), weightFormat(m), blocks, s.blockSize(), ranks), m);
         } catch (RuntimeException e) {
             m.close();
             throw e;
         }
+    }
+
+    /** The linear layers' format as the start log names it (the first layer's; every layer has the same). */
+    static String weightFormat(LoadedModel m) {
+        return m.weights().layers().getFirst().q().format();
     }
 
     /** How the start log describes an opened CUDA backend: the device, the start's phases, the KV pool. */

@@ -2,6 +2,7 @@ package dev.spindle.backend.cuda;
 
 import dev.spindle.backend.TensorParallelLayout;
 import dev.spindle.model.Bf16Matrix;
+import dev.spindle.model.Fp8Matrix;
 import dev.spindle.model.LayerWeights;
 import dev.spindle.model.LoadListener;
 import dev.spindle.model.Matrix;
@@ -193,6 +194,8 @@ public final class CudaWeights implements AutoCloseable {
     private static Tensor bf16(Matrix m) {
         return switch (m) {
             case Bf16Matrix b -> b.data();
+            case Fp8Matrix f -> throw new UnsupportedOperationException(f.name() + " is " + f.format() + ": the CUDA backend has no fp8 kernels"
+                    + " yet (they are the next step of the fp8 work); fp8 weights run on the CPU backend (--backend cpu)");
         };
     }
 

@@ -4,9 +4,12 @@ import dev.spindle.Fixture;
 import dev.spindle.backend.TestSteps;
 import dev.spindle.kv.BlockTable;
 import dev.spindle.kv.SoloWindow;
+import dev.spindle.model.Quantization;
 import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 
@@ -18,14 +21,21 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
  * whether its prefix was computed earlier, must not change a single logit bit.
  */
 class WindowInvarianceTest {
-    static List<String> fixtures() {
-        return Fixture.NAMES;
+    /** Every fixture as published, and with fp8 weights of each granularity: the invariants hold in every format. */
+    static List<Arguments> fixtures() {
+        List<Arguments> out = new ArrayList<>();
+        for (Quantization q : Quantization.values()) {
+            for (String name : Fixture.NAMES) {
+                out.add(Arguments.of(name, q));
+            }
+        }
+        return out;
     }
 
     @ParameterizedTest
     @MethodSource("fixtures")
-    void oneWindowSeveralWindowsAndSingleRowsGiveIdenticalLogits(String name) {
-        try (Fixture f = new Fixture(name); CpuForwardPass cpu = f.cpu()) {
+    void oneWindowSeveralWindowsAndSingleRowsGiveIdenticalLogits(String name, Quantization q) {
+        try (Fixture f = new Fixture(name, q); CpuForwardPass cpu = f.cpu()) {
             int[] prompt = f.prompts.get(2);
             float[][] whole = run(cpu, prompt, new int[]{prompt.length});
             float[][] rows = run(cpu, prompt, ones(prompt.length));
@@ -41,8 +51,8 @@ class WindowInvarianceTest {
 
     @ParameterizedTest
     @MethodSource("fixtures")
-    void resumedPromptEqualsFreshPrompt(String name) {
-        try (Fixture f = new Fixture(name); CpuForwardPass cpu = f.cpu()) {
+    void resumedPromptEqualsFreshPrompt(String name, Quantization q) {
+        try (Fixture f = new Fixture(name, q); CpuForwardPass cpu = f.cpu()) {
             int[] prompt = f.prompts.get(2);
             float[][] fresh = run(cpu, prompt, new int[]{prompt.length});
             // the first 32 positions (two full blocks of 16) computed by an earlier request
@@ -73,8 +83,8 @@ class WindowInvarianceTest {
     /** Hidden-state taps (a draft head's input) are a row's bits whether it runs in a window or alone, after any layer. */
     @ParameterizedTest
     @MethodSource("fixtures")
-    void tapsAreTheSameInAWindowAndInOneRowSteps(String name) {
-        try (Fixture f = new Fixture(name); CpuForwardPass cpu = f.cpu()) {
+    void tapsAreTheSameInAWindowAndInOneRowSteps(String name, Quantization q) {
+        try (Fixture f = new Fixture(name, q); CpuForwardPass cpu = f.cpu()) {
             int[] prompt = f.prompts.get(1);
             int[] layers = {0, f.model.config().executedLayers() - 1};
             float[][] window = TestSteps.taps(cpu, prompt, layers, false), rows = TestSteps.taps(cpu, prompt, layers, true);
@@ -87,8 +97,8 @@ class WindowInvarianceTest {
     /** Several sequences in one batched step give each one's logits exactly as it gets alone. */
     @ParameterizedTest
     @MethodSource("fixtures")
-    void batchedSequencesEqualSoloSequences(String name) {
-        try (Fixture f = new Fixture(name); CpuForwardPass cpu = f.cpu()) {
+    void batchedSequencesEqualSoloSequences(String name, Quantization q) {
+        try (Fixture f = new Fixture(name, q); CpuForwardPass cpu = f.cpu()) {
             int[] a = f.prompts.get(0), b = f.prompts.get(1), c = f.prompts.get(2);
             float[][] soloA = run(cpu, a, new int[]{a.length});
             float[][] soloB = run(cpu, b, new int[]{b.length});
