@@ -39,9 +39,10 @@ class ArchitectureTest {
         m.put("kv", Set.of("step"));
         m.put("backend", Set.of("model", "tokenizer", "sample", "step", "kv"));
         m.put("engine", Set.of("model", "tokenizer", "grammar", "chat", "sample", "step", "kv"));
+        m.put("eval", Set.of("model", "tokenizer", "chat", "step", "kv"));
         m.put("wiring", Set.of("model", "tokenizer", "sample", "step", "kv", "backend", "engine"));
-        m.put("cli", Set.of("model", "tokenizer", "grammar", "chat", "sample", "step", "kv", "backend", "engine", "wiring"));
-        m.put("server", Set.of("model", "tokenizer", "grammar", "chat", "sample", "step", "kv", "backend", "engine", "wiring", "cli"));
+        m.put("cli", Set.of("model", "tokenizer", "grammar", "chat", "sample", "step", "kv", "backend", "engine", "eval", "wiring"));
+        m.put("server", Set.of("model", "tokenizer", "grammar", "chat", "sample", "step", "kv", "backend", "engine", "eval", "wiring", "cli"));
         return m;
     }
 
@@ -54,7 +55,7 @@ class ArchitectureTest {
             "backend.cuda", Set.of("backend.cpu"),
             "server.pipeline", Set.of("server.openai", "server.anthropic"));
 
-    static final List<String> CORE = List.of("model", "tokenizer", "grammar", "chat", "sample", "step", "kv", "backend", "engine", "wiring");
+    static final List<String> CORE = List.of("model", "tokenizer", "grammar", "chat", "sample", "step", "kv", "backend", "engine", "eval", "wiring");
     static final List<String> FRAMEWORKS = List.of("io.quarkus", "io.smallrye", "jakarta.", "io.micrometer", "io.vertx", "picocli");
 
     private static final Pattern REFERENCE = Pattern.compile("\\bdev\\.spindle\\.([a-z_]+(?:\\.[a-z_]+)*)\\.[A-Z]");

@@ -5,6 +5,7 @@ import dev.spindle.model.HostReads;
 import dev.spindle.model.LoadFormat;
 import dev.spindle.model.LoadedModel;
 import dev.spindle.model.ModelLoader;
+import dev.spindle.model.Quantization;
 import picocli.CommandLine.Option;
 
 import java.nio.file.Path;
@@ -26,6 +27,16 @@ final class ModelOptions {
     @Option(names = "--load-format", defaultValue = "safetensors", paramLabel = "FORMAT",
             description = "safetensors (default) or dummy: seeded random bf16 weights of config.json's shapes, for benchmarks.")
     String loadFormat;
+
+    @Option(names = "--quantization", defaultValue = "none", paramLabel = "none|fp8|fp8-row|fp8-block",
+            description = "Quantize the linear layers of a bf16 release at load (default none: served as published). fp8 = fp8-block: E4M3 "
+                    + "with one scale a 128x128 block; fp8-row: one an output row. Lossy: measure it with spindle kl. CPU backend only for now.")
+    String quantization;
+
+    /** The --quantization choice. */
+    Quantization quantization() {
+        return Quantization.parse(quantization);
+    }
 
     @Option(names = "--threads", paramLabel = "N", description = "CPU backend threads (default: all cores).")
     Integer threads;
@@ -58,7 +69,7 @@ final class ModelOptions {
     /** The model, its mapped tensors read into memory when {@code reads} says (a device backend's upload reads them itself). */
     LoadedModel load(HostReads reads) {
         ProgressBar bar = ProgressBar.forTerminal("loading " + dir().getFileName());
-        LoadedModel m = ModelLoader.load(dir(), format(), bar, reads);
+        LoadedModel m = ModelLoader.load(dir(), format(), bar, reads, quantization());
         bar.done();
         return m;
     }

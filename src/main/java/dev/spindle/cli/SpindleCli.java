@@ -11,7 +11,7 @@ import picocli.CommandLine;
 /** The {@code spindle} command line: one subcommand per job. */
 @Command(name = "spindle", mixinStandardHelpOptions = true, version = "Spindle 0.1.0",
         description = "Serves llama-family models (Nanbeige 4.x) from their published bf16 safetensors.",
-        subcommands = {ChatCommand.class, GenerateCommand.class, PromptCommand.class, BenchCommand.class, CommandLine.HelpCommand.class})
+        subcommands = {ChatCommand.class, GenerateCommand.class, PromptCommand.class, BenchCommand.class, KlCommand.class, CommandLine.HelpCommand.class})
 public final class SpindleCli implements Runnable {
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;

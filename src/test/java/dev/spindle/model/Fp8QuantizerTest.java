@@ -64,7 +64,7 @@ class Fp8QuantizerTest {
 
     @Test
     void quantizationNamesParseAndUnknownOnesAreRefusedByName() {
-        assertEquals(Quantization.FP8_ROW, Quantization.parse("fp8"));
+        assertEquals(Quantization.FP8_BLOCK, Quantization.parse("fp8"));
         assertEquals(Quantization.FP8_BLOCK, Quantization.parse("FP8-block"));
         assertEquals(Quantization.NONE, Quantization.parse("none"));
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Quantization.parse("awq"));
