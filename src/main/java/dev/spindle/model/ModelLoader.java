@@ -27,7 +27,8 @@ public final class ModelLoader {
         Arena arena = Arena.ofShared();
         try {
             ModelWeights weights = switch (format) {
-                case SAFETENSORS -> WeightBinder.bind(config, Checkpoint.open(dir, arena), arena, listener, reads);
+                case SAFETENSORS -> WeightBinder.bind(config, CheckpointQuantization.read(dir.resolve("config.json")), Checkpoint.open(dir, arena), arena,
+                        listener, reads);
                 case DUMMY -> DummyWeights.create(config, 0x5EED, arena, listener);
             };
             return new LoadedModel(dir, config, Fp8Quantizer.apply(weights, quantization, arena), arena);

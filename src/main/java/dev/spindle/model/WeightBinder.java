@@ -28,10 +28,20 @@ public final class WeightBinder {
     }
 
     public static ModelWeights bind(ModelConfig config, Checkpoint ckpt, Arena arena, LoadListener listener, HostReads reads) {
-        Map<String, long[]> expected = WeightLayout.expected(config);
+        return bind(config, null, ckpt, arena, listener, reads);
+    }
+
+    /** As {@link #bind(ModelConfig, Checkpoint, Arena, LoadListener, HostReads)} for a checkpoint stored quantized as {@code quant} says (null: not). */
+    public static ModelWeights bind(ModelConfig config, CheckpointQuantization quant, Checkpoint ckpt, Arena arena, LoadListener listener,
+                                    HostReads reads) {
+        Map<String, long[]> expected = new LinkedHashMap<>(WeightLayout.expected(config));
+        Map<String, Matrix> fp8 = Fp8Checkpoints.bind(quant, expected, ckpt, arena);
+        fp8.keySet().forEach(expected::remove);
         Map<String, Tensor> bound = bindAll(config.architecture(), expected,
-                n -> WeightLayout.ignorable(n) || (config.tiedEmbeddings() && n.equals(WeightLayout.LM_HEAD)), ckpt, arena, listener, reads);
-        return WeightLayout.assemble(config, bound);
+                n -> WeightLayout.ignorable(n) || (config.tiedEmbeddings() && n.equals(WeightLayout.LM_HEAD)) || fp8.containsKey(n)
+                        || (quant != null && (quant.unused(n) || fp8.containsKey(n.replace(quant.scaleSuffix(), "weight")))),
+                ckpt, arena, listener, reads);
+        return WeightLayout.assemble(config, bound, fp8);
     }
 
     /**
@@ -81,8 +91,8 @@ public final class WeightBinder {
                 case BF16 -> raw;
                 case F16 -> convert(raw, info, arena, true);
                 case F32 -> convert(raw, info, arena, false);
-                case F8_E4M3 -> throw new ModelLoadException(info.file() + ": tensor '" + name + "' is F8_E4M3, but config.json has no"
-                        + " quantization_config saying how it is scaled");
+                case F8_E4M3 -> throw new ModelLoadException(info.file() + ": tensor '" + name + "' is F8_E4M3, but config.json's"
+                        + " quantization_config does not say it is stored quantized (or there is none), so its scales are unknown");
             };
             bound.put(name, new Tensor(name, info.shape(), bf16));
         }

@@ -47,19 +47,25 @@ public final class WeightLayout {
 
     /** Binds loaded tensors (by name) to their roles. */
     public static ModelWeights assemble(ModelConfig c, Map<String, Tensor> t) {
-        List<LayerWeights> layers = new ArrayList<>();
-        for (int i = 0; i < c.numLayers(); i++) {
-            layers.add(new LayerWeights(t.get(layer(i, "input_layernorm")), matrix(t, layer(i, "self_attn.q_proj")),
-                    matrix(t, layer(i, "self_attn.k_proj")), matrix(t, layer(i, "self_attn.v_proj")), matrix(t, layer(i, "self_attn.o_proj")),
-                    t.get(layer(i, "post_attention_layernorm")), matrix(t, layer(i, "mlp.gate_proj")), matrix(t, layer(i, "mlp.up_proj")),
-                    matrix(t, layer(i, "mlp.down_proj"))));
-        }
-        Tensor embed = t.get(EMBED);
-        return new ModelWeights(embed, layers, t.get(NORM), new Bf16Matrix(c.tiedEmbeddings() ? embed : t.get(LM_HEAD)));
+        return assemble(c, t, Map.of());
     }
 
-    /** A linear layer's weight in its format: bf16, the one format the loader reads today. */
-    private static Matrix matrix(Map<String, Tensor> t, String name) {
-        return new Bf16Matrix(t.get(name));
+    /** As {@link #assemble(ModelConfig, Map)}, the linear layers in {@code stored} (by name) in their stored format. */
+    public static ModelWeights assemble(ModelConfig c, Map<String, Tensor> t, Map<String, Matrix> stored) {
+        List<LayerWeights> layers = new ArrayList<>();
+        for (int i = 0; i < c.numLayers(); i++) {
+            layers.add(new LayerWeights(t.get(layer(i, "input_layernorm")), matrix(t, stored, layer(i, "self_attn.q_proj")),
+                    matrix(t, stored, layer(i, "self_attn.k_proj")), matrix(t, stored, layer(i, "self_attn.v_proj")),
+                    matrix(t, stored, layer(i, "self_attn.o_proj")), t.get(layer(i, "post_attention_layernorm")), matrix(t, stored, layer(i, "mlp.gate_proj")),
+                    matrix(t, stored, layer(i, "mlp.up_proj")), matrix(t, stored, layer(i, "mlp.down_proj"))));
+        }
+        Tensor embed = t.get(EMBED);
+        return new ModelWeights(embed, layers, t.get(NORM), c.tiedEmbeddings() ? new Bf16Matrix(embed) : matrix(t, stored, LM_HEAD));
+    }
+
+    /** A linear layer's weight: as the checkpoint stores it where quantized, else the bound bf16 tensor. */
+    private static Matrix matrix(Map<String, Tensor> t, Map<String, Matrix> stored, String name) {
+        Matrix m = stored.get(name);
+        return m != null ? m : new Bf16Matrix(t.get(name));
     }
 }
