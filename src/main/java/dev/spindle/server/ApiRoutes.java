@@ -248,6 +248,8 @@ public class ApiRoutes {
                 .put("max_model_len", service.modelConfig().maxPositions());
         // Anthropic's model object fields, for clients of /v1/models that speak Messages
         m.put("type", "model").put("display_name", service.servedName());
+        // Spindle's own: the weights' format, the KV cache's dtype, and the KL measured for a lossy configuration
+        m.set("spindle", JSON.valueToTree(service.disclosure()));
         return m;
     }
 

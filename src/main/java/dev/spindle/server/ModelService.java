@@ -12,10 +12,12 @@ import dev.spindle.engine.TokenEvent;
 import dev.spindle.engine.TokenSink;
 import dev.spindle.engine.speculative.Speculation;
 import dev.spindle.engine.speculative.SpeculativeConfig;
+import dev.spindle.eval.KlDisclosure;
 import dev.spindle.grammar.TokenTexts;
 import dev.spindle.model.LoadFormat;
 import dev.spindle.model.LoadListener;
 import dev.spindle.model.ModelConfig;
+import dev.spindle.model.Quantization;
 import dev.spindle.sample.SamplingParams;
 import dev.spindle.tokenizer.Tokenizer;
 import dev.spindle.wiring.Backends;
@@ -28,6 +30,8 @@ import jakarta.enterprise.context.ApplicationScoped;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.LinkedHashMap;
+import java.util.Map;
 import java.util.Set;
 
 /**
@@ -79,7 +83,8 @@ public class ModelService {
         boolean cpu = !Backends.resolve(kind).cuda();
         Backends.Settings settings = new Backends.Settings(threads, config.blockSize(), config.kvCacheTokens().orElse(cpu ? 32768 : 0),
                 Math.max(config.maxNumBatchedTokens(), config.maxNumSeqs()), config.kvMemoryFraction(), config.cudaGraphs(),
-                GemmAlgorithmCache.folder(config.gemmCache())).withTensorParallel(config.tensorParallelSize());
+                GemmAlgorithmCache.folder(config.gemmCache())).withTensorParallel(config.tensorParallelSize())
+                .withQuantization(Quantization.parse(config.quantization()));
         var sc = config.speculative();
         var specConfig = new SpeculativeConfig(SpeculativeConfig.Method.parse(sc.method()),
                 sc.draftModel().map(Path::of).orElse(null), sc.numTokens(), sc.promptLookupMin(), sc.promptLookupMax(), sc.maxBatch(),
@@ -114,8 +119,27 @@ public class ModelService {
         Log.infof("serving %s (%s, %d layers%s, %,d parameters) on %s; ready in %.1f s (the warm-up generation %.2f s of it)",
                 servedName, mc.architecture(), mc.numLayers(), mc.numLoops() > 1 ? " x " + mc.numLoops() + " loops" : "", mc.parameterCount(),
                 backend.description(), (ready - t0) / 1e9, (ready - tw) / 1e9);
+        Log.infof("weights %s, KV cache bf16: %s", backend.weights(), KlDisclosure.shipped().line(Quantization.parse(config.quantization()).label, "bf16"));
         return new Loaded(backend, tokenizer, template, engine, servedName, readGenerationConfig(dir.resolve("generation_config.json")),
                 texts, eos);
+    }
+
+    /**
+     * What /v1/models discloses of the numerics served: the linear layers' format, the quantization applied at load, the KV
+     * cache's dtype, and for a lossy configuration the KL measured for it on the bundled model (null when served as published).
+     */
+    public Map<String, Object> disclosure() {
+        String q = Quantization.parse(config.quantization()).label;
+        Map<String, Object> d = new LinkedHashMap<>();
+        d.put("weights", l().backend().weights());
+        d.put("quantization", q);
+        d.put("kv_cache", "bf16");
+        KlDisclosure kl = KlDisclosure.shipped();
+        d.put("kl", q.equals("none") ? null : kl.find(q, "bf16").map(m -> (Object) m).orElse("not measured"));
+        if (!q.equals("none")) {
+            d.put("kl_about", kl.about());
+        }
+        return d;
     }
 
     /** Whether the model is loaded and warmed up. */

@@ -14,6 +14,9 @@ final class ServeOptions {
     String model;
     @Option(names = "--load-format", paramLabel = "FORMAT", description = "safetensors or dummy.")
     String loadFormat;
+    @Option(names = "--quantization", paramLabel = "none|fp8|fp8-block|fp8-row",
+            description = "Quantize a bf16 release's linear layers at load (default none; lossy: its KL is disclosed; CPU backend for now).")
+    String quantization;
     @Option(names = "--served-model-name", paramLabel = "NAME", description = "The model id clients use.")
     String name;
     @Option(names = "--host", paramLabel = "HOST", description = "Listen address (default 0.0.0.0).")
@@ -104,6 +107,7 @@ final class ServeOptions {
         set("spindle.model", o.model);
         set("spindle.load-format", o.loadFormat);
         set("spindle.served-model-name", o.name);
+        set("spindle.quantization", o.quantization);
         set("quarkus.http.host", o.host);
         set("quarkus.http.port", o.port);
         set("spindle.threads", o.threads);

@@ -20,6 +20,13 @@ public interface SpindleConfig {
     @WithDefault("safetensors")
     String loadFormat();
 
+    /**
+     * none (served as the checkpoint stores it), or fp8 / fp8-block / fp8-row: the linear layers of a bf16 release quantized
+     * at load (lossy; the start log and /v1/models disclose the KL measured for it). CPU backend only for now.
+     */
+    @WithDefault("none")
+    String quantization();
+
     /** The model id clients use; defaults to the directory name. */
     Optional<String> servedModelName();
 

@@ -92,8 +92,11 @@ public final class Backends {
         }
     }
 
-    /** An opened backend; closing it closes the pass and the host copy of the weights. */
-    public record Opened(ForwardPass pass, ModelConfig config, String description, AutoCloseable hostModel) implements AutoCloseable {
+    /**
+     * An opened backend; closing it closes the pass and the host copy of the weights. {@code weights}: the linear layers'
+     * format as served (e.g. bf16, or fp8-e4m3 with its scales).
+     */
+    public record Opened(ForwardPass pass, ModelConfig config, String description, AutoCloseable hostModel, String weights) implements AutoCloseable {
         @Override
         public void close() {
             pass.close();
@@ -165,7 +168,7 @@ public final class Backends {
             String ranks = tp.ranks() == 1 ? "" : String.format("; computing %d tensor-parallel ranks' numerics (a rank: %d query and %d KV heads,"
                     + " %d MLP columns; partials summed in fp32 in rank order)", tp.ranks(), tp.qHeads(), tp.kvHeads(), tp.intermediate());
             return new Opened(cpu, m.config(), String.format("the CPU backend (%s) with %d threads; weights %s; KV pool %d blocks of %d tokens%s",
-                    chosen.reason(), s.threads(), weightFormat(m), blocks, s.blockSize(), ranks), m);
+                    chosen.reason(), s.threads(), weightFormat(m), blocks, s.blockSize(), ranks), m, weightFormat(m));
         } catch (RuntimeException e) {
             m.close();
             throw e;
@@ -218,7 +221,7 @@ public final class Backends {
             if (host != null) {
                 host.close(); // the weights live on the device now; unmap the files
             }
-            return new Opened(gpu, c, desc, null);
+            return new Opened(gpu, c, desc, null, "bf16");
         } catch (RuntimeException e) {
             if (host != null) {
                 host.close();
