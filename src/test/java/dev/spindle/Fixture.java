@@ -12,6 +12,7 @@ import dev.spindle.model.LoadedModel;
 import dev.spindle.model.HostReads;
 import dev.spindle.model.ModelLoader;
 import dev.spindle.model.Quantization;
+import dev.spindle.step.KvDtype;
 import dev.spindle.model.SafetensorsFile;
 import dev.spindle.model.TensorInfo;
 
@@ -80,6 +81,11 @@ public final class Fixture implements AutoCloseable {
 
     public CpuForwardPass cpu() {
         return cpu(KvSlots.PER_EXECUTED_LAYER);
+    }
+
+    /** A pass whose KV cache stores K and V as {@code kv}. */
+    public CpuForwardPass cpu(KvDtype kv) {
+        return new CpuForwardPass(model.config(), model.weights(), 64, 16, Runtime.getRuntime().availableProcessors(), KvSlots.PER_EXECUTED_LAYER, 1, kv);
     }
 
     /** A (rows, cols) reference tensor, f32 or bf16 (stored so where its values are bf16 ones). */

@@ -8,6 +8,7 @@ import dev.spindle.eval.KlCorpus;
 import dev.spindle.eval.KlRun;
 import dev.spindle.model.LoadListener;
 import dev.spindle.model.Quantization;
+import dev.spindle.step.KvDtype;
 import dev.spindle.tokenizer.Tokenizer;
 import dev.spindle.wiring.Backends;
 import picocli.CommandLine.Command;
@@ -69,9 +70,12 @@ final class KlCommand implements Callable<Integer> {
     @Override
     public Integer call() throws IOException {
         Quantization base = Quantization.parse(baselineQuantization), cand = model.quantization();
-        if (base == cand) {
-            throw new IllegalArgumentException("--quantization and --baseline-quantization are both " + cand.label + ": nothing to compare");
+        KvDtype kv = model.kvDtype();
+        if (base == cand && kv == KvDtype.BF16) {
+            throw new IllegalArgumentException("--quantization and --baseline-quantization are both " + cand.label
+                    + " and the KV cache is bf16: nothing to compare (give --quantization or --kv-cache-dtype)");
         }
+        String candidate = cand.label + (kv == KvDtype.BF16 ? "" : "+kv-" + kv.label);
         List<KlCorpus.Entry> entries;
         try (Tokenizer tok = Tokenizer.load(model.dir()); InputStream in = corpus != null ? Files.newInputStream(corpus)
                 : KlCommand.class.getResourceAsStream(KlCorpus.SHIPPED)) {
@@ -83,21 +87,22 @@ final class KlCommand implements Callable<Integer> {
         Backends.Kind kind = Backends.Kind.parse(backend);
         ObjectNode report = new ObjectMapper().createObjectNode();
         try (Backends.Opened b = Backends.open(model.dir(), model.format(), kind, settings.withQuantization(base), LoadListener.NONE);
-             Backends.Opened c = Backends.open(model.dir(), model.format(), kind, settings.withQuantization(cand), LoadListener.NONE)) {
+             Backends.Opened c = Backends.open(model.dir(), model.format(), kind, settings.withQuantization(cand).withKvDtype(kv), LoadListener.NONE)) {
             System.err.println("baseline: " + b.description());
             System.err.println("candidate: " + c.description());
             KlRun run = new KlRun(b.pass(), c.pass(), chunk);
             Map<String, KlRun.Summary> summary = run.run(entries, maxTokens, line -> System.err.println("  " + line));
-            report.put("model", model.dir().toString()).put("baseline", base.label).put("candidate", cand.label)
+            report.put("model", model.dir().toString()).put("baseline", base.label).put("candidate", candidate).put("weights", cand.label)
+                    .put("kv_cache", kv.label)
                     .put("backend", backend).put("corpus", corpus != null ? corpus.toString() : KlCorpus.SHIPPED).put("max_tokens", maxTokens);
             ObjectNode cats = report.putObject("categories");
             summary.forEach((name, s) -> cats.set(name, new ObjectMapper().valueToTree(s)));
-            System.err.println(table(cand.label, summary));
+            System.err.println(table(candidate, summary));
             if (hfReference != null) {
                 KlRun.HfDistance hf = run.hf(HfReferences.read(hfReference));
                 report.set("hf_fp32", new ObjectMapper().valueToTree(hf));
                 System.err.printf(Locale.ROOT, "HF fp32 over %d positions: KL(fp32 || %s) %.6f, top-1 %.4f; KL(fp32 || %s) %.6f, top-1 %.4f%n",
-                        hf.positions(), base.label, hf.baselineKl(), hf.baselineTop1(), cand.label, hf.candidateKl(), hf.candidateTop1());
+                        hf.positions(), base.label, hf.baselineKl(), hf.baselineTop1(), candidate, hf.candidateKl(), hf.candidateTop1());
             }
         }
         String text = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT).writeValueAsString(report);
@@ -135,9 +140,9 @@ final class KlCommand implements Callable<Integer> {
 
     /** exllamav3's style: one row a category, KL mean (the disclosed figure), p99, max, top-1 agreement, each side's NLL. */
     static String table(String candidate, Map<String, KlRun.Summary> summary) {
-        StringBuilder t = new StringBuilder(String.format(Locale.ROOT, "%-10s | %-12s | %4s | %9s | %10s | %10s | %10s | %6s | %8s | %8s%n",
+        StringBuilder t = new StringBuilder(String.format(Locale.ROOT, "%-14s | %-12s | %4s | %9s | %10s | %10s | %10s | %6s | %8s | %8s%n",
                 "candidate", "category", "seqs", "positions", "KL mean", "KL p99", "KL max", "top-1", "NLL base", "NLL cand"));
-        summary.forEach((c, s) -> t.append(String.format(Locale.ROOT, "%-10s | %-12s | %4d | %9d | %10.6f | %10.6f | %10.6f | %6.4f | %8.4f | %8.4f%n",
+        summary.forEach((c, s) -> t.append(String.format(Locale.ROOT, "%-14s | %-12s | %4d | %9d | %10.6f | %10.6f | %10.6f | %6.4f | %8.4f | %8.4f%n",
                 candidate, c, s.sequences(), s.positions(), s.meanKl(), s.p99Kl(), s.maxKl(), s.top1Agreement(), s.baselineNll(), s.candidateNll())));
         return t.toString();
     }

@@ -6,6 +6,7 @@ import dev.spindle.model.LoadFormat;
 import dev.spindle.model.LoadedModel;
 import dev.spindle.model.ModelLoader;
 import dev.spindle.model.Quantization;
+import dev.spindle.step.KvDtype;
 import picocli.CommandLine.Option;
 
 import java.nio.file.Path;
@@ -36,6 +37,16 @@ final class ModelOptions {
     /** The --quantization choice. */
     Quantization quantization() {
         return Quantization.parse(quantization);
+    }
+
+    @Option(names = "--kv-cache-dtype", defaultValue = "bf16", paramLabel = "bf16|fp8|q8|q4",
+            description = "How the KV cache stores K and V (default bf16: exact). fp8: E4M3 with a scale a head vector; q8 / q4: 8- / 4-bit "
+                    + "integers in groups of 32 with a scale each. Lossy: measure it with spindle kl. CPU backend only for now.")
+    String kvCacheDtype;
+
+    /** The --kv-cache-dtype choice. */
+    KvDtype kvDtype() {
+        return KvDtype.parse(kvCacheDtype);
     }
 
     @Option(names = "--threads", paramLabel = "N", description = "CPU backend threads (default: all cores).")

@@ -19,6 +19,7 @@ import dev.spindle.model.LoadListener;
 import dev.spindle.model.ModelConfig;
 import dev.spindle.model.Quantization;
 import dev.spindle.sample.SamplingParams;
+import dev.spindle.step.KvDtype;
 import dev.spindle.tokenizer.Tokenizer;
 import dev.spindle.wiring.Backends;
 import dev.spindle.wiring.Proposers;
@@ -84,7 +85,7 @@ public class ModelService {
         Backends.Settings settings = new Backends.Settings(threads, config.blockSize(), config.kvCacheTokens().orElse(cpu ? 32768 : 0),
                 Math.max(config.maxNumBatchedTokens(), config.maxNumSeqs()), config.kvMemoryFraction(), config.cudaGraphs(),
                 GemmAlgorithmCache.folder(config.gemmCache())).withTensorParallel(config.tensorParallelSize())
-                .withQuantization(Quantization.parse(config.quantization()));
+                .withQuantization(Quantization.parse(config.quantization())).withKvDtype(KvDtype.parse(config.kvCacheDtype()));
         var sc = config.speculative();
         var specConfig = new SpeculativeConfig(SpeculativeConfig.Method.parse(sc.method()),
                 sc.draftModel().map(Path::of).orElse(null), sc.numTokens(), sc.promptLookupMin(), sc.promptLookupMax(), sc.maxBatch(),
@@ -119,7 +120,8 @@ public class ModelService {
         Log.infof("serving %s (%s, %d layers%s, %,d parameters) on %s; ready in %.1f s (the warm-up generation %.2f s of it)",
                 servedName, mc.architecture(), mc.numLayers(), mc.numLoops() > 1 ? " x " + mc.numLoops() + " loops" : "", mc.parameterCount(),
                 backend.description(), (ready - t0) / 1e9, (ready - tw) / 1e9);
-        Log.infof("weights %s, KV cache bf16: %s", backend.weights(), KlDisclosure.shipped().line(Quantization.parse(config.quantization()).label, "bf16"));
+        String kv = KvDtype.parse(config.kvCacheDtype()).label;
+        Log.infof("weights %s, KV cache %s: %s", backend.weights(), kv, KlDisclosure.shipped().line(Quantization.parse(config.quantization()).label, kv));
         return new Loaded(backend, tokenizer, template, engine, servedName, readGenerationConfig(dir.resolve("generation_config.json")),
                 texts, eos);
     }
@@ -129,14 +131,15 @@ public class ModelService {
      * cache's dtype, and for a lossy configuration the KL measured for it on the bundled model (null when served as published).
      */
     public Map<String, Object> disclosure() {
-        String q = Quantization.parse(config.quantization()).label;
+        String q = Quantization.parse(config.quantization()).label, kv = KvDtype.parse(config.kvCacheDtype()).label;
+        boolean lossless = q.equals("none") && kv.equals("bf16");
         Map<String, Object> d = new LinkedHashMap<>();
         d.put("weights", l().backend().weights());
         d.put("quantization", q);
-        d.put("kv_cache", "bf16");
+        d.put("kv_cache", kv);
         KlDisclosure kl = KlDisclosure.shipped();
-        d.put("kl", q.equals("none") ? null : kl.find(q, "bf16").map(m -> (Object) m).orElse("not measured"));
-        if (!q.equals("none")) {
+        d.put("kl", lossless ? null : kl.find(q, kv).map(m -> (Object) m).orElse("not measured"));
+        if (!lossless) {
             d.put("kl_about", kl.about());
         }
         return d;

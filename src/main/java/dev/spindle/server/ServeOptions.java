@@ -17,6 +17,9 @@ final class ServeOptions {
     @Option(names = "--quantization", paramLabel = "none|fp8|fp8-block|fp8-row",
             description = "Quantize a bf16 release's linear layers at load (default none; lossy: its KL is disclosed; CPU backend for now).")
     String quantization;
+    @Option(names = "--kv-cache-dtype", paramLabel = "bf16|fp8|q8|q4",
+            description = "How the KV cache stores K and V (default bf16; lossy: its KL is disclosed; CPU backend for now).")
+    String kvCacheDtype;
     @Option(names = "--served-model-name", paramLabel = "NAME", description = "The model id clients use.")
     String name;
     @Option(names = "--host", paramLabel = "HOST", description = "Listen address (default 0.0.0.0).")
@@ -108,6 +111,7 @@ final class ServeOptions {
         set("spindle.load-format", o.loadFormat);
         set("spindle.served-model-name", o.name);
         set("spindle.quantization", o.quantization);
+        set("spindle.kv-cache-dtype", o.kvCacheDtype);
         set("quarkus.http.host", o.host);
         set("quarkus.http.port", o.port);
         set("spindle.threads", o.threads);

@@ -27,6 +27,10 @@ public interface SpindleConfig {
     @WithDefault("none")
     String quantization();
 
+    /** bf16 (exact), or fp8 / q8 / q4: how the KV cache stores K and V (lossy; disclosed with its KL). CPU backend only for now. */
+    @WithDefault("bf16")
+    String kvCacheDtype();
+
     /** The model id clients use; defaults to the directory name. */
     Optional<String> servedModelName();
 

@@ -20,6 +20,7 @@ import dev.spindle.model.ModelConfig;
 import dev.spindle.model.ModelLoader;
 import dev.spindle.model.Quantization;
 import dev.spindle.step.ForwardPass;
+import dev.spindle.step.KvDtype;
 
 import java.nio.file.Path;
 import java.util.Locale;
@@ -61,12 +62,14 @@ public final class Backends {
      * @param tensorParallel   tensor-parallel ranks the model is split over ({@link TensorParallelLayout}); 1: none. The CPU
      *                         backend computes that many ranks' numerics; the CUDA backend runs one GPU and refuses more
      * @param quantization     the linear layers' weights quantized at load ({@link Quantization#NONE}: as the checkpoint stores them)
+     * @param kvDtype          how the KV cache stores K and V ({@link KvDtype#BF16}: exact)
      */
     public record Settings(int threads, int blockSize, int kvCacheTokens, int maxStepRows, double kvMemoryFraction, boolean cudaGraphs,
-                           Path gemmCache, long reserveBytes, long extraKvBytesPerToken, int tensorParallel, Quantization quantization) {
+                           Path gemmCache, long reserveBytes, long extraKvBytesPerToken, int tensorParallel, Quantization quantization,
+                           KvDtype kvDtype) {
         public Settings(int threads, int blockSize, int kvCacheTokens, int maxStepRows, double kvMemoryFraction, boolean cudaGraphs,
                         Path gemmCache) {
-            this(threads, blockSize, kvCacheTokens, maxStepRows, kvMemoryFraction, cudaGraphs, gemmCache, 0, 0, 1, Quantization.NONE);
+            this(threads, blockSize, kvCacheTokens, maxStepRows, kvMemoryFraction, cudaGraphs, gemmCache, 0, 0, 1, Quantization.NONE, KvDtype.BF16);
         }
 
         /** Without a GEMM algorithm cache. */
@@ -76,19 +79,25 @@ public final class Backends {
 
         public Settings withReserve(long bytes, long kvBytesPerToken) {
             return new Settings(threads, blockSize, kvCacheTokens, maxStepRows, kvMemoryFraction, cudaGraphs, gemmCache, bytes, kvBytesPerToken,
-                    tensorParallel, quantization);
+                    tensorParallel, quantization, kvDtype);
         }
 
         /** These settings over {@code ranks} tensor-parallel ranks. */
         public Settings withTensorParallel(int ranks) {
             return new Settings(threads, blockSize, kvCacheTokens, maxStepRows, kvMemoryFraction, cudaGraphs, gemmCache, reserveBytes,
-                    extraKvBytesPerToken, ranks, quantization);
+                    extraKvBytesPerToken, ranks, quantization, kvDtype);
         }
 
         /** These settings with the linear layers quantized at load as {@code q} says. */
         public Settings withQuantization(Quantization q) {
             return new Settings(threads, blockSize, kvCacheTokens, maxStepRows, kvMemoryFraction, cudaGraphs, gemmCache, reserveBytes,
-                    extraKvBytesPerToken, tensorParallel, q);
+                    extraKvBytesPerToken, tensorParallel, q, kvDtype);
+        }
+
+        /** These settings with the KV cache stored as {@code d}. */
+        public Settings withKvDtype(KvDtype d) {
+            return new Settings(threads, blockSize, kvCacheTokens, maxStepRows, kvMemoryFraction, cudaGraphs, gemmCache, reserveBytes,
+                    extraKvBytesPerToken, tensorParallel, quantization, d);
         }
     }
 
@@ -147,6 +156,10 @@ public final class Backends {
             }
         }
         if (chosen.cuda()) {
+            if (s.kvDtype() != KvDtype.BF16) {
+                throw new IllegalArgumentException("--kv-cache-dtype " + s.kvDtype().label + ": the CUDA backend's attention kernels read bf16 KV only"
+                        + " so far; quantized KV caches run on the CPU backend (--backend cpu)");
+            }
             if (s.quantization() != Quantization.NONE) {
                 throw new IllegalArgumentException("--quantization " + s.quantization().label + ": the CUDA backend has no fp8 kernels yet;"
                         + " fp8 weights run on the CPU backend (--backend cpu)");
@@ -163,12 +176,12 @@ public final class Backends {
         try {
             int blocks = Math.max(1, s.kvCacheTokens() / s.blockSize());
             CpuForwardPass cpu = new CpuForwardPass(m.config(), m.weights(), blocks, s.blockSize(), s.threads(), KvSlots.PER_EXECUTED_LAYER,
-                    s.tensorParallel());
+                    s.tensorParallel(), s.kvDtype());
             TensorParallelLayout tp = cpu.tensorParallel();
             String ranks = tp.ranks() == 1 ? "" : String.format("; computing %d tensor-parallel ranks' numerics (a rank: %d query and %d KV heads,"
                     + " %d MLP columns; partials summed in fp32 in rank order)", tp.ranks(), tp.qHeads(), tp.kvHeads(), tp.intermediate());
-            return new Opened(cpu, m.config(), String.format("the CPU backend (%s) with %d threads; weights %s; KV pool %d blocks of %d tokens%s",
-                    chosen.reason(), s.threads(), weightFormat(m), blocks, s.blockSize(), ranks), m, weightFormat(m));
+            return new Opened(cpu, m.config(), String.format("the CPU backend (%s) with %d threads; weights %s; KV pool %d blocks of %d tokens, %s%s",
+                    chosen.reason(), s.threads(), weightFormat(m), blocks, s.blockSize(), s.kvDtype().label, ranks), m, weightFormat(m));
         } catch (RuntimeException e) {
             m.close();
             throw e;

@@ -7,6 +7,7 @@ import dev.spindle.model.ModelConfig;
 import dev.spindle.model.ModelWeights;
 import dev.spindle.step.ForwardPass;
 import dev.spindle.step.KvCapacity;
+import dev.spindle.step.KvDtype;
 import dev.spindle.step.ModelStep;
 import dev.spindle.step.StepOutput;
 
@@ -47,6 +48,12 @@ public final class CpuForwardPass implements ForwardPass {
      * the ordinary pass.
      */
     public CpuForwardPass(ModelConfig config, ModelWeights weights, int kvBlocks, int blockSize, int threads, KvSlots slots, int tensorParallel) {
+        this(config, weights, kvBlocks, blockSize, threads, slots, tensorParallel, KvDtype.BF16);
+    }
+
+    /** As above, the KV cache stored as {@code kvDtype} (quantized when written; every attention read decodes the stored form). */
+    public CpuForwardPass(ModelConfig config, ModelWeights weights, int kvBlocks, int blockSize, int threads, KvSlots slots, int tensorParallel,
+                          KvDtype kvDtype) {
         this.tp = TensorParallelLayout.of(config, tensorParallel);
         this.c = config;
         this.w = weights;
@@ -57,7 +64,7 @@ public final class CpuForwardPass implements ForwardPass {
         int slotCount = slots == KvSlots.PER_EXECUTED_LAYER ? config.executedLayers() : config.numLayers();
         this.kv = new CpuKvStore[tp.ranks()];
         for (int r = 0; r < tp.ranks(); r++) {
-            kv[r] = new CpuKvStore(kvBlocks, slotCount, blockSize, tp.kvHeads(), config.headDim());
+            kv[r] = new CpuKvStore(kvBlocks, slotCount, blockSize, tp.kvHeads(), config.headDim(), kvDtype);
         }
         this.capacity = new KvCapacity(kvBlocks, blockSize, kv[0].dtype());
         this.slots = slots;

@@ -1,24 +1,22 @@
 package dev.spindle.backend.cpu;
 
-import dev.spindle.model.Bf16;
+import dev.spindle.backend.KvCodec;
 import dev.spindle.step.BlockIds;
 import dev.spindle.step.KvDtype;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
-import java.nio.ByteOrder;
 
 /**
- * The bytes of the paged KV pool in host memory, in its {@link KvDtype} (bf16, the one this store holds today).
- * Layout: (blocks, slots, 2 [K, V], blockSize, kvHeads, headDim), so one block holds
+ * The bytes of the paged KV pool in host memory, in its {@link KvDtype}: one record a head vector ({@link KvCodec}).
+ * Layout: (blocks, slots, 2 [K, V], blockSize, kvHeads, record), so one block holds
  * every executed layer's K and V for its tokens and frees them together.
  * A slot is one executed layer: {@code layer + loop * numLayers}.
  */
 public final class CpuKvStore implements AutoCloseable {
-    private static final ValueLayout.OfShort BF16 = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
     private final Arena arena = Arena.ofShared();
-    private final KvDtype dtype = KvDtype.BF16;
+    private final KvDtype dtype;
+    private final int record;
     private final MemorySegment data;
     private final int slots;
     private final int blockSize;
@@ -26,16 +24,30 @@ public final class CpuKvStore implements AutoCloseable {
     private final int headDim;
 
     public CpuKvStore(int numBlocks, int slots, int blockSize, int kvHeads, int headDim) {
+        this(numBlocks, slots, blockSize, kvHeads, headDim, KvDtype.BF16);
+    }
+
+    public CpuKvStore(int numBlocks, int slots, int blockSize, int kvHeads, int headDim, KvDtype dtype) {
+        if (!dtype.fits(headDim)) {
+            throw new IllegalArgumentException("kv-cache-dtype " + dtype.label + " needs head_dim a multiple of " + dtype.groupSize(headDim) + ", got " + headDim);
+        }
+        this.dtype = dtype;
+        this.record = dtype.vectorBytes(headDim);
         this.slots = slots;
         this.blockSize = blockSize;
         this.kvHeads = kvHeads;
         this.headDim = headDim;
-        this.data = arena.allocate((long) numBlocks * slots * 2 * blockSize * kvHeads * headDim * dtype.bytes, 64);
+        this.data = arena.allocate((long) numBlocks * slots * 2 * blockSize * kvHeads * record, 64);
     }
 
     /** Bytes of bf16 KV per token (all slots, K and V). */
     public static long bytesPerToken(int slots, int kvHeads, int headDim) {
-        return (long) slots * 2 * kvHeads * headDim * KvDtype.BF16.bytes;
+        return bytesPerToken(slots, kvHeads, headDim, KvDtype.BF16);
+    }
+
+    /** Bytes of KV per token in {@code dtype} (all slots, K and V). */
+    public static long bytesPerToken(int slots, int kvHeads, int headDim, KvDtype dtype) {
+        return (long) slots * 2 * kvHeads * dtype.vectorBytes(headDim);
     }
 
     KvDtype dtype() {
@@ -54,17 +66,19 @@ public final class CpuKvStore implements AutoCloseable {
     long offset(BlockIds table, int slot, int kv, int position, int head) {
         int block = table.block(position / blockSize);
         int off = position % blockSize;
-        return ((((((long) block * slots + slot) * 2 + kv) * blockSize + off) * kvHeads + head) * headDim) * 2;
+        return (((((long) block * slots + slot) * 2 + kv) * blockSize + off) * kvHeads + head) * record;
     }
 
-    /** Stores K and V rows (kvHeads x headDim each, bf16-valued) for {@code position}. */
+    /** The head vector of K (kv = 0) or V (kv = 1) at {@code position}, decoded into {@code out[0, headDim)}. */
+    void read(BlockIds table, int slot, int kv, int position, int head, float[] out) {
+        KvCodec.decode(dtype, data, offset(table, slot, kv, position, head), headDim, out);
+    }
+
+    /** Stores K and V rows (kvHeads x headDim each, bf16-valued) for {@code position}, each head vector as one record. */
     void write(BlockIds table, int slot, int position, float[] k, float[] v, int rowOffset) {
-        long ko = offset(table, slot, 0, position, 0);
-        long vo = offset(table, slot, 1, position, 0);
-        int n = kvHeads * headDim;
-        for (int i = 0; i < n; i++) {
-            data.set(BF16, ko + 2L * i, Bf16.fromFloat(k[rowOffset + i]));
-            data.set(BF16, vo + 2L * i, Bf16.fromFloat(v[rowOffset + i]));
+        for (int h = 0; h < kvHeads; h++) {
+            KvCodec.encode(dtype, k, rowOffset + h * headDim, headDim, data, offset(table, slot, 0, position, h));
+            KvCodec.encode(dtype, v, rowOffset + h * headDim, headDim, data, offset(table, slot, 1, position, h));
         }
     }
 

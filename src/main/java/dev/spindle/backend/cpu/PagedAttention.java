@@ -3,6 +3,7 @@ package dev.spindle.backend.cpu;
 import dev.spindle.backend.KeySplits;
 import dev.spindle.model.Bf16;
 import dev.spindle.step.BlockIds;
+import dev.spindle.step.KvDtype;
 import jdk.incubator.vector.FloatVector;
 
 import java.lang.foreign.MemorySegment;
@@ -43,8 +44,10 @@ final class PagedAttention {
         int group = heads / kvHeads;
         float scale = (float) Math.pow(hd, -0.5), c = scale * LOG2E;
         MemorySegment seg = kv.data();
+        boolean bf16 = kv.dtype() == KvDtype.BF16;
         parallel.forRange(n * heads, 1, (i0, i1) -> {
             float[] scratch = new float[L];
+            float[] kvRow = new float[hd]; // a decoded K or V head vector (quantized stores)
             float[] s = new float[TILE];
             float[] o = new float[hd], acc = new float[hd];
             for (int i = i0; i < i1; i++) {
@@ -62,7 +65,12 @@ final class PagedAttention {
                         int t1 = Math.min(t0 + TILE, p + 1);
                         float mt = Float.NEGATIVE_INFINITY;
                         for (int t = t0; t < t1; t++) {
-                            s[t - t0] = MatMul.dot(q, qo, hd, seg, kv.offset(table, slot, 0, t, kvh), scratch);
+                            if (bf16) {
+                                s[t - t0] = MatMul.dot(q, qo, hd, seg, kv.offset(table, slot, 0, t, kvh), scratch);
+                            } else {
+                                kv.read(table, slot, 0, t, kvh, kvRow);
+                                s[t - t0] = Fp8MatMul.dot(q, qo, kvRow, 0, hd, scratch);
+                            }
                             mt = Math.max(mt, s[t - t0]);
                         }
                         float mn = Math.max(m, mt * c);
@@ -72,7 +80,12 @@ final class PagedAttention {
                         for (int t = t0; t < t1; t++) {
                             float e = exp2(Math.fma(s[t - t0], c, -mn));
                             sum += e;
-                            addScaled(o, Bf16.round(e), seg, kv.offset(table, slot, 1, t, kvh));
+                            if (bf16) {
+                                addScaled(o, Bf16.round(e), seg, kv.offset(table, slot, 1, t, kvh));
+                            } else {
+                                kv.read(table, slot, 1, t, kvh, kvRow);
+                                addScaled(o, Bf16.round(e), kvRow);
+                            }
                         }
                         l = l * alpha + sum;
                         m = mn;
@@ -105,6 +118,19 @@ final class PagedAttention {
     private static void scaleInto(float[] o, float alpha) {
         for (int d = 0; d < o.length; d++) {
             o[d] *= alpha;
+        }
+    }
+
+    /** o += p v for a decoded V, one fused multiply-add per dim, as the bf16 path computes it. */
+    private static void addScaled(float[] o, float p, float[] v) {
+        int hd = o.length;
+        FloatVector pv = FloatVector.broadcast(F, p);
+        int d = 0;
+        for (; d + L <= hd; d += L) {
+            FloatVector.fromArray(F, v, d).fma(pv, FloatVector.fromArray(F, o, d)).intoArray(o, d);
+        }
+        for (; d < hd; d++) {
+            o[d] = Math.fma(p, v[d], o[d]);
         }
     }
 

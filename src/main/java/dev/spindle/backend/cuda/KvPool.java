@@ -31,13 +31,13 @@ final class KvPool implements AutoCloseable {
         this.cuda = cuda;
         KvDtype dtype = KvDtype.BF16;
         slots = c.executedLayers();
-        long bytesPerBlock = (long) slots * 2 * options.blockSize() * c.kvDim() * dtype.bytes;
+        long bytesPerBlock = (long) slots * 2 * options.blockSize() * c.numKvHeads() * dtype.vectorBytes(c.headDim());
         long free = cuda.memInfo()[0];
         int blocks = blocks(free, bytesPerBlock, options, c.numKvHeads());
         if (blocks < 1) {
             throw new CudaException("no device memory left for the KV pool: " + free + " bytes free after weights and activations");
         }
-        slotBytes = (long) blocks * 2 * options.blockSize() * c.kvDim() * dtype.bytes;
+        slotBytes = (long) blocks * 2 * options.blockSize() * c.numKvHeads() * dtype.vectorBytes(c.headDim());
         base = cuda.alloc((long) blocks * bytesPerBlock);
         cuda.memsetZero(base, (long) blocks * bytesPerBlock);
         cuda.sync();

@@ -5,6 +5,7 @@ import dev.spindle.backend.TestSteps;
 import dev.spindle.kv.BlockTable;
 import dev.spindle.kv.SoloWindow;
 import dev.spindle.model.Quantization;
+import dev.spindle.step.KvDtype;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -21,12 +22,20 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
  * whether its prefix was computed earlier, must not change a single logit bit.
  */
 class WindowInvarianceTest {
-    /** Every fixture as published, and with fp8 weights of each granularity: the invariants hold in every format. */
+    /**
+     * Every fixture as published, with fp8 weights of each granularity, and with each quantized KV cache: the invariants hold
+     * in every format.
+     */
     static List<Arguments> fixtures() {
         List<Arguments> out = new ArrayList<>();
-        for (Quantization q : Quantization.values()) {
-            for (String name : Fixture.NAMES) {
-                out.add(Arguments.of(name, q));
+        for (String name : Fixture.NAMES) {
+            for (Quantization q : Quantization.values()) {
+                out.add(Arguments.of(name, q, KvDtype.BF16));
+            }
+            for (KvDtype kv : KvDtype.values()) {
+                if (kv != KvDtype.BF16) {
+                    out.add(Arguments.of(name, Quantization.NONE, kv));
+                }
             }
         }
         return out;
@@ -34,8 +43,8 @@ class WindowInvarianceTest {
 
     @ParameterizedTest
     @MethodSource("fixtures")
-    void oneWindowSeveralWindowsAndSingleRowsGiveIdenticalLogits(String name, Quantization q) {
-        try (Fixture f = new Fixture(name, q); CpuForwardPass cpu = f.cpu()) {
+    void oneWindowSeveralWindowsAndSingleRowsGiveIdenticalLogits(String name, Quantization q, KvDtype kvDtype) {
+        try (Fixture f = new Fixture(name, q); CpuForwardPass cpu = f.cpu(kvDtype)) {
             int[] prompt = f.prompts.get(2);
             float[][] whole = run(cpu, prompt, new int[]{prompt.length});
             float[][] rows = run(cpu, prompt, ones(prompt.length));
@@ -51,8 +60,8 @@ class WindowInvarianceTest {
 
     @ParameterizedTest
     @MethodSource("fixtures")
-    void resumedPromptEqualsFreshPrompt(String name, Quantization q) {
-        try (Fixture f = new Fixture(name, q); CpuForwardPass cpu = f.cpu()) {
+    void resumedPromptEqualsFreshPrompt(String name, Quantization q, KvDtype kvDtype) {
+        try (Fixture f = new Fixture(name, q); CpuForwardPass cpu = f.cpu(kvDtype)) {
             int[] prompt = f.prompts.get(2);
             float[][] fresh = run(cpu, prompt, new int[]{prompt.length});
             // the first 32 positions (two full blocks of 16) computed by an earlier request
@@ -83,8 +92,8 @@ class WindowInvarianceTest {
     /** Hidden-state taps (a draft head's input) are a row's bits whether it runs in a window or alone, after any layer. */
     @ParameterizedTest
     @MethodSource("fixtures")
-    void tapsAreTheSameInAWindowAndInOneRowSteps(String name, Quantization q) {
-        try (Fixture f = new Fixture(name, q); CpuForwardPass cpu = f.cpu()) {
+    void tapsAreTheSameInAWindowAndInOneRowSteps(String name, Quantization q, KvDtype kvDtype) {
+        try (Fixture f = new Fixture(name, q); CpuForwardPass cpu = f.cpu(kvDtype)) {
             int[] prompt = f.prompts.get(1);
             int[] layers = {0, f.model.config().executedLayers() - 1};
             float[][] window = TestSteps.taps(cpu, prompt, layers, false), rows = TestSteps.taps(cpu, prompt, layers, true);
@@ -97,8 +106,8 @@ class WindowInvarianceTest {
     /** Several sequences in one batched step give each one's logits exactly as it gets alone. */
     @ParameterizedTest
     @MethodSource("fixtures")
-    void batchedSequencesEqualSoloSequences(String name, Quantization q) {
-        try (Fixture f = new Fixture(name, q); CpuForwardPass cpu = f.cpu()) {
+    void batchedSequencesEqualSoloSequences(String name, Quantization q, KvDtype kvDtype) {
+        try (Fixture f = new Fixture(name, q); CpuForwardPass cpu = f.cpu(kvDtype)) {
             int[] a = f.prompts.get(0), b = f.prompts.get(1), c = f.prompts.get(2);
             float[][] soloA = run(cpu, a, new int[]{a.length});
             float[][] soloB = run(cpu, b, new int[]{b.length});
