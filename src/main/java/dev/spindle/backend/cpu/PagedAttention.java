@@ -1,6 +1,7 @@
 package dev.spindle.backend.cpu;
 
 import dev.spindle.backend.KeySplits;
+import dev.spindle.backend.KvRotation;
 import dev.spindle.model.Bf16;
 import dev.spindle.step.BlockIds;
 import dev.spindle.step.KvDtype;
@@ -48,6 +49,8 @@ final class PagedAttention {
         parallel.forRange(n * heads, 1, (i0, i1) -> {
             float[] scratch = new float[L];
             float[] kvRow = new float[hd]; // a decoded K or V head vector (quantized stores)
+            KvRotation rot = kv.rotation();
+            float[] qRot = rot == null ? null : new float[hd], res = new float[hd]; // the rotated query; the output before rounding
             float[] s = new float[TILE];
             float[] o = new float[hd], acc = new float[hd];
             for (int i = i0; i < i1; i++) {
@@ -56,6 +59,9 @@ final class PagedAttention {
                 int p = start + r;
                 int kvh = h / group;
                 int qo = ((firstRow + r) * heads + h) * hd;
+                if (rot != null) {
+                    rot.rotate(q, qo, qRot); // the stored keys are rotated: (R q) . (R k) = q . k
+                }
                 float bigM = Float.NEGATIVE_INFINITY, bigL = 0f;
                 java.util.Arrays.fill(acc, 0f);
                 for (int split = 0, s0 = 0; s0 <= p; s0 = KeySplits.start(++split)) {
@@ -69,7 +75,7 @@ final class PagedAttention {
                                 s[t - t0] = MatMul.dot(q, qo, hd, seg, kv.offset(table, slot, 0, t, kvh), scratch);
                             } else {
                                 kv.read(table, slot, 0, t, kvh, kvRow);
-                                s[t - t0] = Fp8MatMul.dot(q, qo, kvRow, 0, hd, scratch);
+                                s[t - t0] = rot != null ? Fp8MatMul.dot(qRot, 0, kvRow, 0, hd, scratch) : Fp8MatMul.dot(q, qo, kvRow, 0, hd, scratch);
                             }
                             mt = Math.max(mt, s[t - t0]);
                         }
@@ -100,7 +106,13 @@ final class PagedAttention {
                     bigM = mn;
                 }
                 for (int d = 0; d < hd; d++) {
-                    out[qo + d] = Bf16.round(acc[d] / bigL);
+                    res[d] = acc[d] / bigL;
+                }
+                if (rot != null) {
+                    rot.unrotate(res); // the weighted sum of rotated values, rotated back
+                }
+                for (int d = 0; d < hd; d++) {
+                    out[qo + d] = Bf16.round(res[d]);
                 }
             }
         });
