@@ -71,7 +71,7 @@ parity=(src/test/resources/fixtures/llama-headdim-sharded src/test/resources/fix
 bundled=(src/test/resources/fixtures/chat-target models/spindle-chat-drafter models/spindle-chat-target)
 case "${1:-}" in
   tests) move "${common[@]}" "${dflash[@]}" models/spindle-chat-drafter .dist/base-classes; size ;;
-  dflash) move "${common[@]}" "${parity[@]}" src/test/resources/fixtures/dflash src/test/resources/fixtures/chat-target/reference.safetensors \
+  dflash) move "${common[@]}" "${parity[@]}" src/test/java src/test/resources/fixtures/dflash src/test/resources/fixtures/chat-target/reference.safetensors \
             .dist/base-classes; size ;;
   dflash-reference) move "${common[@]}" "${parity[@]}" models/spindle-chat-dflash models/spindle-chat-dflash2 models/spindle-chat-drafter \
             src/test/resources/fixtures/chat-target/reference.safetensors .dist/base-classes; size ;;
