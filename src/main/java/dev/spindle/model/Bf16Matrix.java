@@ -13,21 +13,6 @@ public record Bf16Matrix(Tensor data) implements Matrix {
     }
 
     @Override
-    public String name() {
-        return data.name();
-    }
-
-    @Override
-    public int rows() {
-        return data.dim(0);
-    }
-
-    @Override
-    public int cols() {
-        return data.dim(1);
-    }
-
-    @Override
     public String format() {
         return "bf16";
     }

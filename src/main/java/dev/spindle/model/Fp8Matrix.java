@@ -33,21 +33,6 @@ public record Fp8Matrix(Tensor data, Tensor scales, int blockRows, int blockCols
         }
     }
 
-    @Override
-    public String name() {
-        return data.name();
-    }
-
-    @Override
-    public int rows() {
-        return data.dim(0);
-    }
-
-    @Override
-    public int cols() {
-        return data.dim(1);
-    }
-
     /** Whether each output row has one scale (no blocks along the columns). */
     public boolean perRow() {
         return blockRows == 1 && blockCols == cols();

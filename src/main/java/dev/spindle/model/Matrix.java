@@ -10,14 +10,23 @@ import java.util.List;
  * the loader, and its kernels in each backend.
  */
 public sealed interface Matrix permits Bf16Matrix, Fp8Matrix {
+    /** The part holding the values, (rows, cols) in the format's element type; its name is the weight's. */
+    Tensor data();
+
     /** The checkpoint's name of the weight. */
-    String name();
+    default String name() {
+        return data().name();
+    }
 
     /** Output features. */
-    int rows();
+    default int rows() {
+        return data().dim(0);
+    }
 
     /** Input features. */
-    int cols();
+    default int cols() {
+        return data().dim(1);
+    }
 
     /** The format as the start log and /v1/models name it. */
     String format();
