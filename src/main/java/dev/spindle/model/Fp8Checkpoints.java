@@ -17,7 +17,7 @@ final class Fp8Checkpoints {
     }
 
     /** Every expected two-dimensional weight the checkpoint stores as F8_E4M3, by name. */
-    static Map<String, Matrix> bind(CheckpointQuantization q, Map<String, long[]> expected, Checkpoint ckpt, Arena arena) {
+    static Map<String, Matrix> bind(CheckpointQuantization q, Map<String, long[]> expected, Checkpoint ckpt, Arena arena, HostReads reads) {
         Map<String, Matrix> out = new LinkedHashMap<>();
         for (Map.Entry<String, long[]> e : expected.entrySet()) {
             TensorInfo info = ckpt.tensors().get(e.getKey());
@@ -51,6 +51,9 @@ final class Fp8Checkpoints {
                         + " in blocks of " + br + " x " + bc);
             }
             Tensor data = new Tensor(name, DType.F8_E4M3, new long[]{rows, cols}, ckpt.bytes(info));
+            if (reads == HostReads.AT_LOAD && data.data().isMapped()) {
+                data.data().load(); // read now, as the bf16 tensors are, so the first request does not fault the pages in
+            }
             Tensor scales = new Tensor(scaleName, DType.F32, new long[]{Math.ceilDiv(rows, br), Math.ceilDiv(cols, bc)}, fp32(ckpt.bytes(s), s, arena));
             out.put(name, new Fp8Matrix(data, scales, br, bc));
         }

@@ -35,7 +35,7 @@ public final class WeightBinder {
     public static ModelWeights bind(ModelConfig config, CheckpointQuantization quant, Checkpoint ckpt, Arena arena, LoadListener listener,
                                     HostReads reads) {
         Map<String, long[]> expected = new LinkedHashMap<>(WeightLayout.expected(config));
-        Map<String, Matrix> fp8 = Fp8Checkpoints.bind(quant, expected, ckpt, arena);
+        Map<String, Matrix> fp8 = Fp8Checkpoints.bind(quant, expected, ckpt, arena, reads);
         fp8.keySet().forEach(expected::remove);
         Map<String, Tensor> bound = bindAll(config.architecture(), expected,
                 n -> WeightLayout.ignorable(n) || (config.tiedEmbeddings() && n.equals(WeightLayout.LM_HEAD)) || fp8.containsKey(n)
