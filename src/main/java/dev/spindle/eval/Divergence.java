@@ -28,7 +28,11 @@ public final class Divergence {
         if (p.length != q.length) {
             throw new IllegalArgumentException("logit rows of " + p.length + " and " + q.length + " entries");
         }
-        double[] lp = logSoftmax(p), lq = logSoftmax(q);
+        return kl(logSoftmax(p), logSoftmax(q));
+    }
+
+    /** KL(p ‖ q) from the two distributions' log-probabilities ({@link #logSoftmax}). */
+    public static double kl(double[] lp, double[] lq) {
         double kl = 0;
         for (int i = 0; i < lp.length; i++) {
             double pi = Math.exp(lp[i]);

@@ -22,8 +22,16 @@ public final class KlDisclosure {
         this.root = root;
     }
 
-    /** The measurements shipped in Spindle's jar. */
+    /** The measurements shipped in Spindle's jar, read once (the start log and every /v1/models answer give them). */
     public static KlDisclosure shipped() {
+        return Shipped.INSTANCE;
+    }
+
+    private static final class Shipped {
+        static final KlDisclosure INSTANCE = read();
+    }
+
+    private static KlDisclosure read() {
         try (InputStream in = KlDisclosure.class.getResourceAsStream(SHIPPED)) {
             if (in == null) {
                 throw new IllegalStateException(SHIPPED + " is missing from the classpath");

@@ -59,13 +59,10 @@ public final class KlRun {
             acc.sequences++;
             all.sequences++;
             forEachRow(ids, (p, base, cand) -> {
-                double kl = Divergence.kl(base, cand);
+                double[] lb = Divergence.logSoftmax(base), lc = Divergence.logSoftmax(cand); // once a row: the vocabulary is wide
+                double kl = Divergence.kl(lb, lc);
                 boolean agree = Divergence.argmax(base) == Divergence.argmax(cand);
-                double nb = Double.NaN, nc = Double.NaN;
-                if (p + 1 < ids.length) {
-                    nb = -Divergence.logSoftmax(base)[ids[p + 1]];
-                    nc = -Divergence.logSoftmax(cand)[ids[p + 1]];
-                }
+                double nb = p + 1 < ids.length ? -lb[ids[p + 1]] : Double.NaN, nc = p + 1 < ids.length ? -lc[ids[p + 1]] : Double.NaN;
                 acc.add(kl, agree, nb, nc);
                 all.add(kl, agree, nb, nc);
             });

@@ -180,8 +180,9 @@ public final class Backends {
             TensorParallelLayout tp = cpu.tensorParallel();
             String ranks = tp.ranks() == 1 ? "" : String.format("; computing %d tensor-parallel ranks' numerics (a rank: %d query and %d KV heads,"
                     + " %d MLP columns; partials summed in fp32 in rank order)", tp.ranks(), tp.qHeads(), tp.kvHeads(), tp.intermediate());
+            String weights = weightFormat(m);
             return new Opened(cpu, m.config(), String.format("the CPU backend (%s) with %d threads; weights %s; KV pool %d blocks of %d tokens, %s%s",
-                    chosen.reason(), s.threads(), weightFormat(m), blocks, s.blockSize(), s.kvDtype().label, ranks), m, weightFormat(m));
+                    chosen.reason(), s.threads(), weights, blocks, s.blockSize(), s.kvDtype().label, ranks), m, weights);
         } catch (RuntimeException e) {
             m.close();
             throw e;

@@ -124,6 +124,39 @@ final class MatMul {
         return s;
     }
 
+    /** The same fixed order over a weight already in fp32: x[xo, xo + len) . w[wo, wo + len) (decoded fp8 weights, decoded KV). */
+    static float dot(float[] x, int xo, float[] w, int wo, int len, float[] scratch) {
+        FloatVector a0 = FloatVector.zero(F), a1 = a0, a2 = a0, a3 = a0;
+        int v = 0;
+        for (; v + 4 * L <= len; v += 4 * L) {
+            a0 = wv(w, wo + v).fma(xv(x, xo + v), a0);
+            a1 = wv(w, wo + v + L).fma(xv(x, xo + v + L), a1);
+            a2 = wv(w, wo + v + 2 * L).fma(xv(x, xo + v + 2 * L), a2);
+            a3 = wv(w, wo + v + 3 * L).fma(xv(x, xo + v + 3 * L), a3);
+        }
+        if (v + L <= len) {
+            a0 = wv(w, wo + v).fma(xv(x, xo + v), a0);
+            v += L;
+        }
+        if (v + L <= len) {
+            a1 = wv(w, wo + v).fma(xv(x, xo + v), a1);
+            v += L;
+        }
+        if (v + L <= len) {
+            a2 = wv(w, wo + v).fma(xv(x, xo + v), a2);
+            v += L;
+        }
+        float s = sumLanes(a0.add(a1).add(a2.add(a3)), scratch);
+        for (; v < len; v++) {
+            s = Math.fma(w[wo + v], x[xo + v], s);
+        }
+        return s;
+    }
+
+    private static FloatVector wv(float[] w, int off) {
+        return FloatVector.fromArray(F, w, off);
+    }
+
     /** {@link #dot} of two consecutive rows of x with one weight row (prefill), sharing the weight loads. */
     private static void dotRowsOfX2(float[] x, int xo, int k, MemorySegment w, long wo, float[] out, int oo, int nOut, float[] scratch,
                                     boolean rounded) {

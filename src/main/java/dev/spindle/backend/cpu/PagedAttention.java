@@ -75,7 +75,7 @@ final class PagedAttention {
                                 s[t - t0] = MatMul.dot(q, qo, hd, seg, kv.offset(table, slot, 0, t, kvh), scratch);
                             } else {
                                 kv.read(table, slot, 0, t, kvh, kvRow);
-                                s[t - t0] = rot != null ? Fp8MatMul.dot(qRot, 0, kvRow, 0, hd, scratch) : Fp8MatMul.dot(q, qo, kvRow, 0, hd, scratch);
+                                s[t - t0] = rot != null ? MatMul.dot(qRot, 0, kvRow, 0, hd, scratch) : MatMul.dot(q, qo, kvRow, 0, hd, scratch);
                             }
                             mt = Math.max(mt, s[t - t0]);
                         }

@@ -1,25 +1,14 @@
 package dev.spindle.backend.cpu;
 
+import dev.spindle.eval.Divergence;
+
 /** Distribution comparisons for parity tests. */
 public final class Stats {
     private Stats() {
     }
 
     static double[] logSoftmax(float[] logits) {
-        double max = Double.NEGATIVE_INFINITY;
-        for (float f : logits) {
-            max = Math.max(max, f);
-        }
-        double sum = 0;
-        for (float f : logits) {
-            sum += Math.exp(f - max);
-        }
-        double lse = max + Math.log(sum);
-        double[] out = new double[logits.length];
-        for (int i = 0; i < logits.length; i++) {
-            out[i] = logits[i] - lse;
-        }
-        return out;
+        return Divergence.logSoftmax(logits);
     }
 
     /** KL(p || q) in nats, p and q given as logits. */
@@ -35,12 +24,6 @@ public final class Stats {
 
     /** Index of the largest logit, the first among equals (as torch.argmax). */
     static int argmax(float[] logits) {
-        int best = 0;
-        for (int i = 1; i < logits.length; i++) {
-            if (logits[i] > logits[best]) {
-                best = i;
-            }
-        }
-        return best;
+        return Divergence.argmax(logits);
     }
 }
