@@ -31,8 +31,18 @@
 //   mode 2 (rope_kv_write, group headDim / 64, span headDim, pair headDim / 2; headDim 64 or 128): W is q|k|v; y (n, nOut)
 //          = the qkv rows after rope_kv_write, and K and V in the pool at slotMap, as rope_kv_write writes them (rope.cuh).
 // Grid nOut / 64 (nOut a multiple of 64), block 128, the shared memory of the 64-row variant.
+//
+// linear_rows_fp8_n{NT}_b{BOXES}_s{STAGES}[_r{RB}](mapX, n, k, mapW, nOut, y, scales, blockRows, blockCols): the same kernel
+// over an fp8 weight (E4M3 (nOut, k), scales (ceil(nOut / blockRows), ceil(k / blockCols)) fp32, blockCols a multiple of 16
+// or >= k): mapW is the fp8 matrix's tensor map (box RB x 64 bytes, no swizzle), so the weight stream is half the bytes; each
+// stage's boxes are expanded in shared memory to the bf16 values bf16(decode(q) * scale) (fp8.cuh), written in the 128-byte
+// swizzle the wgmma reads (two buffers, a stage's expansion overlapping the previous stage's wgmmas), and go through the same
+// wgmmas: the bits of cuBLASLt over the expanded matrix (dequant_fp8), which the backend checks as for bf16. Shared memory:
+// the bf16 variant's with 64 RB bytes a box for the weights (not 128 RB), plus 2 BOXES 128 RB for the expanded boxes.
 #include "rope.cuh"
 #include "swiglu.cuh"
+#include "fp8.cuh"
+#include <cuda_fp16.h>
 
 // A paired CTA's epilogue (see above); mode 0: none (plain linear_rows).
 struct LrPaired {
@@ -43,6 +53,12 @@ struct LrPaired {
     bf16 *pool;
     const int *slotMap;
     int blockSize;
+};
+
+// An fp8 weight's scales (fp8 variants; null scales: a bf16 weight).
+struct LrFp8 {
+    const float *scales;
+    int blockRows, blockCols;
 };
 
 extern __shared__ __align__(16) unsigned char lr_smem[];
@@ -61,6 +77,39 @@ __device__ __forceinline__ void lr_wait(unsigned bar, int parity) {
 // shared memory descriptor of a K-major tile in 128-byte swizzle: 8-row groups 1024 bytes apart
 __device__ __forceinline__ unsigned long long lr_desc(unsigned addr) {
     return ((addr & 0x3FFFF) >> 4) | (1ull << 16) | ((unsigned long long) (1024 >> 4) << 32) | (1ull << 62);
+}
+
+// two E4M3 codes (the low byte first) as the bf16 pair bf16(decode(q) * s): the codes to f16 (exact) by the hardware
+// converter, to fp32 (exact), the product, one rounding: fp8_weight's values
+__device__ __forceinline__ unsigned lr_fp8x2(unsigned short two, float s) {
+    unsigned h2;
+    asm("cvt.rn.f16x2.e4m3x2 %0, %1;\n" : "=r"(h2) : "h"(two));
+    const float2 f = __half22float2(*reinterpret_cast<const __half2 *>(&h2));
+    const __nv_bfloat162 b = __floats2bfloat162_rn(__fmul_rn(f.x, s), __fmul_rn(f.y, s));
+    return *reinterpret_cast<const unsigned *>(&b);
+}
+
+// An fp8 stage's weight boxes (BOXES of RB rows x 64 codes, row-major, 64 bytes a row, at w8) expanded into bf16 boxes at cb
+// (RB rows x 128 bytes each, 128-byte swizzled as TMA writes the bf16 weights: 16-byte chunk q of row r at chunk q ^ (r % 8)
+// of its 8-row group of 1024 bytes); rows from row0, keys from key0. A thread takes 16 codes at a time.
+template <int RB, int BOXES>
+__device__ __forceinline__ void lr_expand(const unsigned char *w8, unsigned char *cb, int row0, int nOut, int key0, const LrFp8 &f8, int k) {
+    const int sc = (k + f8.blockCols - 1) / f8.blockCols;
+    #pragma unroll 2
+    for (int u = threadIdx.x; u < BOXES * RB * 4; u += 128) {
+        const int j = u / (RB * 4), r = (u >> 2) % RB, c = u & 3;
+        const uint4 raw = *reinterpret_cast<const uint4 *>(w8 + j * RB * 64 + r * 64 + c * 16);
+        const int row = row0 + r, key = key0 + 64 * j + 16 * c;
+        const float s = row < nOut ? f8.scales[(long) (row / f8.blockRows) * sc + key / f8.blockCols] : 0.f;
+        uint4 lo, hi;
+        lo.x = lr_fp8x2(raw.x & 0xFFFF, s); lo.y = lr_fp8x2(raw.x >> 16, s);
+        lo.z = lr_fp8x2(raw.y & 0xFFFF, s); lo.w = lr_fp8x2(raw.y >> 16, s);
+        hi.x = lr_fp8x2(raw.z & 0xFFFF, s); hi.y = lr_fp8x2(raw.z >> 16, s);
+        hi.z = lr_fp8x2(raw.w & 0xFFFF, s); hi.w = lr_fp8x2(raw.w >> 16, s);
+        unsigned char *rowAt = cb + j * RB * 128 + (r >> 3) * 1024 + (r & 7) * 128;
+        *reinterpret_cast<uint4 *>(rowAt + (((2 * c) ^ (r & 7)) << 4)) = lo;
+        *reinterpret_cast<uint4 *>(rowAt + (((2 * c + 1) ^ (r & 7)) << 4)) = hi;
+    }
 }
 
 // one stage: its four 16-wide chunks of k as four wgmmas into the same accumulators, back to back in one
@@ -132,12 +181,15 @@ __device__ __forceinline__ void lr_paired_epilogue(const LrPaired &pr, const bf1
     }
 }
 
-template <int NT, int BOXES, int STAGES, int RB, bool PAIRED>
-__device__ __forceinline__ void linear_rows_impl(const void *mapX, int n, int k, const void *mapW, int nOut, bf16 *y, const LrPaired &pr) {
-    // a stage: BOXES boxes of 64 keys of W (RB rows each), then as many of x; KS keys a stage. The wgmma's A
-    // (64 rows) reads 64 - RB rows past a box of RB < 64 (the next boxes, or PAD bytes after the last stage):
-    // their outputs are never written
-    constexpr int XN = 8 * NT, WB = RB * 64 * 2, XB = XN * 64 * 2, SB = BOXES * (WB + XB), KS = 64 * BOXES, PAD = (64 - RB) * 128;
+template <int NT, int BOXES, int STAGES, int RB, bool PAIRED, bool FP8>
+__device__ __forceinline__ void linear_rows_impl(const void *mapX, int n, int k, const void *mapW, int nOut, bf16 *y, const LrPaired &pr,
+                                                 const LrFp8 &f8) {
+    // a stage: BOXES boxes of 64 keys of W (RB rows each; W8 bytes a box as loaded, WB as the wgmma reads it), then as many
+    // of x; KS keys a stage. The wgmma's A (64 rows) reads 64 - RB rows past a box of RB < 64 (the next boxes, or PAD bytes
+    // after the last stage or expansion buffer): their outputs are never written. FP8: CB bytes of two expansion buffers
+    // after the stages
+    constexpr int XN = 8 * NT, WB = RB * 64 * 2, W8 = FP8 ? RB * 64 : WB, XB = XN * 64 * 2, SB = BOXES * (W8 + XB), KS = 64 * BOXES,
+            PAD = (64 - RB) * 128, CB = FP8 ? 2 * BOXES * WB : 0;
     const int o0 = blockIdx.x * RB, warp = threadIdx.x >> 5, lane = threadIdx.x & 31, blocks = k / KS;
     // a paired CTA's two 32-row halves (PAIRED: RB is 64, mapW's box 32 rows; the halves lie 4 KiB apart, whole
     // 1024-byte swizzle groups, so the wgmma reads them as one 64-row tile)
@@ -146,9 +198,12 @@ __device__ __forceinline__ void linear_rows_impl(const void *mapX, int n, int k,
         lr_tma(dst, mapW, col, a0, b);
         if (PAIRED) lr_tma(dst + 32 * 128, mapW, col, a1, b);
     };
-    const unsigned base = ((unsigned) __cvta_generic_to_shared(lr_smem) + 1023) & ~1023u, bars = base + STAGES * SB + PAD;
+    const unsigned base = ((unsigned) __cvta_generic_to_shared(lr_smem) + 1023) & ~1023u, bars = base + STAGES * SB + CB + PAD;
     auto bar = [&](int b) { return bars + 8 * (b % STAGES); };
     auto slot = [&](int b) { return base + (b % STAGES) * SB; };
+    // where the wgmma reads block b's weights: the stage's slot, or (FP8) the expansion buffer of b's parity
+    auto wtile = [&](int b) { return FP8 ? base + STAGES * SB + (b & 1) * BOXES * WB : slot(b); };
+    unsigned char *const generic = lr_smem + (base - (unsigned) __cvta_generic_to_shared(lr_smem));
     if (threadIdx.x == 0) {
         #pragma unroll
         for (int s = 0; s < STAGES; s++) asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" :: "r"(bars + 8 * s) : "memory");
@@ -157,14 +212,14 @@ __device__ __forceinline__ void linear_rows_impl(const void *mapX, int n, int k,
         for (int b = 0; b < STAGES - 1 && b < blocks; b++) {
             asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" :: "r"(bar(b)), "r"(SB) : "memory");
             #pragma unroll
-            for (int j = 0; j < BOXES; j++) loadW(slot(b) + j * WB, b * KS + 64 * j, bar(b));
+            for (int j = 0; j < BOXES; j++) loadW(slot(b) + j * W8, b * KS + 64 * j, bar(b));
         }
     }
     dependent_launch_entry();
     if (threadIdx.x == 0) {
         for (int b = 0; b < STAGES - 1 && b < blocks; b++) {
             #pragma unroll
-            for (int j = 0; j < BOXES; j++) lr_tma(slot(b) + BOXES * WB + j * XB, mapX, b * KS + 64 * j, 0, bar(b));
+            for (int j = 0; j < BOXES; j++) lr_tma(slot(b) + BOXES * W8 + j * XB, mapX, b * KS + 64 * j, 0, bar(b));
         }
     }
     __syncthreads(); // the barriers are initialised
@@ -175,8 +230,14 @@ __device__ __forceinline__ void linear_rows_impl(const void *mapX, int n, int k,
     #pragma unroll 1
     for (int b = 0; b < blocks; b++) {
         lr_wait(bar(b), (b / STAGES) & 1);
+        if (FP8) {
+            // the expansion buffer of b's parity was last read by block b - 2's wgmmas, done (wait_group 1 of block b - 1)
+            lr_expand<RB, BOXES>(generic + (slot(b) - base), generic + (wtile(b) - base), a0, nOut, b * KS, f8, k);
+            asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); // the expanded boxes, seen by the wgmma
+            __syncthreads();
+        }
         #pragma unroll
-        for (int j = 0; j < BOXES; j++) lr_wgmma4<XN>(d, lr_desc(slot(b) + j * WB), lr_desc(slot(b) + BOXES * WB + j * XB));
+        for (int j = 0; j < BOXES; j++) lr_wgmma4<XN>(d, lr_desc(wtile(b) + j * WB), lr_desc(slot(b) + BOXES * W8 + j * XB));
         asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
         // block b - 1's wgmmas are done: its slot takes block b + STAGES - 1
         asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
@@ -185,8 +246,8 @@ __device__ __forceinline__ void linear_rows_impl(const void *mapX, int n, int k,
             asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" :: "r"(bar(nb)), "r"(SB) : "memory");
             #pragma unroll
             for (int j = 0; j < BOXES; j++) {
-                loadW(slot(nb) + j * WB, nb * KS + 64 * j, bar(nb));
-                lr_tma(slot(nb) + BOXES * WB + j * XB, mapX, nb * KS + 64 * j, 0, bar(nb));
+                loadW(slot(nb) + j * W8, nb * KS + 64 * j, bar(nb));
+                lr_tma(slot(nb) + BOXES * W8 + j * XB, mapX, nb * KS + 64 * j, 0, bar(nb));
             }
         }
     }
@@ -196,7 +257,7 @@ __device__ __forceinline__ void linear_rows_impl(const void *mapX, int n, int k,
     if (PAIRED) {
         // every warp's wgmmas are done (wait_group above, warpgroup-wide) and no copy is in flight: the stages' memory
         // takes the CTA's 64 x XN outputs, rounded to bf16 as linear_rows writes them
-        bf16 *stg = reinterpret_cast<bf16 *>(lr_smem + (base - (unsigned) __cvta_generic_to_shared(lr_smem)));
+        bf16 *stg = reinterpret_cast<bf16 *>(generic);
         __syncthreads();
         #pragma unroll
         for (int j = 0; j < NT; j++) {
@@ -231,18 +292,25 @@ __device__ __forceinline__ void linear_rows_impl(const void *mapX, int n, int k,
 // The 64-row variants of one row tile (up to 8 rows: decode steps of batch 1 to 8, where PairingChoice times them in
 // the step) have paired twins (linear_rows_paired_...), declared after the table.
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-#define LR_BODY(nt, boxes, stages, rb) linear_rows_impl<nt, boxes, stages, rb, false>(mapX, n, k, mapW, nOut, y, LrPaired{});
+#define LR_BODY(nt, boxes, stages, rb) linear_rows_impl<nt, boxes, stages, rb, false, false>(mapX, n, k, mapW, nOut, y, LrPaired{}, LrFp8{});
+#define LR_FP8_BODY(nt, boxes, stages, rb) \
+    linear_rows_impl<nt, boxes, stages, rb, false, true>(mapX, n, k, mapW, nOut, y, LrPaired{}, LrFp8{scales, blockRows, blockCols});
 #define LR_PAIRED_BODY(nt, boxes, stages) \
-    linear_rows_impl<nt, boxes, stages, 64, true>(mapX, n, k, mapW, nOut, y, \
-        LrPaired{mode, group, span, pair, cos, sin, positions, qHeads, kvHeads, headDim, pool, slotMap, blockSize});
+    linear_rows_impl<nt, boxes, stages, 64, true, false>(mapX, n, k, mapW, nOut, y, \
+        LrPaired{mode, group, span, pair, cos, sin, positions, qHeads, kvHeads, headDim, pool, slotMap, blockSize}, LrFp8{});
 #else
 #define LR_BODY(nt, boxes, stages, rb) __trap();
+#define LR_FP8_BODY(nt, boxes, stages, rb) __trap();
 #define LR_PAIRED_BODY(nt, boxes, stages) __trap();
 #endif
 #define LINEAR_ROWS_RB(nt, boxes, stages, rb, suffix) \
     extern "C" __global__ void __launch_bounds__(128) linear_rows_n##nt##_b##boxes##_s##stages##suffix( \
             const void *mapX, int n, int k, const void *mapW, int nOut, bf16 *y) { \
         LR_BODY(nt, boxes, stages, rb) \
+    } \
+    extern "C" __global__ void __launch_bounds__(128) linear_rows_fp8_n##nt##_b##boxes##_s##stages##suffix( \
+            const void *mapX, int n, int k, const void *mapW, int nOut, bf16 *y, const float *scales, int blockRows, int blockCols) { \
+        LR_FP8_BODY(nt, boxes, stages, rb) \
     }
 #define LINEAR_ROWS_PAIRED(nt, boxes, stages) \
     extern "C" __global__ void __launch_bounds__(128) linear_rows_paired_n##nt##_b##boxes##_s##stages( \

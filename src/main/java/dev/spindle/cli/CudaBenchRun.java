@@ -92,10 +92,12 @@ final class CudaBenchRun implements Callable<Integer> {
         }
         try (CudaForwardPass gpu = CudaPasses.openTensorParallel(c, host == null ? null : host.weights(),
                 new CudaOptions(model.blockSize, stepRows, kvMemoryFraction, 0, cudaGraphs, model.gemmCacheDir()), bar,
-                tensorParallelLanes ? Placement.lanesOfGpu0(tensorParallel) : Placement.oneGpuEach(tensorParallel))) {
+                tensorParallelLanes ? Placement.lanesOfGpu0(tensorParallel) : Placement.oneGpuEach(tensorParallel), model.quantization())) {
             bar.done();
             double load = (System.nanoTime() - t0) / 1e9;
             out.put("architecture", c.architecture());
+            out.put("weights", gpu.weights().format());
+            out.put("decode_weight_bytes", gpu.weights().decodeBytes(c));
             out.put("parameters", c.parameterCount());
             Map<String, Object> loadInfo = new LinkedHashMap<>();
             loadInfo.put("seconds", Math.round(load * 1000) / 1000.0);

@@ -9,9 +9,10 @@ import java.util.List;
  * (compressed-tensors' channel strategy, what {@code --quantization fp8} makes); DeepSeek-style checkpoints use 128 x 128
  * blocks ({@code weight_block_size}, the scales named {@code weight_scale_inv}).
  * <p>
- * A linear layer over it computes, for each output, one fp32 dot product of x with the decoded values per block of
- * columns, each times its scale, summed over the blocks in order, then one rounding to bf16 (CPU reference:
- * backend.cpu.MatMul).
+ * A linear layer reads element (i, j) as the bf16 value {@code bf16(decode(data[i][j]) * scale)} (fp32 product, one
+ * rounding) and computes what the bf16 matmul computes over those values: one fp32 dot product an output, one rounding
+ * to bf16 (CPU reference: backend.cpu.Fp8MatMul; CUDA: fp8.cuh). The extra rounding of each weight is 2^-9 relative at
+ * most, against the 2^-4 of E4M3 itself, and lets every row count share one GEMM's bits.
  */
 public record Fp8Matrix(Tensor data, Tensor scales, int blockRows, int blockCols) implements Matrix {
     public Fp8Matrix {

@@ -33,7 +33,7 @@ public final class Fp8Quantizer {
 
     private static Matrix quantize(Matrix m, Quantization q, Arena arena) {
         return switch (m) {
-            case Bf16Matrix b -> quantize(b, q.blockRows, Math.min(q.blockCols, b.cols()), arena);
+            case Bf16Matrix b -> quantize(b, q.blockRows(), q.blockCols(b.cols()), arena);
             case Fp8Matrix f -> throw new IllegalArgumentException(f.name() + " is already " + f.format() + "; --quantization applies to a bf16 release");
         };
     }

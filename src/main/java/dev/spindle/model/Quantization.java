@@ -28,6 +28,16 @@ public enum Quantization {
         this.blockCols = blockCols;
     }
 
+    /** Rows of one scale block (1: a scale per output row). */
+    public int blockRows() {
+        return blockRows;
+    }
+
+    /** Columns of one scale block in a matrix of {@code cols} columns (all of them: a scale per row). */
+    public int blockCols(int cols) {
+        return Math.min(blockCols, cols);
+    }
+
     /** {@code none}, {@code fp8} (= {@link #FP8_BLOCK}), {@code fp8-row} or {@code fp8-block}. */
     public static Quantization parse(String s) {
         String v = s == null ? "none" : s.trim().toLowerCase(Locale.ROOT);

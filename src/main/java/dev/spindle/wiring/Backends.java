@@ -160,10 +160,6 @@ public final class Backends {
                 throw new IllegalArgumentException("--kv-cache-dtype " + s.kvDtype().label + ": the CUDA backend's attention kernels read bf16 KV only"
                         + " so far; quantized KV caches run on the CPU backend (--backend cpu)");
             }
-            if (s.quantization() != Quantization.NONE) {
-                throw new IllegalArgumentException("--quantization " + s.quantization().label + ": the CUDA backend has no fp8 kernels yet;"
-                        + " fp8 weights run on the CPU backend (--backend cpu)");
-            }
             if (kind == Kind.CUDA) {
                 String why = cudaUnavailableReason();
                 if (why != null) {
@@ -219,23 +215,26 @@ public final class Backends {
                 s.cudaGraphs(), s.gemmCache(), s.reserveBytes(), s.extraKvBytesPerToken());
         long t0 = System.nanoTime();
         // the upload reads the checkpoint as it copies it (from a cold page cache the disk's reads and the copies overlap)
-        LoadedModel host = format == LoadFormat.DUMMY ? null : ModelLoader.load(dir, format, listener, HostReads.AT_UPLOAD);
+        // (weights quantized at load are read by the quantizer, on the host, as the CPU backend's are)
+        LoadedModel host = format == LoadFormat.DUMMY ? null : ModelLoader.load(dir, format, listener,
+                s.quantization() == Quantization.NONE ? HostReads.AT_UPLOAD : HostReads.AT_LOAD, s.quantization());
         ModelConfig c = host != null ? host.config() : ConfigParser.read(dir.resolve("config.json"));
         double mapSeconds = (System.nanoTime() - t0) / 1e9;
         try {
             long t1 = System.nanoTime();
             CudaForwardPass gpu = CudaPasses.openTensorParallel(c, host == null ? null : host.weights(), options, listener,
-                    Placement.oneGpuEach(s.tensorParallel()));
+                    Placement.oneGpuEach(s.tensorParallel()), s.quantization());
             // the start's phases, as bench's "load": the checkpoint mapped, validated and read in; the upload; the pass's setup
             // (kernels, cuBLASLt's GEMM choices or their cache, linear_rows checks and tensor maps, the KV pool)
             double setupSeconds = (System.nanoTime() - t1) / 1e9 - gpu.weights().seconds();
             String desc = cudaDescription(why, gpu.driver().deviceName(), gpu.weights().bytes(), host == null, gpu.weights().seconds(), mapSeconds,
                     setupSeconds, gpu.kvCapacity().blocks(), s.blockSize(), gpu.kvPoolBytes(), s.cudaGraphs())
                     + tensorParallelDescription(gpu.tensorParallelMemory());
+            String weights = host != null ? weightFormat(host) : gpu.weights().format();
             if (host != null) {
                 host.close(); // the weights live on the device now; unmap the files
             }
-            return new Opened(gpu, c, desc, null, "bf16");
+            return new Opened(gpu, c, desc, null, weights);
         } catch (RuntimeException e) {
             if (host != null) {
                 host.close();

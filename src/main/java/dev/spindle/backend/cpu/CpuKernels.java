@@ -94,6 +94,11 @@ public final class CpuKernels {
         }
     }
 
+    /** Row {@code row} of an fp8 weight as the bf16 values every linear layer reads (Fp8MatMul's expansion), into out. */
+    public static void expandFp8(dev.spindle.model.Fp8Matrix w, int row, float[] out) {
+        Fp8MatMul.expand(w.data().data(), w, row, 0, w.cols(), w.blockCols(), out);
+    }
+
     /** The linear layer's CPU twin, single-threaded: out (n, nOut) = bf16(x (n, k) @ W^T). */
     public static void linear(float[] x, int n, int k, MemorySegment w, int nOut, float[] out) {
         try (Parallel one = new Parallel(1)) {

@@ -10,11 +10,12 @@ import java.lang.foreign.ValueLayout;
 import static dev.spindle.backend.cpu.Bf16Vectors.L;
 
 /**
- * The CPU reference of a linear layer over an fp8 weight ({@link Fp8Matrix}): for each output, per block of columns
- * in order, one fp32 dot product of x with the block's decoded E4M3 values (exact in fp32), then
- * {@code acc = fma(scale, dot, acc)}, then one rounding to bf16. Each dot product has the fixed order of
- * {@link MatMul#dot(float[], int, float[], int, int, float[])} (four vector accumulators, the leftover vectors, the lanes left to right, the scalar tail), so a
- * row's result never depends on the other rows of its step.
+ * The CPU reference of a linear layer over an fp8 weight ({@link Fp8Matrix}): each weight read as the bf16 value
+ * {@code bf16(decode(q) * scale)} (fp32 product, one rounding), then for each output one fp32 dot product of x with those
+ * values and one rounding to bf16: what the bf16 matmul computes over the expanded matrix, and what the CUDA backend's
+ * fp8 kernels compute (fp8.cuh). The dot product has the fixed order of
+ * {@link MatMul#dot(float[], int, float[], int, int, float[])} (four vector accumulators, the leftover vectors, the lanes
+ * left to right, the scalar tail), so a row's result never depends on the other rows of its step.
  */
 final class Fp8MatMul {
     private static final float[] DECODED = Fp8.table();
@@ -39,21 +40,25 @@ final class Fp8MatMul {
             float[] row = new float[k];
             float[] scratch = new float[L];
             for (int j = j0; j < j1; j++) {
-                long base = (long) j * cols + col;
-                for (int i = 0; i < k; i++) {
-                    row[i] = DECODED[q.get(ValueLayout.JAVA_BYTE, base + i) & 0xFF];
-                }
+                expand(q, w, j, col, k, bc, row);
                 for (int r = 0; r < n; r++) {
-                    float acc = 0f;
-                    for (int b0 = col; b0 < col + k; ) {
-                        int b1 = Math.min(col + k, (b0 / bc + 1) * bc);
-                        float d = MatMul.dot(x, r * k + b0 - col, row, b0 - col, b1 - b0, scratch);
-                        acc = Math.fma(w.scale(j, b0), d, acc);
-                        b0 = b1;
-                    }
+                    float acc = MatMul.dot(x, r * k, row, 0, k, scratch);
                     out[r * nOut + j] = rounded ? Bf16.round(acc) : acc;
                 }
             }
         });
+    }
+
+    /** Row j's columns [col, col + k) as the bf16 values they stand for, into row. */
+    static void expand(MemorySegment q, Fp8Matrix w, int j, int col, int k, int bc, float[] row) {
+        long base = (long) j * w.cols();
+        for (int b0 = col; b0 < col + k; ) {
+            int b1 = Math.min(col + k, (b0 / bc + 1) * bc);
+            float s = w.scale(j, b0);
+            for (int i = b0; i < b1; i++) {
+                row[i - col] = Bf16.round(DECODED[q.get(ValueLayout.JAVA_BYTE, base + i) & 0xFF] * s);
+            }
+            b0 = b1;
+        }
     }
 }

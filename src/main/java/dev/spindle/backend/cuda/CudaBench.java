@@ -236,7 +236,7 @@ public final class CudaBench {
             ahead = aheadRounds.stream().sorted().toList().get(aheadRounds.size() / 2);
         }
         double perStep = rounds.stream().sorted().toList().get(rounds.size() / 2);
-        long weightBytes = c.decodeWeightBytes();
+        long weightBytes = gpu.weights().decodeBytes(c);
         // the timed steps' mean context (every step adds a token to each sequence)
         long kvBytes = (long) batch * (context + warm + (long) rounds.size() * steps / 2) * c.executedLayers() * 2L * c.kvDim() * 2;
         double gbs = (weightBytes + kvBytes) / perStep / 1e9;

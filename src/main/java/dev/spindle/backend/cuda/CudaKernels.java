@@ -80,6 +80,7 @@ public final class CudaKernels {
                 }
             }
         }
+        fp8 = new Fp8Kernels(cuda, module, hopper);
         attentionMerge = cuda.function(module, "attention_merge");
         attentionMergeWide = cuda.function(module, "attention_merge_wide");
         cuda.allowSharedMemory(attentionMergeWide, MERGE_WIDE_BYTES);
@@ -96,6 +97,12 @@ public final class CudaKernels {
     }
 
     private final MemorySegment draftAttention, dynConv, shapeLogits, selectorWalk, scatterKv, gatherTaps, rowTopK;
+    private final Fp8Kernels fp8;
+
+    /** The fp8 weight kernels. */
+    public Fp8Kernels fp8() {
+        return fp8;
+    }
 
     /**
      * A draft head's injected rows from its target's tap buffer ([taps][stepRows][hidden] bf16): row r of feat

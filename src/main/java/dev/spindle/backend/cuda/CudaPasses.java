@@ -5,6 +5,7 @@ import dev.spindle.backend.cuda.CudaOptions;
 import dev.spindle.model.LoadListener;
 import dev.spindle.model.ModelConfig;
 import dev.spindle.model.ModelWeights;
+import dev.spindle.model.Quantization;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -31,9 +32,18 @@ public final class CudaPasses {
     /** As {@link #open(ModelConfig, dev.spindle.model.ModelWeights, CudaOptions, dev.spindle.model.LoadListener)}, on device {@code ordinal}. */
     public static CudaForwardPass open(ModelConfig config, ModelWeights hostWeights, CudaOptions options,
                                        LoadListener listener, int ordinal) {
+        return open(config, hostWeights, options, listener, ordinal, Quantization.NONE);
+    }
+
+    /**
+     * As {@link #open(ModelConfig, ModelWeights, CudaOptions, LoadListener, int)}; generated weights (no host weights) have
+     * their linear layers quantized on the device as {@code dummy} says (host weights come quantized by the loader).
+     */
+    public static CudaForwardPass open(ModelConfig config, ModelWeights hostWeights, CudaOptions options,
+                                       LoadListener listener, int ordinal, Quantization dummy) {
         CudaKernels kernels = kernels(new Placement(ordinal, 0), "");
         CublasLt lt = cublasLt(kernels);
-        CudaWeights w = hostWeights == null ? CudaWeights.dummy(kernels.driver(), kernels, config, 0x5EED, listener)
+        CudaWeights w = hostWeights == null ? CudaWeights.dummy(kernels.driver(), kernels, config, 0x5EED, listener, true, dummy)
                 : CudaWeights.upload(kernels.driver(), config, hostWeights, listener);
         CudaForwardPass pass;
         try {
@@ -60,10 +70,19 @@ public final class CudaPasses {
      */
     public static CudaForwardPass openTensorParallel(ModelConfig config, ModelWeights hostWeights, CudaOptions options,
                                                      LoadListener listener, List<Placement> placements) {
+        return openTensorParallel(config, hostWeights, options, listener, placements, Quantization.NONE);
+    }
+
+    /** As {@link #openTensorParallel(ModelConfig, ModelWeights, CudaOptions, LoadListener, List)}, generated weights quantized as {@code dummy} says (one rank only). */
+    public static CudaForwardPass openTensorParallel(ModelConfig config, ModelWeights hostWeights, CudaOptions options,
+                                                     LoadListener listener, List<Placement> placements, Quantization dummy) {
         int n = placements.size();
         TensorParallelLayout tp = TensorParallelLayout.of(config, n);
         if (n == 1) {
-            return open(config, hostWeights, options, listener, placements.getFirst().ordinal());
+            return open(config, hostWeights, options, listener, placements.getFirst().ordinal(), dummy);
+        }
+        if (dummy != Quantization.NONE) {
+            throw new CudaException("--quantization " + dummy.label + " with tensor parallelism: the CUDA backend splits only bf16 weights so far");
         }
         if (n > CudaKernels.MAX_RANKS) {
             throw new CudaException("tensor-parallel size " + n + ": the all-reduce adds at most " + CudaKernels.MAX_RANKS + " ranks");

@@ -8,15 +8,17 @@ import dev.spindle.model.LoadListener;
 import dev.spindle.model.Matrix;
 import dev.spindle.model.ModelConfig;
 import dev.spindle.model.ModelWeights;
+import dev.spindle.model.Quantization;
 import dev.spindle.model.Tensor;
 
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
 
 /**
- * A model's bf16 weights in device memory, as published (no conversion), with two fusions
- * of layout only: q|k|v stacked into one (Q + 2K, H) matrix and gate|up into one (2I, H),
+ * A model's weights in device memory as the host holds them (the bf16 release as published, or fp8 codes and scales),
+ * with two fusions of layout only: q|k|v stacked into one (Q + 2K, H) matrix and gate|up into one (2I, H),
  * so each is one GEMM. Uploaded by several threads, each through two pinned staging buffers
  * (see {@link Uploader}), or generated on the device for --load-format dummy.
  */
@@ -66,35 +68,111 @@ public final class CudaWeights implements AutoCloseable {
      */
     public static CudaWeights upload(CudaDriver cuda, ModelConfig c, ModelWeights w, LoadListener listener,
                                      TensorParallelLayout tp, int rank, boolean head) {
+        if (tp.ranks() > 1 && w.layers().getFirst().q() instanceof Fp8Matrix f) {
+            throw new CudaException(f.name() + " is " + f.format() + ": the CUDA backend splits only bf16 weights over tensor-parallel ranks so far;"
+                    + " serve fp8 weights at --tensor-parallel-size 1");
+        }
         return build(cuda, out -> {
             int h = c.hiddenSize(), qd = tp.qDim(), kvd = tp.kvDim(), in = tp.intermediate();
-            long rowBytes = 2L * h;
-            Uploader up = new Uploader(cuda, listener);
-            out.embedding = up.put(out.alloc(w.embedding().data().byteSize()), w.embedding());
-            for (LayerWeights l : w.layers()) {
-                long qkv = out.alloc(rowBytes * (qd + 2L * kvd));
-                up.putRows(qkv, bf16(l.q()), tp.qStart(rank), qd);
-                up.putRows(qkv + rowBytes * qd, bf16(l.k()), tp.kvStart(rank), kvd);
-                up.putRows(qkv + rowBytes * (qd + kvd), bf16(l.v()), tp.kvStart(rank), kvd);
-                long gateUp = out.alloc(2 * rowBytes * in);
-                up.putRows(gateUp, bf16(l.gate()), tp.intermediateStart(rank), in);
-                up.putRows(gateUp + rowBytes * in, bf16(l.up()), tp.intermediateStart(rank), in);
-                long o = up.putColumns(out.alloc(2L * qd * h), bf16(l.o()), tp.qStart(rank), qd);
-                long down = up.putColumns(out.alloc(2L * in * h), bf16(l.down()), tp.intermediateStart(rank), in);
-                out.layers.add(new Layer(up.put(out.alloc(l.inputNorm().data().byteSize()), l.inputNorm()),
-                        new DeviceMatrix.Bf16(qkv, qd + 2 * kvd, h), new DeviceMatrix.Bf16(o, h, qd),
-                        up.put(out.alloc(l.postAttnNorm().data().byteSize()), l.postAttnNorm()),
-                        new DeviceMatrix.Bf16(gateUp, 2 * in, h), new DeviceMatrix.Bf16(down, h, in)));
+            try (Arena scratch = Arena.ofShared()) {
+                Uploader up = new Uploader(cuda, listener);
+                out.embedding = up.put(out.alloc(w.embedding().data().byteSize()), w.embedding());
+                for (LayerWeights l : w.layers()) {
+                    DeviceMatrix qkv = out.stackRows(up, scratch, List.of(new RowSlice(l.q(), tp.qStart(rank), qd),
+                            new RowSlice(l.k(), tp.kvStart(rank), kvd), new RowSlice(l.v(), tp.kvStart(rank), kvd)));
+                    DeviceMatrix gateUp = out.stackRows(up, scratch, List.of(new RowSlice(l.gate(), tp.intermediateStart(rank), in),
+                            new RowSlice(l.up(), tp.intermediateStart(rank), in)));
+                    DeviceMatrix o = out.columns(up, l.o(), tp.qStart(rank), qd);
+                    DeviceMatrix down = out.columns(up, l.down(), tp.intermediateStart(rank), in);
+                    out.layers.add(new Layer(up.put(out.alloc(l.inputNorm().data().byteSize()), l.inputNorm()), qkv, o,
+                            up.put(out.alloc(l.postAttnNorm().data().byteSize()), l.postAttnNorm()), gateUp, down));
+                }
+                out.finalNorm = up.put(out.alloc(w.finalNorm().data().byteSize()), w.finalNorm());
+                if (head) {
+                    Tensor lm = bf16(w.lmHead());
+                    long at = w.headIsEmbedding() ? out.embedding : up.put(out.alloc(lm.data().byteSize()), lm);
+                    out.lmHead = new DeviceMatrix.Bf16(at, c.vocabSize(), h);
+                }
+                up.run(UPLOAD_THREADS);
+                cuda.sync();
             }
-            out.finalNorm = up.put(out.alloc(w.finalNorm().data().byteSize()), w.finalNorm());
-            if (head) {
-                Tensor lm = bf16(w.lmHead());
-                long at = w.headIsEmbedding() ? out.embedding : up.put(out.alloc(lm.data().byteSize()), lm);
-                out.lmHead = new DeviceMatrix.Bf16(at, c.vocabSize(), h);
-            }
-            up.run(UPLOAD_THREADS);
-            cuda.sync();
         });
+    }
+
+    /** Rows [first, first + count) of a host weight: its share in a fused matrix. */
+    private record RowSlice(Matrix m, int first, int count) {
+    }
+
+    /**
+     * The slices stacked into one device matrix (q|k|v, gate|up), in their format: bf16 rows copied to their offsets; fp8
+     * codes likewise, and their scales stacked where every slice's rows fill whole scale blocks of the same shape, else
+     * written out a row at a time (blockRows 1: the same value for each element). Mixed formats are refused.
+     */
+    private DeviceMatrix stackRows(Uploader up, Arena scratch, List<RowSlice> slices) {
+        int rows = slices.stream().mapToInt(RowSlice::count).sum(), cols = slices.getFirst().m().cols();
+        if (slices.stream().allMatch(s -> s.m() instanceof Bf16Matrix)) {
+            long at = alloc(2L * rows * cols), off = at;
+            for (RowSlice s : slices) {
+                up.putRows(off, ((Bf16Matrix) s.m()).data(), s.first(), s.count());
+                off += 2L * s.count() * cols;
+            }
+            return new DeviceMatrix.Bf16(at, rows, cols);
+        }
+        if (!slices.stream().allMatch(s -> s.m() instanceof Fp8Matrix)) {
+            throw new CudaException(slices.stream().map(s -> s.m().name() + " is " + s.m().format()).collect(java.util.stream.Collectors.joining(", "))
+                    + ": the CUDA backend fuses these into one matrix, so they must share one format");
+        }
+        List<Fp8Matrix> parts = slices.stream().map(s -> ((Fp8Matrix) s.m()).rows(s.first(), s.count())).toList();
+        Fp8Matrix first = parts.getFirst();
+        int bc = first.blockCols(), sc = Math.ceilDiv(cols, bc);
+        for (Fp8Matrix p : parts) {
+            if (p.cols() != cols || p.blockCols() != bc) {
+                throw new CudaException(p.name() + " (" + p.cols() + " columns, scale blocks of " + p.blockCols() + ") and " + first.name() + " (" + cols
+                        + ", " + bc + "): the CUDA backend fuses them into one matrix, so their columns and column blocks must agree");
+            }
+        }
+        long data = alloc((long) rows * cols), off = data;
+        for (Fp8Matrix p : parts) {
+            up.put(off, p.data());
+            off += (long) p.rows() * cols;
+        }
+        int br = first.blockRows();
+        boolean whole = parts.stream().allMatch(p -> p.blockRows() == br && p.rows() % br == 0);
+        if (whole) {
+            long scales = alloc(4L * (rows / br) * sc), at = scales;
+            for (Fp8Matrix p : parts) {
+                up.put(at, p.scales());
+                at += p.scales().data().byteSize();
+            }
+            return new DeviceMatrix.Fp8(data, scales, rows, cols, br, bc);
+        }
+        MemorySegment perRow = scratch.allocate(4L * rows * sc, 64);
+        long r = 0;
+        for (Fp8Matrix p : parts) {
+            for (int i = 0; i < p.rows(); i++, r++) {
+                for (int j = 0; j < sc; j++) {
+                    perRow.setAtIndex(java.lang.foreign.ValueLayout.JAVA_FLOAT, r * sc + j, p.scale(i, j * bc));
+                }
+            }
+        }
+        long scales = alloc(perRow.byteSize());
+        up.put(scales, new Tensor(first.name() + "_scale_rows", dev.spindle.model.DType.F32, new long[]{rows, sc}, perRow));
+        return new DeviceMatrix.Fp8(data, scales, rows, cols, 1, bc);
+    }
+
+    /**
+     * Columns [first, first + count) of a row-parallel weight (o_proj, down_proj): all of them at one rank. bf16 only at
+     * several (refused before the upload for fp8).
+     */
+    private DeviceMatrix columns(Uploader up, Matrix m, int first, int count) {
+        return switch (m) {
+            case Bf16Matrix b -> new DeviceMatrix.Bf16(up.putColumns(alloc(2L * count * m.rows()), b.data(), first, count), m.rows(), count);
+            case Fp8Matrix f -> {
+                long data = up.put(alloc(f.data().data().byteSize()), f.data());
+                long scales = up.put(alloc(f.scales().data().byteSize()), f.scales());
+                yield new DeviceMatrix.Fp8(data, scales, f.rows(), f.cols(), f.blockRows(), f.blockCols());
+            }
+        };
     }
 
     /** Fills new device weights with {@code fill}, timed; what was allocated is freed if it fails. */
@@ -118,46 +196,63 @@ public final class CudaWeights implements AutoCloseable {
 
     /** As {@link #dummy(CudaDriver, CudaKernels, ModelConfig, long, LoadListener)} for a config of one rank's shapes; no head unless {@code head}. */
     public static CudaWeights dummy(CudaDriver cuda, CudaKernels k, ModelConfig c, long seed, LoadListener listener, boolean head) {
+        return dummy(cuda, k, c, seed, listener, head, Quantization.NONE);
+    }
+
+    /**
+     * As {@link #dummy(CudaDriver, CudaKernels, ModelConfig, long, LoadListener, boolean)}, the linear layers quantized on the
+     * device as {@code q} says (as the host quantizer would quantize them: quantize_fp8); the embedding, norms and head bf16.
+     */
+    public static CudaWeights dummy(CudaDriver cuda, CudaKernels k, ModelConfig c, long seed, LoadListener listener, boolean head, Quantization q) {
         return build(cuda, out -> {
-            int h = c.hiddenSize(), q = c.qDim(), kv = c.kvDim(), in = c.intermediateSize();
-            DummyFill f = new DummyFill(out, k, seed, c.parameterCount() * 2, listener);
-            out.embedding = f.fill(c.vocabSize(), h, 0f, 1f);
-            for (int l = 0; l < c.numLayers(); l++) {
-                long norm1 = f.norm(h);
-                long qkv = f.linear(q + 2L * kv, h);
-                long o = f.linear(h, q);
-                long norm2 = f.norm(h);
-                long gateUp = f.linear(2L * in, h);
-                long down = f.linear(h, in);
-                out.layers.add(new Layer(norm1, new DeviceMatrix.Bf16(qkv, q + 2 * kv, h), new DeviceMatrix.Bf16(o, h, q), norm2,
-                        new DeviceMatrix.Bf16(gateUp, 2 * in, h), new DeviceMatrix.Bf16(down, h, in)));
+            int h = c.hiddenSize(), qd = c.qDim(), kv = c.kvDim(), in = c.intermediateSize();
+            try (DummyFill f = new DummyFill(out, k, seed, c.parameterCount() * 2, listener, q,
+                    q == Quantization.NONE ? 0 : Math.max((long) (qd + 2 * kv) * h, Math.max(2L * in * h, (long) h * Math.max(qd, in))))) {
+                out.embedding = f.fill(c.vocabSize(), h, 0f, 1f);
+                for (int l = 0; l < c.numLayers(); l++) {
+                    long norm1 = f.norm(h);
+                    DeviceMatrix qkv = f.linear(qd + 2 * kv, h);
+                    DeviceMatrix o = f.linear(h, qd);
+                    long norm2 = f.norm(h);
+                    DeviceMatrix gateUp = f.linear(2 * in, h);
+                    DeviceMatrix down = f.linear(h, in);
+                    out.layers.add(new Layer(norm1, qkv, o, norm2, gateUp, down));
+                }
+                out.finalNorm = f.norm(h);
+                if (head) {
+                    out.lmHead = new DeviceMatrix.Bf16(c.tiedEmbeddings() ? out.embedding : f.fill(c.vocabSize(), h, 0f, (float) Math.sqrt(3.0 / h)),
+                            c.vocabSize(), h);
+                }
+                cuda.sync();
             }
-            out.finalNorm = f.norm(h);
-            if (head) {
-                out.lmHead = new DeviceMatrix.Bf16(c.tiedEmbeddings() ? out.embedding : f.linear(c.vocabSize(), h), c.vocabSize(), h);
-            }
-            cuda.sync();
         });
     }
 
-    private static final class DummyFill {
+    /** Seeded weights generated on the device; linear layers quantized through a bf16 scratch (freed on close) where asked. */
+    private static final class DummyFill implements AutoCloseable {
         private final CudaWeights out;
         private final CudaKernels k;
         private final LoadListener listener;
         private final long total;
+        private final Quantization q;
+        private final long scratch;
         private long seed, done;
 
-        DummyFill(CudaWeights out, CudaKernels k, long seed, long total, LoadListener listener) {
+        DummyFill(CudaWeights out, CudaKernels k, long seed, long total, LoadListener listener, Quantization q, long scratchElements) {
             this.out = out;
             this.k = k;
             this.seed = seed;
             this.total = total;
             this.listener = listener;
+            this.q = q;
+            this.scratch = scratchElements == 0 ? 0 : out.cuda.alloc(2 * scratchElements);
         }
 
         long fill(long rows, long cols, float center, float scale) {
-            long n = rows * cols;
-            long p = out.alloc(n * 2);
+            return fillAt(out.alloc(rows * cols * 2), rows * cols, center, scale);
+        }
+
+        private long fillAt(long p, long n, float center, float scale) {
             k.fillDummy(p, n, (seed++) * 0x9E3779B97F4A7C15L, center, scale);
             done += n * 2;
             listener.loaded("dummy", done, total);
@@ -168,8 +263,26 @@ public final class CudaWeights implements AutoCloseable {
             return fill(1, width, 1f, 0.1f);
         }
 
-        long linear(long outDim, long inDim) {
-            return fill(outDim, inDim, 0f, (float) Math.sqrt(3.0 / inDim));
+        /** A linear layer's (outDim, inDim) weight: bf16, or generated in bf16 and quantized. */
+        DeviceMatrix linear(int outDim, int inDim) {
+            float scale = (float) Math.sqrt(3.0 / inDim);
+            if (q == Quantization.NONE) {
+                return new DeviceMatrix.Bf16(fill(outDim, inDim, 0f, scale), outDim, inDim);
+            }
+            fillAt(scratch, (long) outDim * inDim, 0f, scale);
+            int br = q.blockRows(), bc = q.blockCols(inDim);
+            DeviceMatrix.Fp8 w = new DeviceMatrix.Fp8(out.alloc((long) outDim * inDim), out.alloc(4L * Math.ceilDiv(outDim, br) * Math.ceilDiv(inDim, bc)),
+                    outDim, inDim, br, bc);
+            k.fp8().quantize(scratch, w);
+            return w;
+        }
+
+        @Override
+        public void close() {
+            if (scratch != 0) {
+                out.cuda.sync();
+                out.cuda.free(scratch);
+            }
         }
     }
 
@@ -190,13 +303,39 @@ public final class CudaWeights implements AutoCloseable {
         return lmHead;
     }
 
-    /** A host weight's bf16 data: the one format this backend uploads today. */
+    /** The output head's bf16 data (quantization leaves the head bf16). */
     private static Tensor bf16(Matrix m) {
         return switch (m) {
             case Bf16Matrix b -> b.data();
-            case Fp8Matrix f -> throw new UnsupportedOperationException(f.name() + " is " + f.format() + ": the CUDA backend has no fp8 kernels"
-                    + " yet (they are the next step of the fp8 work); fp8 weights run on the CPU backend (--backend cpu)");
+            case Fp8Matrix f -> throw new CudaException(f.name() + " is " + f.format() + ": the CUDA backend reads the output head in bf16 only");
         };
+    }
+
+    /** The linear layers' format as the start log names it (as {@link Matrix#format()} names the host's). */
+    public String format() {
+        return switch (layers.getFirst().qkv()) {
+            case DeviceMatrix.Bf16 b -> "bf16";
+            case DeviceMatrix.Fp8 f -> f.blockRows() == 1 && f.blockCols() >= f.cols() ? "fp8-e4m3 (per-row scales)"
+                    : "fp8-e4m3 (" + f.blockRows() + "x" + f.blockCols() + " block scales)";
+        };
+    }
+
+    /**
+     * Bytes of weights a decode step reads: every layer's norms and linear layers in their formats (fp8: codes and scales)
+     * once per executed layer, the final norm and the head; not the embedding table, of which one row is read. The bf16
+     * figure is {@link ModelConfig#decodeWeightBytes()}.
+     */
+    public long decodeBytes(ModelConfig c) {
+        long layer = 0;
+        CudaWeights.Layer l = layers.getFirst();
+        for (DeviceMatrix m : List.of(l.qkv(), l.o(), l.gateUp(), l.down())) {
+            layer += switch (m) {
+                case DeviceMatrix.Bf16 b -> 2L * b.rows() * b.cols();
+                case DeviceMatrix.Fp8 f -> (long) f.rows() * f.cols() + 4L * Math.ceilDiv(f.rows(), f.blockRows()) * Math.ceilDiv(f.cols(), f.blockCols());
+            };
+        }
+        layer += 2L * 2 * c.hiddenSize();
+        return (long) c.executedLayers() * layer + 2L * c.hiddenSize() + (lmHead == null ? 0 : 2L * lmHead.rows() * lmHead.cols());
     }
 
     /** Bytes of weights on the device. */

@@ -28,6 +28,13 @@ public final class Linear {
     private final CublasLt lt;
     /** Per weight shape (k << 32 | nOut): the variant of each row bucket (null: cuBLASLt). */
     private final Map<Long, LinearRowsVariant[]> plans = new HashMap<>();
+    /** The same for fp8 weights (their fp8 twins; null: expanded to bf16, then cuBLASLt). */
+    private final Map<Long, LinearRowsVariant[]> fp8Plans = new HashMap<>();
+    /**
+     * Where an fp8 weight is expanded to bf16 for cuBLASLt (steps of more rows than the fp8 kernels take): as large as the
+     * largest fp8 weight prepared; 0 until one is. Grows only in {@link #prepare}, before any step is captured.
+     */
+    private long expansion, expansionBytes;
     /** The kernel's tensor maps (device addresses): of each weight per box height, and of each input buffer per k and row tiles. */
     private final Map<WeightKey, Long> weightMaps = new HashMap<>();
     private final Map<InputKey, Long> inputMaps = new HashMap<>();
@@ -41,25 +48,49 @@ public final class Linear {
         this.lt = lt;
     }
 
-    /** y (n, nOut) = bf16(x (n, k) @ W^T), W (nOut, k): row-major bf16 device arrays; in stream order. */
-    /** {@code y = x @ W^T} for a weight in its format: x (n, w.cols()), y (n, w.rows()), bf16. */
+    /** {@code y = x @ W^T} for a weight in its format: x (n, w.cols()), y (n, w.rows()), bf16; in stream order. */
     void apply(long x, int n, DeviceMatrix w, long y) {
         switch (w) {
             case DeviceMatrix.Bf16 b -> apply(x, n, b.cols(), b.data(), b.rows(), y);
+            case DeviceMatrix.Fp8 f -> applyFp8(x, n, f, y);
         }
+    }
+
+    /**
+     * y = x @ W^T over an fp8 weight: its fp8 few-row kernel where {@link #prepareFp8} chose one for n rows, else its values
+     * expanded to bf16 ({@link Fp8Kernels#dequant}) and cuBLASLt's pinned GEMM over them. The same bits either way.
+     */
+    private void applyFp8(long x, int n, DeviceMatrix.Fp8 f, long y) {
+        int k = f.cols(), nOut = f.rows();
+        LinearRowsVariant v = variant(fp8Plans, k, nOut, n);
+        if (v != null) {
+            Long mw = weightMaps.get(new WeightKey(f.data(), v.weightRows())), mx = inputMaps.get(inputKey(x, k, v.tiles()));
+            if (mw != null && mx != null) {
+                kernels.fp8().linearRows(v, mx, n, mw, f, y);
+                return;
+            }
+        }
+        kernels.fp8().dequant(f, expansion);
+        lt.linear(x, n, k, expansion, nOut, y);
     }
 
     /** {@link #applyPartial(long, int, int, long, int, long)} for a weight in its format. */
     void applyPartial(long x, int n, DeviceMatrix w, long y) {
         switch (w) {
             case DeviceMatrix.Bf16 b -> applyPartial(x, n, b.cols(), b.data(), b.rows(), y);
+            case DeviceMatrix.Fp8 f -> throw noPartials(f);
         }
+    }
+
+    private static UnsupportedOperationException noPartials(DeviceMatrix.Fp8 f) {
+        return new UnsupportedOperationException("fp8 weights with tensor parallelism: a row-parallel rank's fp32 partials are bf16-only so far");
     }
 
     /** {@link #prepare(int, long, int)} for a weight in its format: its GEMMs chosen now, never in the middle of a step. */
     void prepare(DeviceMatrix w) {
         switch (w) {
             case DeviceMatrix.Bf16 b -> prepare(b.cols(), b.data(), b.rows());
+            case DeviceMatrix.Fp8 f -> prepareFp8(f);
         }
     }
 
@@ -67,6 +98,7 @@ public final class Linear {
     void preparePartial(DeviceMatrix w) {
         switch (w) {
             case DeviceMatrix.Bf16 b -> preparePartial(b.cols(), b.data(), b.rows());
+            case DeviceMatrix.Fp8 f -> throw noPartials(f);
         }
     }
 
@@ -74,26 +106,50 @@ public final class Linear {
     void weight(DeviceMatrix w) {
         switch (w) {
             case DeviceMatrix.Bf16 b -> weight(b.data(), b.cols(), b.rows());
+            case DeviceMatrix.Fp8 f -> weightFp8(f);
         }
     }
 
+    /** The fp8 few-row kernels' tensor maps of an fp8 weight's codes (as {@link #weight(long, int, int)}). */
+    private void weightFp8(DeviceMatrix.Fp8 f) {
+        LinearRowsVariant[] plan = fp8Plans.get(key(f.cols(), f.rows()));
+        if (f.cols() % 64 != 0 || !Fp8Kernels.takes(f)) {
+            return;
+        }
+        for (LinearRowsVariant v : kernels.fp8().variants()) {
+            boolean planned = plan == null || java.util.Arrays.stream(plan).anyMatch(p -> p != null && p.weightRows() == v.weightRows());
+            if (planned) {
+                weightMaps.computeIfAbsent(new WeightKey(f.data(), v.weightRows()),
+                        key -> TensorMaps.u8(cuda, f.data(), f.rows(), f.cols(), f.cols(), v.weightRows(), 64));
+            }
+        }
+    }
+
+    /** y (n, nOut) = bf16(x (n, k) @ W^T), W (nOut, k): row-major bf16 device arrays; in stream order. */
     public void apply(long x, int n, int k, long w, int nOut, long y) {
+        LinearRowsVariant v = variant(plans, k, nOut, n);
+        if (v != null) {
+            Long mw = weightMaps.get(new WeightKey(w, v.weightRows())), mx = inputMaps.get(inputKey(x, k, v.tiles()));
+            if (mw != null && mx != null) {
+                kernels.linearRows(v, mx, n, k, mw, nOut, y);
+                return;
+            }
+        }
+        lt.linear(x, n, k, w, nOut, y);
+    }
+
+    /** The few-row variant the plan of shape (k, nOut) gives n rows, or null (cuBLASLt). */
+    private static LinearRowsVariant variant(Map<Long, LinearRowsVariant[]> plans, int k, int nOut, int n) {
         LinearRowsVariant[] plan = plans.get(key(k, nOut));
         if (plan == null) {
             throw new IllegalStateException("linear layer " + nOut + " x " + k + " used before prepare()");
         }
         for (int b = 0; b < BUCKETS.length; b++) {
             if (n <= BUCKETS[b][1]) {
-                LinearRowsVariant v = plan[b];
-                Long mw = v == null ? null : weightMaps.get(new WeightKey(w, v.weightRows())), mx = v == null ? null : inputMaps.get(inputKey(x, k, v.tiles()));
-                if (mw != null && mx != null) {
-                    kernels.linearRows(v, mx, n, k, mw, nOut, y);
-                    return;
-                }
-                break;
+                return plan[b];
             }
         }
-        lt.linear(x, n, k, w, nOut, y);
+        return null;
     }
 
     /** Gives the layer an fp32-output cuBLASLt ({@link CublasLt#open(CudaKernels, boolean)}) for {@link #applyPartial}. */
@@ -197,25 +253,96 @@ public final class Linear {
      * variants and cuBLASLt. Synchronizes; call before capturing or timing steps.
      */
     public void prepare(int k, long w, int nOut) {
-        long key = key(k, nOut);
-        if (plans.containsKey(key)) {
+        if (plans.containsKey(key(k, nOut))) {
             return;
         }
+        weight(w, k, nOut);
+        choose(plans, "", k, nOut, kernels.linearRowsVariants(), new Candidates() {
+            @Override
+            public void reference(long x, int n, long y) {
+                lt.linear(x, n, k, w, nOut, y);
+            }
+
+            @Override
+            public void inStep(long x, int n, long y) {
+                lt.linear(x, n, k, w, nOut, y);
+            }
+
+            @Override
+            public void variant(LinearRowsVariant v, long x, int n, long y) {
+                kernels.linearRows(v, inputMaps.get(inputKey(x, k, v.tiles())), n, k, weightMaps.get(new WeightKey(w, v.weightRows())), nOut, y);
+            }
+        });
+    }
+
+    /**
+     * As {@link #prepare(int, long, int)} for an fp8 weight: its values expanded to bf16 and cuBLASLt's pinned GEMM over them
+     * give the bits every fp8 few-row kernel must give (checked on this weight); the expansion's cost counts in cuBLASLt's
+     * time, as it does in a step.
+     */
+    private void prepareFp8(DeviceMatrix.Fp8 f) {
+        int k = f.cols(), nOut = f.rows();
+        if (fp8Plans.containsKey(key(k, nOut))) {
+            return;
+        }
+        if (f.expandedBytes() > expansionBytes) {
+            if (expansion != 0) {
+                cuda.free(expansion);
+            }
+            expansion = cuda.alloc(f.expandedBytes());
+            expansionBytes = f.expandedBytes();
+        }
+        kernels.fp8().dequant(f, expansion);
+        weightFp8(f);
+        List<LinearRowsVariant> variants = Fp8Kernels.takes(f) ? kernels.fp8().variants() : List.of();
+        choose(fp8Plans, "fp8 ", k, nOut, variants, new Candidates() {
+            @Override
+            public void reference(long x, int n, long y) {
+                lt.linear(x, n, k, expansion, nOut, y);
+            }
+
+            @Override
+            public void inStep(long x, int n, long y) {
+                kernels.fp8().dequant(f, expansion);
+                lt.linear(x, n, k, expansion, nOut, y);
+            }
+
+            @Override
+            public void variant(LinearRowsVariant v, long x, int n, long y) {
+                kernels.fp8().linearRows(v, inputMaps.get(inputKey(x, k, v.tiles())), n, weightMaps.get(new WeightKey(f.data(), v.weightRows())), f, y);
+            }
+        });
+    }
+
+    /** What {@link #choose} compares for one weight: cuBLASLt's bits, cuBLASLt as a step runs it, and a few-row variant. */
+    private interface Candidates {
+        void reference(long x, int n, long y);
+
+        void inStep(long x, int n, long y);
+
+        void variant(LinearRowsVariant v, long x, int n, long y);
+    }
+
+    /**
+     * Checks each of {@code variants} against cuBLASLt's bits at every checked row count it takes, then gives each row bucket
+     * the fastest of the agreeing ones and cuBLASLt (its {@link Candidates#inStep} cost), into {@code into}. The weight's
+     * tensor maps are made.
+     */
+    private void choose(Map<Long, LinearRowsVariant[]> into, String format, int k, int nOut, List<LinearRowsVariant> variants, Candidates c) {
         long t0 = System.nanoTime();
         int max = 64;
         long x = cuda.alloc((long) max * k * 2), y1 = cuda.alloc((long) max * nOut * 2), y2 = cuda.alloc((long) max * nOut * 2);
         LinearRowsVariant[] plan = new LinearRowsVariant[BUCKETS.length];
         try (Arena host = Arena.ofConfined()) {
             kernels.fillDummy(x, (long) max * k, 0x51CE + k, 0f, 1f);
-            lt.linear(x, 1, k, w, nOut, y1); // pins cuBLASLt's algorithms for the shape
-            weight(w, k, nOut);
+            c.reference(x, 1, y1); // pins cuBLASLt's algorithms for the shape
             input(x, max, k);
             List<LinearRowsVariant> agree = new ArrayList<>();
             String refused = "";
             if (k % 64 != 0) {
                 refused = " (k is not a multiple of 64)";
             } else {
-                for (LinearRowsVariant v : kernels.linearRowsVariants()) {
+                for (LinearRowsVariant v : variants) {
                     if (k % v.keys() == 0) {
                         agree.add(v);
                     }
@@ -223,7 +350,7 @@ public final class Linear {
                 // cuBLASLt's bits once per checked row count; every variant that takes that many rows against them
                 MemorySegment a = host.allocate((long) max * nOut * 2), b = host.allocate(a.byteSize());
                 for (int n : CHECKED_ROWS) {
-                    lt.linear(x, n, k, w, nOut, y1);
+                    c.reference(x, n, y1);
                     cuda.copyToHost(a, y1);
                     for (java.util.Iterator<LinearRowsVariant> it = agree.iterator(); it.hasNext(); ) {
                         LinearRowsVariant v = it.next();
@@ -231,11 +358,11 @@ public final class Linear {
                             continue;
                         }
                         cuda.memsetZero(y2, (long) n * nOut * 2); // a variant that leaves outputs unwritten must not pass on an earlier one's
-                        apply(v, x, n, k, w, nOut, y2);
+                        c.variant(v, x, n, y2);
                         cuda.copyToHost(b, y2);
                         long at = a.asSlice(0, (long) n * nOut * 2).mismatch(b.asSlice(0, (long) n * nOut * 2));
                         if (at != -1) {
-                            String why = String.format("%s gave other bits than cuBLASLt at %d rows (row %d, output %d)", v.kernel(), n,
+                            String why = String.format("%s%s gave other bits than cuBLASLt at %d rows (row %d, output %d)", format, v.kernel(), n,
                                     at / 2 / nOut, at / 2 % nOut);
                             refused += "; " + why;
                             LOG.log(System.Logger.Level.WARNING, nOut + " x " + k + ": " + why + "; that variant is not used");
@@ -250,13 +377,13 @@ public final class Linear {
                 List<LinearRowsVariant> candidates = new ArrayList<>();
                 candidates.add(null); // cuBLASLt
                 List<Double> seconds = new ArrayList<>();
-                seconds.add(time(() -> lt.linear(x, n, k, w, nOut, y1)));
+                seconds.add(time(() -> c.inStep(x, n, y1)));
                 timed.append(String.format(" %d rows: cuBLASLt %.1f", n, seconds.getFirst() * 1e6));
                 for (LinearRowsVariant v : agree) {
                     if (v.rows() != rows) {
                         continue;
                     }
-                    double t = time(() -> apply(v, x, n, k, w, nOut, y2));
+                    double t = time(() -> c.variant(v, x, n, y2));
                     timed.append(String.format(", %s %.1f", v.label(), t * 1e6));
                     candidates.add(v);
                     seconds.add(t);
@@ -264,18 +391,18 @@ public final class Linear {
                 plan[bi] = candidates.get(steadyChoice(seconds, CHOICE_TOLERANCE));
                 timed.append(" us;");
             }
-            plans.put(key, plan);
+            into.put(key(k, nOut), plan);
             StringBuilder use = new StringBuilder();
             for (int bi = 0; bi < BUCKETS.length; bi++) {
                 LinearRowsVariant v = plan[bi];
-                use.append(String.format(" <=%d rows %s;", BUCKETS[bi][1], v == null ? "cuBLASLt" : "linear_rows " + v.label()));
+                use.append(String.format(" <=%d rows %s;", BUCKETS[bi][1], v == null ? format + "cuBLASLt" : format + "linear_rows " + v.label()));
             }
-            choices.add(String.format(java.util.Locale.ROOT, "%d x %d: linear_rows variants with cuBLASLt's bits: %d of %d%s; use:%s timed:%s"
-                            + " (with cuBLASLt's choice, %.2f s)", nOut, k, agree.size(), kernels.linearRowsVariants().size(), refused, use, timed,
+            choices.add(String.format(java.util.Locale.ROOT, "%s%d x %d: linear_rows variants with cuBLASLt's bits: %d of %d%s; use:%s timed:%s"
+                            + " (with cuBLASLt's choice, %.2f s)", format, nOut, k, agree.size(), variants.size(), refused, use, timed,
                     (System.nanoTime() - t0) / 1e9));
         } finally {
             cuda.sync();
-            for (LinearRowsVariant v : kernels.linearRowsVariants()) {
+            for (LinearRowsVariant v : variants) {
                 Long m = inputMaps.remove(inputKey(x, k, v.tiles()));
                 if (m != null) {
                     cuda.free(m);
@@ -309,11 +436,6 @@ public final class Linear {
         throw new IllegalStateException("no fastest candidate in " + seconds);
     }
 
-    /** The kernel variant v on a weight and input whose tensor maps are made. */
-    private void apply(LinearRowsVariant v, long x, int n, int k, long w, int nOut, long y) {
-        kernels.linearRows(v, inputMaps.get(inputKey(x, k, v.tiles())), n, k, weightMaps.get(new WeightKey(w, v.weightRows())), nOut, y);
-    }
-
     /**
      * Seconds per call on the GPU, as in a decode step's graph: one untimed call (any lazy work of cuBLASLt's done outside
      * a capture), then {@code reps} calls captured into one graph launched with programmatic dependent launch, the best of
@@ -343,6 +465,11 @@ public final class Linear {
 
     /** Frees the tensor maps (the weights and buffers they describe belong to the caller). */
     public void close() {
+        if (expansion != 0) {
+            cuda.free(expansion);
+            expansion = 0;
+            expansionBytes = 0;
+        }
         weightMaps.values().forEach(cuda::free);
         inputMaps.values().forEach(cuda::free);
         weightMaps.clear();

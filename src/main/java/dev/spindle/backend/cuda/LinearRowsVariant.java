@@ -25,6 +25,16 @@ public record LinearRowsVariant(int tiles, int boxes, int stages, int weightRows
         return "linear_rows_n" + tiles + "_b" + boxes + "_s" + stages + (weightRows == 64 ? "" : "_r" + weightRows);
     }
 
+    /** Its fp8 twin (linear_rows.cu): the weights read as fp8 codes and expanded in shared memory. */
+    String fp8Kernel() {
+        return "linear_rows_fp8" + kernel().substring("linear_rows".length());
+    }
+
+    /** The fp8 twin's shared memory: a box's weights are 64 bytes a row as loaded, and two stages' boxes expanded to bf16. */
+    int fp8SharedBytes() {
+        return stages * boxes * (64 * weightRows + 1024 * tiles) + 2 * boxes * 128 * weightRows + 128 * (64 - weightRows) + 1024 + 8 * stages;
+    }
+
     /** Whether linear_rows.cu defines its paired twin: the 64-row variants of one row tile (up to 8 rows). */
     public boolean hasPairedTwin() {
         return weightRows == 64 && tiles == 1;

@@ -61,6 +61,7 @@ final class PairedLaunches {
     private static long bf16(DeviceMatrix w) {
         return switch (w) {
             case DeviceMatrix.Bf16 b -> b.data();
+            case DeviceMatrix.Fp8 f -> throw new IllegalStateException("no paired kernels read fp8 weights (shapes is false for them)");
         };
     }
 

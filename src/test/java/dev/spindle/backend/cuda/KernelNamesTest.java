@@ -14,13 +14,14 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * Without a GPU (CI): every kernel the CUDA backend looks up by a literal name is defined, extern "C", in
+ * Without a GPU (CI): every kernel the CUDA backend looks up by a literal name (CudaKernels, Fp8Kernels) is defined, extern "C", in
  * src/main/cuda, so that a kernel lost in an edit fails here rather than at the first start on a GPU.
  */
 class KernelNamesTest {
     @Test
     void everyLiteralKernelNameIsDefined() throws Exception {
-        String java = Files.readString(Path.of("src/main/java/dev/spindle/backend/cuda/CudaKernels.java"));
+        String java = Files.readString(Path.of("src/main/java/dev/spindle/backend/cuda/CudaKernels.java"))
+                + Files.readString(Path.of("src/main/java/dev/spindle/backend/cuda/Fp8Kernels.java"));
         StringBuilder cuda = new StringBuilder();
         try (Stream<Path> files = Files.list(Path.of("src/main/cuda"))) {
             for (Path f : files.filter(p -> p.toString().endsWith(".cu")).toList()) {

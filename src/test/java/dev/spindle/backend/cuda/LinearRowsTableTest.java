@@ -16,7 +16,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * The host's table of linear_rows variants ({@link LinearRowsVariant#ALL}) against the kernels
  * linear_rows.cu defines (no GPU needed): the same variants in the same order, each within the
- * shared memory an H100/H200 block may have (227 KiB), so none is dropped there unnoticed.
+ * shared memory an H100/H200 block may have (227 KiB), so none is dropped there unnoticed; their fp8 twins too.
  */
 class LinearRowsTableTest {
     @Test
@@ -43,7 +43,12 @@ class LinearRowsTableTest {
                 "linear_rows.cu's LINEAR_ROWS_PAIRED(...) lines and the variants CudaKernels loads a paired twin of");
         assertTrue(source.contains("void __launch_bounds__(128) linear_rows_paired_n##nt##_b##boxes##_s##stages("),
                 "the paired twin's name is LinearRowsVariant.pairedKernel()'s");
+        // every variant has its fp8 twin (LINEAR_ROWS_RB defines both), named as LinearRowsVariant.fp8Kernel() names it
+        assertTrue(source.contains("void __launch_bounds__(128) linear_rows_fp8_n##nt##_b##boxes##_s##stages##suffix("),
+                "the fp8 twin's name is LinearRowsVariant.fp8Kernel()'s");
+        assertEquals("linear_rows_fp8_n1_b4_s8_r16", new LinearRowsVariant(1, 4, 8, 16).fp8Kernel());
         for (LinearRowsVariant v : LinearRowsVariant.ALL) {
+            assertTrue(v.fp8SharedBytes() <= 232_448, v + "'s fp8 twin needs " + v.fp8SharedBytes() + " bytes of shared memory");
             assertTrue(v.sharedBytes() <= 232_448, v + " needs " + v.sharedBytes() + " bytes of shared memory, more than an H100/H200 block may have");
             assertTrue(List.of(1, 2, 4, 8).contains(v.tiles()), v + ": wgmma shapes exist for 8, 16, 32 and 64 rows");
             assertTrue(List.of(16, 32, 64).contains(v.weightRows()), v + ": 16, 32 or 64 weight rows a CTA (within the wgmma's 64, whole 8-row swizzle groups)");

@@ -1,0 +1,37 @@
+// fp8 E4M3 weights: the codec both the quantizer and the dequantizing readers use, the same numbers as the
+// CPU's model.Fp8 (decode exact in fp32; encode nearest, ties to even, saturating at 448, NaN to 0x7F) and
+// model.Fp8Quantizer. A weight's value as every linear layer reads it is bf16(decode(q) * scale): fp32 product, one
+// rounding to bf16 (backend.cpu.Fp8MatMul), so a linear layer over it computes what the bf16 GEMM computes over those
+// bf16 values.
+#pragma once
+#include "common.cuh"
+
+// the E4M3 code b as fp32 (exact): sign, 4 exponent bits (bias 7), 3 mantissa bits; exponent 0 is subnormal (m * 2^-9)
+__device__ __forceinline__ float fp8_decode(unsigned b) {
+    const unsigned s = (b & 0x80u) << 24, e = (b >> 3) & 15u, m = b & 7u;
+    if (e == 0) return __int_as_float(__float_as_int((float) m * 0x1p-9f) | s);
+    return __int_as_float(s | ((e + 120u) << 23) | (m << 20));
+}
+
+// the nearest E4M3 code of f, ties to even, |f| >= 448 saturating to 448, NaN to 0x7F (model.Fp8.encode)
+__device__ __forceinline__ unsigned fp8_encode(float f) {
+    if (isnan(f)) return 0x7Fu;
+    const unsigned bits = __float_as_uint(f), sign = (bits >> 24) & 0x80u;
+    const float a = fabsf(f);
+    unsigned code;
+    if (a >= 448.f) {
+        code = 0x7Eu;
+    } else if (a < 0x1p-6f) {
+        code = (unsigned) __float2int_rn(__fmul_rn(a, 512.f)); // subnormal steps of 2^-9 (the product is exact)
+    } else {
+        const unsigned ab = bits & 0x7FFFFFFFu, r = (ab + 0x7FFFFu + ((ab >> 20) & 1u)) & ~0xFFFFFu;
+        const int e = (int) (r >> 23) - 127 + 7;
+        code = min(0x7Eu, ((unsigned) e << 3) | ((r >> 20) & 7u));
+    }
+    return sign | code;
+}
+
+// a weight's value as the linear layers read it
+__device__ __forceinline__ bf16 fp8_weight(unsigned b, float scale) {
+    return __float2bfloat16_rn(__fmul_rn(fp8_decode(b), scale));
+}

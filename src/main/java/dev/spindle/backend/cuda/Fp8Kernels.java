@@ -1,0 +1,76 @@
+package dev.spindle.backend.cuda;
+
+import java.lang.foreign.MemorySegment;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The fp8 weight kernels (fp8.cu, linear_rows.cu's fp8 twins): quantizing bf16 on the device as the host's
+ * {@link dev.spindle.model.Fp8Quantizer} does, expanding an fp8 weight to the bf16 values every linear layer reads
+ * ({@code bf16(decode(q) * scale)}), and the few-row GEMM that expands them in shared memory (sm_90a).
+ */
+public final class Fp8Kernels {
+    private final CudaDriver cuda;
+    private final MemorySegment quantize, dequant;
+    /** The fp8 twins of the linear_rows variants whose shared memory this device allows (sm_90a only). */
+    private final Map<LinearRowsVariant, MemorySegment> rows = new LinkedHashMap<>();
+
+    Fp8Kernels(CudaDriver cuda, MemorySegment module, boolean hopper) {
+        this.cuda = cuda;
+        quantize = cuda.function(module, "quantize_fp8");
+        dequant = cuda.function(module, "dequant_fp8");
+        for (LinearRowsVariant v : hopper ? LinearRowsVariant.ALL : List.<LinearRowsVariant>of()) {
+            if (v.fp8SharedBytes() <= cuda.maxSharedMemory()) {
+                MemorySegment f = cuda.function(module, v.fp8Kernel());
+                cuda.allowSharedMemory(f, v.fp8SharedBytes());
+                rows.put(v, f);
+            }
+        }
+    }
+
+    /**
+     * src (rows, cols) bf16 into w's codes and scales (w.rows() x w.cols(), its blocks), as the host quantizer: a block's scale
+     * its largest magnitude over 448 (1 for zeros), each value encode(x / scale).
+     */
+    public void quantize(long src, DeviceMatrix.Fp8 w) {
+        int gx = Math.ceilDiv(w.cols(), w.blockCols()), gy = Math.ceilDiv(w.rows(), w.blockRows());
+        cuda.launch(quantize, gx, gy, 256, src, w.rows(), w.cols(), w.blockRows(), w.blockCols(), w.data(), w.scales());
+    }
+
+    /** out (rows, cols) bf16 = the values w stands for, bf16(decode(q) * scale); cols a multiple of 8. */
+    public void dequant(DeviceMatrix.Fp8 w, long out) {
+        if (w.cols() % 8 != 0) {
+            throw new IllegalArgumentException("dequant_fp8 takes 8 columns at a time; " + w.cols() + " columns");
+        }
+        long n8 = (long) w.rows() * w.cols() / 8;
+        int grid = (int) Math.max(1, Math.min(8192, (n8 + 255) / 256));
+        cuda.launch(dequant, grid, 1, 256, w.data(), w.scales(), w.rows(), w.cols(), w.blockRows(), w.blockCols(), out);
+    }
+
+    /**
+     * y (n, nOut) = bf16(x (n, k) @ W^T) over fp8 weight w through the fp8 twin of variant v (the bits of cuBLASLt over
+     * {@link #dequant}'s expansion; linear_rows.cu). mapW: {@link TensorMaps#u8} of w's codes, box v.weightRows() x 64.
+     */
+    public void linearRows(LinearRowsVariant v, long mapX, int n, long mapW, DeviceMatrix.Fp8 w, long y) {
+        MemorySegment f = rows.get(v);
+        int k = w.cols();
+        if (f == null || n < 1 || n > v.rows() || k % v.keys() != 0 || !takes(w)) {
+            throw new IllegalArgumentException(v.fp8Kernel() + (f == null ? " is not available on this device" : " takes 1 to " + v.rows()
+                    + " rows, k a multiple of " + v.keys() + " and column blocks of a multiple of 16, not " + n + " rows, k " + k
+                    + ", blocks of " + w.blockCols()));
+        }
+        cuda.launchShared(f, Math.ceilDiv(w.rows(), v.weightRows()), 1, 128, v.fp8SharedBytes(), mapX, n, k, mapW, w.rows(), y,
+                w.scales(), w.blockRows(), w.blockCols());
+    }
+
+    /** Whether the few-row kernels take w's scale blocks: 16 codes a thread share one scale. */
+    static boolean takes(DeviceMatrix.Fp8 w) {
+        return w.blockCols() % 16 == 0 || w.blockCols() >= w.cols();
+    }
+
+    /** The variants whose fp8 twins this device runs. */
+    public List<LinearRowsVariant> variants() {
+        return List.copyOf(rows.keySet());
+    }
+}
