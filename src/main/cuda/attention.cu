@@ -36,7 +36,15 @@
 // its quarter of V's columns. prefill_warp_pairs splits the same way with two warps per 16 rows (each half a tile's keys
 // and half the dims), which halves each warp's dependent chain and doubles the warps an SM holds. Every
 // value is computed by the same arithmetic in every kernel, only by other threads.
+//
+// The _kv8 twins of prefill, decode and prefill_warp_pairs read an fp8 pool (--kv-cache-dtype fp8; rope_kv_write.cu's
+// layout: a block's K codes, V codes, K scales, V scales): each tile's codes and scales stream into the second stage's
+// memory (two stages of codes, 16-byte copies; the scales two bf16 a copy into static shared memory), are expanded to
+// bf16 (exact) into the first stage, and go through the same MMAs; a key's K scale multiplies its scores, s = fp32(q.k8) sk,
+// and its V scale its p on the way to the MMA, bf16(p sv), while l sums p itself. Every kernel reading the fp8 pool does
+// the same arithmetic (the prefill on sm_90a runs prefill or prefill_warp_pairs: the wgmma kernels read bf16 only).
 #include "attention.cuh"
+#include "fp8.cuh"
 
 // Warps that share 16 MMA rows (a row group) split each tile's keys and meet at this barrier: one
 // named barrier per group (ids 1..RG, immediates, so the kernel reserves only those), so groups
@@ -49,7 +57,7 @@ __device__ __forceinline__ void group_sync(int grp) {
     else asm volatile("bar.sync 4, %0;\n" :: "n"(32 * WG) : "memory");
 }
 
-template <int HD, bool DECODE, int WG0>
+template <int HD, bool DECODE, int WG0, bool KV8>
 __device__ __forceinline__ void attention_impl(
         const bf16 *qkv, int qkvStride, bf16 *out, const bf16 *pool, const int *tables, const int *desc,
         float *partO, float *partML, int heads, int kvHeads, int blockSize, float scale) {
@@ -102,7 +110,58 @@ __device__ __forceinline__ void attention_impl(
     const int tiles = lastKey > firstKey ? (lastKey - firstKey + KT - 1) / KT : 0;
     // K and V stream through two shared-memory stages with cp.async: stage i & 1 holds tile i, the next
     // tile loads while this one computes
-    auto stageOf = [&](int i) { return attn_smem + (i & 1) * STAGE; };
+    // (KV8: the one bf16 stage the codes are expanded into)
+    auto stageOf = [&](int i) { return attn_smem + (KV8 ? 0 : (i & 1) * STAGE); };
+    // KV8: tile i's K then V codes (KT rows of HD bytes each) in the second stage's memory, its K then V scales in kvScale
+    __shared__ __align__(16) bf16 kvScale[KV8 ? 2 * 2 * KT : 2];
+    auto codesOf = [&](int i) { return reinterpret_cast<unsigned char *>(attn_smem + STAGE) + (i & 1) * 2 * KT * HD; };
+    constexpr int C8 = HD / 16, KSTEP8 = THREADS / C8;
+    const int lk8 = threadIdx.x / C8, ch8 = threadIdx.x % C8;
+    const unsigned blockBytes = 2u * kvHeads * blockSize * (HD + 2), codeHead = (unsigned) g * blockSize * HD,
+            vCodes = (unsigned) kvHeads * blockSize * HD, scaleHead = 2u * kvHeads * blockSize * HD + 2u * g * blockSize;
+    auto load8 = [&](int i) {
+        unsigned char *Kc = codesOf(i), *Vc = Kc + KT * HD;
+        const int k0 = firstKey + i * KT;
+        #pragma unroll
+        for (int key = 0; key < KT; key += KSTEP8) {
+            if (KSTEP8 > KT && lk8 >= KT) break;
+            const int kj = k0 + key + lk8;
+            const bool in = kj < lastKey;
+            const unsigned blk = in ? __ldg(static_cast<const unsigned *>(mad_wide(kj >> bsh, 4, table))) : 0u;
+            const unsigned char *b = static_cast<const unsigned char *>(mad_wide(blk, blockBytes, pool)) + codeHead + (unsigned) (kj & (blockSize - 1)) * HD + 16 * ch8;
+            const unsigned dk = (unsigned) __cvta_generic_to_shared(Kc + (key + lk8) * HD + 16 * ch8);
+            const unsigned dv = (unsigned) __cvta_generic_to_shared(Vc + (key + lk8) * HD + 16 * ch8);
+            asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(dk), "l"(b), "r"(in ? 16 : 0));
+            asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(dv), "l"(b + vCodes), "r"(in ? 16 : 0));
+        }
+        if (threadIdx.x < KT) {
+            // thread t copies the scales of keys 2 (t % 32), + 1 (one 4-byte copy: a block holds an even number of keys),
+            // K's for t < 32, V's after
+            const int isV = threadIdx.x >> 5, kj = k0 + 2 * (threadIdx.x & 31);
+            const bool in = kj < lastKey;
+            const unsigned blk = in ? __ldg(static_cast<const unsigned *>(mad_wide(kj >> bsh, 4, table))) : 0u;
+            const unsigned char *b = static_cast<const unsigned char *>(mad_wide(blk, blockBytes, pool)) + scaleHead
+                    + (isV ? 2u * kvHeads * blockSize : 0u) + 2u * (unsigned) (kj & (blockSize - 1));
+            const unsigned d = (unsigned) __cvta_generic_to_shared(kvScale + ((i & 1) * 2 + isV) * KT + 2 * (threadIdx.x & 31));
+            asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"(d), "l"(b), "r"(in ? 4 : 0));
+        }
+        asm volatile("cp.async.commit_group;\n" ::);
+    };
+    // KV8: tile i's codes expanded into the bf16 stage, in its swizzled rows (8 codes a thread at a time)
+    auto expand8 = [&](int i) {
+        const unsigned char *Kc = codesOf(i);
+        bf16 *Ks = stageOf(i);
+        for (int u = threadIdx.x; u < 2 * KT * HD / 8; u += THREADS) {
+            const int kv = u / (KT * HD / 8), key = (u / (HD / 8)) % KT, ch = u % (HD / 8);
+            const uint2 raw = *reinterpret_cast<const uint2 *>(Kc + kv * KT * HD + key * HD + 8 * ch);
+            uint4 o;
+            o.x = fp8x2_bf16x2(raw.x & 0xFFFFu);
+            o.y = fp8x2_bf16x2(raw.x >> 16);
+            o.z = fp8x2_bf16x2(raw.y & 0xFFFFu);
+            o.w = fp8x2_bf16x2(raw.y >> 16);
+            *reinterpret_cast<uint4 *>(Ks + kv * KT * HD + swizzled<HD>(key, ch)) = o;
+        }
+    };
     auto load = [&](int i) {
         bf16 *Ks = stageOf(i), *Vs = Ks + KT * HD;
         const int k0 = firstKey + i * KT + lk;
@@ -131,16 +190,24 @@ __device__ __forceinline__ void attention_impl(
     // heads a KV head (no upper rows: a folding decode CTA holds one row, StepPlan), the first row's two (half the shared
     // memory: a CTA then fits three to an SM)
     const int OE = DECODE && G <= 8 ? 2 : 4;
-    if (tiles > 0) load(0);
+    if (tiles > 0) {
+        if constexpr (KV8) load8(0);
+        else load(0);
+    }
     for (int i = 0; i < tiles; i++) {
         const int t0 = firstKey + i * KT;
         if (i + 1 < tiles) {
-            load(i + 1);
+            if constexpr (KV8) load8(i + 1);
+            else load(i + 1);
             asm volatile("cp.async.wait_group 1;\n" ::);
         } else {
             asm volatile("cp.async.wait_group 0;\n" ::);
         }
         __syncthreads();
+        if constexpr (KV8) {
+            expand8(i);
+            __syncthreads();
+        }
         if (split_begins(t0)) {
             ms[0] = ms[1] = -INFINITY;
             ls[0] = ls[1] = 0.f;
@@ -162,6 +229,13 @@ __device__ __forceinline__ void attention_impl(
                     unsigned b0 = *reinterpret_cast<const unsigned *>(Ks + swizzled<HD>(8 * nt + gr, 2 * kk) + 2 * tq);
                     unsigned b1 = *reinterpret_cast<const unsigned *>(Ks + swizzled<HD>(8 * nt + gr, 2 * kk + 1) + 2 * tq);
                     mma16816(S[c], qf[kk], b0, b1);
+                }
+                if constexpr (KV8) {
+                    // s = fp32(q.k8) times the key's K scale
+                    const bf16 *ks = kvScale + (i & 1) * 2 * KT + 8 * nt + 2 * tq;
+                    const float k0s = __bfloat162float(ks[0]), k1s = __bfloat162float(ks[1]);
+                    #pragma unroll
+                    for (int e = 0; e < 4; e++) S[c][e] = __fmul_rn(S[c][e], (e & 1) ? k1s : k0s);
                 }
                 if (!full || t0 + KT - 1 > firstPos) {
                     #pragma unroll
@@ -219,8 +293,16 @@ __device__ __forceinline__ void attention_impl(
             unsigned pf[4][4];
             #pragma unroll
             for (int c = 0; c < NT; c++) {
-                pf[c >> 1][(c & 1) * 2] = pack_bf16(S[c][0], S[c][1]);
-                pf[c >> 1][(c & 1) * 2 + 1] = pack_bf16(S[c][2], S[c][3]);
+                if constexpr (KV8) {
+                    // p times the key's V scale on its way to the MMA (l has summed p itself)
+                    const bf16 *vs = kvScale + (i & 1) * 2 * KT + KT + 8 * (nt0 + c) + 2 * tq;
+                    const float v0 = __bfloat162float(vs[0]), v1 = __bfloat162float(vs[1]);
+                    pf[c >> 1][(c & 1) * 2] = pack_bf16(__fmul_rn(S[c][0], v0), __fmul_rn(S[c][1], v1));
+                    pf[c >> 1][(c & 1) * 2 + 1] = pack_bf16(__fmul_rn(S[c][2], v0), __fmul_rn(S[c][3], v1));
+                } else {
+                    pf[c >> 1][(c & 1) * 2] = pack_bf16(S[c][0], S[c][1]);
+                    pf[c >> 1][(c & 1) * 2 + 1] = pack_bf16(S[c][2], S[c][3]);
+                }
             }
             if constexpr (QW) {
                 // each warp made the sums and fragments of its key groups; every warp needs all four
@@ -324,7 +406,12 @@ __device__ __forceinline__ void attention_impl(
     extern "C" __global__ void __launch_bounds__(decode ? 128 : 128 * wg) attention_hd##hd##_##name( \
             const bf16 *qkv, int qkvStride, bf16 *out, const bf16 *pool, const int *tables, const int *desc, float *partO, \
             float *partML, int heads, int kvHeads, int blockSize, float scale) { \
-        attention_impl<hd, decode, wg>(qkv, qkvStride, out, pool, tables, desc, partO, partML, heads, kvHeads, blockSize, scale); \
+        attention_impl<hd, decode, wg, false>(qkv, qkvStride, out, pool, tables, desc, partO, partML, heads, kvHeads, blockSize, scale); \
+    } \
+    extern "C" __global__ void __launch_bounds__(decode ? 128 : 128 * wg) attention_hd##hd##_##name##_kv8( \
+            const bf16 *qkv, int qkvStride, bf16 *out, const bf16 *pool, const int *tables, const int *desc, float *partO, \
+            float *partML, int heads, int kvHeads, int blockSize, float scale) { \
+        attention_impl<hd, decode, wg, true>(qkv, qkvStride, out, pool, tables, desc, partO, partML, heads, kvHeads, blockSize, scale); \
     }
 #define ATTENTION_KINDS(hd) ATTENTION(hd, false, prefill, 1) ATTENTION(hd, true, decode, 4) ATTENTION(hd, false, prefill_warp_pairs, 2)
 ATTENTION_KINDS(16)

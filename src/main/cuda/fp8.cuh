@@ -5,6 +5,7 @@
 // bf16 values.
 #pragma once
 #include "common.cuh"
+#include <cuda_fp16.h>
 
 // the E4M3 code b as fp32 (exact): sign, 4 exponent bits (bias 7), 3 mantissa bits; exponent 0 is subnormal (m * 2^-9)
 __device__ __forceinline__ float fp8_decode(unsigned b) {
@@ -34,4 +35,30 @@ __device__ __forceinline__ unsigned fp8_encode(float f) {
 // a weight's value as the linear layers read it
 __device__ __forceinline__ bf16 fp8_weight(unsigned b, float scale) {
     return __float2bfloat16_rn(__fmul_rn(fp8_decode(b), scale));
+}
+
+// two E4M3 codes (the low byte first) as a bf16 pair, exact (every E4M3 value is a bf16 value): the hardware converter
+// to f16 on sm_89 and later, fp8_decode elsewhere
+__device__ __forceinline__ unsigned fp8x2_bf16x2(unsigned two) {
+    float lo, hi;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+    unsigned h2;
+    asm("cvt.rn.f16x2.e4m3x2 %0, %1;\n" : "=r"(h2) : "h"((unsigned short) two));
+    lo = __half2float(__ushort_as_half((unsigned short) (h2 & 0xFFFFu)));
+    hi = __half2float(__ushort_as_half((unsigned short) (h2 >> 16)));
+#else
+    lo = fp8_decode(two & 0xFFu);
+    hi = fp8_decode((two >> 8) & 0xFFu);
+#endif
+    const __nv_bfloat162 b = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<const unsigned *>(&b);
+}
+
+// An fp8 KV record's scale (backend.KvCodec): the head vector's largest magnitude over 448, rounded up in magnitude to a
+// bf16 value (so it never clips), 1 for a vector of zeros
+__device__ __forceinline__ float kv8_scale(float amax) {
+    if (amax == 0.f) return 1.f;
+    unsigned b = __float_as_uint(__fdiv_rn(amax, 448.f));
+    if (b & 0xFFFFu) b = (b & 0xFFFF0000u) + 0x10000u;
+    return __uint_as_float(b);
 }

@@ -91,12 +91,13 @@ final class CudaBenchRun implements Callable<Integer> {
                     + CudaDriver.deviceCount());
         }
         try (CudaForwardPass gpu = CudaPasses.openTensorParallel(c, host == null ? null : host.weights(),
-                new CudaOptions(model.blockSize, stepRows, kvMemoryFraction, 0, cudaGraphs, model.gemmCacheDir()), bar,
+                new CudaOptions(model.blockSize, stepRows, kvMemoryFraction, 0, cudaGraphs, model.gemmCacheDir()).withKvDtype(model.kvDtype()), bar,
                 tensorParallelLanes ? Placement.lanesOfGpu0(tensorParallel) : Placement.oneGpuEach(tensorParallel), model.quantization())) {
             bar.done();
             double load = (System.nanoTime() - t0) / 1e9;
             out.put("architecture", c.architecture());
             out.put("weights", gpu.weights().format());
+            out.put("kv_cache", model.kvDtype().label);
             out.put("decode_weight_bytes", gpu.weights().decodeBytes(c));
             out.put("parameters", c.parameterCount());
             Map<String, Object> loadInfo = new LinkedHashMap<>();

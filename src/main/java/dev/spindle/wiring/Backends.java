@@ -156,9 +156,9 @@ public final class Backends {
             }
         }
         if (chosen.cuda()) {
-            if (s.kvDtype() != KvDtype.BF16) {
-                throw new IllegalArgumentException("--kv-cache-dtype " + s.kvDtype().label + ": the CUDA backend's attention kernels read bf16 KV only"
-                        + " so far; quantized KV caches run on the CPU backend (--backend cpu)");
+            if (s.kvDtype() != KvDtype.BF16 && s.kvDtype() != KvDtype.FP8) {
+                throw new IllegalArgumentException("--kv-cache-dtype " + s.kvDtype().label + ": the CUDA backend's attention kernels read bf16 and fp8"
+                        + " KV caches; q8 and q4 run on the CPU backend (--backend cpu)");
             }
             if (kind == Kind.CUDA) {
                 String why = cudaUnavailableReason();
@@ -193,10 +193,18 @@ public final class Backends {
     /** How the start log describes an opened CUDA backend: the device, the start's phases, the KV pool. */
     static String cudaDescription(String why, String device, long weightBytes, boolean generated, double uploadSeconds, double mapSeconds,
                                   double setupSeconds, int kvBlocks, int blockSize, long kvPoolBytes, boolean cudaGraphs) {
+        return cudaDescription(why, device, weightBytes, generated, uploadSeconds, mapSeconds, setupSeconds, kvBlocks, blockSize, kvPoolBytes, cudaGraphs,
+                KvDtype.BF16);
+    }
+
+    /** As above, naming the KV cache's dtype where it is not bf16. */
+    static String cudaDescription(String why, String device, long weightBytes, boolean generated, double uploadSeconds, double mapSeconds,
+                                  double setupSeconds, int kvBlocks, int blockSize, long kvPoolBytes, boolean cudaGraphs, KvDtype kv) {
         return String.format(Locale.ROOT, "the CUDA backend (%s) on %s: %.1f GB of weights %s in %.2f s (%.1f GB/s); checkpoint mapped and checked in %.2f s,"
-                        + " setup (kernels, GEMM choices, tensor maps, KV pool) %.2f s; KV pool %d blocks of %d tokens (%,d tokens, %.1f GiB); CUDA graphs %s",
+                        + " setup (kernels, GEMM choices, tensor maps, KV pool) %.2f s; KV pool %d blocks of %d tokens (%,d tokens, %.1f GiB%s); CUDA graphs %s",
                 why, device, weightBytes / 1e9, generated ? "generated" : "read and uploaded", uploadSeconds, weightBytes / 1e9 / Math.max(1e-9, uploadSeconds),
-                mapSeconds, setupSeconds, kvBlocks, blockSize, (long) kvBlocks * blockSize, kvPoolBytes / (double) (1L << 30), cudaGraphs ? "on" : "off");
+                mapSeconds, setupSeconds, kvBlocks, blockSize, (long) kvBlocks * blockSize, kvPoolBytes / (double) (1L << 30),
+                kv == KvDtype.BF16 ? "" : ", " + kv.label, cudaGraphs ? "on" : "off");
     }
 
     /** The start line's tensor-parallel part: each rank's GPU and memory (nothing at one rank). */
@@ -212,7 +220,7 @@ public final class Backends {
         // the options first: a setting the backend refuses is reported before any weight is read
         int maxBlocks = s.kvCacheTokens() > 0 ? Math.max(1, s.kvCacheTokens() / s.blockSize()) : 0;
         CudaOptions options = new CudaOptions(s.blockSize(), s.maxStepRows(), s.kvMemoryFraction(), maxBlocks,
-                s.cudaGraphs(), s.gemmCache(), s.reserveBytes(), s.extraKvBytesPerToken());
+                s.cudaGraphs(), s.gemmCache(), s.reserveBytes(), s.extraKvBytesPerToken()).withKvDtype(s.kvDtype());
         long t0 = System.nanoTime();
         // the upload reads the checkpoint as it copies it (from a cold page cache the disk's reads and the copies overlap)
         // (weights quantized at load are read by the quantizer, on the host, as the CPU backend's are)
@@ -228,7 +236,7 @@ public final class Backends {
             // (kernels, cuBLASLt's GEMM choices or their cache, linear_rows checks and tensor maps, the KV pool)
             double setupSeconds = (System.nanoTime() - t1) / 1e9 - gpu.weights().seconds();
             String desc = cudaDescription(why, gpu.driver().deviceName(), gpu.weights().bytes(), host == null, gpu.weights().seconds(), mapSeconds,
-                    setupSeconds, gpu.kvCapacity().blocks(), s.blockSize(), gpu.kvPoolBytes(), s.cudaGraphs())
+                    setupSeconds, gpu.kvCapacity().blocks(), s.blockSize(), gpu.kvPoolBytes(), s.cudaGraphs(), s.kvDtype())
                     + tensorParallelDescription(gpu.tensorParallelMemory());
             String weights = host != null ? weightFormat(host) : gpu.weights().format();
             if (host != null) {

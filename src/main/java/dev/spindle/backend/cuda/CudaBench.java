@@ -238,7 +238,8 @@ public final class CudaBench {
         double perStep = rounds.stream().sorted().toList().get(rounds.size() / 2);
         long weightBytes = gpu.weights().decodeBytes(c);
         // the timed steps' mean context (every step adds a token to each sequence)
-        long kvBytes = (long) batch * (context + warm + (long) rounds.size() * steps / 2) * c.executedLayers() * 2L * c.kvDim() * 2;
+        long kvBytes = (long) batch * (context + warm + (long) rounds.size() * steps / 2) * c.executedLayers() * 2L * c.numKvHeads()
+                * gpu.kvCapacity().dtype().vectorBytes(c.headDim());
         double gbs = (weightBytes + kvBytes) / perStep / 1e9;
         Map<String, Object> m = new LinkedHashMap<>();
         m.put("batch", batch);

@@ -89,8 +89,13 @@ final class CudaDecoderOps implements DecoderOps {
             add("gemm qkv + rope_kv_write", () -> pairing.apply(rope, b.xn, n, qkvWeight, b.qkv, 0));
         } else {
             add("gemm qkv", () -> linear.apply(b.xn, n, qkvWeight, b.qkv));
-            add("rope_kv_write", () -> k.ropeKvWrite(b.qkv, stride, b.cos, b.sin, m + 4L * p.positions, n, c.numHeads(), c.numKvHeads(),
-                    c.headDim(), kvSlot, m + 4L * p.slotMap, blockSize));
+            if (kv.kv8) {
+                add("rope_kv_write", () -> k.fp8().ropeKvWrite(b.qkv, stride, b.cos, b.sin, m + 4L * p.positions, n, c.numHeads(), c.numKvHeads(),
+                        c.headDim(), kvSlot, m + 4L * p.slotMap, blockSize));
+            } else {
+                add("rope_kv_write", () -> k.ropeKvWrite(b.qkv, stride, b.cos, b.sin, m + 4L * p.positions, n, c.numHeads(), c.numKvHeads(),
+                        c.headDim(), kvSlot, m + 4L * p.slotMap, blockSize));
+            }
         }
     }
 
@@ -101,7 +106,7 @@ final class CudaDecoderOps implements DecoderOps {
         long kvSlot = kv.slot(executed);
         long tables = m + 4L * p.tables, desc = m + 4L * p.desc, cdesc = m + 4L * p.cdesc;
         if (p.decodeRows > 0) {
-            add("attention decode splits", () -> k.attention(AttentionKernels.DECODE, p.decodeCtas, b.qkv, stride, b.att, kvSlot, tables, desc,
+            add("attention decode splits", () -> attention(AttentionKernels.DECODE, p.decodeCtas, b.qkv, stride, b.att, kvSlot, tables, desc,
                     b.partO(), b.partML(), heads, kvh, hd, bs, scale));
             if (p.partials > 0) { // none when every decode row's CTA folds its splits itself (StepPlan.folds)
                 add("attention decode merge", () -> k.attentionMerge(p.decodeRows, p.mergeSplits, b.partO(), b.partML(), cdesc, b.att, heads, hd));
@@ -109,8 +114,18 @@ final class CudaDecoderOps implements DecoderOps {
         }
         if (p.ctas > p.decodeCtas) {
             int kernel = p.prefillKernel;
-            add("attention prefill", () -> k.attention(kernel, p.ctas - p.decodeCtas, b.qkv, stride, b.att, kvSlot, tables,
+            add("attention prefill", () -> attention(kernel, p.ctas - p.decodeCtas, b.qkv, stride, b.att, kvSlot, tables,
                     desc + 32L * p.decodeCtas, b.partO(), b.partML(), heads, kvh, hd, bs, scale));
+        }
+    }
+
+    /** The attention kernel of {@code kind} over this pass's pool: bf16, or the fp8 twin. */
+    private void attention(int kind, int ctas, long qkv, int stride, long out, long pool, long tables, long desc, long partO, long partML,
+                           int heads, int kvHeads, int headDim, int blockSize, float scale) {
+        if (kv.kv8) {
+            k.fp8().attention(kind, ctas, qkv, stride, out, pool, tables, desc, partO, partML, heads, kvHeads, headDim, blockSize, scale);
+        } else {
+            k.attention(kind, ctas, qkv, stride, out, pool, tables, desc, partO, partML, heads, kvHeads, headDim, blockSize, scale);
         }
     }
 

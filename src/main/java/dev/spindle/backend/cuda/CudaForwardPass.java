@@ -114,10 +114,12 @@ public final class CudaForwardPass implements ForwardPass {
         this.graphs = new GraphCache(cuda, MAX_GRAPHS);
         this.lt = lt;
         this.linear = new Linear(kernels, lt);
-        this.pairing = new PairedLaunches(new PairedLinear(kernels, linear), config, options.blockSize(), weights.layer(0));
+        this.pairing = new PairedLaunches(new PairedLinear(kernels, linear), config, options.blockSize(), weights.layer(0), options.kv8());
         this.w = weights;
         this.opt = options;
-        this.prefill = new PrefillKernelChoice(kernel -> kernels.hasAttention(config.headDim(), kernel));
+        // an fp8 pool is read by the fp8 twins of the mma.sync prefill kernels (the wgmma ones read bf16 only)
+        this.prefill = new PrefillKernelChoice(options.kv8() ? kernel -> kernels.fp8().hasAttention(config.headDim(), kernel)
+                : kernel -> kernels.hasAttention(config.headDim(), kernel));
         int n = options.maxStepRows();
         b = new StepBuffers(cuda, c, n, head, partialLt != null);
         sampling = head ? new DeviceSampling(k, c.vocabSize(), n, b.logitRowsMax, b.logits) : null;

@@ -6,13 +6,19 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * The fp8 weight kernels (fp8.cu, linear_rows.cu's fp8 twins): quantizing bf16 on the device as the host's
+ * The fp8 kernels. Weights (fp8.cu, linear_rows.cu's fp8 twins): quantizing bf16 on the device as the host's
  * {@link dev.spindle.model.Fp8Quantizer} does, expanding an fp8 weight to the bf16 values every linear layer reads
- * ({@code bf16(decode(q) * scale)}), and the few-row GEMM that expands them in shared memory (sm_90a).
+ * ({@code bf16(decode(q) * scale)}), and the few-row GEMM that expands them in shared memory (sm_90a). The KV cache
+ * (--kv-cache-dtype fp8): rope_kv_write's twin that stores E4M3 records, and the attention kernels' twins that read them
+ * (attention.cu's _kv8: prefill, decode and warp-pair prefill; the wgmma prefill kernels read bf16 only).
  */
 public final class Fp8Kernels {
     private final CudaDriver cuda;
-    private final MemorySegment quantize, dequant;
+    private final MemorySegment quantize, dequant, ropeKvWrite;
+    /** The fp8-KV attention kernels this device loads, by head dim * 16 + kind. */
+    private final Map<Integer, MemorySegment> attention = new java.util.HashMap<>();
+    /** The attention kinds with fp8-KV twins. */
+    static final List<Integer> KV8_KINDS = List.of(AttentionKernels.PREFILL, AttentionKernels.DECODE, AttentionKernels.PREFILL_WARP_PAIRS);
     /** The fp8 twins of the linear_rows variants whose shared memory this device allows (sm_90a only). */
     private final Map<LinearRowsVariant, MemorySegment> rows = new LinkedHashMap<>();
 
@@ -20,6 +26,21 @@ public final class Fp8Kernels {
         this.cuda = cuda;
         quantize = cuda.function(module, "quantize_fp8");
         dequant = cuda.function(module, "dequant_fp8");
+        ropeKvWrite = cuda.function(module, "rope_kv_write_kv8");
+        for (int hd : new int[]{16, 32, 64, 128}) {
+            for (int kind : KV8_KINDS) {
+                MemorySegment f = cuda.function(module, "attention_hd" + hd + "_" + AttentionKernels.ATTENTION_KERNELS.get(kind) + "_kv8");
+                try {
+                    cuda.allowSharedMemory(f, AttentionKernels.attentionSharedBytes(hd, kind));
+                } catch (CudaException e) {
+                    if (kind == AttentionKernels.PREFILL_WARP_PAIRS) {
+                        continue; // as for bf16: more than a block of sm_86/sm_89/sm_120 may have
+                    }
+                    throw e;
+                }
+                attention.put(hd * 16 + kind, f);
+            }
+        }
         for (LinearRowsVariant v : hopper ? LinearRowsVariant.ALL : List.<LinearRowsVariant>of()) {
             if (v.fp8SharedBytes() <= cuda.maxSharedMemory()) {
                 MemorySegment f = cuda.function(module, v.fp8Kernel());
@@ -62,6 +83,33 @@ public final class Fp8Kernels {
         }
         cuda.launchShared(f, Math.ceilDiv(w.rows(), v.weightRows()), 1, 128, v.fp8SharedBytes(), mapX, n, k, mapW, w.rows(), y,
                 w.scales(), w.blockRows(), w.blockCols());
+    }
+
+    /** Whether the fp8-KV twin of attention kind {@code kind} is loaded for {@code headDim}. */
+    public boolean hasAttention(int headDim, int kind) {
+        return attention.containsKey(headDim * 16 + kind);
+    }
+
+    /** {@link CudaKernels#attention} over an fp8 pool (rope_kv_write_kv8's records): the same values' arithmetic, attention.cu. */
+    public void attention(int kind, int ctas, long qkv, int stride, long out, long pool, long tables, long desc, long partO, long partML,
+                          int heads, int kvHeads, int headDim, int blockSize, float scale) {
+        MemorySegment f = attention.get(headDim * 16 + kind);
+        if (f == null) {
+            throw new IllegalStateException("attention_hd" + headDim + "_" + AttentionKernels.ATTENTION_KERNELS.get(kind) + "_kv8 is not loaded on this GPU");
+        }
+        cuda.launchShared(f, ctas, kvHeads, AttentionKernels.attentionThreads(kind), AttentionKernels.attentionSharedBytes(headDim, kind, heads / kvHeads),
+                qkv, stride, out, pool, tables, desc, partO, partML, heads, kvHeads, blockSize, scale);
+    }
+
+    /**
+     * {@link CudaKernels#ropeKvWrite} into an fp8 pool: K and V head vectors stored as E4M3 codes and a bf16 scale each
+     * (backend.KvCodec's values; rope_kv_write.cu's layout).
+     */
+    public void ropeKvWrite(long qkv, int stride, long cos, long sin, long positions, int rows, int qHeads, int kvHeads, int headDim,
+                            long pool, long slotMap, int blockSize) {
+        int headsPerCta = 128 / (headDim / 4), heads = qHeads + 2 * kvHeads;
+        cuda.launch(ropeKvWrite, rows, (heads + headsPerCta - 1) / headsPerCta, 128, qkv, stride, cos, sin, positions, rows, qHeads, kvHeads,
+                headDim, pool, slotMap, blockSize);
     }
 
     /** Whether the few-row kernels take w's scale blocks: 16 codes a thread share one scale. */

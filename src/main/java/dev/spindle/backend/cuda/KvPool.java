@@ -5,9 +5,9 @@ import dev.spindle.step.KvCapacity;
 import dev.spindle.step.KvDtype;
 
 /**
- * A pass's paged KV pool in device memory, in its {@link KvDtype} (bf16, the one the kernels read today): per executed
- * layer ("slot") one pool of
- * (blocks, 2, kvHeads, blockSize, headDim), K then V of each block, the slots' pools one after another. The
+ * A pass's paged KV pool in device memory, in its {@link KvDtype}: per executed layer ("slot") one pool of blocks, the
+ * slots' pools one after another. bf16: (blocks, 2, kvHeads, blockSize, headDim), K then V of each block; fp8: a block's
+ * K codes (kvHeads, blockSize, headDim), V codes, K scales (kvHeads, blockSize) bf16, V scales (rope_kv_write.cu). The
  * blocks are what the free device memory allows after the weights and activations
  * ({@link #blocks}); zero-filled at start.
  */
@@ -26,10 +26,13 @@ final class KvPool implements AutoCloseable {
     /** Slots: the executed layers (layers x loops). */
     final int slots;
     final KvCapacity capacity;
+    /** Whether the pool holds fp8 records (the attention and KV-write kernels' _kv8 twins read and write it). */
+    final boolean kv8;
 
     KvPool(CudaDriver cuda, ModelConfig c, CudaOptions options) {
         this.cuda = cuda;
-        KvDtype dtype = KvDtype.BF16;
+        KvDtype dtype = options.kvDtype();
+        kv8 = dtype == KvDtype.FP8;
         slots = c.executedLayers();
         long bytesPerBlock = (long) slots * 2 * options.blockSize() * c.numKvHeads() * dtype.vectorBytes(c.headDim());
         long free = cuda.memInfo()[0];

@@ -18,13 +18,16 @@ final class PairedLaunches {
     /** What PairingChoice (or its absence) decided, for the GEMM choices; null until decided. */
     private String choice;
 
-    /** @param layer0 a layer of the weights (all layers share their formats) */
-    PairedLaunches(PairedLinear paired, ModelConfig c, int blockSize, CudaWeights.Layer layer0) {
+    /**
+     * @param layer0 a layer of the weights (all layers share their formats)
+     * @param kv8    whether the KV pool is fp8 (the paired rope_kv_write epilogue writes bf16 K and V: no pairing)
+     */
+    PairedLaunches(PairedLinear paired, ModelConfig c, int blockSize, CudaWeights.Layer layer0, boolean kv8) {
         this.paired = paired;
         this.c = c;
         this.blockSize = blockSize;
         this.shapes = PairedEpilogue.Swiglu.takes(c.intermediateSize()) && PairedEpilogue.RopeKvWrite.takes(c.headDim())
-                && layer0.qkv() instanceof DeviceMatrix.Bf16 && layer0.gateUp() instanceof DeviceMatrix.Bf16;
+                && layer0.qkv() instanceof DeviceMatrix.Bf16 && layer0.gateUp() instanceof DeviceMatrix.Bf16 && !kv8;
     }
 
     /** Chooses the paired kernels' variants for this pass's shapes (bf16 weights), now rather than in a step. */

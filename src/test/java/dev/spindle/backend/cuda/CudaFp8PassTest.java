@@ -13,6 +13,7 @@ import dev.spindle.model.ModelConfig;
 import dev.spindle.model.ModelLoader;
 import dev.spindle.model.Quantization;
 import dev.spindle.backend.cpu.KvSlots;
+import dev.spindle.step.KvDtype;
 import dev.spindle.step.ModelStep;
 import org.junit.jupiter.api.Test;
 
@@ -26,9 +27,9 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * The CUDA pass over fp8 weights: the invariants bit for bit (decode steps equal a window's rows, a batch equals each row
- * alone) on the 3B shape with weights quantized on the device, and the bundled chat model quantized at load as close to
- * the CPU reference over the same fp8 weights as the two backends are in bf16.
+ * The CUDA pass over fp8 weights and an fp8 KV cache: the invariants bit for bit (decode steps equal a window's rows, also
+ * past 16K keys; a batch equals each row alone) on the 3B shape with weights quantized on the device, and the bundled chat
+ * model as close to the CPU reference of the same configuration as the two backends are in bf16.
  */
 @RequiresGpu
 class CudaFp8PassTest {
@@ -41,57 +42,94 @@ class CudaFp8PassTest {
         }
     }
 
+    /** The lossy configurations: fp8 weights (both layouts), an fp8 KV cache, and both. */
+    static List<Object[]> configurations() {
+        return List.of(new Object[]{Quantization.FP8_BLOCK, KvDtype.BF16}, new Object[]{Quantization.FP8_ROW, KvDtype.BF16},
+                new Object[]{Quantization.NONE, KvDtype.FP8}, new Object[]{Quantization.FP8_BLOCK, KvDtype.FP8});
+    }
+
+    @org.junit.jupiter.params.ParameterizedTest
+    @org.junit.jupiter.params.provider.MethodSource("configurations")
+    void decodeStepsAndBatchesEqualWindowsAndRowsAlone(Quantization q, KvDtype kv) {
+        String label = q.label + " weights, " + kv.label + " KV";
+        try (CudaForwardPass gpu = CudaPasses.open(SHAPE_3B, null, new CudaOptions(16, 4096, 0.3, 2048, true).withKvDtype(kv), LoadListener.NONE, 0, q)) {
+            assertTrue(q == Quantization.NONE || gpu.weights().format().startsWith("fp8-e4m3"), gpu.weights().format());
+            assertTrue(gpu.kvCapacity().dtype() == kv, label);
+            int n = 1_500, tail = 12;
+            int[] prompt = new Random(21).ints(n, 3, SHAPE_3B.vocabSize()).toArray();
+            BlockTable stepped = new BlockTable(TestSteps.pool(gpu)), windowed = new BlockTable(TestSteps.pool(gpu));
+            try {
+                prefill(gpu, Arrays.copyOf(prompt, n - 3), stepped);
+                float[][] steps = new float[3][];
+                for (int i = 0; i < 3; i++) {
+                    steps[i] = TestSteps.forward(gpu, List.of(TestSteps.window(new int[]{prompt[n - 3 + i]}, stepped, false, true))).getFirst()[0];
+                }
+                prefill(gpu, Arrays.copyOf(prompt, n - tail), windowed);
+                float[][] rows = TestSteps.forward(gpu, List.of(TestSteps.window(Arrays.copyOfRange(prompt, n - tail, n), windowed, true, true)))
+                        .getFirst();
+                for (int i = 0; i < 3; i++) {
+                    assertArrayEquals(rows[tail - 3 + i], steps[i], label + ": decode step at position " + (n - 3 + i) + " differs from the window's row");
+                }
+            } finally {
+                stepped.release();
+                windowed.release();
+            }
+            // 7 sequences decoded in one step, then each alone
+            Random random = new Random(22);
+            List<BlockTable> tables = new ArrayList<>();
+            try {
+                int[] next = new int[7];
+                for (int i = 0; i < 7; i++) {
+                    BlockTable t = new BlockTable(TestSteps.pool(gpu));
+                    tables.add(t);
+                    prefill(gpu, random.ints(200 + 37 * i, 3, SHAPE_3B.vocabSize()).toArray(), t);
+                    next[i] = 3 + random.nextInt(SHAPE_3B.vocabSize() - 3);
+                }
+                List<ModelStep.Window> batch = new ArrayList<>();
+                for (int i = 0; i < 7; i++) {
+                    batch.add(TestSteps.window(new int[]{next[i]}, tables.get(i), false, true));
+                }
+                List<float[][]> together = TestSteps.forward(gpu, batch);
+                for (int i = 0; i < 7; i++) {
+                    BlockTable t = tables.get(i);
+                    t.truncate(t.tokens() - 1);
+                    float[] alone = TestSteps.forward(gpu, List.of(TestSteps.window(new int[]{next[i]}, t, false, true))).getFirst()[0];
+                    assertArrayEquals(alone, together.get(i)[0], label + ": row " + i + " of a batch of 7 differs from it alone");
+                }
+            } finally {
+                tables.forEach(BlockTable::release);
+            }
+            System.out.printf("[cuda] %s (%s) on the 3B shape: decode steps equal the window's rows; a batch of 7 equals each row alone%n",
+                    label, gpu.weights().format());
+        }
+    }
+
+    /**
+     * An fp8 KV cache past 16K keys (larger splits; decode steps in split CTAs and the merge, the window's rows walking every
+     * split in the prefill kernel): decode steps equal the window's rows. The 3B shape, a 20K context.
+     */
     @Test
-    void decodeStepsAndBatchesEqualWindowsAndRowsAloneWithFp8Weights() {
-        for (Quantization q : List.of(Quantization.FP8_BLOCK, Quantization.FP8_ROW)) {
-            try (CudaForwardPass gpu = CudaPasses.open(SHAPE_3B, null, new CudaOptions(16, 4096, 0.3, 2048, true), LoadListener.NONE, 0, q)) {
-                assertTrue(gpu.weights().format().startsWith("fp8-e4m3"), gpu.weights().format());
-                int n = 1_500, tail = 12;
-                int[] prompt = new Random(21).ints(n, 3, SHAPE_3B.vocabSize()).toArray();
-                BlockTable stepped = new BlockTable(TestSteps.pool(gpu)), windowed = new BlockTable(TestSteps.pool(gpu));
-                try {
-                    prefill(gpu, Arrays.copyOf(prompt, n - 3), stepped);
-                    float[][] steps = new float[3][];
-                    for (int i = 0; i < 3; i++) {
-                        steps[i] = TestSteps.forward(gpu, List.of(TestSteps.window(new int[]{prompt[n - 3 + i]}, stepped, false, true))).getFirst()[0];
-                    }
-                    prefill(gpu, Arrays.copyOf(prompt, n - tail), windowed);
-                    float[][] rows = TestSteps.forward(gpu, List.of(TestSteps.window(Arrays.copyOfRange(prompt, n - tail, n), windowed, true, true)))
-                            .getFirst();
-                    for (int i = 0; i < 3; i++) {
-                        assertArrayEquals(rows[tail - 3 + i], steps[i], q.label + ": decode step at position " + (n - 3 + i) + " differs from the window's row");
-                    }
-                } finally {
-                    stepped.release();
-                    windowed.release();
+    void fp8KvDecodeStepsPastSixteenKEqualAWindow() {
+        try (CudaForwardPass gpu = CudaPasses.open(SHAPE_3B, null, new CudaOptions(16, 8192, 0.3, 4096, true).withKvDtype(KvDtype.FP8), LoadListener.NONE)) {
+            int n = 20_003, tail = 19;
+            int[] prompt = new Random(25).ints(n, 3, SHAPE_3B.vocabSize()).toArray();
+            BlockTable stepped = new BlockTable(TestSteps.pool(gpu)), windowed = new BlockTable(TestSteps.pool(gpu));
+            try {
+                prefill(gpu, Arrays.copyOf(prompt, n - 3), stepped);
+                float[][] steps = new float[3][];
+                for (int i = 0; i < 3; i++) {
+                    steps[i] = TestSteps.forward(gpu, List.of(TestSteps.window(new int[]{prompt[n - 3 + i]}, stepped, false, true))).getFirst()[0];
                 }
-                // 7 sequences decoded in one step, then each alone
-                Random random = new Random(22);
-                List<BlockTable> tables = new ArrayList<>();
-                try {
-                    int[] next = new int[7];
-                    for (int i = 0; i < 7; i++) {
-                        BlockTable t = new BlockTable(TestSteps.pool(gpu));
-                        tables.add(t);
-                        prefill(gpu, random.ints(200 + 37 * i, 3, SHAPE_3B.vocabSize()).toArray(), t);
-                        next[i] = 3 + random.nextInt(SHAPE_3B.vocabSize() - 3);
-                    }
-                    List<ModelStep.Window> batch = new ArrayList<>();
-                    for (int i = 0; i < 7; i++) {
-                        batch.add(TestSteps.window(new int[]{next[i]}, tables.get(i), false, true));
-                    }
-                    List<float[][]> together = TestSteps.forward(gpu, batch);
-                    for (int i = 0; i < 7; i++) {
-                        BlockTable t = tables.get(i);
-                        t.truncate(t.tokens() - 1);
-                        float[] alone = TestSteps.forward(gpu, List.of(TestSteps.window(new int[]{next[i]}, t, false, true))).getFirst()[0];
-                        assertArrayEquals(alone, together.get(i)[0], q.label + ": row " + i + " of a batch of 7 differs from it alone");
-                    }
-                } finally {
-                    tables.forEach(BlockTable::release);
+                prefill(gpu, Arrays.copyOf(prompt, n - tail), windowed);
+                float[][] rows = TestSteps.forward(gpu, List.of(TestSteps.window(Arrays.copyOfRange(prompt, n - tail, n), windowed, true, true)))
+                        .getFirst();
+                for (int i = 0; i < 3; i++) {
+                    assertArrayEquals(rows[tail - 3 + i], steps[i], "fp8 KV: decode step at position " + (n - 3 + i) + " differs from the window's row");
                 }
-                System.out.printf("[cuda] %s (%s) on the 3B shape: decode steps equal the window's rows; a batch of 7 equals each row alone%n",
-                        q.label, gpu.weights().format());
+                System.out.println("[cuda] fp8 KV at 20K keys: decode steps equal the window's rows");
+            } finally {
+                stepped.release();
+                windowed.release();
             }
         }
     }
@@ -107,23 +145,36 @@ class CudaFp8PassTest {
         return new double[]{kl / a.length, same / (double) a.length};
     }
 
+    /**
+     * The bundled chat model with fp8 weights (quantized at load), an fp8 KV cache, and both: the CUDA backend's logits as close
+     * to the CPU reference of the same configuration as the two backends are in bf16.
+     */
     @Test
-    void bundledModelInFp8IsAsCloseToTheCpuReferenceAsInBf16() {
+    void bundledModelIsAsCloseToTheCpuReferenceInEveryFormatAsInBf16() {
         Path dir = Path.of("models/spindle-chat-target");
         int[] prompt = new Random(23).ints(300, 3, 4000).toArray();
-        double[][] gaps = new double[2][];
-        for (Quantization q : List.of(Quantization.NONE, Quantization.FP8_BLOCK)) {
+        List<Object[]> all = new ArrayList<>();
+        all.add(new Object[]{Quantization.NONE, KvDtype.BF16});
+        all.addAll(configurations());
+        double[] bf16 = null;
+        for (Object[] cfg : all) {
+            Quantization q = (Quantization) cfg[0];
+            KvDtype kv = (KvDtype) cfg[1];
             try (LoadedModel m = ModelLoader.load(dir, LoadFormat.SAFETENSORS, LoadListener.NONE, HostReads.AT_LOAD, q);
-                 CpuForwardPass cpu = new CpuForwardPass(m.config(), m.weights(), 64, 16, Runtime.getRuntime().availableProcessors(), KvSlots.PER_EXECUTED_LAYER);
-                 CudaForwardPass gpu = CudaPasses.open(m.config(), m.weights(), new CudaOptions(16, 1024, 0.1, 256, true), LoadListener.NONE)) {
-                float[][] want = logits(cpu, prompt), got = logits(gpu, prompt);
-                gaps[q == Quantization.NONE ? 0 : 1] = compare(want, got);
-                System.out.printf("[cuda] bundled chat model, %s: KL(cpu || cuda) mean %.3g, top-1 agreement %.4f over %d positions%n",
-                        m.weights().layers().getFirst().q().format(), gaps[q == Quantization.NONE ? 0 : 1][0], gaps[q == Quantization.NONE ? 0 : 1][1], prompt.length);
+                 CpuForwardPass cpu = new CpuForwardPass(m.config(), m.weights(), 64, 16, Runtime.getRuntime().availableProcessors(),
+                         KvSlots.PER_EXECUTED_LAYER, 1, kv);
+                 CudaForwardPass gpu = CudaPasses.open(m.config(), m.weights(), new CudaOptions(16, 1024, 0.1, 256, true).withKvDtype(kv), LoadListener.NONE)) {
+                double[] gap = compare(logits(cpu, prompt), logits(gpu, prompt));
+                System.out.printf("[cuda] bundled chat model, %s weights, %s KV: KL(cpu || cuda) mean %.3g, top-1 agreement %.4f over %d positions%n",
+                        q.label, kv.label, gap[0], gap[1], prompt.length);
+                if (bf16 == null) {
+                    bf16 = gap;
+                    continue;
+                }
+                assertTrue(gap[0] <= Math.max(3 * bf16[0], 1e-4), q.label + " / " + kv.label + ": CPU vs CUDA KL " + gap[0] + " against bf16's " + bf16[0]);
+                assertTrue(gap[1] >= 0.97, q.label + " / " + kv.label + ": CPU vs CUDA top-1 agreement " + gap[1]);
             }
         }
-        assertTrue(gaps[1][0] <= Math.max(3 * gaps[0][0], 1e-5), "fp8 CPU vs CUDA KL " + gaps[1][0] + " against bf16's " + gaps[0][0]);
-        assertTrue(gaps[1][1] >= 0.97, "fp8 CPU vs CUDA top-1 agreement " + gaps[1][1]);
     }
 
     private static float[][] logits(dev.spindle.step.ForwardPass pass, int[] prompt) {

@@ -229,4 +229,62 @@ class Fp8ContractTest {
             free(d);
         }
     }
+
+    /**
+     * rope_kv_write_kv8 stores each K and V head vector as the CPU's KV codec encodes the values rope_kv_write stores in bf16:
+     * the same E4M3 codes and bf16 scale, at the fp8 pool's place of the record (head dims 64 and 128).
+     */
+    @Test
+    void fp8KvWriteStoresTheCpuCodecsRecords() {
+        try (Arena a = Arena.ofConfined()) {
+            for (int hd : new int[]{64, 128}) {
+                int rows = 5, qHeads = 4, kvHeads = 2, bs = 16, blocks = 2, half = hd / 2, stride = (qHeads + 2 * kvHeads) * hd, positions = 100;
+                float[] qkv = new float[rows * stride];
+                for (int i = 0; i < qkv.length; i++) {
+                    qkv[i] = Bf16.round((float) (rnd.nextGaussian() * Math.scalb(1.0, rnd.nextInt(9) - 4)));
+                }
+                float[] cos = new float[positions * half], sin = new float[positions * half];
+                for (int i = 0; i < cos.length; i++) {
+                    double t = rnd.nextDouble() * 6.28;
+                    cos[i] = (float) Math.cos(t);
+                    sin[i] = (float) Math.sin(t);
+                }
+                int[] pos = {3, 50, 99, 0, 17}, slots = {1, 16, 7, 30, 2};
+                MemorySegment hq = KernelContractTest.bf16Segment(a, qkv);
+                long x1 = upload(hq), x2 = upload(hq), dCos = upload(a.allocateFrom(ValueLayout.JAVA_FLOAT, cos)), dSin = upload(a.allocateFrom(ValueLayout.JAVA_FLOAT, sin));
+                long dPos = upload(a.allocateFrom(ValueLayout.JAVA_INT, pos)), dSlots = upload(a.allocateFrom(ValueLayout.JAVA_INT, slots));
+                long bf16Bytes = 2L * blocks * 2 * kvHeads * bs * hd, fp8Bytes = (long) blocks * 2 * kvHeads * bs * (hd + 2);
+                long pool16 = cuda.alloc(bf16Bytes), pool8 = cuda.alloc(fp8Bytes);
+                cuda.memsetZero(pool16, bf16Bytes);
+                cuda.memsetZero(pool8, fp8Bytes);
+                k.ropeKvWrite(x1, stride, dCos, dSin, dPos, rows, qHeads, kvHeads, hd, pool16, dSlots, bs);
+                k.fp8().ropeKvWrite(x2, stride, dCos, dSin, dPos, rows, qHeads, kvHeads, hd, pool8, dSlots, bs);
+                cuda.sync();
+                MemorySegment p16 = download(a, pool16, bf16Bytes), p8 = download(a, pool8, fp8Bytes);
+                MemorySegment want = a.allocate(hd + 2);
+                float[] v = new float[hd];
+                for (int r = 0; r < rows; r++) {
+                    int blk = slots[r] / bs, off = slots[r] % bs;
+                    for (int isV = 0; isV < 2; isV++) {
+                        for (int h = 0; h < kvHeads; h++) {
+                            long at16 = ((((long) blk * 2 + isV) * kvHeads + h) * bs + off) * hd;
+                            for (int i = 0; i < hd; i++) {
+                                v[i] = Bf16.toFloat(p16.getAtIndex(KernelContractTest.BF16, at16 + i));
+                            }
+                            dev.spindle.backend.KvCodec.encode(dev.spindle.step.KvDtype.FP8, v, 0, hd, want, 0);
+                            long block = (long) blk * 2 * kvHeads * bs * (hd + 2), rec = (long) isV * kvHeads * bs + (long) h * bs + off;
+                            long codes = p8.asSlice(block + rec * hd, hd).mismatch(want.asSlice(0, hd));
+                            assertEquals(-1, codes, "head dim " + hd + ", row " + r + (isV == 1 ? " V" : " K") + " head " + h + ": codes differ at " + codes);
+                            short scale = p8.get(KernelContractTest.BF16, block + 2L * kvHeads * bs * hd + 2 * rec);
+                            assertEquals(want.get(KernelContractTest.BF16, hd), scale, "head dim " + hd + ", row " + r + " head " + h + ": scale");
+                        }
+                    }
+                }
+                for (long d : new long[]{x1, x2, dCos, dSin, dPos, dSlots, pool16, pool8}) {
+                    cuda.free(d);
+                }
+                System.out.printf("[cuda] rope_kv_write_kv8 (head dim %d): the CPU codec's records%n", hd);
+            }
+        }
+    }
 }
