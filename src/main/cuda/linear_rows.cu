@@ -91,21 +91,36 @@ __device__ __forceinline__ unsigned lr_fp8x2(unsigned short two, float s) {
 
 // An fp8 stage's weight boxes (BOXES of RB rows x 64 codes, row-major, 64 bytes a row, at w8) expanded into bf16 boxes at cb
 // (RB rows x 128 bytes each, 128-byte swizzled as TMA writes the bf16 weights: 16-byte chunk q of row r at chunk q ^ (r % 8)
-// of its 8-row group of 1024 bytes); rows from row0, keys from key0. A thread takes 16 codes at a time.
+// of its 8-row group of 1024 bytes). A thread takes LR_UNITS units of 16 codes, unit m being u = thread + 128 m: box
+// u / (4 RB), row (u / 4) % RB, codes 16 (u % 4) of its 64; their scales come in s (lr_scales, loaded a stage ahead).
 template <int RB, int BOXES>
-__device__ __forceinline__ void lr_expand(const unsigned char *w8, unsigned char *cb, int row0, int nOut, int key0, const LrFp8 &f8, int k) {
-    const int sc = (k + f8.blockCols - 1) / f8.blockCols;
-    #pragma unroll 2
-    for (int u = threadIdx.x; u < BOXES * RB * 4; u += 128) {
-        const int j = u / (RB * 4), r = (u >> 2) % RB, c = u & 3;
+struct LrUnits {
+    static constexpr int N = BOXES * RB * 4 / 128;
+    static_assert(N * 128 == BOXES * RB * 4, "a stage's units of 16 codes are a whole number a thread");
+};
+
+// the scales of this thread's units in the stage whose first key is key0 (rows from row0; 0 past nOut)
+template <int RB, int BOXES>
+__device__ __forceinline__ void lr_scales(float (&s)[LrUnits<RB, BOXES>::N], int row0, int nOut, int key0, const LrFp8 &f8, int sc) {
+    #pragma unroll
+    for (int m = 0; m < LrUnits<RB, BOXES>::N; m++) {
+        const int u = threadIdx.x + 128 * m, j = u / (RB * 4), row = row0 + (u >> 2) % RB, key = key0 + 64 * j + 16 * (u & 3);
+        s[m] = row < nOut ? __ldg(f8.scales + (long) (row / f8.blockRows) * sc + key / f8.blockCols) : 0.f;
+    }
+}
+
+template <int RB, int BOXES>
+__device__ __forceinline__ void lr_expand(const unsigned char *w8, unsigned char *cb, const float (&s)[LrUnits<RB, BOXES>::N]) {
+    #pragma unroll
+    for (int m = 0; m < LrUnits<RB, BOXES>::N; m++) {
+        const int u = threadIdx.x + 128 * m, j = u / (RB * 4), r = (u >> 2) % RB, c = u & 3;
         const uint4 raw = *reinterpret_cast<const uint4 *>(w8 + j * RB * 64 + r * 64 + c * 16);
-        const int row = row0 + r, key = key0 + 64 * j + 16 * c;
-        const float s = row < nOut ? f8.scales[(long) (row / f8.blockRows) * sc + key / f8.blockCols] : 0.f;
+        const float sm = s[m];
         uint4 lo, hi;
-        lo.x = lr_fp8x2(raw.x & 0xFFFF, s); lo.y = lr_fp8x2(raw.x >> 16, s);
-        lo.z = lr_fp8x2(raw.y & 0xFFFF, s); lo.w = lr_fp8x2(raw.y >> 16, s);
-        hi.x = lr_fp8x2(raw.z & 0xFFFF, s); hi.y = lr_fp8x2(raw.z >> 16, s);
-        hi.z = lr_fp8x2(raw.w & 0xFFFF, s); hi.w = lr_fp8x2(raw.w >> 16, s);
+        lo.x = lr_fp8x2(raw.x & 0xFFFF, sm); lo.y = lr_fp8x2(raw.x >> 16, sm);
+        lo.z = lr_fp8x2(raw.y & 0xFFFF, sm); lo.w = lr_fp8x2(raw.y >> 16, sm);
+        hi.x = lr_fp8x2(raw.z & 0xFFFF, sm); hi.y = lr_fp8x2(raw.z >> 16, sm);
+        hi.z = lr_fp8x2(raw.w & 0xFFFF, sm); hi.w = lr_fp8x2(raw.w >> 16, sm);
         unsigned char *rowAt = cb + j * RB * 128 + (r >> 3) * 1024 + (r & 7) * 128;
         *reinterpret_cast<uint4 *>(rowAt + (((2 * c) ^ (r & 7)) << 4)) = lo;
         *reinterpret_cast<uint4 *>(rowAt + (((2 * c + 1) ^ (r & 7)) << 4)) = hi;
@@ -204,6 +219,12 @@ __device__ __forceinline__ void linear_rows_impl(const void *mapX, int n, int k,
     // where the wgmma reads block b's weights: the stage's slot, or (FP8) the expansion buffer of b's parity
     auto wtile = [&](int b) { return FP8 ? base + STAGES * SB + (b & 1) * BOXES * WB : slot(b); };
     unsigned char *const generic = lr_smem + (base - (unsigned) __cvta_generic_to_shared(lr_smem));
+    // FP8: this thread's scales of block 0, then of each next block while the current one is expanded (weights: read before
+    // the wait, as the weights' first stages are)
+    constexpr int UN = FP8 ? LrUnits<RB, BOXES>::N : 1;
+    float scNext[UN], scCur[UN];
+    const int scCols = FP8 ? (k + f8.blockCols - 1) / f8.blockCols : 0;
+    if constexpr (FP8) lr_scales<RB, BOXES>(scNext, a0, nOut, 0, f8, scCols);
     if (threadIdx.x == 0) {
         #pragma unroll
         for (int s = 0; s < STAGES; s++) asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" :: "r"(bars + 8 * s) : "memory");
@@ -230,9 +251,12 @@ __device__ __forceinline__ void linear_rows_impl(const void *mapX, int n, int k,
     #pragma unroll 1
     for (int b = 0; b < blocks; b++) {
         lr_wait(bar(b), (b / STAGES) & 1);
-        if (FP8) {
+        if constexpr (FP8) {
+            #pragma unroll
+            for (int m = 0; m < UN; m++) scCur[m] = scNext[m];
+            if (b + 1 < blocks) lr_scales<RB, BOXES>(scNext, a0, nOut, (b + 1) * KS, f8, scCols);
             // the expansion buffer of b's parity was last read by block b - 2's wgmmas, done (wait_group 1 of block b - 1)
-            lr_expand<RB, BOXES>(generic + (slot(b) - base), generic + (wtile(b) - base), a0, nOut, b * KS, f8, k);
+            lr_expand<RB, BOXES>(generic + (slot(b) - base), generic + (wtile(b) - base), scCur);
             asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); // the expanded boxes, seen by the wgmma
             __syncthreads();
         }

@@ -146,8 +146,11 @@ class CudaFp8PassTest {
     }
 
     /**
-     * The bundled chat model with fp8 weights (quantized at load), an fp8 KV cache, and both: the CUDA backend's logits as close
-     * to the CPU reference of the same configuration as the two backends are in bf16.
+     * The bundled chat model with fp8 weights (quantized at load), an fp8 KV cache, and both: on each backend, the KL of the
+     * configuration against that backend's bf16 logits; the CUDA figure within 25% of the CPU's (the KL the start log and
+     * /v1/models disclose is measured on the CPU: it holds on CUDA); the two backends' logits of the configuration as close
+     * as in bf16 (3x) or within 15% of the configuration's own KL (an fp8 KV cache rounds K and V to 16 steps a binade, so an
+     * ulp between the backends' K moves a code now and then: the gap grows with the format's error, not past it).
      */
     @Test
     void bundledModelIsAsCloseToTheCpuReferenceInEveryFormatAsInBf16() {
@@ -156,6 +159,7 @@ class CudaFp8PassTest {
         List<Object[]> all = new ArrayList<>();
         all.add(new Object[]{Quantization.NONE, KvDtype.BF16});
         all.addAll(configurations());
+        float[][] cpu0 = null, gpu0 = null;
         double[] bf16 = null;
         for (Object[] cfg : all) {
             Quantization q = (Quantization) cfg[0];
@@ -164,15 +168,23 @@ class CudaFp8PassTest {
                  CpuForwardPass cpu = new CpuForwardPass(m.config(), m.weights(), 64, 16, Runtime.getRuntime().availableProcessors(),
                          KvSlots.PER_EXECUTED_LAYER, 1, kv);
                  CudaForwardPass gpu = CudaPasses.open(m.config(), m.weights(), new CudaOptions(16, 1024, 0.1, 256, true).withKvDtype(kv), LoadListener.NONE)) {
-                double[] gap = compare(logits(cpu, prompt), logits(gpu, prompt));
-                System.out.printf("[cuda] bundled chat model, %s weights, %s KV: KL(cpu || cuda) mean %.3g, top-1 agreement %.4f over %d positions%n",
-                        q.label, kv.label, gap[0], gap[1], prompt.length);
+                float[][] onCpu = logits(cpu, prompt), onGpu = logits(gpu, prompt);
+                double[] gap = compare(onCpu, onGpu);
                 if (bf16 == null) {
+                    cpu0 = onCpu;
+                    gpu0 = onGpu;
                     bf16 = gap;
+                    System.out.printf("[cuda] bundled chat model, bf16: KL(cpu || cuda) %.3g, top-1 agreement %.4f over %d positions%n", gap[0], gap[1],
+                            prompt.length);
                     continue;
                 }
-                assertTrue(gap[0] <= Math.max(3 * bf16[0], 1e-4), q.label + " / " + kv.label + ": CPU vs CUDA KL " + gap[0] + " against bf16's " + bf16[0]);
-                assertTrue(gap[1] >= 0.97, q.label + " / " + kv.label + ": CPU vs CUDA top-1 agreement " + gap[1]);
+                double klCpu = compare(cpu0, onCpu)[0], klGpu = compare(gpu0, onGpu)[0];
+                String label = q.label + " weights, " + kv.label + " KV";
+                System.out.printf("[cuda] bundled chat model, %s: KL against bf16 on the CPU %.3g, on CUDA %.3g; KL(cpu || cuda) %.3g, top-1 agreement %.4f%n",
+                        label, klCpu, klGpu, gap[0], gap[1]);
+                assertTrue(Math.abs(klGpu / klCpu - 1) <= 0.25, label + ": KL against bf16 " + klGpu + " on CUDA, " + klCpu + " on the CPU");
+                assertTrue(gap[0] <= Math.max(3 * bf16[0], 0.15 * klCpu), label + ": CPU vs CUDA KL " + gap[0] + " (bf16's " + bf16[0] + ")");
+                assertTrue(gap[1] >= 0.95, label + ": CPU vs CUDA top-1 agreement " + gap[1]);
             }
         }
     }
