@@ -123,41 +123,18 @@ public final class CudaWeights implements AutoCloseable {
                     + ": the CUDA backend fuses these into one matrix, so they must share one format");
         }
         List<Fp8Matrix> parts = slices.stream().map(s -> ((Fp8Matrix) s.m()).rows(s.first(), s.count())).toList();
-        Fp8Matrix first = parts.getFirst();
-        int bc = first.blockCols(), sc = Math.ceilDiv(cols, bc);
-        for (Fp8Matrix p : parts) {
-            if (p.cols() != cols || p.blockCols() != bc) {
-                throw new CudaException(p.name() + " (" + p.cols() + " columns, scale blocks of " + p.blockCols() + ") and " + first.name() + " (" + cols
-                        + ", " + bc + "): the CUDA backend fuses them into one matrix, so their columns and column blocks must agree");
-            }
-        }
+        Fp8Stack stack = Fp8Stack.of(parts, scratch);
         long data = alloc((long) rows * cols), off = data;
         for (Fp8Matrix p : parts) {
             up.put(off, p.data());
             off += (long) p.rows() * cols;
         }
-        int br = first.blockRows();
-        boolean whole = parts.stream().allMatch(p -> p.blockRows() == br && p.rows() % br == 0);
-        if (whole) {
-            long scales = alloc(4L * (rows / br) * sc), at = scales;
-            for (Fp8Matrix p : parts) {
-                up.put(at, p.scales());
-                at += p.scales().data().byteSize();
-            }
-            return new DeviceMatrix.Fp8(data, scales, rows, cols, br, bc);
+        long scales = alloc(stack.scaleBytes()), at = scales;
+        for (Tensor t : stack.scales()) {
+            up.put(at, t);
+            at += t.data().byteSize();
         }
-        MemorySegment perRow = scratch.allocate(4L * rows * sc, 64);
-        long r = 0;
-        for (Fp8Matrix p : parts) {
-            for (int i = 0; i < p.rows(); i++, r++) {
-                for (int j = 0; j < sc; j++) {
-                    perRow.setAtIndex(java.lang.foreign.ValueLayout.JAVA_FLOAT, r * sc + j, p.scale(i, j * bc));
-                }
-            }
-        }
-        long scales = alloc(perRow.byteSize());
-        up.put(scales, new Tensor(first.name() + "_scale_rows", dev.spindle.model.DType.F32, new long[]{rows, sc}, perRow));
-        return new DeviceMatrix.Fp8(data, scales, rows, cols, 1, bc);
+        return new DeviceMatrix.Fp8(data, scales, rows, cols, stack.blockRows(), stack.blockCols());
     }
 
     /**
