@@ -10,7 +10,9 @@ public enum DType {
     BF16("BF16", 2),
     F16("F16", 2),
     F32("F32", 4),
-    F8_E4M3("F8_E4M3", 1);
+    F8_E4M3("F8_E4M3", 1),
+    /** Raw bytes of a block format (a GGUF tensor's ggml blocks: {@link GgmlMatrix}); no safetensors file names it. */
+    BLOCKS("(ggml blocks)", 1);
 
     public final String safetensorsName;
     public final int bytes;

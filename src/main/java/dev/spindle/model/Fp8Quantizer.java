@@ -35,6 +35,7 @@ public final class Fp8Quantizer {
         return switch (m) {
             case Bf16Matrix b -> quantize(b, q.blockRows(), q.blockCols(b.cols()), arena);
             case Fp8Matrix f -> throw new IllegalArgumentException(f.name() + " is already " + f.format() + "; --quantization applies to a bf16 release");
+            case GgmlMatrix g -> throw new IllegalArgumentException(g.name() + " is already " + g.format() + "; --quantization applies to a bf16 release");
         };
     }
 

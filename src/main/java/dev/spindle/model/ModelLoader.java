@@ -20,8 +20,11 @@ public final class ModelLoader {
 
     /** As {@link #load(Path, LoadFormat, LoadListener, HostReads)}, the linear layers quantized at load as {@code quantization} says. */
     public static LoadedModel load(Path dir, LoadFormat format, LoadListener listener, HostReads reads, Quantization quantization) {
+        if (Files.isRegularFile(dir) && dir.getFileName().toString().endsWith(".gguf")) {
+            return loadGguf(dir, format, listener, quantization);
+        }
         if (!Files.isDirectory(dir)) {
-            throw new ModelLoadException(dir + ": not a directory (expected a Hugging Face model directory with config.json)");
+            throw new ModelLoadException(dir + ": not a directory (expected a Hugging Face model directory with config.json, or a .gguf file)");
         }
         ModelConfig config = ConfigParser.read(dir.resolve("config.json"));
         Arena arena = Arena.ofShared();
@@ -32,6 +35,26 @@ public final class ModelLoader {
                 case DUMMY -> DummyWeights.create(config, 0x5EED, arena, listener);
             };
             return new LoadedModel(dir, config, Fp8Quantizer.apply(weights, quantization, arena), arena);
+        } catch (RuntimeException e) {
+            arena.close();
+            throw e;
+        }
+    }
+
+    /** A GGUF file (llama architecture): its metadata as the config, its tensors as the weights ({@link dev.spindle.model.gguf.GgufModel}). */
+    private static LoadedModel loadGguf(Path file, LoadFormat format, LoadListener listener, Quantization quantization) {
+        if (format != LoadFormat.SAFETENSORS) {
+            throw new ModelLoadException(file + ": --load-format " + format.name().toLowerCase() + " with a GGUF file (its weights are the file's)");
+        }
+        if (quantization != Quantization.NONE) {
+            throw new ModelLoadException(file + ": --quantization " + quantization.label + " applies to a bf16 release; a GGUF file's weights are served as"
+                    + " the file stores them");
+        }
+        Arena arena = Arena.ofShared();
+        try {
+            dev.spindle.model.gguf.GgufFile f = dev.spindle.model.gguf.GgufFile.open(file, arena);
+            ModelConfig config = dev.spindle.model.gguf.GgufModel.config(f);
+            return new LoadedModel(file, config, dev.spindle.model.gguf.GgufModel.weights(f, config, arena, listener), arena);
         } catch (RuntimeException e) {
             arena.close();
             throw e;

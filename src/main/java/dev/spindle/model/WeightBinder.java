@@ -93,6 +93,7 @@ public final class WeightBinder {
                 case F32 -> convert(raw, info, arena, false);
                 case F8_E4M3 -> throw new ModelLoadException(info.file() + ": tensor '" + name + "' is F8_E4M3, but config.json's"
                         + " quantization_config does not say it is stored quantized (or there is none), so its scales are unknown");
+                case BLOCKS -> throw new IllegalStateException(name + ": no safetensors dtype reads as ggml blocks");
             };
             bound.put(name, new Tensor(name, info.shape(), bf16));
         }

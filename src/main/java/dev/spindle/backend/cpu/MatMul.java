@@ -3,6 +3,7 @@ package dev.spindle.backend.cpu;
 import dev.spindle.model.Bf16;
 import dev.spindle.model.Bf16Matrix;
 import dev.spindle.model.Fp8Matrix;
+import dev.spindle.model.GgmlMatrix;
 import dev.spindle.model.Matrix;
 import jdk.incubator.vector.FloatVector;
 
@@ -30,18 +31,19 @@ import static dev.spindle.backend.cpu.Bf16Vectors.sumLanes;
 final class MatMul {
     private static final ValueLayout.OfShort BF16 = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
     private final Parallel parallel;
-    private final Fp8MatMul fp8;
+    private final ExpandedMatMul expanded;
 
     MatMul(Parallel parallel) {
         this.parallel = parallel;
-        this.fp8 = new Fp8MatMul(parallel);
+        this.expanded = new ExpandedMatMul(parallel);
     }
 
     /** {@code out = bf16(x @ W^T)} for a weight in its format: x (n, w.cols()), out (n, w.rows()). */
     void apply(float[] x, int n, Matrix w, float[] out) {
         switch (w) {
             case Bf16Matrix b -> apply(x, n, b.cols(), b.data().data(), b.rows(), out);
-            case Fp8Matrix f -> fp8.apply(x, n, f, 0, f.cols(), out, true);
+            case Fp8Matrix f -> expanded.apply(x, n, f.rows(), Fp8MatMul.rows(f), 0, f.cols(), out, true);
+            case GgmlMatrix g -> expanded.apply(x, n, g.rows(), g::expand, 0, g.cols(), out, true);
         }
     }
 
@@ -52,7 +54,8 @@ final class MatMul {
     void applyColumns(float[] x, int n, Matrix w, int col, int k, float[] out, boolean rounded) {
         switch (w) {
             case Bf16Matrix b -> apply(x, n, k, b.data().data(), b.cols(), col, b.rows(), out, rounded);
-            case Fp8Matrix f -> fp8.apply(x, n, f, col, k, out, rounded);
+            case Fp8Matrix f -> expanded.apply(x, n, f.rows(), Fp8MatMul.rows(f), col, k, out, rounded);
+            case GgmlMatrix g -> expanded.apply(x, n, g.rows(), g::expand, col, k, out, rounded);
         }
     }
 

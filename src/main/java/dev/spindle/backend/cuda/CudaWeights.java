@@ -3,6 +3,7 @@ package dev.spindle.backend.cuda;
 import dev.spindle.backend.TensorParallelLayout;
 import dev.spindle.model.Bf16Matrix;
 import dev.spindle.model.Fp8Matrix;
+import dev.spindle.model.GgmlMatrix;
 import dev.spindle.model.LayerWeights;
 import dev.spindle.model.LoadListener;
 import dev.spindle.model.Matrix;
@@ -118,6 +119,11 @@ public final class CudaWeights implements AutoCloseable {
             }
             return new DeviceMatrix.Bf16(at, rows, cols);
         }
+        for (RowSlice s : slices) {
+            if (s.m() instanceof GgmlMatrix g) {
+                throw noGgml(g);
+            }
+        }
         if (!slices.stream().allMatch(s -> s.m() instanceof Fp8Matrix)) {
             throw new CudaException(slices.stream().map(s -> s.m().name() + " is " + s.m().format()).collect(java.util.stream.Collectors.joining(", "))
                     + ": the CUDA backend fuses these into one matrix, so they must share one format");
@@ -149,7 +155,14 @@ public final class CudaWeights implements AutoCloseable {
                 long scales = up.put(alloc(f.scales().data().byteSize()), f.scales());
                 yield new DeviceMatrix.Fp8(data, scales, f.rows(), f.cols(), f.blockRows(), f.blockCols());
             }
+            case GgmlMatrix g -> throw noGgml(g);
         };
+    }
+
+    /** ggml's block formats (GGUF files) run on the CPU backend so far. */
+    private static CudaException noGgml(GgmlMatrix g) {
+        return new CudaException(g.name() + " is " + g.format() + ": the CUDA backend has no kernels for ggml's block formats yet; GGUF files run"
+                + " on the CPU backend (--backend cpu)");
     }
 
     /** Fills new device weights with {@code fill}, timed; what was allocated is freed if it fails. */
@@ -285,6 +298,7 @@ public final class CudaWeights implements AutoCloseable {
         return switch (m) {
             case Bf16Matrix b -> b.data();
             case Fp8Matrix f -> throw new CudaException(f.name() + " is " + f.format() + ": the CUDA backend reads the output head in bf16 only");
+            case GgmlMatrix g -> throw noGgml(g);
         };
     }
 
