@@ -46,12 +46,26 @@ class GgufFileTest {
 
     /** A small GGUF: one metadata string, then tensors given as (name, dims, type id, data offset). */
     static byte[] gguf(int version, List<Object[]> tensors, int dataBytes) {
+        return gguf(version, java.util.Map.of("general.architecture", "llama"), tensors, dataBytes);
+    }
+
+    /** The same with metadata of strings, integers (u32) and floats (f32). */
+    static byte[] gguf(int version, java.util.Map<String, Object> metadata, List<Object[]> tensors, int dataBytes) {
         ByteArrayOutputStream out = new ByteArrayOutputStream();
         ByteBuffer b = ByteBuffer.allocate(1 << 16).order(ByteOrder.LITTLE_ENDIAN);
-        b.putInt(0x46554747).putInt(version).putLong(tensors.size()).putLong(1);
-        putString(b, "general.architecture");
-        b.putInt(8);
-        putString(b, "llama");
+        b.putInt(0x46554747).putInt(version).putLong(tensors.size()).putLong(metadata.size());
+        for (var e : new java.util.TreeMap<>(metadata).entrySet()) {
+            putString(b, e.getKey());
+            switch (e.getValue()) {
+                case String s -> {
+                    b.putInt(8);
+                    putString(b, s);
+                }
+                case Integer i -> b.putInt(4).putInt(i);
+                case Float f -> b.putInt(6).putFloat(f);
+                default -> throw new IllegalArgumentException(e.toString());
+            }
+        }
         for (Object[] t : tensors) {
             putString(b, (String) t[0]);
             long[] dims = (long[]) t[1];
@@ -102,5 +116,37 @@ class GgufFileTest {
         assertTrue(refusal(gguf(3, List.<Object[]>of(new Object[]{"w", new long[]{60, 2}, 8, 0L}), 200)).contains("blocks of 32 elements"));
         assertTrue(refusal(gguf(3, List.<Object[]>of(new Object[]{"a", q8, 8, 0L}, new Object[]{"b", q8, 8, 64L}), 400)).contains("overlap"));
         assertTrue(refusal(gguf(3, List.<Object[]>of(new Object[]{"w", q8, 8, 0L}, new Object[]{"w", q8, 8, 160L}), 400)).contains("appears twice"));
+    }
+
+    private String configRefusal(java.util.Map<String, Object> metadata) throws IOException {
+        Path p = tmp.resolve("c.gguf");
+        Files.write(p, gguf(3, metadata, List.<Object[]>of(new Object[]{"token_embd.weight", new long[]{64, 16}, 0, 0L}), 64 * 16 * 4));
+        try (GgufFile f = GgufFile.open(p)) {
+            ModelLoadException e = assertThrows(ModelLoadException.class, () -> GgufModel.config(f));
+            assertTrue(e.getMessage().startsWith(p.toString()), e.getMessage());
+            return e.getMessage();
+        }
+    }
+
+    /** What the config parser refuses in config.json, a GGUF's llama.* metadata is refused for, naming the key. */
+    @Test
+    void metadataSpindleDoesNotImplementIsRefusedByKey() throws IOException {
+        java.util.Map<String, Object> llama = new java.util.HashMap<>(java.util.Map.of("general.architecture", "llama", "llama.embedding_length", 64,
+                "llama.attention.head_count", 4, "llama.block_count", 1, "llama.feed_forward_length", 128));
+        java.util.Map<String, Object> qwen = new java.util.HashMap<>(llama);
+        qwen.put("general.architecture", "qwen2");
+        assertTrue(configRefusal(qwen).contains("general.architecture is 'qwen2'"));
+        java.util.Map<String, Object> yarn = new java.util.HashMap<>(llama);
+        yarn.put("llama.rope.scaling.type", "yarn");
+        assertTrue(configRefusal(yarn).contains("llama.rope.scaling.type = yarn turns on rope scaling"));
+        java.util.Map<String, Object> partial = new java.util.HashMap<>(llama);
+        partial.put("llama.rope.dimension_count", 8);
+        assertTrue(configRefusal(partial).contains("partial rotary"));
+        java.util.Map<String, Object> missing = new java.util.HashMap<>(llama);
+        missing.remove("llama.block_count");
+        assertTrue(configRefusal(missing).contains("metadata llama.block_count is missing"));
+        java.util.Map<String, Object> typed = new java.util.HashMap<>(llama);
+        typed.put("llama.block_count", "three");
+        assertTrue(configRefusal(typed).contains("llama.block_count is a string, an integer was expected"));
     }
 }
