@@ -41,6 +41,11 @@ final class KlCommand implements Callable<Integer> {
             description = "The baseline's --quantization (default none: the checkpoint as published).")
     String baselineQuantization;
 
+    @Option(names = "--baseline-model", paramLabel = "DIR",
+            description = "The baseline's model directory when --model is another file of the same model (a GGUF of it): the baseline is that"
+                    + " release as published, the candidate --model as its file stores it; the tokenizer and chat template come from DIR.")
+    Path baselineModel;
+
     @Option(names = "--corpus", paramLabel = "FILE", description = "JSONL corpus (category, id, messages or text); default: the corpus shipped with Spindle.")
     Path corpus;
 
@@ -71,28 +76,35 @@ final class KlCommand implements Callable<Integer> {
     public Integer call() throws IOException {
         Quantization base = Quantization.parse(baselineQuantization), cand = model.quantization();
         KvDtype kv = model.kvDtype();
-        if (base == cand && kv == KvDtype.BF16) {
+        Path baseDir = baselineModel != null ? baselineModel : model.dir();
+        if (baselineModel == null && base == cand && kv == KvDtype.BF16) {
             throw new IllegalArgumentException("--quantization and --baseline-quantization are both " + cand.label
                     + " and the KV cache is bf16: nothing to compare (give --quantization or --kv-cache-dtype)");
         }
-        String candidate = cand.label + (kv == KvDtype.BF16 ? "" : "+kv-" + kv.label);
         List<KlCorpus.Entry> entries;
-        try (Tokenizer tok = Tokenizer.load(model.dir()); InputStream in = corpus != null ? Files.newInputStream(corpus)
+        try (Tokenizer tok = Tokenizer.load(baseDir); InputStream in = corpus != null ? Files.newInputStream(corpus)
                 : KlCommand.class.getResourceAsStream(KlCorpus.SHIPPED)) {
-            entries = select(KlCorpus.read(in, corpus != null ? corpus.toString() : "the shipped corpus", ChatTemplate.fromModelDir(model.dir()), tok));
+            entries = select(KlCorpus.read(in, corpus != null ? corpus.toString() : "the shipped corpus", ChatTemplate.fromModelDir(baseDir), tok));
         }
         int longest = entries.stream().mapToInt(e -> Math.min(maxTokens, e.ids().length)).max().orElse(1);
         Backends.Settings settings = new Backends.Settings(model.threadCount(), model.blockSize, model.blocksFor(longest) * model.blockSize,
                 Math.max(1, chunk), 0.9, true, model.gemmCacheDir());
         Backends.Kind kind = Backends.Kind.parse(backend);
         ObjectNode report = new ObjectMapper().createObjectNode();
-        try (Backends.Opened b = Backends.open(model.dir(), model.format(), kind, settings.withQuantization(base), LoadListener.NONE);
+        try (Backends.Opened b = Backends.open(baseDir, model.format(), kind, settings.withQuantization(base), LoadListener.NONE);
              Backends.Opened c = Backends.open(model.dir(), model.format(), kind, settings.withQuantization(cand).withKvDtype(kv), LoadListener.NONE)) {
             System.err.println("baseline: " + b.description());
             System.err.println("candidate: " + c.description());
+            if (!b.config().equals(c.config())) {
+                throw new IllegalArgumentException("--model " + model.dir() + " is not the model of --baseline-model " + baseDir + ": their configs differ ("
+                        + c.config() + " against " + b.config() + ")");
+            }
+            String weights = baselineModel != null ? c.weights() : cand.label;
+            String candidate = weights + (kv == KvDtype.BF16 ? "" : "+kv-" + kv.label);
             KlRun run = new KlRun(b.pass(), c.pass(), chunk);
             Map<String, KlRun.Summary> summary = run.run(entries, maxTokens, line -> System.err.println("  " + line));
-            report.put("model", model.dir().toString()).put("baseline", base.label).put("candidate", candidate).put("weights", cand.label)
+            report.put("model", model.dir().toString()).put("baseline", baselineModel != null ? baseDir.toString() : base.label).put("candidate", candidate)
+                    .put("weights", weights)
                     .put("kv_cache", kv.label)
                     .put("backend", backend).put("corpus", corpus != null ? corpus.toString() : KlCorpus.SHIPPED).put("max_tokens", maxTokens);
             ObjectNode cats = report.putObject("categories");

@@ -13,8 +13,9 @@ import java.nio.file.Path;
 
 /** Options shared by every command that loads a model. */
 final class ModelOptions {
-    @Option(names = "--model", paramLabel = "DIR",
-            description = "Hugging Face model directory (config.json + safetensors); required.")
+    @Option(names = "--model", paramLabel = "DIR|FILE.gguf",
+            description = "Hugging Face model directory (config.json + safetensors), or a llama GGUF file (weights only so far: its tokenizer is not read"
+                    + " yet); required.")
     Path model;
 
     /** The model directory; an IllegalArgumentException (one clear line) when --model was not given. */
