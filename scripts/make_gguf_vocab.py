@@ -3,9 +3,11 @@
 a Hugging Face model directory whose tokenizer.json is a byte-fallback BPE, written with llama.cpp's gguf-py; and the ids
 llama.cpp's own llama-tokenize gives for a list of texts (tokenizer goldens).
 
-Usage: make_gguf_vocab.py GGUF_PY_DIR MODEL_DIR OUT.gguf [LLAMA_TOKENIZE TEXTS.jsonl GOLDENS.jsonl]
+Usage: make_gguf_vocab.py GGUF_PY_DIR MODEL_DIR OUT.gguf SPACE_PREFIX [LLAMA_TOKENIZE TEXTS.jsonl GOLDENS.jsonl]
+  SPACE_PREFIX: true or false, tokenizer.ggml.add_space_prefix (false: a chat prompt, which begins with a special token,
+  tokenizes as the Hugging Face tokenizer's Metaspace "first" does)
 Piece types: added special tokens CONTROL, other added tokens USER_DEFINED, <0xXX> BYTE, the unk token UNKNOWN, the rest
-NORMAL; scores -id (a BPE vocabulary's pieces in merge order); add_space_prefix true, add_bos_token false."""
+NORMAL; scores -id (a BPE vocabulary's pieces in merge order); add_bos_token false."""
 import json
 import os
 import re
@@ -16,7 +18,7 @@ import tempfile
 sys.path.insert(0, sys.argv[1])
 import gguf  # noqa: E402
 
-model, out = sys.argv[2], sys.argv[3]
+model, out, prefix = sys.argv[2], sys.argv[3], sys.argv[4] == 'true'
 cfg = json.load(open(f'{model}/config.json'))
 tj = json.load(open(f'{model}/tokenizer.json'))
 vocab = dict(tj['model']['vocab'])
@@ -63,7 +65,7 @@ w.add_eos_token_id(eos if isinstance(eos, int) else eos[0])
 if tj['model'].get('unk_token') in vocab:
     w.add_unk_token_id(vocab[tj['model']['unk_token']])
 w.add_add_bos_token(False)
-w.add_add_space_prefix(True)
+w.add_add_space_prefix(prefix)
 tpl = os.path.join(model, 'chat_template.jinja')
 if os.path.exists(tpl):
     w.add_chat_template(open(tpl).read())
@@ -72,8 +74,8 @@ w.write_kv_data_to_file()
 w.write_tensors_to_file()
 w.close()
 print(out)
-if len(sys.argv) > 4:
-    tool, texts, goldens = sys.argv[4:7]
+if len(sys.argv) > 5:
+    tool, texts, goldens = sys.argv[5:8]
     with open(goldens, 'w') as g:
         for line in open(texts):
             text = json.loads(line)['text']

@@ -16,8 +16,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * A GGUF's SentencePiece-style vocabulary (the bundled model's, as a vocabulary-only GGUF) tokenizes every text of the
- * goldens to the ids llama.cpp's own llama-tokenize gave for the same file (src/test/resources/fixtures/gguf-vocab: the
+ * A GGUF's SentencePiece-style vocabulary (the bundled model's, as a vocabulary-only GGUF, with and without
+ * add_space_prefix) tokenizes every text of the goldens to the ids llama.cpp's own llama-tokenize gave for the same file (src/test/resources/fixtures/gguf-vocab: the
  * kl corpus's texts, chat turns with special tokens, Chinese, code, emoji, runs of spaces), and decodes them back.
  */
 class GgufTokenizerTest {
@@ -39,13 +39,14 @@ class GgufTokenizerTest {
         return new SpmTokenizer(pieces, scores, types, prefix);
     }
 
-    @Test
-    void textsTokenizeAsLlamaCppTokenizesThem() throws IOException {
-        try (GgufFile f = GgufFile.open(DIR.resolve("spindle-chat-target-vocab.gguf"))) {
+    @org.junit.jupiter.params.ParameterizedTest
+    @org.junit.jupiter.params.provider.ValueSource(strings = {"true", "false"})
+    void textsTokenizeAsLlamaCppTokenizesThem(String prefix) throws IOException {
+        try (GgufFile f = GgufFile.open(DIR.resolve("spindle-chat-target-vocab-prefix-" + prefix + ".gguf"))) {
             assertEquals("llama", f.string("tokenizer.ggml.model").orElseThrow());
             SpmTokenizer tok = spm(f);
             int n = 0;
-            for (String line : Files.readAllLines(DIR.resolve("llama-tokenize-goldens.jsonl"))) {
+            for (String line : Files.readAllLines(DIR.resolve("llama-tokenize-prefix-" + prefix + ".jsonl"))) {
                 JsonNode g = new ObjectMapper().readTree(line);
                 String text = g.get("text").asText();
                 int[] want = new int[g.get("ids").size()];
