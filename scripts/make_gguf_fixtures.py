@@ -18,6 +18,7 @@ from gguf import quants  # noqa: E402
 
 model, prefix, types = sys.argv[2], sys.argv[3], sys.argv[4:]
 cfg = json.load(open(f'{model}/config.json'))
+rope_theta = cfg.get('rope_theta', cfg.get('rope_parameters', {}).get('rope_theta', 10000.0))  # def rope_theta: top level or rope_parameters
 raw = open(f'{model}/model.safetensors', 'rb').read()
 n = struct.unpack('<Q', raw[:8])[0]
 header = json.loads(raw[8:8 + n])
@@ -61,7 +62,7 @@ for t in types:
     w.add_key_length(head_dim)
     w.add_value_length(head_dim)
     w.add_rope_dimension_count(head_dim)
-    w.add_rope_freq_base(cfg.get('rope_theta', 10000.0))
+    w.add_rope_freq_base(rope_theta)
     w.add_layer_norm_rms_eps(cfg.get('rms_norm_eps', 1e-5))
     w.add_vocab_size(cfg['vocab_size'])
     if cfg.get('bos_token_id') is not None:

@@ -20,6 +20,7 @@ import gguf  # noqa: E402
 
 model, out, prefix = sys.argv[2], sys.argv[3], sys.argv[4] == 'true'
 cfg = json.load(open(f'{model}/config.json'))
+rope_theta = cfg.get('rope_theta', cfg.get('rope_parameters', {}).get('rope_theta', 10000.0))  # def rope_theta: top level or rope_parameters
 tj = json.load(open(f'{model}/tokenizer.json'))
 vocab = dict(tj['model']['vocab'])
 added = {t['content']: t for t in tj['added_tokens']}
@@ -53,6 +54,9 @@ w.add_head_count(cfg['num_attention_heads'])
 w.add_head_count_kv(cfg.get('num_key_value_heads', cfg['num_attention_heads']))
 w.add_rope_dimension_count(cfg.get('head_dim', cfg['hidden_size'] // cfg['num_attention_heads']))
 w.add_layer_norm_rms_eps(cfg.get('rms_norm_eps', 1e-5))
+w.add_rope_freq_base(rope_theta)
+w.add_key_length(cfg.get('head_dim', cfg['hidden_size'] // cfg['num_attention_heads']))
+w.add_value_length(cfg.get('head_dim', cfg['hidden_size'] // cfg['num_attention_heads']))
 w.add_vocab_size(n)
 w.add_tokenizer_model('llama')
 w.add_token_list(pieces)

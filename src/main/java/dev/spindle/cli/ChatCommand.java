@@ -24,6 +24,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Callable;
+import dev.spindle.wiring.ModelFiles;
 
 /** {@code spindle chat}: one chat turn with a model, streamed to the terminal (reasoning dimmed). */
 @Command(name = "chat", mixinStandardHelpOptions = true,
@@ -70,10 +71,10 @@ final class ChatCommand implements Callable<Integer> {
                 true, model.gemmCacheDir()).withQuantization(model.quantization()).withKvDtype(model.kvDtype());
         ProgressBar bar = ProgressBar.forTerminal("loading " + model.dir().getFileName());
         try (Backends.Opened b = Backends.open(model.dir(), model.format(), Backends.Kind.parse(backend), Proposers.targetSettings(spec, settings), bar);
-             Tokenizer tok = Tokenizer.load(model.dir())) {
+             Tokenizer tok = ModelFiles.tokenizer(model.dir())) {
             bar.done();
             Speculation speculation = Proposers.open(spec, model.dir(), b, model.format(), settings, LoadListener.NONE);
-            ChatRunner runner = new ChatRunner(b.pass(), tok, ChatTemplate.fromModelDir(model.dir())).withSpeculation(speculation);
+            ChatRunner runner = new ChatRunner(b.pass(), tok, ModelFiles.chatTemplate(model.dir())).withSpeculation(speculation);
             boolean[] inReasoning = {false};
             long t0 = System.nanoTime();
             ChatReply reply = runner.complete(messages, toolList, kwargs, maxTokens, d -> {

@@ -26,6 +26,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.Callable;
+import dev.spindle.wiring.ModelFiles;
 
 /**
  * {@code spindle kl}: how far a lossy configuration's next-token distributions are from the model as published, on the
@@ -82,9 +83,9 @@ final class KlCommand implements Callable<Integer> {
                     + " and the KV cache is bf16: nothing to compare (give --quantization or --kv-cache-dtype)");
         }
         List<KlCorpus.Entry> entries;
-        try (Tokenizer tok = Tokenizer.load(baseDir); InputStream in = corpus != null ? Files.newInputStream(corpus)
+        try (Tokenizer tok = ModelFiles.tokenizer(baseDir); InputStream in = corpus != null ? Files.newInputStream(corpus)
                 : KlCommand.class.getResourceAsStream(KlCorpus.SHIPPED)) {
-            entries = select(KlCorpus.read(in, corpus != null ? corpus.toString() : "the shipped corpus", ChatTemplate.fromModelDir(baseDir), tok));
+            entries = select(KlCorpus.read(in, corpus != null ? corpus.toString() : "the shipped corpus", ModelFiles.chatTemplate(baseDir), tok));
         }
         int longest = entries.stream().mapToInt(e -> Math.min(maxTokens, e.ids().length)).max().orElse(1);
         Backends.Settings settings = new Backends.Settings(model.threadCount(), model.blockSize, model.blocksFor(longest) * model.blockSize,

@@ -15,6 +15,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Callable;
+import dev.spindle.wiring.ModelFiles;
 
 /** {@code spindle prompt}: the rendered chat prompt and its token ids, exactly as the model will see them. */
 @Command(name = "prompt", mixinStandardHelpOptions = true,
@@ -55,9 +56,9 @@ final class PromptCommand implements Callable<Integer> {
             Map<String, Object> kv = (Map<String, Object>) JsonValues.toValue(k);
             vars.putAll(kv);
         }
-        String prompt = ChatTemplate.fromModelDir(model).render((List<?>) JsonValues.toValue(list),
+        String prompt = ModelFiles.chatTemplate(model).render((List<?>) JsonValues.toValue(list),
                 (List<?>) JsonValues.toValue(toolNode), vars);
-        try (Tokenizer tok = Tokenizer.load(model)) {
+        try (Tokenizer tok = ModelFiles.tokenizer(model)) {
             int[] ids = tok.encode(prompt);
             System.out.println(prompt);
             System.out.println("---- " + ids.length + " tokens");

@@ -28,6 +28,7 @@ import java.util.Map;
 import java.util.Random;
 import java.util.Set;
 import java.util.concurrent.Callable;
+import dev.spindle.wiring.ModelFiles;
 
 /**
  * {@code spindle bench --speculative-method ...}: speculative decoding on the engine, drafted against
@@ -93,8 +94,8 @@ public final class SpecBenchRun implements Callable<Integer> {
                 }
                 eos = Set.copyOf(target.config().eosTokenIds());
             } else if (chat) {
-                try (Tokenizer tok = Tokenizer.load(model.dir())) {
-                    ChatTemplate template = ChatTemplate.fromModelDir(model.dir());
+                try (Tokenizer tok = ModelFiles.tokenizer(model.dir())) {
+                    ChatTemplate template = ModelFiles.chatTemplate(model.dir());
                     for (String q : questions(maxBatch)) {
                         prompts.add(tok.encode(template.render(List.of(Map.of("role", "user", "content", q)), null, Map.of("add_generation_prompt", true))));
                     }

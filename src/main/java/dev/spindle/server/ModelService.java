@@ -34,6 +34,7 @@ import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Set;
+import dev.spindle.wiring.ModelFiles;
 
 /**
  * Loads the configured model in the background at startup and owns the engine that serves
@@ -57,7 +58,8 @@ public class ModelService {
     public ModelService(SpindleConfig config) {
         this.config = config;
         Path dir = Path.of(config.model());
-        this.servedName = config.servedModelName().orElse(dir.toAbsolutePath().normalize().getFileName().toString());
+        // the directory's name, or a GGUF file's without its extension (as llama.cpp's server and Ollama name it)
+        this.servedName = config.servedModelName().orElse(dir.toAbsolutePath().normalize().getFileName().toString().replaceFirst("\\.gguf$", ""));
         Thread.ofPlatform().name("spindle-loader").daemon().start(() -> {
             try {
                 loaded = load(dir);
@@ -77,8 +79,8 @@ public class ModelService {
         }
         LoadFormat format = LoadFormat.parse(config.loadFormat());
         long t0 = System.nanoTime();
-        Tokenizer tokenizer = Tokenizer.load(dir);
-        ChatTemplate template = ChatTemplate.fromModelDir(dir);
+        Tokenizer tokenizer = ModelFiles.tokenizer(dir);
+        ChatTemplate template = ModelFiles.chatTemplate(dir);
         int threads = config.threads().orElse(Runtime.getRuntime().availableProcessors());
         Backends.Kind kind = Backends.Kind.parse(config.backend());
         boolean cpu = !Backends.resolve(kind).cuda();
@@ -113,7 +115,7 @@ public class ModelService {
         }
         Engine engine = new Engine(backend.pass(), config.maxNumBatchedTokens(), config.maxNumSeqs(), eos, config.maxWaitingRequests(), speculation,
                 config.asyncScheduling());
-        var texts = TokenTexts.load(dir.resolve("tokenizer.json"), mc.vocabSize());
+        var texts = ModelFiles.tokenTexts(dir, tokenizer, mc.vocabSize());
         long tw = System.nanoTime();
         warmUp(engine, tokenizer);
         long ready = System.nanoTime();
@@ -121,7 +123,8 @@ public class ModelService {
                 servedName, mc.architecture(), mc.numLayers(), mc.numLoops() > 1 ? " x " + mc.numLoops() + " loops" : "", mc.parameterCount(),
                 backend.description(), (ready - t0) / 1e9, (ready - tw) / 1e9);
         String kv = KvDtype.parse(config.kvCacheDtype()).label;
-        Log.infof("weights %s, KV cache %s: %s", backend.weights(), kv, KlDisclosure.shipped().line(Quantization.parse(config.quantization()).label, kv));
+        Log.infof("weights %s, KV cache %s: %s", backend.weights(), kv, fileQuantized(backend.weights()) ? FILE_QUANTIZED
+                : KlDisclosure.shipped().line(Quantization.parse(config.quantization()).label, kv));
         return new Loaded(backend, tokenizer, template, engine, servedName, readGenerationConfig(dir.resolve("generation_config.json")),
                 texts, eos);
     }
@@ -132,17 +135,26 @@ public class ModelService {
      */
     public Map<String, Object> disclosure() {
         String q = Quantization.parse(config.quantization()).label, kv = KvDtype.parse(config.kvCacheDtype()).label;
-        boolean lossless = q.equals("none") && kv.equals("bf16");
+        boolean file = fileQuantized(l().backend().weights()), lossless = !file && q.equals("none") && kv.equals("bf16");
         Map<String, Object> d = new LinkedHashMap<>();
         d.put("weights", l().backend().weights());
         d.put("quantization", q);
         d.put("kv_cache", kv);
         KlDisclosure kl = KlDisclosure.shipped();
-        d.put("kl", lossless ? null : kl.find(q, kv).map(m -> (Object) m).orElse("not measured"));
+        d.put("kl", lossless ? null : file ? FILE_QUANTIZED : kl.find(q, kv).map(m -> (Object) m).orElse("not measured"));
         if (!lossless) {
             d.put("kl_about", kl.about());
         }
         return d;
+    }
+
+    /** What is disclosed of a file whose weights are stored quantized (a GGUF's ggml blocks): lossy, measured by the user. */
+    static final String FILE_QUANTIZED = "lossy: the file stores its weights quantized; Spindle has no KL measured for this file (spindle kl --model FILE"
+            + " --baseline-model RELEASE_DIR measures it; docs/KL.md has the GGUF rungs of the bundled model)";
+
+    /** Whether the weights served are a file's quantized blocks rather than the release's values. */
+    static boolean fileQuantized(String weights) {
+        return weights.startsWith("gguf ");
     }
 
     /** Whether the model is loaded and warmed up. */

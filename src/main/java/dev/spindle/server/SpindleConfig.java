@@ -12,7 +12,7 @@ import java.util.OptionalInt;
  */
 @ConfigMapping(prefix = "spindle")
 public interface SpindleConfig {
-    /** The Hugging Face model directory to serve. */
+    /** The Hugging Face model directory, or the llama GGUF file, to serve. */
     @WithDefault("models/spindle-chat-target")
     String model();
 
@@ -31,7 +31,7 @@ public interface SpindleConfig {
     @WithDefault("bf16")
     String kvCacheDtype();
 
-    /** The model id clients use; defaults to the directory name. */
+    /** The model id clients use; defaults to the directory's name (a GGUF file's without .gguf). */
     Optional<String> servedModelName();
 
     /** auto (CUDA when a GPU is usable, else CPU), cpu or cuda. The choice and its reason are logged at start. */

@@ -15,11 +15,17 @@ import java.util.Set;
 
 /**
  * A model's tokenizer: its {@code tokenizer.json} run by HF's own Rust implementation
- * (through DJL), so ids match HF exactly. Rendered chat prompts are encoded without
- * special tokens (the template writes them). Truncation and padding are off.
+ * (through DJL), so ids match HF exactly; or a GGUF file's vocabulary tokenized as llama.cpp
+ * tokenizes it ({@link SpmTokenizer}), so ids match llama.cpp's for that file. Rendered chat
+ * prompts are encoded without added special tokens (the template writes them). Truncation and
+ * padding are off.
  */
 public final class Tokenizer implements AutoCloseable {
+    /** One of the two: the Hugging Face tokenizer, or a GGUF vocabulary. */
     private final HuggingFaceTokenizer hf;
+    private final SpmTokenizer spm;
+    /** With a GGUF vocabulary: the BOS id encodeWithSpecialTokens puts first (-1: none). */
+    private final int bos;
     private final Map<String, Integer> addedTokens;
     private final Set<Integer> specialIds;
 
@@ -38,10 +44,36 @@ public final class Tokenizer implements AutoCloseable {
         DJL_CUDA_PROBE.setLevel(java.util.logging.Level.SEVERE);
     }
 
-    private Tokenizer(HuggingFaceTokenizer hf, Map<String, Integer> addedTokens, Set<Integer> specialIds) {
+    private Tokenizer(HuggingFaceTokenizer hf, SpmTokenizer spm, int bos, Map<String, Integer> addedTokens, Set<Integer> specialIds) {
         this.hf = hf;
+        this.spm = spm;
+        this.bos = bos;
         this.addedTokens = addedTokens;
         this.specialIds = specialIds;
+    }
+
+    /**
+     * A GGUF file's vocabulary: its control and user-defined pieces are the added tokens (control ones special), and
+     * {@link #encodeWithSpecialTokens} puts {@code bos} first where the file says to add it ({@code bos} -1: never).
+     */
+    public static Tokenizer of(SpmTokenizer spm, int bos) {
+        Map<String, Integer> added = new HashMap<>();
+        Set<Integer> special = new HashSet<>();
+        for (int id = 0; id < spm.size(); id++) {
+            int t = spm.type(id);
+            if (t == SpmTokenizer.CONTROL || t == SpmTokenizer.USER_DEFINED) {
+                added.putIfAbsent(spm.piece(id), id);
+            }
+            if (t == SpmTokenizer.CONTROL || t == SpmTokenizer.UNKNOWN) {
+                special.add(id);
+            }
+        }
+        return new Tokenizer(null, spm, bos, Map.copyOf(added), Set.copyOf(special));
+    }
+
+    /** The GGUF vocabulary behind this tokenizer, or null (a tokenizer.json). */
+    public SpmTokenizer spm() {
+        return spm;
     }
 
     /** Loads {@code dir/tokenizer.json}. */
@@ -76,7 +108,7 @@ public final class Tokenizer implements AutoCloseable {
                     .optTruncation(false)
                     .optPadding(false)
                     .build();
-            return new Tokenizer(hf, Map.copyOf(added), Set.copyOf(special));
+            return new Tokenizer(hf, null, -1, Map.copyOf(added), Set.copyOf(special));
         } catch (IOException | RuntimeException e) {
             if (String.valueOf(e.getMessage()).contains("native library")) {
                 throw new TokenizerException(file + ": the tokenizer's native library (DJL, " + System.getProperty("os.name") + " "
@@ -88,15 +120,31 @@ public final class Tokenizer implements AutoCloseable {
 
     /** Ids of {@code text} without special tokens (for a rendered chat prompt). */
     public int[] encode(String text) {
+        if (spm != null) {
+            return spm.encode(sanitize(text), true);
+        }
         return toInts(hf.encode(sanitize(text), false, false));
     }
 
     /** Ids with the post-processor's special tokens (Nanbeige: a leading {@code <|im_start|>}). */
     public int[] encodeWithSpecialTokens(String text) {
+        if (spm != null) {
+            int[] ids = spm.encode(sanitize(text), true);
+            if (bos < 0) {
+                return ids;
+            }
+            int[] out = new int[ids.length + 1];
+            out[0] = bos;
+            System.arraycopy(ids, 0, out, 1, ids.length);
+            return out;
+        }
         return toInts(hf.encode(sanitize(text), true, false));
     }
 
     public String decode(int[] ids, boolean skipSpecialTokens) {
+        if (spm != null) {
+            return spm.decode(ids, skipSpecialTokens);
+        }
         long[] l = new long[ids.length];
         for (int i = 0; i < ids.length; i++) {
             l[i] = ids[i];
@@ -148,6 +196,8 @@ public final class Tokenizer implements AutoCloseable {
 
     @Override
     public void close() {
-        hf.close();
+        if (hf != null) {
+            hf.close();
+        }
     }
 }

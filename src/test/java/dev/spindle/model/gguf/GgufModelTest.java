@@ -102,4 +102,34 @@ class GgufModelTest {
                 dev.spindle.model.HostReads.AT_LOAD, Quantization.FP8_BLOCK));
         assertTrue(q.getMessage().contains("--quantization fp8-block"), q.getMessage());
     }
+
+    /**
+     * The bundled chat model as one GGUF file (bf16 weights in llama.cpp's layout, the vocabulary and chat template in the
+     * metadata; GgufTestFiles): the release's config and logits bit for bit, and a rendered chat turn tokenizes to the Hugging
+     * Face tokenizer's ids (the file's vocabulary has no space prefix: chat prompts begin with a special token).
+     */
+    @Test
+    void theBundledModelAsOneFileServesWhatItsDirectoryServes() {
+        Path dir = Path.of("models/spindle-chat-target");
+        Path file = GgufTestFiles.bf16WithMetadata(dir, Path.of("src/test/resources/fixtures/gguf-vocab/spindle-chat-target-vocab-prefix-false.gguf"),
+                Path.of("target/gguf/spindle-chat-target-bf16.gguf"));
+        int[] prompt = new Random(12).ints(48, 3, 4000).toArray();
+        try (LoadedModel st = ModelLoader.load(dir, LoadFormat.SAFETENSORS, LoadListener.NONE);
+             LoadedModel gg = ModelLoader.load(file, LoadFormat.SAFETENSORS, LoadListener.NONE)) {
+            assertEquals(st.config(), gg.config());
+            float[][] want = logits(st, prompt), got = logits(gg, prompt);
+            for (int i = 0; i < want.length; i++) {
+                assertArrayEquals(want[i], got[i], "row " + i);
+            }
+        }
+        var messages = List.of(java.util.Map.of("role", "system", "content", "You are terse."), java.util.Map.of("role", "user", "content",
+                "What's 12 + 30? Answer  with a number, café, 你好."));
+        String fromDir = dev.spindle.wiring.ModelFiles.chatTemplate(dir).render(messages, List.of(), java.util.Map.of("add_generation_prompt", true));
+        String fromFile = dev.spindle.wiring.ModelFiles.chatTemplate(file).render(messages, List.of(), java.util.Map.of("add_generation_prompt", true));
+        assertEquals(fromDir, fromFile, "the file's chat template renders as the directory's");
+        try (var hf = dev.spindle.wiring.ModelFiles.tokenizer(dir); var spm = dev.spindle.wiring.ModelFiles.tokenizer(file)) {
+            assertArrayEquals(hf.encode(fromDir), spm.encode(fromFile), "a chat prompt's ids");
+            assertEquals(hf.addedTokenId("<|im_end|>"), spm.addedTokenId("<|im_end|>"));
+        }
+    }
 }
