@@ -40,7 +40,7 @@ class ArchitectureTest {
         m.put("backend", Set.of("model", "tokenizer", "sample", "step", "kv"));
         m.put("engine", Set.of("model", "tokenizer", "grammar", "chat", "sample", "step", "kv"));
         m.put("eval", Set.of("model", "tokenizer", "chat", "step", "kv"));
-        m.put("wiring", Set.of("model", "tokenizer", "sample", "step", "kv", "backend", "engine"));
+        m.put("wiring", Set.of("model", "tokenizer", "grammar", "chat", "sample", "step", "kv", "backend", "engine"));
         m.put("cli", Set.of("model", "tokenizer", "grammar", "chat", "sample", "step", "kv", "backend", "engine", "eval", "wiring"));
         m.put("server", Set.of("model", "tokenizer", "grammar", "chat", "sample", "step", "kv", "backend", "engine", "eval", "wiring", "cli"));
         return m;
