@@ -146,7 +146,8 @@ public final class GgufTestFiles {
                 string(h, s);
             }
             case Long l -> {
-                if (tagged) h.putInt(5);
+                // scalars as u32 (llama.cpp reads its counts and ids as such), array elements as i32 (token types)
+                if (tagged) h.putInt(l >= 0 ? 4 : 5);
                 h.putInt(Math.toIntExact(l));
             }
             case Double d -> {
