@@ -51,6 +51,14 @@ public final class GgufModel {
                         + " implement; refusing rather than serving wrong output");
             }
         }
+        for (String key : f.metadata().keySet()) {
+            if (key.startsWith("llama.") && !READ.contains(key) && !key.startsWith("llama.rope.scaling.")) {
+                String what = key.contains("loop") ? " (a looped model: Spindle would need the loop count and which layers repeat, in keys it"
+                        + " knows; none is defined for GGUF yet)" : key.contains("expert") ? " (a mixture of experts, which Spindle does not implement)" : "";
+                throw new ModelLoadException(f.path() + ": metadata " + key + " = " + f.metadata().get(key) + " is not a llama key Spindle reads"
+                        + what + "; refusing rather than serving wrong output");
+            }
+        }
         int hidden = (int) f.requireInteger("llama.embedding_length"), heads = (int) f.requireInteger("llama.attention.head_count");
         int headDim = (int) (long) f.integer("llama.attention.key_length").orElse((long) (heads > 0 ? hidden / heads : 0));
         long valueLength = f.integer("llama.attention.value_length").orElse((long) headDim);
@@ -87,6 +95,12 @@ public final class GgufModel {
             throw new ModelLoadException(f.path() + " (its llama.* metadata): " + e.getMessage(), e);
         }
     }
+
+    /** The llama.* keys read above (anything else under llama. is refused: it would change the model). */
+    private static final java.util.Set<String> READ = java.util.Set.of("llama.embedding_length", "llama.attention.head_count",
+            "llama.attention.head_count_kv", "llama.attention.key_length", "llama.attention.value_length", "llama.rope.dimension_count",
+            "llama.feed_forward_length", "llama.block_count", "llama.vocab_size", "llama.context_length", "llama.attention.layer_norm_rms_epsilon",
+            "llama.rope.freq_base");
 
     private static GgufFile.TensorInfo tensor(GgufFile f, String name) {
         GgufFile.TensorInfo t = f.tensors().get(name);

@@ -145,6 +145,12 @@ class GgufFileTest {
         java.util.Map<String, Object> missing = new java.util.HashMap<>(llama);
         missing.remove("llama.block_count");
         assertTrue(configRefusal(missing).contains("metadata llama.block_count is missing"));
+        java.util.Map<String, Object> looped = new java.util.HashMap<>(llama);
+        looped.put("llama.num_loops", 2);
+        assertTrue(configRefusal(looped).contains("metadata llama.num_loops = 2 is not a llama key Spindle reads (a looped model"));
+        java.util.Map<String, Object> moe = new java.util.HashMap<>(llama);
+        moe.put("llama.expert_count", 8);
+        assertTrue(configRefusal(moe).contains("mixture of experts"));
         java.util.Map<String, Object> typed = new java.util.HashMap<>(llama);
         typed.put("llama.block_count", "three");
         assertTrue(configRefusal(typed).contains("llama.block_count is a string, an integer was expected"));
