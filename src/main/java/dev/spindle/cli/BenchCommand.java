@@ -197,7 +197,8 @@ final class BenchCommand implements Callable<Integer> {
                 table.release();
                 double bandwidth = MemoryBandwidth.readGBs(model.threadCount(), bandwidthBytes, 3);
                 double decodeTps = decodeTokens / decodeSeconds;
-                double impliedGBs = decodeTps * c.decodeWeightBytes() / 1e9;
+                long weightBytes = m.weights().decodeBytes(c.numLoops()); // the weights' own formats (bf16, fp8, ggml blocks)
+                double impliedGBs = decodeTps * weightBytes / 1e9;
 
                 ObjectMapper json = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
                 ObjectNode out = json.createObjectNode();
@@ -222,7 +223,7 @@ final class BenchCommand implements Callable<Integer> {
                 dec.put("context_tokens", promptTokens + warmupTokens);
                 dec.put("tokens", decodeTokens);
                 dec.put("tokens_per_second", round(decodeTps, 3));
-                dec.put("weight_bytes_per_token", c.decodeWeightBytes());
+                dec.put("weight_bytes_per_token", weightBytes);
                 dec.put("implied_weight_read_gb_per_second", round(impliedGBs, 2));
                 dec.put("measured_memory_read_gb_per_second", round(bandwidth, 2));
                 dec.put("fraction_of_memory_bandwidth", round(impliedGBs / bandwidth, 3));
