@@ -46,6 +46,9 @@ public record CheckpointQuantization(String method, int blockRows, int blockCols
         if (!q.isObject()) {
             throw new ModelLoadException("config: field 'quantization_config' must be an object, got " + q);
         }
+        if (MlxCheckpoints.isMlxConfig(q)) {
+            return null; // mlx-lm's copy of its 'quantization' (MlxCheckpoints)
+        }
         String method = q.path("quant_method").asText("");
         return switch (method) {
             case "fp8" -> fp8(q);

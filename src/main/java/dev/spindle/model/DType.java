@@ -11,6 +11,8 @@ public enum DType {
     F16("F16", 2),
     F32("F32", 4),
     F8_E4M3("F8_E4M3", 1),
+    /** 32-bit words of packed codes (an MLX affine-quantized weight: {@link MlxMatrix}). */
+    U32("U32", 4),
     /** Raw bytes of a block format (a GGUF tensor's ggml blocks: {@link GgmlMatrix}); no safetensors file names it. */
     BLOCKS("(ggml blocks)", 1);
 

@@ -75,7 +75,7 @@ final class Fp8Checkpoints {
                 }
                 yield out;
             }
-            case F8_E4M3, BLOCKS -> throw new ModelLoadException(s.file() + ": scale tensor '" + s.name() + "' is " + s.dtype() + " (expected F32, BF16 or F16)");
+            case F8_E4M3, BLOCKS, U32 -> throw new ModelLoadException(s.file() + ": scale tensor '" + s.name() + "' is " + s.dtype() + " (expected F32, BF16 or F16)");
         };
     }
 }

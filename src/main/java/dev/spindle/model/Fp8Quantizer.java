@@ -36,6 +36,7 @@ public final class Fp8Quantizer {
             case Bf16Matrix b -> quantize(b, q.blockRows(), q.blockCols(b.cols()), arena);
             case Fp8Matrix f -> throw new IllegalArgumentException(f.name() + " is already " + f.format() + "; --quantization applies to a bf16 release");
             case GgmlMatrix g -> throw new IllegalArgumentException(g.name() + " is already " + g.format() + "; --quantization applies to a bf16 release");
+            case MlxMatrix a -> throw new IllegalArgumentException(a.name() + " is already " + a.format() + "; --quantization applies to a bf16 release");
         };
     }
 

@@ -30,14 +30,25 @@ public final class ModelLoader {
         Arena arena = Arena.ofShared();
         try {
             ModelWeights weights = switch (format) {
-                case SAFETENSORS -> WeightBinder.bind(config, CheckpointQuantization.read(dir.resolve("config.json")), Checkpoint.open(dir, arena), arena,
-                        listener, reads);
+                case SAFETENSORS -> WeightBinder.bind(config, CheckpointQuantization.read(dir.resolve("config.json")), mlx(dir.resolve("config.json")),
+                        Checkpoint.open(dir, arena), arena, listener, reads);
                 case DUMMY -> DummyWeights.create(config, 0x5EED, arena, listener);
             };
             return new LoadedModel(dir, config, Fp8Quantizer.apply(weights, quantization, arena), arena);
         } catch (RuntimeException e) {
             arena.close();
             throw e;
+        }
+    }
+
+    /** config.json's MLX quantization, or null. */
+    private static MlxCheckpoints.Affine mlx(Path configJson) {
+        try {
+            return MlxCheckpoints.parse(new com.fasterxml.jackson.databind.ObjectMapper().readTree(configJson.toFile()));
+        } catch (java.io.IOException e) {
+            throw new ModelLoadException(configJson + ": not valid JSON: " + e.getMessage(), e);
+        } catch (ModelLoadException e) {
+            throw new ModelLoadException(configJson + ": " + e.getMessage().replaceFirst("^config: ", ""), e);
         }
     }
 

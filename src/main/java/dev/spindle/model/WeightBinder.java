@@ -34,14 +34,32 @@ public final class WeightBinder {
     /** As {@link #bind(ModelConfig, Checkpoint, Arena, LoadListener, HostReads)} for a checkpoint stored quantized as {@code quant} says (null: not). */
     public static ModelWeights bind(ModelConfig config, CheckpointQuantization quant, Checkpoint ckpt, Arena arena, LoadListener listener,
                                     HostReads reads) {
+        return bind(config, quant, null, ckpt, arena, listener, reads);
+    }
+
+    /**
+     * As above, with an MLX affine-quantized checkpoint's linear layers ({@code mlx} non-null: config.json's
+     * {@code quantization}) bound in their packed form and its quantized embedding expanded to bf16.
+     */
+    public static ModelWeights bind(ModelConfig config, CheckpointQuantization quant, MlxCheckpoints.Affine mlx, Checkpoint ckpt, Arena arena,
+                                    LoadListener listener, HostReads reads) {
         Map<String, long[]> expected = new LinkedHashMap<>(WeightLayout.expected(config));
         Map<String, Matrix> fp8 = Fp8Checkpoints.bind(quant, expected, ckpt, arena, reads);
         fp8.keySet().forEach(expected::remove);
-        Map<String, Tensor> bound = bindAll(config.architecture(), expected,
-                n -> WeightLayout.ignorable(n) || (config.tiedEmbeddings() && n.equals(WeightLayout.LM_HEAD)) || fp8.containsKey(n)
-                        || (quant != null && (quant.unused(n) || fp8.containsKey(n.replace(quant.scaleSuffix(), "weight")))),
-                ckpt, arena, listener, reads);
-        return WeightLayout.assemble(config, bound, fp8);
+        Map<String, Matrix> stored = new LinkedHashMap<>(fp8);
+        Map<String, Tensor> expanded = new LinkedHashMap<>();
+        if (mlx != null) {
+            MlxCheckpoints.bind(mlx, expected, ckpt, arena, stored, expanded);
+            stored.keySet().forEach(expected::remove);
+            expanded.keySet().forEach(expected::remove);
+        }
+        Map<String, Tensor> bound = new LinkedHashMap<>(bindAll(config.architecture(), expected,
+                n -> WeightLayout.ignorable(n) || (config.tiedEmbeddings() && n.equals(WeightLayout.LM_HEAD)) || stored.containsKey(n)
+                        || expanded.containsKey(n) || (quant != null && (quant.unused(n) || fp8.containsKey(n.replace(quant.scaleSuffix(), "weight"))))
+                        || (mlx != null && MlxCheckpoints.isPart(n, stored.keySet(), expanded.keySet())),
+                ckpt, arena, listener, reads));
+        bound.putAll(expanded);
+        return WeightLayout.assemble(config, bound, stored);
     }
 
     /**
@@ -94,6 +112,8 @@ public final class WeightBinder {
                 case F8_E4M3 -> throw new ModelLoadException(info.file() + ": tensor '" + name + "' is F8_E4M3, but config.json's"
                         + " quantization_config does not say it is stored quantized (or there is none), so its scales are unknown");
                 case BLOCKS -> throw new IllegalStateException(name + ": no safetensors dtype reads as ggml blocks");
+                case U32 -> throw new ModelLoadException(info.file() + ": tensor '" + name + "' is U32 (packed codes), but config.json's"
+                        + " quantization (MLX's group_size and bits) does not say it is stored quantized (or there is none)");
             };
             bound.put(name, new Tensor(name, info.shape(), bf16));
         }

@@ -5,6 +5,7 @@ import dev.spindle.model.Bf16Matrix;
 import dev.spindle.model.Fp8Matrix;
 import dev.spindle.model.GgmlMatrix;
 import dev.spindle.model.Matrix;
+import dev.spindle.model.MlxMatrix;
 import jdk.incubator.vector.FloatVector;
 
 import java.lang.foreign.MemorySegment;
@@ -44,6 +45,7 @@ final class MatMul {
             case Bf16Matrix b -> apply(x, n, b.cols(), b.data().data(), b.rows(), out);
             case Fp8Matrix f -> expanded.apply(x, n, f.rows(), Fp8MatMul.rows(f), 0, f.cols(), out, true);
             case GgmlMatrix g -> expanded.apply(x, n, g.rows(), g::expand, 0, g.cols(), out, true);
+            case MlxMatrix a -> expanded.apply(x, n, a.rows(), a::expand, 0, a.cols(), out, true);
         }
     }
 
@@ -56,6 +58,7 @@ final class MatMul {
             case Bf16Matrix b -> apply(x, n, k, b.data().data(), b.cols(), col, b.rows(), out, rounded);
             case Fp8Matrix f -> expanded.apply(x, n, f.rows(), Fp8MatMul.rows(f), col, k, out, rounded);
             case GgmlMatrix g -> expanded.apply(x, n, g.rows(), g::expand, col, k, out, rounded);
+            case MlxMatrix a -> expanded.apply(x, n, a.rows(), a::expand, col, k, out, rounded);
         }
     }
 

@@ -4,6 +4,7 @@ import dev.spindle.backend.TensorParallelLayout;
 import dev.spindle.model.Bf16Matrix;
 import dev.spindle.model.Fp8Matrix;
 import dev.spindle.model.GgmlMatrix;
+import dev.spindle.model.MlxMatrix;
 import dev.spindle.model.LayerWeights;
 import dev.spindle.model.LoadListener;
 import dev.spindle.model.Matrix;
@@ -123,6 +124,9 @@ public final class CudaWeights implements AutoCloseable {
             if (s.m() instanceof GgmlMatrix g) {
                 throw noGgml(g);
             }
+            if (s.m() instanceof MlxMatrix a) {
+                throw noKernels(a);
+            }
         }
         if (!slices.stream().allMatch(s -> s.m() instanceof Fp8Matrix)) {
             throw new CudaException(slices.stream().map(s -> s.m().name() + " is " + s.m().format()).collect(java.util.stream.Collectors.joining(", "))
@@ -156,7 +160,14 @@ public final class CudaWeights implements AutoCloseable {
                 yield new DeviceMatrix.Fp8(data, scales, f.rows(), f.cols(), f.blockRows(), f.blockCols());
             }
             case GgmlMatrix g -> throw noGgml(g);
+            case MlxMatrix a -> throw noKernels(a);
         };
+    }
+
+    /** Formats whose CUDA kernels do not exist yet run on the CPU backend. */
+    private static CudaException noKernels(Matrix m) {
+        return new CudaException(m.name() + " is " + m.format() + ": the CUDA backend has no kernels for it yet; it runs on the CPU backend"
+                + " (--backend cpu)");
     }
 
     /** ggml's block formats (GGUF files) run on the CPU backend so far. */
@@ -299,6 +310,7 @@ public final class CudaWeights implements AutoCloseable {
             case Bf16Matrix b -> b.data();
             case Fp8Matrix f -> throw new CudaException(f.name() + " is " + f.format() + ": the CUDA backend reads the output head in bf16 only");
             case GgmlMatrix g -> throw noGgml(g);
+            case MlxMatrix a -> throw noKernels(a);
         };
     }
 

@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+"""An MLX affine-quantized checkpoint of a Hugging Face llama (bf16 safetensors), numpy only, written as mlx-lm saves one
+(mlx.core.quantize's documented scheme): every linear layer and the embedding (and an untied head) as `weight` U32 (each
+row's codes one little-endian bit stream, `bits` a code, the first code lowest), `scales` and `biases` bf16 per group of
+`group_size` columns, w ~ scale * q + bias with scale = (max - min) / (2^bits - 1), bias = min, q = round((w - bias) /
+scale) clamped; norms as they were; config.json gains "quantization" and "quantization_config" {group_size, bits}.
+Checked against MLX's documentation of quantize / dequantize (not against MLX itself, which needs Apple silicon).
+
+Usage: make_mlx_fixture.py MODEL_DIR OUT_DIR group_size bits"""
+import json
+import os
+import shutil
+import struct
+import sys
+
+import numpy as np
+
+src, out, gs, bits = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+os.makedirs(out, exist_ok=True)
+raw = open(f'{src}/model.safetensors', 'rb').read()
+n = struct.unpack('<Q', raw[:8])[0]
+header = json.loads(raw[8:8 + n])
+
+
+def bf16_bits(a):
+    u = np.asarray(a, dtype=np.float32).view(np.uint32)
+    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype('<u2')
+
+
+def from_bf16(u16):
+    return (u16.astype(np.uint32) << 16).view(np.float32)
+
+
+tensors = {}
+for name, info in header.items():
+    if name == '__metadata__':
+        continue
+    a, b = info['data_offsets']
+    u16 = np.frombuffer(raw[8 + n + a:8 + n + b], dtype='<u2').reshape(info['shape'])
+    if len(info['shape']) == 2 and name.endswith('.weight') and ('proj' in name or 'embed_tokens' in name or name == 'lm_head.weight'):
+        w = from_bf16(u16).astype(np.float64)
+        rows, cols = w.shape
+        g = w.reshape(rows, cols // gs, gs)
+        lo, hi = g.min(2), g.max(2)
+        scale = (hi - lo) / (2 ** bits - 1)
+        scale[scale == 0] = 1.0
+        scale_b, bias_b = bf16_bits(scale), bf16_bits(lo)
+        s, z = from_bf16(scale_b).astype(np.float64)[:, :, None], from_bf16(bias_b).astype(np.float64)[:, :, None]
+        q = np.clip(np.rint((g - z) / s), 0, 2 ** bits - 1).astype(np.uint64).reshape(rows, cols)
+        words = np.zeros((rows, cols * bits // 32), dtype=np.uint64)
+        for j in range(cols):
+            bit = j * bits
+            words[:, bit // 32] |= (q[:, j] << (bit % 32)) & 0xFFFFFFFF
+            if bit % 32 + bits > 32:
+                words[:, bit // 32 + 1] |= q[:, j] >> (32 - bit % 32)
+        base = name[:-len('.weight')]
+        tensors[name] = ('U32', words.astype('<u4'))
+        tensors[base + '.scales'] = ('BF16', scale_b)
+        tensors[base + '.biases'] = ('BF16', bias_b)
+    else:
+        tensors[name] = ('BF16', u16)
+hdr, blobs, at = {}, [], 0
+for name in sorted(tensors):
+    dt, arr = tensors[name]
+    b = np.ascontiguousarray(arr).tobytes()
+    hdr[name] = {'dtype': dt, 'shape': list(arr.shape), 'data_offsets': [at, at + len(b)]}
+    blobs.append(b)
+    at += len(b)
+h = json.dumps(hdr).encode()
+h += b' ' * ((8 - len(h) % 8) % 8)
+with open(f'{out}/model.safetensors', 'wb') as f:
+    f.write(struct.pack('<Q', len(h)) + h + b''.join(blobs))
+cfg = json.load(open(f'{src}/config.json'))
+cfg['quantization'] = {'group_size': gs, 'bits': bits}
+cfg['quantization_config'] = {'group_size': gs, 'bits': bits}
+json.dump(cfg, open(f'{out}/config.json', 'w'), indent=1)
+for extra in ['generation_config.json']:
+    if os.path.exists(f'{src}/{extra}'):
+        shutil.copy(f'{src}/{extra}', f'{out}/{extra}')
+print(out, os.path.getsize(f'{out}/model.safetensors'), 'bytes')

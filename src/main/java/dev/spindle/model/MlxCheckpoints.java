@@ -1,0 +1,123 @@
+package dev.spindle.model;
+
+import com.fasterxml.jackson.databind.JsonNode;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteOrder;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * Checkpoints mlx-lm quantized with its affine scheme: config.json's {@code quantization} ({@code group_size}, {@code bits},
+ * {@code mode} "affine" or absent), each quantized module's {@code weight} U32 beside its {@code scales} and {@code biases}.
+ * The linear layers bind in place ({@link MlxMatrix}); a quantized embedding is expanded to bf16 (it is read a row at a time;
+ * a tied head reads the same values). Per-module overrides (mixed bit widths) and other modes are refused by field.
+ */
+public final class MlxCheckpoints {
+    private MlxCheckpoints() {
+    }
+
+    /** mlx-lm's affine quantization: codes of {@code bits} bits, a scale and a bias per {@code groupSize} columns. */
+    public record Affine(int groupSize, int bits) {
+    }
+
+    /** config.json's MLX quantization, or null where it has none. */
+    public static Affine parse(JsonNode config) {
+        JsonNode q = config.get("quantization");
+        if (q == null || q.isNull()) {
+            return null;
+        }
+        if (!q.isObject() || !q.has("group_size") || !q.has("bits")) {
+            throw new ModelLoadException("config: field 'quantization' = " + q + " (MLX's: an object with group_size and bits)");
+        }
+        String mode = q.path("mode").asText("affine");
+        if (!mode.equals("affine")) {
+            throw new ModelLoadException("config: field 'quantization.mode' = '" + mode + "' is not a mode Spindle reads (affine)");
+        }
+        for (var it = q.fieldNames(); it.hasNext(); ) {
+            String f = it.next();
+            if (!Set.of("group_size", "bits", "mode").contains(f)) {
+                throw new ModelLoadException("config: field 'quantization." + f + "' (a per-module override) is not read yet; Spindle reads one"
+                        + " group size and bit width for every quantized module");
+            }
+        }
+        int gs = q.get("group_size").asInt(), bits = q.get("bits").asInt();
+        if (!Set.of(32, 64, 128).contains(gs) || !Set.of(2, 3, 4, 5, 6, 8).contains(bits)) {
+            throw new ModelLoadException("config: field 'quantization' = " + q + ": MLX's affine scheme has group sizes 32, 64, 128 and 2 to 6 or 8 bits");
+        }
+        return new Affine(gs, bits);
+    }
+
+    /** Whether config.json's quantization_config is MLX's copy of its quantization (no quant_method), which {@link #parse} reads. */
+    static boolean isMlxConfig(JsonNode quantizationConfig) {
+        return !quantizationConfig.has("quant_method") && quantizationConfig.has("group_size") && quantizationConfig.has("bits");
+    }
+
+    /** Whether tensor n is the scales or biases of a module bound here. */
+    static boolean isPart(String n, Set<String> stored, Set<String> expanded) {
+        for (String suffix : new String[]{".scales", ".biases"}) {
+            if (n.endsWith(suffix)) {
+                String w = n.substring(0, n.length() - suffix.length()) + ".weight";
+                return stored.contains(w) || expanded.contains(w);
+            }
+        }
+        return false;
+    }
+
+    /**
+     * Binds every expected two-dimensional weight stored as U32 codes: linear layers into {@code stored}, the embedding
+     * ({@link WeightLayout#EMBED}) expanded into {@code expanded}.
+     */
+    static void bind(Affine q, Map<String, long[]> expected, Checkpoint ckpt, Arena arena, Map<String, Matrix> stored, Map<String, Tensor> expanded) {
+        for (Map.Entry<String, long[]> e : expected.entrySet()) {
+            String name = e.getKey();
+            TensorInfo info = ckpt.tensors().get(name);
+            if (info == null || info.dtype() != DType.U32 || e.getValue().length != 2) {
+                continue;
+            }
+            long rows = e.getValue()[0], cols = e.getValue()[1];
+            if (cols * q.bits() % 32 != 0 || cols % q.groupSize() != 0 || info.shape().length != 2 || info.shape()[0] != rows
+                    || info.shape()[1] != cols * q.bits() / 32) {
+                throw new ModelLoadException(info.file() + ": tensor '" + name + "' has shape " + info.shapeString() + ", expected [" + rows + ", "
+                        + cols * q.bits() / 32 + "] U32 (" + cols + " columns of " + q.bits() + " bits)");
+            }
+            String base = name.substring(0, name.length() - ".weight".length());
+            Tensor[] sb = new Tensor[2];
+            String[] parts = {base + ".scales", base + ".biases"};
+            for (int i = 0; i < 2; i++) {
+                TensorInfo s = ckpt.tensors().get(parts[i]);
+                if (s == null) {
+                    throw new ModelLoadException(info.file() + ": tensor '" + name + "' is MLX-quantized but '" + parts[i] + "' is missing");
+                }
+                if (s.shape().length != 2 || s.shape()[0] != rows || s.shape()[1] != cols / q.groupSize()
+                        || (s.dtype() != DType.BF16 && s.dtype() != DType.F16 && s.dtype() != DType.F32)) {
+                    throw new ModelLoadException(s.file() + ": tensor '" + parts[i] + "' is " + s.dtype() + " " + s.shapeString() + ", expected ["
+                            + rows + ", " + cols / q.groupSize() + "] floats");
+                }
+                sb[i] = new Tensor(parts[i], s.dtype(), s.shape(), ckpt.bytes(s));
+            }
+            MlxMatrix m = new MlxMatrix(new Tensor(name, DType.U32, info.shape(), ckpt.bytes(info)), sb[0], sb[1], (int) cols, q.groupSize(), q.bits());
+            if (name.equals(WeightLayout.EMBED)) {
+                expanded.put(name, expand(m, arena));
+            } else {
+                stored.put(name, m);
+            }
+        }
+    }
+
+    /** The whole matrix as bf16 (the values a linear layer reads). */
+    private static Tensor expand(MlxMatrix m, Arena arena) {
+        MemorySegment out = arena.allocate(2L * m.rows() * m.cols(), 64);
+        float[] row = new float[m.cols()];
+        ValueLayout.OfShort bf16 = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+        for (int i = 0; i < m.rows(); i++) {
+            m.expand(i, 0, m.cols(), row);
+            for (int j = 0; j < row.length; j++) {
+                out.setAtIndex(bf16, (long) i * m.cols() + j, Bf16.fromFloat(row[j]));
+            }
+        }
+        return new Tensor(m.name(), new long[]{m.rows(), m.cols()}, out);
+    }
+}

@@ -1,0 +1,87 @@
+package dev.spindle.model;
+
+import dev.spindle.backend.TestSteps;
+import dev.spindle.backend.cpu.CpuForwardPass;
+import dev.spindle.backend.cpu.KvSlots;
+import dev.spindle.eval.Divergence;
+import dev.spindle.kv.BlockTable;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Random;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * MLX affine-quantized checkpoints of llama-gqa (scripts/make_mlx_fixture.py: mlx-lm's layout, groups of 32 at 8, 4 and
+ * 3 bits, the 3-bit codes crossing word boundaries): every linear layer binds as MlxMatrix, the quantized embedding expands
+ * to bf16, each element reads as bf16(scale * q + bias), the logits stay within a KL bound of the bf16 checkpoint that
+ * tightens with the bits, and every window row equals the row decoded alone.
+ */
+class MlxCheckpointTest {
+    static final Path BF16 = Path.of("src/test/resources/fixtures/llama-gqa");
+    static final int[] PROMPT = new Random(31).ints(32, 3, 512).toArray();
+
+    static float[][] logits(LoadedModel m, int[] prompt) {
+        try (CpuForwardPass cpu = new CpuForwardPass(m.config(), m.weights(), 64, 16, 2, KvSlots.PER_EXECUTED_LAYER)) {
+            BlockTable t = new BlockTable(TestSteps.pool(cpu));
+            try {
+                return TestSteps.forward(cpu, List.of(TestSteps.window(prompt, t, true, true))).getFirst();
+            } finally {
+                t.release();
+            }
+        }
+    }
+
+    @ParameterizedTest
+    @CsvSource({"8, 5e-4", "4, 6e-2", "3, 3e-1"})
+    void anMlxCheckpointServesCloseToItsRelease(int bits, double bound) {
+        try (LoadedModel bf16 = ModelLoader.load(BF16, LoadFormat.SAFETENSORS, LoadListener.NONE);
+             LoadedModel q = ModelLoader.load(Path.of("src/test/resources/fixtures/mlx/llama-gqa-" + bits + "bit"), LoadFormat.SAFETENSORS, LoadListener.NONE)) {
+            Matrix m = q.weights().layers().getFirst().q();
+            assertTrue(m instanceof MlxMatrix x && x.bits() == bits && x.groupSize() == 32, m.format());
+            assertEquals("mlx affine " + bits + "-bit (groups of 32)", m.format());
+            float[] row = new float[m.cols()];
+            ((MlxMatrix) m).expand(5, 0, m.cols(), row);
+            for (float v : row) {
+                assertEquals(Bf16.round(v), v, "every value read is a bf16 value");
+            }
+            float[][] want = logits(bf16, PROMPT), got = logits(q, PROMPT);
+            double kl = 0;
+            for (int i = 0; i < got.length; i++) {
+                kl += Divergence.kl(want[i], got[i]) / got.length;
+            }
+            System.out.printf("[mlx] llama-gqa affine %d-bit, groups of 32: KL(bf16 || mlx) %.3g%n", bits, kl);
+            assertTrue(kl > 0 && kl < bound, bits + "-bit: KL " + kl);
+            try (CpuForwardPass cpu = new CpuForwardPass(q.config(), q.weights(), 64, 16, 2, KvSlots.PER_EXECUTED_LAYER)) {
+                BlockTable t = new BlockTable(TestSteps.pool(cpu));
+                try {
+                    for (int i = 0; i < PROMPT.length; i++) {
+                        float[] one = TestSteps.forward(cpu, List.of(TestSteps.window(new int[]{PROMPT[i]}, t, false, true))).getFirst()[0];
+                        assertArrayEquals(got[i], one, bits + "-bit: position " + i + " decoded alone differs from the window's row");
+                    }
+                } finally {
+                    t.release();
+                }
+            }
+        }
+    }
+
+    /** What the MLX reader does not take is refused by field: another mode, a per-module override, an unknown width. */
+    @org.junit.jupiter.api.Test
+    void mlxQuantizationItDoesNotReadIsRefusedByField() {
+        com.fasterxml.jackson.databind.ObjectMapper json = new com.fasterxml.jackson.databind.ObjectMapper();
+        for (String[] c : new String[][]{{"{\"quantization\": {\"group_size\": 32, \"bits\": 4, \"mode\": \"mxfp4\"}}", "quantization.mode"},
+                {"{\"quantization\": {\"group_size\": 64, \"bits\": 4, \"model.layers.0.mlp.down_proj\": {\"bits\": 8}}}", "per-module override"},
+                {"{\"quantization\": {\"group_size\": 48, \"bits\": 4}}", "group sizes 32, 64, 128"}}) {
+            ModelLoadException e = org.junit.jupiter.api.Assertions.assertThrows(ModelLoadException.class,
+                    () -> MlxCheckpoints.parse(json.readTree(c[0])));
+            assertTrue(e.getMessage().contains(c[1]), e.getMessage());
+        }
+        assertEquals(null, MlxCheckpoints.parse(json.createObjectNode()));
+    }
+}
