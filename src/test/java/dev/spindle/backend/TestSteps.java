@@ -38,6 +38,29 @@ public final class TestSteps {
         return out.logits();
     }
 
+    /** Every row's logits of {@code prompt} run as one window on a fresh table. */
+    public static float[][] windowLogits(ForwardPass pass, int[] prompt) {
+        BlockTable t = new BlockTable(pool(pass));
+        try {
+            return forward(pass, List.of(window(prompt, t, true, true))).getFirst();
+        } finally {
+            t.release();
+        }
+    }
+
+    /** Asserts that {@code prompt} decoded one token a step gives, bit for bit, each row of {@code window} (its window's logits). */
+    public static void assertStepsEqualWindow(ForwardPass pass, int[] prompt, float[][] window, String label) {
+        BlockTable t = new BlockTable(pool(pass));
+        try {
+            for (int i = 0; i < prompt.length; i++) {
+                float[] row = forward(pass, List.of(window(new int[]{prompt[i]}, t, false, true))).getFirst()[0];
+                org.junit.jupiter.api.Assertions.assertArrayEquals(window[i], row, label + ": position " + i + " decoded alone differs from the window's row");
+            }
+        } finally {
+            t.release();
+        }
+    }
+
     /** Each prompt row's residual after the tap layers, from one window or from one-row steps. */
     public static float[][] taps(ForwardPass pass, int[] prompt, int[] layers, boolean rowByRow) {
         BlockTable t = new BlockTable(pool(pass));

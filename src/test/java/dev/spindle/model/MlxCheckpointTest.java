@@ -4,7 +4,6 @@ import dev.spindle.backend.TestSteps;
 import dev.spindle.backend.cpu.CpuForwardPass;
 import dev.spindle.backend.cpu.KvSlots;
 import dev.spindle.eval.Divergence;
-import dev.spindle.kv.BlockTable;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
@@ -12,7 +11,6 @@ import java.nio.file.Path;
 import java.util.List;
 import java.util.Random;
 
-import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -28,12 +26,7 @@ class MlxCheckpointTest {
 
     static float[][] logits(LoadedModel m, int[] prompt) {
         try (CpuForwardPass cpu = new CpuForwardPass(m.config(), m.weights(), 64, 16, 2, KvSlots.PER_EXECUTED_LAYER)) {
-            BlockTable t = new BlockTable(TestSteps.pool(cpu));
-            try {
-                return TestSteps.forward(cpu, List.of(TestSteps.window(prompt, t, true, true))).getFirst();
-            } finally {
-                t.release();
-            }
+            return TestSteps.windowLogits(cpu, prompt);
         }
     }
 
@@ -58,15 +51,7 @@ class MlxCheckpointTest {
             System.out.printf("[mlx] llama-gqa affine %d-bit, groups of 32: KL(bf16 || mlx) %.3g%n", bits, kl);
             assertTrue(kl > 0 && kl < bound, bits + "-bit: KL " + kl);
             try (CpuForwardPass cpu = new CpuForwardPass(q.config(), q.weights(), 64, 16, 2, KvSlots.PER_EXECUTED_LAYER)) {
-                BlockTable t = new BlockTable(TestSteps.pool(cpu));
-                try {
-                    for (int i = 0; i < PROMPT.length; i++) {
-                        float[] one = TestSteps.forward(cpu, List.of(TestSteps.window(new int[]{PROMPT[i]}, t, false, true))).getFirst()[0];
-                        assertArrayEquals(got[i], one, bits + "-bit: position " + i + " decoded alone differs from the window's row");
-                    }
-                } finally {
-                    t.release();
-                }
+                TestSteps.assertStepsEqualWindow(cpu, PROMPT, got, bits + "-bit");
             }
         }
     }

@@ -55,25 +55,7 @@ class CudaFp8PassTest {
         try (CudaForwardPass gpu = CudaPasses.open(SHAPE_3B, null, new CudaOptions(16, 4096, 0.3, 2048, true).withKvDtype(kv), LoadListener.NONE, 0, q)) {
             assertTrue(q == Quantization.NONE || gpu.weights().format().startsWith("fp8-e4m3"), gpu.weights().format());
             assertTrue(gpu.kvCapacity().dtype() == kv, label);
-            int n = 1_500, tail = 12;
-            int[] prompt = new Random(21).ints(n, 3, SHAPE_3B.vocabSize()).toArray();
-            BlockTable stepped = new BlockTable(TestSteps.pool(gpu)), windowed = new BlockTable(TestSteps.pool(gpu));
-            try {
-                prefill(gpu, Arrays.copyOf(prompt, n - 3), stepped);
-                float[][] steps = new float[3][];
-                for (int i = 0; i < 3; i++) {
-                    steps[i] = TestSteps.forward(gpu, List.of(TestSteps.window(new int[]{prompt[n - 3 + i]}, stepped, false, true))).getFirst()[0];
-                }
-                prefill(gpu, Arrays.copyOf(prompt, n - tail), windowed);
-                float[][] rows = TestSteps.forward(gpu, List.of(TestSteps.window(Arrays.copyOfRange(prompt, n - tail, n), windowed, true, true)))
-                        .getFirst();
-                for (int i = 0; i < 3; i++) {
-                    assertArrayEquals(rows[tail - 3 + i], steps[i], label + ": decode step at position " + (n - 3 + i) + " differs from the window's row");
-                }
-            } finally {
-                stepped.release();
-                windowed.release();
-            }
+            decodeStepsEqualTheWindowsRows(gpu, new Random(21).ints(1_500, 3, SHAPE_3B.vocabSize()).toArray(), 12, label);
             // 7 sequences decoded in one step, then each alone
             Random random = new Random(22);
             List<BlockTable> tables = new ArrayList<>();
@@ -111,26 +93,32 @@ class CudaFp8PassTest {
     @Test
     void fp8KvDecodeStepsPastSixteenKEqualAWindow() {
         try (CudaForwardPass gpu = CudaPasses.open(SHAPE_3B, null, new CudaOptions(16, 8192, 0.3, 4096, true).withKvDtype(KvDtype.FP8), LoadListener.NONE)) {
-            int n = 20_003, tail = 19;
-            int[] prompt = new Random(25).ints(n, 3, SHAPE_3B.vocabSize()).toArray();
-            BlockTable stepped = new BlockTable(TestSteps.pool(gpu)), windowed = new BlockTable(TestSteps.pool(gpu));
-            try {
-                prefill(gpu, Arrays.copyOf(prompt, n - 3), stepped);
-                float[][] steps = new float[3][];
-                for (int i = 0; i < 3; i++) {
-                    steps[i] = TestSteps.forward(gpu, List.of(TestSteps.window(new int[]{prompt[n - 3 + i]}, stepped, false, true))).getFirst()[0];
-                }
-                prefill(gpu, Arrays.copyOf(prompt, n - tail), windowed);
-                float[][] rows = TestSteps.forward(gpu, List.of(TestSteps.window(Arrays.copyOfRange(prompt, n - tail, n), windowed, true, true)))
-                        .getFirst();
-                for (int i = 0; i < 3; i++) {
-                    assertArrayEquals(rows[tail - 3 + i], steps[i], "fp8 KV: decode step at position " + (n - 3 + i) + " differs from the window's row");
-                }
-                System.out.println("[cuda] fp8 KV at 20K keys: decode steps equal the window's rows");
-            } finally {
-                stepped.release();
-                windowed.release();
+            decodeStepsEqualTheWindowsRows(gpu, new Random(25).ints(20_003, 3, SHAPE_3B.vocabSize()).toArray(), 19, "fp8 KV");
+            System.out.println("[cuda] fp8 KV at 20K keys: decode steps equal the window's rows");
+        }
+    }
+
+    /**
+     * The prompt's last 3 tokens decoded one a step after the rest give, bit for bit, the last 3 rows of a window of its
+     * last {@code tail} tokens (each on its own table).
+     */
+    private static void decodeStepsEqualTheWindowsRows(CudaForwardPass gpu, int[] prompt, int tail, String label) {
+        int n = prompt.length;
+        BlockTable stepped = new BlockTable(TestSteps.pool(gpu)), windowed = new BlockTable(TestSteps.pool(gpu));
+        try {
+            prefill(gpu, Arrays.copyOf(prompt, n - 3), stepped);
+            float[][] steps = new float[3][];
+            for (int i = 0; i < 3; i++) {
+                steps[i] = TestSteps.forward(gpu, List.of(TestSteps.window(new int[]{prompt[n - 3 + i]}, stepped, false, true))).getFirst()[0];
             }
+            prefill(gpu, Arrays.copyOf(prompt, n - tail), windowed);
+            float[][] rows = TestSteps.forward(gpu, List.of(TestSteps.window(Arrays.copyOfRange(prompt, n - tail, n), windowed, true, true))).getFirst();
+            for (int i = 0; i < 3; i++) {
+                assertArrayEquals(rows[tail - 3 + i], steps[i], label + ": decode step at position " + (n - 3 + i) + " differs from the window's row");
+            }
+        } finally {
+            stepped.release();
+            windowed.release();
         }
     }
 
@@ -190,11 +178,6 @@ class CudaFp8PassTest {
     }
 
     private static float[][] logits(dev.spindle.step.ForwardPass pass, int[] prompt) {
-        BlockTable t = new BlockTable(TestSteps.pool(pass));
-        try {
-            return TestSteps.forward(pass, List.of(TestSteps.window(prompt, t, true, true))).getFirst();
-        } finally {
-            t.release();
-        }
+        return TestSteps.windowLogits(pass, prompt);
     }
 }

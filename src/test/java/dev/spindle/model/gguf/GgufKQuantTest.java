@@ -4,7 +4,6 @@ import dev.spindle.backend.TestSteps;
 import dev.spindle.backend.cpu.CpuForwardPass;
 import dev.spindle.backend.cpu.KvSlots;
 import dev.spindle.eval.Divergence;
-import dev.spindle.kv.BlockTable;
 import dev.spindle.model.GgmlMatrix;
 import dev.spindle.model.LoadFormat;
 import dev.spindle.model.LoadListener;
@@ -20,7 +19,6 @@ import java.util.Random;
 import java.util.Set;
 import java.util.TreeSet;
 
-import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -34,12 +32,7 @@ class GgufKQuantTest {
 
     static float[][] logits(LoadedModel m) {
         try (CpuForwardPass cpu = new CpuForwardPass(m.config(), m.weights(), 64, 16, 2, KvSlots.PER_EXECUTED_LAYER)) {
-            BlockTable t = new BlockTable(TestSteps.pool(cpu));
-            try {
-                return TestSteps.forward(cpu, List.of(TestSteps.window(PROMPT, t, true, true))).getFirst();
-            } finally {
-                t.release();
-            }
+            return TestSteps.windowLogits(cpu, PROMPT);
         }
     }
 
@@ -61,15 +54,7 @@ class GgufKQuantTest {
             System.out.printf("[gguf] llama-quantize %s (types %s): KL(bf16 || %s) %.3g%n", rung, types, rung, kl);
             assertTrue(kl > 0 && kl < bound, rung + ": KL " + kl + " against a bound of " + bound);
             try (CpuForwardPass cpu = new CpuForwardPass(q.config(), q.weights(), 64, 16, 2, KvSlots.PER_EXECUTED_LAYER)) {
-                BlockTable t = new BlockTable(TestSteps.pool(cpu));
-                try {
-                    for (int i = 0; i < PROMPT.length; i++) {
-                        float[] row = TestSteps.forward(cpu, List.of(TestSteps.window(new int[]{PROMPT[i]}, t, false, true))).getFirst()[0];
-                        assertArrayEquals(got[i], row, rung + ": position " + i + " decoded alone differs from the window's row");
-                    }
-                } finally {
-                    t.release();
-                }
+                TestSteps.assertStepsEqualWindow(cpu, PROMPT, got, rung);
             }
         }
     }

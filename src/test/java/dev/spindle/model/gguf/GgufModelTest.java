@@ -4,7 +4,6 @@ import dev.spindle.backend.TestSteps;
 import dev.spindle.backend.cpu.CpuForwardPass;
 import dev.spindle.backend.cpu.KvSlots;
 import dev.spindle.eval.Divergence;
-import dev.spindle.kv.BlockTable;
 import dev.spindle.model.GgmlMatrix;
 import dev.spindle.model.LoadFormat;
 import dev.spindle.model.LoadListener;
@@ -35,12 +34,7 @@ class GgufModelTest {
 
     static float[][] logits(LoadedModel m, int[] prompt) {
         try (CpuForwardPass cpu = new CpuForwardPass(m.config(), m.weights(), 64, 16, 2, KvSlots.PER_EXECUTED_LAYER)) {
-            BlockTable t = new BlockTable(TestSteps.pool(cpu));
-            try {
-                return TestSteps.forward(cpu, List.of(TestSteps.window(prompt, t, true, true))).getFirst();
-            } finally {
-                t.release();
-            }
+            return TestSteps.windowLogits(cpu, prompt);
         }
     }
 
@@ -78,15 +72,7 @@ class GgufModelTest {
                     previous = kl;
                     // each row of the window equals the same position decoded one token at a time
                     try (CpuForwardPass cpu = new CpuForwardPass(gg.config(), gg.weights(), 64, 16, 2, KvSlots.PER_EXECUTED_LAYER)) {
-                        BlockTable t = new BlockTable(TestSteps.pool(cpu));
-                        try {
-                            for (int i = 0; i < PROMPT.length; i++) {
-                                float[] row = TestSteps.forward(cpu, List.of(TestSteps.window(new int[]{PROMPT[i]}, t, false, true))).getFirst()[0];
-                                assertArrayEquals(got[i], row, type + ": position " + i + " decoded alone differs from the window's row");
-                            }
-                        } finally {
-                            t.release();
-                        }
+                        TestSteps.assertStepsEqualWindow(cpu, PROMPT, got, type);
                     }
                 }
             }
