@@ -80,7 +80,8 @@ public final class TokenTexts {
         return new TokenTexts(t);
     }
 
-    private static String pieceText(String piece) {
+    /** A SentencePiece-style piece's text: U+2581 a space, a byte piece its character when ASCII (else null). */
+    public static String pieceText(String piece) {
         if (piece.length() == 6 && piece.startsWith("<0x") && piece.endsWith(">")) {
             int b = Integer.parseInt(piece.substring(3, 5), 16);
             return b < 0x80 ? String.valueOf((char) b) : null;

@@ -123,8 +123,9 @@ public class ModelService {
                 servedName, mc.architecture(), mc.numLayers(), mc.numLoops() > 1 ? " x " + mc.numLoops() + " loops" : "", mc.parameterCount(),
                 backend.description(), (ready - t0) / 1e9, (ready - tw) / 1e9);
         String kv = KvDtype.parse(config.kvCacheDtype()).label;
-        Log.infof("weights %s, KV cache %s: %s", backend.weights(), kv, fileQuantized(backend.weights()) ? FILE_QUANTIZED
-                : KlDisclosure.shipped().line(Quantization.parse(config.quantization()).label, kv));
+        String quantization = Quantization.parse(config.quantization()).label;
+        Log.infof("weights %s, KV cache %s: %s", backend.weights(), kv, fileQuantized(backend.weights(), quantization) ? FILE_QUANTIZED
+                : KlDisclosure.shipped().line(quantization, kv));
         return new Loaded(backend, tokenizer, template, engine, servedName, readGenerationConfig(dir.resolve("generation_config.json")),
                 texts, eos);
     }
@@ -135,7 +136,7 @@ public class ModelService {
      */
     public Map<String, Object> disclosure() {
         String q = Quantization.parse(config.quantization()).label, kv = KvDtype.parse(config.kvCacheDtype()).label;
-        boolean file = fileQuantized(l().backend().weights()), lossless = !file && q.equals("none") && kv.equals("bf16");
+        boolean file = fileQuantized(l().backend().weights(), q), lossless = !file && q.equals("none") && kv.equals("bf16");
         Map<String, Object> d = new LinkedHashMap<>();
         d.put("weights", l().backend().weights());
         d.put("quantization", q);
@@ -149,12 +150,15 @@ public class ModelService {
     }
 
     /** What is disclosed of a file whose weights are stored quantized (a GGUF's ggml blocks): lossy, measured by the user. */
-    static final String FILE_QUANTIZED = "lossy: the file stores its weights quantized; Spindle has no KL measured for this file (spindle kl --model FILE"
-            + " --baseline-model RELEASE_DIR measures it; docs/KL.md has the GGUF rungs of the bundled model)";
+    static final String FILE_QUANTIZED = "lossy: the checkpoint stores its weights quantized; Spindle has no KL measured for it (spindle kl --model"
+            + " CHECKPOINT --baseline-model RELEASE_DIR measures it; docs/KL.md has the GGUF rungs of the bundled model)";
 
-    /** Whether the weights served are a file's quantized blocks rather than the release's values. */
-    static boolean fileQuantized(String weights) {
-        return weights.startsWith("gguf ");
+    /**
+     * Whether the weights served are a checkpoint's quantized values (a GGUF's blocks, MLX affine codes, fp8 as stored)
+     * rather than bf16 values or a quantization Spindle applied at load (disclosed with its own measured KL).
+     */
+    static boolean fileQuantized(String weights, String quantization) {
+        return !weights.equals("bf16") && quantization.equals("none");
     }
 
     /** Whether the model is loaded and warmed up. */

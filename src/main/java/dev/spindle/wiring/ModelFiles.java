@@ -92,12 +92,8 @@ public final class ModelFiles {
         for (int id = 0; id < Math.min(vocabSize, v.size()); id++) {
             String p = v.piece(id);
             texts[id] = switch (v.type(id)) {
-                case SpmTokenizer.NORMAL -> p.replace('\u2581', ' ');
+                case SpmTokenizer.NORMAL, SpmTokenizer.BYTE -> TokenTexts.pieceText(p);
                 case SpmTokenizer.USER_DEFINED -> p;
-                case SpmTokenizer.BYTE -> {
-                    int b = Integer.parseInt(p.substring(3, 5), 16);
-                    yield b < 0x80 ? String.valueOf((char) b) : null;
-                }
                 default -> null;
             };
         }
