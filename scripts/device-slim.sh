@@ -7,7 +7,7 @@
 #                             (with .dist as device-bundle.sh leaves it: an overlay folder added to .dist may not fit
 #                             beside them; size says so); moves the DFlash fixtures and heads, the drafter (no test of the
 #                             suite reads it; CudaSpeculativeTest, which does, runs in the dflash mode), the tokenizers,
-#                             the node clients, the agent model (only the agent CLI tests read it), docs/bench and
+#                             the node clients, the agent model (only the agent CLI tests read it), docs/bench, the test sources (the suite runs from .dist/test-classes) and
 #                             .dist/base-classes (only an A/B reads it)
 #   device-slim.sh dflash     CudaDraftHeadTest's trained heads and CudaSpeculativeTest: keeps the bundled models and
 #                             the DFlash heads, moves the parity fixtures, the DFlash reference fixtures (its other
@@ -72,7 +72,7 @@ dflash=(src/test/resources/fixtures/dflash models/spindle-chat-dflash models/spi
 parity=(src/test/resources/fixtures/llama-headdim-sharded src/test/resources/fixtures/llama-gqa src/test/resources/fixtures/nanbeige-looped)
 bundled=(src/test/resources/fixtures/chat-target models/spindle-chat-drafter models/spindle-chat-target)
 case "${1:-}" in
-  tests) move "${common[@]}" "${dflash[@]}" models/spindle-chat-drafter .dist/base-classes; size ;;
+  tests) move "${common[@]}" "${dflash[@]}" models/spindle-chat-drafter src/test/java .dist/base-classes; size ;;
   dflash) move "${common[@]}" "${parity[@]}" src/test/java src/test/resources/fixtures/dflash src/test/resources/fixtures/chat-target/reference.safetensors \
             .dist/base-classes; size ;;
   dflash-reference) move "${common[@]}" "${parity[@]}" models/spindle-chat-dflash models/spindle-chat-dflash2 models/spindle-chat-drafter \

@@ -37,21 +37,33 @@ __device__ __forceinline__ bf16 fp8_weight(unsigned b, float scale) {
     return __float2bfloat16_rn(__fmul_rn(fp8_decode(b), scale));
 }
 
-// two E4M3 codes (the low byte first) as a bf16 pair, exact (every E4M3 value is a bf16 value): the hardware converter
-// to f16 on sm_89 and later, fp8_decode elsewhere
-__device__ __forceinline__ unsigned fp8x2_bf16x2(unsigned two) {
-    float lo, hi;
+// two E4M3 codes (the low byte first) as fp32 (exact): the hardware converter to f16 on sm_89 and later, fp8_decode elsewhere
+__device__ __forceinline__ float2 fp8x2_float2(unsigned two) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
     unsigned h2;
     asm("cvt.rn.f16x2.e4m3x2 %0, %1;\n" : "=r"(h2) : "h"((unsigned short) two));
-    lo = __half2float(__ushort_as_half((unsigned short) (h2 & 0xFFFFu)));
-    hi = __half2float(__ushort_as_half((unsigned short) (h2 >> 16)));
+    return __half22float2(*reinterpret_cast<const __half2 *>(&h2));
 #else
-    lo = fp8_decode(two & 0xFFu);
-    hi = fp8_decode((two >> 8) & 0xFFu);
+    return make_float2(fp8_decode(two & 0xFFu), fp8_decode((two >> 8) & 0xFFu));
 #endif
+}
+
+__device__ __forceinline__ unsigned bf16x2_bits(float lo, float hi) {
     const __nv_bfloat162 b = __floats2bfloat162_rn(lo, hi);
     return *reinterpret_cast<const unsigned *>(&b);
+}
+
+// two E4M3 codes as a bf16 pair, exact (every E4M3 value is a bf16 value)
+__device__ __forceinline__ unsigned fp8x2_bf16x2(unsigned two) {
+    const float2 f = fp8x2_float2(two);
+    return bf16x2_bits(f.x, f.y);
+}
+
+// two E4M3 codes of a weight as the bf16 pair its linear layers read: bf16(decode(q) * s), fp32 product, one rounding
+// (fp8_weight's values)
+__device__ __forceinline__ unsigned fp8x2_weight(unsigned two, float s) {
+    const float2 f = fp8x2_float2(two);
+    return bf16x2_bits(__fmul_rn(f.x, s), __fmul_rn(f.y, s));
 }
 
 // An fp8 KV record's scale (backend.KvCodec): the head vector's largest magnitude over 448, rounded up in magnitude to a

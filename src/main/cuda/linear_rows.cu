@@ -41,8 +41,7 @@
 // the bf16 variant's with 64 RB bytes a box for the weights (not 128 RB), plus 2 BOXES 128 RB for the expanded boxes.
 #include "rope.cuh"
 #include "swiglu.cuh"
-#include "fp8.cuh"
-#include <cuda_fp16.h>
+#include "linear_rows.cuh"
 
 // A paired CTA's epilogue (see above); mode 0: none (plain linear_rows).
 struct LrPaired {
@@ -55,38 +54,10 @@ struct LrPaired {
     int blockSize;
 };
 
-// An fp8 weight's scales (fp8 variants; null scales: a bf16 weight).
-struct LrFp8 {
-    const float *scales;
-    int blockRows, blockCols;
-};
-
-extern __shared__ __align__(16) unsigned char lr_smem[];
-
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-__device__ __forceinline__ void lr_tma(unsigned dst, const void *map, int col, int row, unsigned bar) {
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n"
-                 :: "r"(dst), "l"(map), "r"(col), "r"(row), "r"(bar) : "memory");
-}
-
-__device__ __forceinline__ void lr_wait(unsigned bar, int parity) {
-    asm volatile("{\n .reg .pred p;\n WAIT_%=:\n mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n @!p bra WAIT_%=;\n}\n"
-                 :: "r"(bar), "r"(parity) : "memory");
-}
-
 // shared memory descriptor of a K-major tile in 128-byte swizzle: 8-row groups 1024 bytes apart
 __device__ __forceinline__ unsigned long long lr_desc(unsigned addr) {
     return ((addr & 0x3FFFF) >> 4) | (1ull << 16) | ((unsigned long long) (1024 >> 4) << 32) | (1ull << 62);
-}
-
-// two E4M3 codes (the low byte first) as the bf16 pair bf16(decode(q) * s): the codes to f16 (exact) by the hardware
-// converter, to fp32 (exact), the product, one rounding: fp8_weight's values
-__device__ __forceinline__ unsigned lr_fp8x2(unsigned short two, float s) {
-    unsigned h2;
-    asm("cvt.rn.f16x2.e4m3x2 %0, %1;\n" : "=r"(h2) : "h"(two));
-    const float2 f = __half22float2(*reinterpret_cast<const __half2 *>(&h2));
-    const __nv_bfloat162 b = __floats2bfloat162_rn(__fmul_rn(f.x, s), __fmul_rn(f.y, s));
-    return *reinterpret_cast<const unsigned *>(&b);
 }
 
 // An fp8 stage's weight boxes (BOXES of RB rows x 64 codes, row-major, 64 bytes a row, at w8) expanded into bf16 boxes at cb
@@ -117,10 +88,10 @@ __device__ __forceinline__ void lr_expand(const unsigned char *w8, unsigned char
         const uint4 raw = *reinterpret_cast<const uint4 *>(w8 + j * RB * 64 + r * 64 + c * 16);
         const float sm = s[m];
         uint4 lo, hi;
-        lo.x = lr_fp8x2(raw.x & 0xFFFF, sm); lo.y = lr_fp8x2(raw.x >> 16, sm);
-        lo.z = lr_fp8x2(raw.y & 0xFFFF, sm); lo.w = lr_fp8x2(raw.y >> 16, sm);
-        hi.x = lr_fp8x2(raw.z & 0xFFFF, sm); hi.y = lr_fp8x2(raw.z >> 16, sm);
-        hi.z = lr_fp8x2(raw.w & 0xFFFF, sm); hi.w = lr_fp8x2(raw.w >> 16, sm);
+        lo.x = fp8x2_weight(raw.x & 0xFFFF, sm); lo.y = fp8x2_weight(raw.x >> 16, sm);
+        lo.z = fp8x2_weight(raw.y & 0xFFFF, sm); lo.w = fp8x2_weight(raw.y >> 16, sm);
+        hi.x = fp8x2_weight(raw.z & 0xFFFF, sm); hi.y = fp8x2_weight(raw.z >> 16, sm);
+        hi.z = fp8x2_weight(raw.w & 0xFFFF, sm); hi.w = fp8x2_weight(raw.w >> 16, sm);
         unsigned char *rowAt = cb + j * RB * 128 + (r >> 3) * 1024 + (r & 7) * 128;
         *reinterpret_cast<uint4 *>(rowAt + (((2 * c) ^ (r & 7)) << 4)) = lo;
         *reinterpret_cast<uint4 *>(rowAt + (((2 * c + 1) ^ (r & 7)) << 4)) = hi;

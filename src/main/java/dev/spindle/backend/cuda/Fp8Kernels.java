@@ -8,7 +8,8 @@ import java.util.Map;
 /**
  * The fp8 kernels. Weights (fp8.cu, linear_rows.cu's fp8 twins): quantizing bf16 on the device as the host's
  * {@link dev.spindle.model.Fp8Quantizer} does, expanding an fp8 weight to the bf16 values every linear layer reads
- * ({@code bf16(decode(q) * scale)}), and the few-row GEMM that expands them in shared memory (sm_90a). The KV cache
+ * ({@code bf16(decode(q) * scale)}), and the few-row GEMMs (sm_90a): the wgmma twins that expand a stage in shared memory,
+ * and the mma.sync ones that take the codes into the MMA's registers. The KV cache
  * (--kv-cache-dtype fp8): rope_kv_write's twin that stores E4M3 records, and the attention kernels' twins that read them
  * (attention.cu's _kv8: prefill, decode and warp-pair prefill; the wgmma prefill kernels read bf16 only).
  */
@@ -41,7 +42,9 @@ public final class Fp8Kernels {
                 attention.put(hd * 16 + kind, f);
             }
         }
-        for (LinearRowsVariant v : hopper ? LinearRowsVariant.ALL : List.<LinearRowsVariant>of()) {
+        List<LinearRowsVariant> all = new java.util.ArrayList<>(LinearRowsVariant.ALL);
+        all.addAll(LinearRowsVariant.FP8_MMA);
+        for (LinearRowsVariant v : hopper ? all : List.<LinearRowsVariant>of()) {
             if (v.fp8SharedBytes() <= cuda.maxSharedMemory()) {
                 MemorySegment f = cuda.function(module, v.fp8Kernel());
                 cuda.allowSharedMemory(f, v.fp8SharedBytes());
@@ -70,18 +73,19 @@ public final class Fp8Kernels {
     }
 
     /**
-     * y (n, nOut) = bf16(x (n, k) @ W^T) over fp8 weight w through the fp8 twin of variant v (the bits of cuBLASLt over
-     * {@link #dequant}'s expansion; linear_rows.cu). mapW: {@link TensorMaps#u8} of w's codes, box v.weightRows() x 64.
+     * y (n, nOut) = bf16(x (n, k) @ W^T) over fp8 weight w through the fp8 variant v (the bits of cuBLASLt over
+     * {@link #dequant}'s expansion; linear_rows.cu, linear_rows_fp8_mma.cu). mapW: {@link TensorMaps#u8} of w's codes, box
+     * v.weightRows() x 64 ({@link TensorMaps#u8Swizzled} for an mma variant).
      */
     public void linearRows(LinearRowsVariant v, long mapX, int n, long mapW, DeviceMatrix.Fp8 w, long y) {
         MemorySegment f = rows.get(v);
         int k = w.cols();
-        if (f == null || n < 1 || n > v.rows() || k % v.keys() != 0 || !takes(w)) {
+        if (f == null || n < 1 || n > v.rows() || k % v.keys() != 0 || !takes(v, w)) {
             throw new IllegalArgumentException(v.fp8Kernel() + (f == null ? " is not available on this device" : " takes 1 to " + v.rows()
-                    + " rows, k a multiple of " + v.keys() + " and column blocks of a multiple of 16, not " + n + " rows, k " + k
-                    + ", blocks of " + w.blockCols()));
+                    + " rows, k a multiple of " + v.keys() + " and column blocks of a multiple of " + (v.mma() ? v.keys() : 16)
+                    + ", not " + n + " rows, k " + k + ", blocks of " + w.blockCols()));
         }
-        cuda.launchShared(f, Math.ceilDiv(w.rows(), v.weightRows()), 1, 128, v.fp8SharedBytes(), mapX, n, k, mapW, w.rows(), y,
+        cuda.launchShared(f, Math.ceilDiv(w.rows(), v.weightRows()), 1, v.threads(), v.fp8SharedBytes(), mapX, n, k, mapW, w.rows(), y,
                 w.scales(), w.blockRows(), w.blockCols());
     }
 
@@ -117,8 +121,18 @@ public final class Fp8Kernels {
         return w.blockCols() % 16 == 0 || w.blockCols() >= w.cols();
     }
 
-    /** The variants whose fp8 twins this device runs. */
+    /** Whether variant v takes w's scale blocks: 16 codes share one (wgmma twins), a stage's keys do (mma variants). */
+    static boolean takes(LinearRowsVariant v, DeviceMatrix.Fp8 w) {
+        return w.blockCols() >= w.cols() || w.blockCols() % (v.mma() ? v.keys() : 16) == 0;
+    }
+
+    /** The variants whose fp8 kernels this device runs. */
     public List<LinearRowsVariant> variants() {
         return List.copyOf(rows.keySet());
+    }
+
+    /** Those of them that take w's scale blocks. */
+    public List<LinearRowsVariant> variants(DeviceMatrix.Fp8 w) {
+        return rows.keySet().stream().filter(v -> takes(v, w)).toList();
     }
 }

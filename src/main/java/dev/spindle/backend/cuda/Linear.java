@@ -64,7 +64,7 @@ public final class Linear {
         int k = f.cols(), nOut = f.rows();
         LinearRowsVariant v = variant(fp8Plans, k, nOut, n);
         if (v != null) {
-            Long mw = weightMaps.get(new WeightKey(f.data(), v.weightRows())), mx = inputMaps.get(inputKey(x, k, v.tiles()));
+            Long mw = weightMaps.get(WeightKey.of(f.data(), v)), mx = inputMaps.get(inputKey(x, k, v.tiles()));
             if (mw != null && mx != null) {
                 kernels.fp8().linearRows(v, mx, n, mw, f, y);
                 return;
@@ -116,11 +116,12 @@ public final class Linear {
         if (f.cols() % 64 != 0 || !Fp8Kernels.takes(f)) {
             return;
         }
-        for (LinearRowsVariant v : kernels.fp8().variants()) {
-            boolean planned = plan == null || java.util.Arrays.stream(plan).anyMatch(p -> p != null && p.weightRows() == v.weightRows());
+        for (LinearRowsVariant v : kernels.fp8().variants(f)) {
+            boolean planned = plan == null || java.util.Arrays.stream(plan).anyMatch(p -> p != null && WeightKey.of(0, p).equals(WeightKey.of(0, v)));
             if (planned) {
-                weightMaps.computeIfAbsent(new WeightKey(f.data(), v.weightRows()),
-                        key -> TensorMaps.u8(cuda, f.data(), f.rows(), f.cols(), f.cols(), v.weightRows(), 64));
+                weightMaps.computeIfAbsent(WeightKey.of(f.data(), v), key -> v.mma()
+                        ? TensorMaps.u8Swizzled(cuda, f.data(), f.rows(), f.cols(), f.cols(), v.weightRows(), 64)
+                        : TensorMaps.u8(cuda, f.data(), f.rows(), f.cols(), f.cols(), v.weightRows(), 64));
             }
         }
     }
@@ -129,7 +130,7 @@ public final class Linear {
     public void apply(long x, int n, int k, long w, int nOut, long y) {
         LinearRowsVariant v = variant(plans, k, nOut, n);
         if (v != null) {
-            Long mw = weightMaps.get(new WeightKey(w, v.weightRows())), mx = inputMaps.get(inputKey(x, k, v.tiles()));
+            Long mw = weightMaps.get(WeightKey.of(w, v)), mx = inputMaps.get(inputKey(x, k, v.tiles()));
             if (mw != null && mx != null) {
                 kernels.linearRows(v, mx, n, k, mw, nOut, y);
                 return;
@@ -195,7 +196,7 @@ public final class Linear {
             // before prepare() every box height; after it, the heights of the variants it chose
             boolean planned = plan == null || java.util.Arrays.stream(plan).anyMatch(p -> p != null && p.weightRows() == v.weightRows());
             if (planned) {
-                weightMaps.computeIfAbsent(new WeightKey(w, v.weightRows()), key -> TensorMaps.bf16(cuda, w, nOut, k, k, v.weightRows(), 64));
+                weightMaps.computeIfAbsent(WeightKey.of(w, v), key -> TensorMaps.bf16(cuda, w, nOut, k, k, v.weightRows(), 64));
             }
         }
     }
@@ -230,8 +231,11 @@ public final class Linear {
         });
     }
 
-    /** A weight's tensor map: per weight and box height (the variant's weight rows). */
-    private record WeightKey(long w, int rows) {
+    /** A weight's tensor map: per weight, box height (the variant's weight rows) and the mma variants' swizzle. */
+    private record WeightKey(long w, int rows, boolean mma) {
+        static WeightKey of(long w, LinearRowsVariant v) {
+            return new WeightKey(w, v.weightRows(), v.mma());
+        }
     }
 
     /** An input buffer's tensor map: per buffer, k and row tiles (the box height). */
@@ -270,7 +274,7 @@ public final class Linear {
 
             @Override
             public void variant(LinearRowsVariant v, long x, int n, long y) {
-                kernels.linearRows(v, inputMaps.get(inputKey(x, k, v.tiles())), n, k, weightMaps.get(new WeightKey(w, v.weightRows())), nOut, y);
+                kernels.linearRows(v, inputMaps.get(inputKey(x, k, v.tiles())), n, k, weightMaps.get(WeightKey.of(w, v)), nOut, y);
             }
         });
     }
@@ -294,7 +298,7 @@ public final class Linear {
         }
         kernels.fp8().dequant(f, expansion);
         weightFp8(f);
-        List<LinearRowsVariant> variants = Fp8Kernels.takes(f) ? kernels.fp8().variants() : List.of();
+        List<LinearRowsVariant> variants = kernels.fp8().variants(f);
         choose(fp8Plans, "fp8 ", k, nOut, variants, new Candidates() {
             @Override
             public void reference(long x, int n, long y) {
@@ -309,7 +313,7 @@ public final class Linear {
 
             @Override
             public void variant(LinearRowsVariant v, long x, int n, long y) {
-                kernels.fp8().linearRows(v, inputMaps.get(inputKey(x, k, v.tiles())), n, weightMaps.get(new WeightKey(f.data(), v.weightRows())), f, y);
+                kernels.fp8().linearRows(v, inputMaps.get(inputKey(x, k, v.tiles())), n, weightMaps.get(WeightKey.of(f.data(), v)), f, y);
             }
         });
     }

@@ -31,6 +31,14 @@ final class TensorMaps {
         return encode(cuda, 0 /* UINT8 */, 1, 0 /* no swizzle */, ptr, rows, cols, rowStride, boxRows, boxCols);
     }
 
+    /**
+     * As {@link #u8} in the 64-byte swizzle (16-byte unit j of box row r at j ^ ((r / 2) % 4)): the fp8 mma.sync kernels'
+     * weight boxes of 64 codes a row, whose column reads then fall in distinct banks.
+     */
+    static long u8Swizzled(CudaDriver cuda, long ptr, long rows, long cols, long rowStride, int boxRows, int boxCols) {
+        return encode(cuda, 0 /* UINT8 */, 1, 2 /* SWIZZLE_64B */, ptr, rows, cols, rowStride, boxRows, boxCols);
+    }
+
     private static long encode(CudaDriver cuda, int dtype, int elementBytes, int swizzle, long ptr, long rows, long cols, long rowStride,
                                int boxRows, int boxCols) {
         try (Arena a = Arena.ofConfined()) {

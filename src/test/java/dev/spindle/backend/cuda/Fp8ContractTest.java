@@ -127,7 +127,10 @@ class Fp8ContractTest {
         }
     }
 
-    /** Every fp8 few-row kernel against cuBLASLt over the expansion, the same bits at 1 to 64 rows, on the models' shapes. */
+    /**
+     * Every fp8 few-row kernel (wgmma twins and mma.sync variants, each on the scale blocks it takes) against cuBLASLt over the
+     * expansion, the same bits at 1 to 64 rows, on the models' shapes (100 outputs: a last CTA past nOut).
+     */
     @Test
     void fewRowKernelsGiveCublasBitsOverTheExpansion() {
         List<LinearRowsVariant> variants = k.fp8().variants();
@@ -150,11 +153,13 @@ class Fp8ContractTest {
                     for (int n : new int[]{1, 2, 7, 8, 9, 16, 17, 32, 33, 64}) {
                         blas.linear(x, n, kk, expanded, nOut, y1);
                         MemorySegment want = download(a, y1, 2L * n * nOut);
-                        for (LinearRowsVariant v : variants) {
+                        for (LinearRowsVariant v : k.fp8().variants(d)) {
                             if (n > v.rows() || kk % v.keys() != 0) {
                                 continue;
                             }
-                            long mx = TensorMaps.bf16(cuda, x, max, kk, kk, v.rows(), 64), mw = TensorMaps.u8(cuda, d.data(), nOut, kk, kk, v.weightRows(), 64);
+                            long mx = TensorMaps.bf16(cuda, x, max, kk, kk, v.rows(), 64), mw = v.mma()
+                                    ? TensorMaps.u8Swizzled(cuda, d.data(), nOut, kk, kk, v.weightRows(), 64)
+                                    : TensorMaps.u8(cuda, d.data(), nOut, kk, kk, v.weightRows(), 64);
                             cuda.memsetZero(y2, 2L * n * nOut);
                             k.fp8().linearRows(v, mx, n, mw, d, y2);
                             cuda.sync();
@@ -168,8 +173,8 @@ class Fp8ContractTest {
                     cuda.free(expanded);
                     free(d);
                 }
-                System.out.printf("[cuda] linear_rows fp8 %d x %d: %d variants give cuBLASLt's bits over the expansion at 1 to 64 rows%n", nOut, kk,
-                        variants.size());
+                System.out.printf("[cuda] linear_rows fp8 %d x %d: %d variants (%d on mma.sync) give cuBLASLt's bits over the expansion at 1 to 64"
+                        + " rows%n", nOut, kk, variants.size(), variants.stream().filter(LinearRowsVariant::mma).count());
                 cuda.free(x);
                 cuda.free(y1);
                 cuda.free(y2);
@@ -193,9 +198,9 @@ class Fp8ContractTest {
             linear.prepare(d);
             linear.weight(d);
             linear.choices().forEach(line -> System.out.println("[cuda] linear " + line));
-            if (!k.fp8().variants().isEmpty()) {
-                String want = "fp8 " + nOut + " x " + kk + ": linear_rows variants with cuBLASLt's bits: " + k.fp8().variants().size() + " of "
-                        + k.fp8().variants().size() + ";";
+            if (!k.fp8().variants(d).isEmpty()) {
+                String want = "fp8 " + nOut + " x " + kk + ": linear_rows variants with cuBLASLt's bits: " + k.fp8().variants(d).size() + " of "
+                        + k.fp8().variants(d).size() + ";";
                 assertTrue(linear.choices().stream().anyMatch(l -> l.startsWith(want)), "every fp8 variant gives cuBLASLt's bits: " + linear.choices());
             }
             float[] xs = new float[n * kk];

@@ -11,6 +11,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -52,6 +53,27 @@ class LinearRowsTableTest {
             assertTrue(v.sharedBytes() <= 232_448, v + " needs " + v.sharedBytes() + " bytes of shared memory, more than an H100/H200 block may have");
             assertTrue(List.of(1, 2, 4, 8).contains(v.tiles()), v + ": wgmma shapes exist for 8, 16, 32 and 64 rows");
             assertTrue(List.of(16, 32, 64).contains(v.weightRows()), v + ": 16, 32 or 64 weight rows a CTA (within the wgmma's 64, whole 8-row swizzle groups)");
+        }
+    }
+
+    @Test
+    void fp8MmaTableMatchesItsKernelFile() throws IOException {
+        String source = Files.readString(Path.of("src/main/cuda/linear_rows_fp8_mma.cu"));
+        Matcher m = Pattern.compile("(?m)^LINEAR_ROWS_FP8_MMA\\((\\d+), (\\d+), (\\d+)\\)$").matcher(source);
+        List<LinearRowsVariant> declared = new ArrayList<>();
+        while (m.find()) {
+            declared.add(LinearRowsVariant.fp8Mma(Integer.parseInt(m.group(1)), Integer.parseInt(m.group(2)), Integer.parseInt(m.group(3))));
+        }
+        assertEquals(declared, LinearRowsVariant.FP8_MMA, "linear_rows_fp8_mma.cu's LINEAR_ROWS_FP8_MMA(...) lines and LinearRowsVariant.FP8_MMA");
+        assertTrue(source.contains("void __launch_bounds__(32) linear_rows_fp8_mma_n##nt##_b##boxes##_s##stages("),
+                "the kernel's name is LinearRowsVariant.fp8Kernel()'s, one warp a CTA");
+        assertEquals("linear_rows_fp8_mma_n2_b2_s8", LinearRowsVariant.fp8Mma(2, 2, 8).fp8Kernel());
+        for (LinearRowsVariant v : LinearRowsVariant.FP8_MMA) {
+            assertEquals(32, v.threads());
+            assertEquals(16, v.weightRows(), v + ": an m16 tile of weight rows a warp");
+            assertTrue(List.of(1, 2, 4).contains(v.tiles()), v + ": 8, 16 or 32 rows of x");
+            assertTrue(v.fp8SharedBytes() <= 232_448, v + " needs " + v.fp8SharedBytes() + " bytes of shared memory");
+            assertThrows(IllegalStateException.class, v::kernel, "an mma variant has no bf16 kernel");
         }
     }
 }
