@@ -22,6 +22,7 @@ import java.util.Map;
 import java.util.Random;
 import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
+import java.util.stream.Stream;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -195,6 +196,12 @@ class RequestValidationTest {
                         if (o.path(k).isNumber() && o.get(k).asDouble() > 4 && o.get(k).asDouble() < 1e6) {
                             o.put(k, 3);
                         }
+                    }
+                    // a mutation that drops the limit leaves a reply of up to the whole context (seconds on the CPU): the limit
+                    // comes back where the API has a default (Anthropic's max_tokens is required: dropping it stays a refusal)
+                    if (!path.equals("/v1/messages") && !path.startsWith("/tokenize") && !path.startsWith("/detokenize")
+                            && Stream.of("max_tokens", "max_completion_tokens", "max_output_tokens").noneMatch(o::has)) {
+                        o.put(path.equals("/v1/responses") ? "max_output_tokens" : "max_tokens", 3);
                     }
                     if (o.path("n").isNumber() && o.get("n").asDouble() > 2 && o.get("n").asDouble() <= 16) {
                         o.put("n", 2);
