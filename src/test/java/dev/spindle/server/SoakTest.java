@@ -24,7 +24,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * A bounded soak: 32 concurrent clients for {@code -DsoakSeconds} (default 120 in CI)
+ * A bounded soak: 32 concurrent clients for {@code -DsoakSeconds} (default 60 in CI)
  * send streaming requests (a third cancelled part-way), plain requests and bad requests. Every
  * request must complete or get its explicit 4xx; nothing may fail with 5xx; afterwards no
  * sequence runs, every KV block is free, and the heap has not grown.
@@ -44,7 +44,7 @@ class SoakTest {
 
     @Test
     void thirtyTwoClientsWithCancellationsAndBadRequests() throws Exception {
-        long seconds = Long.getLong("soakSeconds", 120);
+        long seconds = Long.getLong("soakSeconds", 60);
         HttpClient http = HttpClient.newBuilder().executor(Executors.newVirtualThreadPerTaskExecutor()).build();
         Map<String, AtomicInteger> outcomes = new ConcurrentHashMap<>();
         long heapBefore = usedHeapAfterGc();
