@@ -2,7 +2,7 @@
 # A device call carries the working tree (tracked and untracked-not-ignored files) plus the carried .dist,
 # 64 MiB in all, and the tree alone is most of that. This moves out of the tree what one kind of call does
 # not read, into a folder outside the repository, and puts it back:
-# Every mode moves the GGUF, ggml and MLX fixtures (CPU tests only so far).
+# Every mode moves the GGUF, ggml, MLX and NVFP4 fixtures (CPU tests only so far).
 #   device-slim.sh tests      the CUDA suite (device-run.sh tests): keeps the bundled target and every parity fixture
 #                             (with .dist as device-bundle.sh leaves it: an overlay folder added to .dist may not fit
 #                             beside them; size says so); moves the DFlash fixtures and heads, the drafter (no test of the
@@ -67,7 +67,7 @@ restore() {
 }
 
 common=(src/test/resources/tokenizer-166k src/test/resources/templates-compat src/test/resources/tokenizer src/test/node docs/bench models/spindle-chat-agent
-        src/test/resources/fixtures/gguf src/test/resources/fixtures/ggml src/test/resources/fixtures/gguf-vocab src/test/resources/fixtures/mlx)
+        src/test/resources/fixtures/gguf src/test/resources/fixtures/ggml src/test/resources/fixtures/gguf-vocab src/test/resources/fixtures/mlx src/test/resources/fixtures/nvfp4)
 dflash=(src/test/resources/fixtures/dflash models/spindle-chat-dflash models/spindle-chat-dflash2)
 parity=(src/test/resources/fixtures/llama-headdim-sharded src/test/resources/fixtures/llama-gqa src/test/resources/fixtures/nanbeige-looped)
 bundled=(src/test/resources/fixtures/chat-target models/spindle-chat-drafter models/spindle-chat-target)

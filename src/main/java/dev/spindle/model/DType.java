@@ -11,8 +11,10 @@ public enum DType {
     F16("F16", 2),
     F32("F32", 4),
     F8_E4M3("F8_E4M3", 1),
-    /** 32-bit words of packed codes (an MLX affine-quantized weight: {@link MlxMatrix}). */
+    /** 32-bit words of packed codes (an MLX-quantized weight: {@link MlxMatrix}, {@link Nvfp4Matrix}). */
     U32("U32", 4),
+    /** Bytes of packed codes or of fp8 scales (an NVFP4 weight: {@link Nvfp4Matrix}). */
+    U8("U8", 1),
     /** Raw bytes of a block format (a GGUF tensor's ggml blocks: {@link GgmlMatrix}); no safetensors file names it. */
     BLOCKS("(ggml blocks)", 1);
 

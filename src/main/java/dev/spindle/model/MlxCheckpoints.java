@@ -10,21 +10,43 @@ import java.util.Map;
 import java.util.Set;
 
 /**
- * Checkpoints mlx-lm quantized with its affine scheme: config.json's {@code quantization} ({@code group_size}, {@code bits},
- * {@code mode} "affine" or absent), each quantized module's {@code weight} U32 beside its {@code scales} and {@code biases}.
- * The linear layers bind in place ({@link MlxMatrix}); a quantized embedding is expanded to bf16 (it is read a row at a time;
- * a tied head reads the same values). Per-module overrides (mixed bit widths) and other modes are refused by field.
+ * Checkpoints mlx-lm quantized: config.json's {@code quantization} ({@code group_size}, {@code bits}, {@code mode}). Mode
+ * "affine" (or absent): each quantized module's {@code weight} U32 beside its {@code scales} and {@code biases}
+ * ({@link MlxMatrix}). Mode "nvfp4" (group 16, 4 bits): {@code weight} U32 (E2M1 codes, eight a word, the first lowest) and
+ * {@code scales} U8 (E4M3), no biases and no tensor scale ({@link Nvfp4Matrix}). The linear layers bind in place; a
+ * quantized embedding is expanded to bf16 (it is read a row at a time; a tied head reads the same values). Per-module
+ * overrides (mixed bit widths) and the other modes (mxfp4, mxfp8) are refused by field.
  */
 public final class MlxCheckpoints {
     private MlxCheckpoints() {
     }
 
+    /** An MLX quantization mode, as config.json's {@code quantization} names it. */
+    public sealed interface Mode permits Affine, Nvfp4 {
+        int groupSize();
+
+        int bits();
+    }
+
     /** mlx-lm's affine quantization: codes of {@code bits} bits, a scale and a bias per {@code groupSize} columns. */
-    public record Affine(int groupSize, int bits) {
+    public record Affine(int groupSize, int bits) implements Mode {
+    }
+
+    /** MLX's nvfp4 mode: E2M1 codes, an E4M3 scale a group of 16. */
+    public record Nvfp4() implements Mode {
+        @Override
+        public int groupSize() {
+            return Nvfp4Matrix.GROUP;
+        }
+
+        @Override
+        public int bits() {
+            return 4;
+        }
     }
 
     /** config.json's MLX quantization, or null where it has none. */
-    public static Affine parse(JsonNode config) {
+    public static Mode parse(JsonNode config) {
         JsonNode q = config.get("quantization");
         if (q == null || q.isNull()) {
             return null;
@@ -33,8 +55,8 @@ public final class MlxCheckpoints {
             throw new ModelLoadException("config: field 'quantization' = " + q + " (MLX's: an object with group_size and bits)");
         }
         String mode = q.path("mode").asText("affine");
-        if (!mode.equals("affine")) {
-            throw new ModelLoadException("config: field 'quantization.mode' = '" + mode + "' is not a mode Spindle reads (affine)");
+        if (!mode.equals("affine") && !mode.equals("nvfp4")) {
+            throw new ModelLoadException("config: field 'quantization.mode' = '" + mode + "' is not a mode Spindle reads (affine, nvfp4)");
         }
         for (var it = q.fieldNames(); it.hasNext(); ) {
             String f = it.next();
@@ -44,6 +66,12 @@ public final class MlxCheckpoints {
             }
         }
         int gs = q.get("group_size").asInt(), bits = q.get("bits").asInt();
+        if (mode.equals("nvfp4")) {
+            if (gs != Nvfp4Matrix.GROUP || bits != 4) {
+                throw new ModelLoadException("config: field 'quantization' = " + q + ": MLX's nvfp4 mode has groups of 16 and 4 bits");
+            }
+            return new Nvfp4();
+        }
         if (!Set.of(32, 64, 128).contains(gs) || !Set.of(2, 3, 4, 5, 6, 8).contains(bits)) {
             throw new ModelLoadException("config: field 'quantization' = " + q + ": MLX's affine scheme has group sizes 32, 64, 128 and 2 to 6 or 8 bits");
         }
@@ -70,7 +98,7 @@ public final class MlxCheckpoints {
      * Binds every expected two-dimensional weight stored as U32 codes: linear layers into {@code stored}, the embedding
      * ({@link WeightLayout#EMBED}) expanded into {@code expanded}.
      */
-    static void bind(Affine q, Map<String, long[]> expected, Checkpoint ckpt, Arena arena, Map<String, Matrix> stored, Map<String, Tensor> expanded) {
+    static void bind(Mode q, Map<String, long[]> expected, Checkpoint ckpt, Arena arena, Map<String, Matrix> stored, Map<String, Tensor> expanded) {
         for (Map.Entry<String, long[]> e : expected.entrySet()) {
             String name = e.getKey();
             TensorInfo info = ckpt.tensors().get(name);
@@ -84,6 +112,11 @@ public final class MlxCheckpoints {
                         + cols * q.bits() / 32 + "] U32 (" + cols + " columns of " + q.bits() + " bits)");
             }
             String base = name.substring(0, name.length() - ".weight".length());
+            Tensor codes = new Tensor(name, DType.U32, info.shape(), ckpt.bytes(info));
+            if (q instanceof Nvfp4) {
+                bindNvfp4(name, info, codes, ckpt, (int) rows, (int) cols, arena, stored, expanded);
+                continue;
+            }
             Tensor[] sb = new Tensor[2];
             String[] parts = {base + ".scales", base + ".biases"};
             for (int i = 0; i < 2; i++) {
@@ -98,22 +131,47 @@ public final class MlxCheckpoints {
                 }
                 sb[i] = new Tensor(parts[i], s.dtype(), s.shape(), ckpt.bytes(s));
             }
-            MlxMatrix m = new MlxMatrix(new Tensor(name, DType.U32, info.shape(), ckpt.bytes(info)), sb[0], sb[1], (int) cols, q.groupSize(), q.bits());
+            MlxMatrix m = new MlxMatrix(codes, sb[0], sb[1], (int) cols, q.groupSize(), q.bits());
             if (name.equals(WeightLayout.EMBED)) {
-                expanded.put(name, expand(m, arena));
+                expanded.put(name, expand(m, m::expand, arena));
             } else {
                 stored.put(name, m);
             }
         }
     }
 
+    private static void bindNvfp4(String name, TensorInfo info, Tensor codes, Checkpoint ckpt, int rows, int cols, Arena arena,
+                                  Map<String, Matrix> stored, Map<String, Tensor> expanded) {
+        String scalesName = name.substring(0, name.length() - "weight".length()) + "scales";
+        TensorInfo s = ckpt.tensors().get(scalesName);
+        if (s == null) {
+            throw new ModelLoadException(info.file() + ": tensor '" + name + "' is MLX nvfp4 but '" + scalesName + "' is missing");
+        }
+        if (s.shape().length != 2 || s.shape()[0] != rows || s.shape()[1] != cols / Nvfp4Matrix.GROUP || s.dtype() != DType.U8) {
+            throw new ModelLoadException(s.file() + ": tensor '" + scalesName + "' is " + s.dtype() + " " + s.shapeString() + ", expected ["
+                    + rows + ", " + cols / Nvfp4Matrix.GROUP + "] U8 (E4M3 scales)");
+        }
+        Tensor scales = new Tensor(scalesName, DType.F8_E4M3, s.shape(), ckpt.bytes(s));
+        Nvfp4Matrix m = new Nvfp4Matrix(codes, scales, 1f, false, cols);
+        if (name.equals(WeightLayout.EMBED)) {
+            expanded.put(name, expand(m, m::expand, arena));
+        } else {
+            stored.put(name, m);
+        }
+    }
+
+    /** A matrix's rows as the bf16 values a linear layer reads. */
+    private interface Rows {
+        void expand(int i, int col, int k, float[] out);
+    }
+
     /** The whole matrix as bf16 (the values a linear layer reads). */
-    private static Tensor expand(MlxMatrix m, Arena arena) {
+    private static Tensor expand(Matrix m, Rows rows, Arena arena) {
         MemorySegment out = arena.allocate(2L * m.rows() * m.cols(), 64);
         float[] row = new float[m.cols()];
         ValueLayout.OfShort bf16 = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
         for (int i = 0; i < m.rows(); i++) {
-            m.expand(i, 0, m.cols(), row);
+            rows.expand(i, 0, m.cols(), row);
             for (int j = 0; j < row.length; j++) {
                 out.setAtIndex(bf16, (long) i * m.cols() + j, Bf16.fromFloat(row[j]));
             }

@@ -38,10 +38,10 @@ public final class WeightBinder {
     }
 
     /**
-     * As above, with an MLX affine-quantized checkpoint's linear layers ({@code mlx} non-null: config.json's
+     * As above, with an MLX-quantized checkpoint's linear layers ({@code mlx} non-null: config.json's
      * {@code quantization}) bound in their packed form and its quantized embedding expanded to bf16.
      */
-    public static ModelWeights bind(ModelConfig config, CheckpointQuantization quant, MlxCheckpoints.Affine mlx, Checkpoint ckpt, Arena arena,
+    public static ModelWeights bind(ModelConfig config, CheckpointQuantization quant, MlxCheckpoints.Mode mlx, Checkpoint ckpt, Arena arena,
                                     LoadListener listener, HostReads reads) {
         Map<String, long[]> expected = new LinkedHashMap<>(WeightLayout.expected(config));
         Map<String, Matrix> fp8 = Fp8Checkpoints.bind(quant, expected, ckpt, arena, reads);
@@ -55,7 +55,7 @@ public final class WeightBinder {
         }
         Map<String, Tensor> bound = new LinkedHashMap<>(bindAll(config.architecture(), expected,
                 n -> WeightLayout.ignorable(n) || (config.tiedEmbeddings() && n.equals(WeightLayout.LM_HEAD)) || stored.containsKey(n)
-                        || expanded.containsKey(n) || (quant != null && (quant.unused(n) || fp8.containsKey(n.replace(quant.scaleSuffix(), "weight"))))
+                        || expanded.containsKey(n) || (quant != null && (quant.unused(n) || fp8.containsKey(quant.partOf(n))))
                         || (mlx != null && MlxCheckpoints.isPart(n, stored.keySet(), expanded.keySet())),
                 ckpt, arena, listener, reads));
         bound.putAll(expanded);
@@ -114,6 +114,8 @@ public final class WeightBinder {
                 case BLOCKS -> throw new IllegalStateException(name + ": no safetensors dtype reads as ggml blocks");
                 case U32 -> throw new ModelLoadException(info.file() + ": tensor '" + name + "' is U32 (packed codes), but config.json's"
                         + " quantization (MLX's group_size and bits) does not say it is stored quantized (or there is none)");
+                case U8 -> throw new ModelLoadException(info.file() + ": tensor '" + name + "' is U8 (packed codes), but config.json's"
+                        + " quantization_config does not say it is stored quantized (or there is none)");
             };
             bound.put(name, new Tensor(name, info.shape(), bf16));
         }

@@ -6,6 +6,7 @@ import dev.spindle.model.Fp8Matrix;
 import dev.spindle.model.GgmlMatrix;
 import dev.spindle.model.Matrix;
 import dev.spindle.model.MlxMatrix;
+import dev.spindle.model.Nvfp4Matrix;
 import jdk.incubator.vector.FloatVector;
 
 import java.lang.foreign.MemorySegment;
@@ -46,6 +47,7 @@ final class MatMul {
             case Fp8Matrix f -> expanded.apply(x, n, f.rows(), Fp8MatMul.rows(f), 0, f.cols(), out, true);
             case GgmlMatrix g -> expanded.apply(x, n, g.rows(), g::expand, 0, g.cols(), out, true);
             case MlxMatrix a -> expanded.apply(x, n, a.rows(), a::expand, 0, a.cols(), out, true);
+            case Nvfp4Matrix a -> expanded.apply(x, n, a.rows(), a::expand, 0, a.cols(), out, true);
         }
     }
 
@@ -59,6 +61,7 @@ final class MatMul {
             case Fp8Matrix f -> expanded.apply(x, n, f.rows(), Fp8MatMul.rows(f), col, k, out, rounded);
             case GgmlMatrix g -> expanded.apply(x, n, g.rows(), g::expand, col, k, out, rounded);
             case MlxMatrix a -> expanded.apply(x, n, a.rows(), a::expand, col, k, out, rounded);
+            case Nvfp4Matrix a -> expanded.apply(x, n, a.rows(), a::expand, col, k, out, rounded);
         }
     }
 

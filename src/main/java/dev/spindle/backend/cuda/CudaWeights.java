@@ -5,6 +5,7 @@ import dev.spindle.model.Bf16Matrix;
 import dev.spindle.model.Fp8Matrix;
 import dev.spindle.model.GgmlMatrix;
 import dev.spindle.model.MlxMatrix;
+import dev.spindle.model.Nvfp4Matrix;
 import dev.spindle.model.LayerWeights;
 import dev.spindle.model.LoadListener;
 import dev.spindle.model.Matrix;
@@ -124,8 +125,8 @@ public final class CudaWeights implements AutoCloseable {
             if (s.m() instanceof GgmlMatrix g) {
                 throw noGgml(g);
             }
-            if (s.m() instanceof MlxMatrix a) {
-                throw noKernels(a);
+            if (s.m() instanceof MlxMatrix || s.m() instanceof Nvfp4Matrix) {
+                throw noKernels(s.m());
             }
         }
         if (!slices.stream().allMatch(s -> s.m() instanceof Fp8Matrix)) {
@@ -161,6 +162,7 @@ public final class CudaWeights implements AutoCloseable {
             }
             case GgmlMatrix g -> throw noGgml(g);
             case MlxMatrix a -> throw noKernels(a);
+            case Nvfp4Matrix a -> throw noKernels(a);
         };
     }
 
@@ -311,6 +313,7 @@ public final class CudaWeights implements AutoCloseable {
             case Fp8Matrix f -> throw new CudaException(f.name() + " is " + f.format() + ": the CUDA backend reads the output head in bf16 only");
             case GgmlMatrix g -> throw noGgml(g);
             case MlxMatrix a -> throw noKernels(a);
+            case Nvfp4Matrix a -> throw noKernels(a);
         };
     }
 
