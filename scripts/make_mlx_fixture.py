@@ -6,7 +6,10 @@ row's codes one little-endian bit stream, `bits` a code, the first code lowest),
 scale) clamped; norms as they were; config.json gains "quantization" and "quantization_config" {group_size, bits}.
 Checked against MLX's documentation of quantize / dequantize (not against MLX itself, which needs Apple silicon).
 
-Usage: make_mlx_fixture.py MODEL_DIR OUT_DIR group_size bits"""
+With "mixed" after the bits, the per-module entries mlx-lm writes for a mixed recipe (its quant predicates): every
+down_proj at 8 bits, the head at 6, and layer 1's q_proj left unquantized (false).
+
+Usage: make_mlx_fixture.py MODEL_DIR OUT_DIR group_size bits [mixed]"""
 import json
 import os
 import shutil
@@ -15,7 +18,9 @@ import sys
 
 import numpy as np
 
-src, out, gs, bits = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+src, out, gs, base_bits = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+mixed = len(sys.argv) > 5 and sys.argv[5] == 'mixed'
+overrides = {}
 os.makedirs(out, exist_ok=True)
 raw = open(f'{src}/model.safetensors', 'rb').read()
 n = struct.unpack('<Q', raw[:8])[0]
@@ -37,7 +42,16 @@ for name, info in header.items():
         continue
     a, b = info['data_offsets']
     u16 = np.frombuffer(raw[8 + n + a:8 + n + b], dtype='<u2').reshape(info['shape'])
-    if len(info['shape']) == 2 and name.endswith('.weight') and ('proj' in name or 'embed_tokens' in name or name == 'lm_head.weight'):
+    module = name[:-len('.weight')]
+    bits = base_bits
+    if mixed and 'down_proj' in name:
+        bits = overrides.setdefault(module, {'group_size': gs, 'bits': 8})['bits']
+    elif mixed and name == 'lm_head.weight':
+        bits = overrides.setdefault(module, {'group_size': gs, 'bits': 6})['bits']
+    elif mixed and name == 'model.layers.1.self_attn.q_proj.weight':
+        overrides[module] = False
+        bits = None
+    if bits and len(info['shape']) == 2 and name.endswith('.weight') and ('proj' in name or 'embed_tokens' in name or name == 'lm_head.weight'):
         w = from_bf16(u16).astype(np.float64)
         rows, cols = w.shape
         g = w.reshape(rows, cols // gs, gs)
@@ -71,8 +85,8 @@ h += b' ' * ((8 - len(h) % 8) % 8)
 with open(f'{out}/model.safetensors', 'wb') as f:
     f.write(struct.pack('<Q', len(h)) + h + b''.join(blobs))
 cfg = json.load(open(f'{src}/config.json'))
-cfg['quantization'] = {'group_size': gs, 'bits': bits}
-cfg['quantization_config'] = {'group_size': gs, 'bits': bits}
+cfg['quantization'] = {'group_size': gs, 'bits': base_bits, **overrides}
+cfg['quantization_config'] = {'group_size': gs, 'bits': base_bits, **overrides}
 json.dump(cfg, open(f'{out}/config.json', 'w'), indent=1)
 for extra in ['generation_config.json']:
     if os.path.exists(f'{src}/{extra}'):

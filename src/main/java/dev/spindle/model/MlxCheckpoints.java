@@ -14,8 +14,9 @@ import java.util.Set;
  * "affine" (or absent): each quantized module's {@code weight} U32 beside its {@code scales} and {@code biases}
  * ({@link MlxMatrix}). Mode "nvfp4" (group 16, 4 bits): {@code weight} U32 (E2M1 codes, eight a word, the first lowest) and
  * {@code scales} U8 (E4M3), no biases and no tensor scale ({@link Nvfp4Matrix}). The linear layers bind in place; a
- * quantized embedding is expanded to bf16 (it is read a row at a time; a tied head reads the same values). Per-module
- * overrides (mixed bit widths) and the other modes (mxfp4, mxfp8) are refused by field.
+ * quantized embedding is expanded to bf16 (it is read a row at a time; a tied head reads the same values). mlx-lm's
+ * per-module entries (its mixed recipes: {@code "<module path>": {group_size, bits[, mode]}}, or {@code false} for a module
+ * left bf16) give that module its own mode ({@link Plan}); the other modes (mxfp4, mxfp8) are refused by field.
  */
 public final class MlxCheckpoints {
     private MlxCheckpoints() {
@@ -45,8 +46,20 @@ public final class MlxCheckpoints {
         }
     }
 
+    /**
+     * A checkpoint's MLX quantization: {@code base} for every quantized module, except those {@code modules} names (mlx-lm's
+     * per-module entries, by module path: their own mode, or null for a module left unquantized).
+     */
+    public record Plan(Mode base, Map<String, Mode> modules) {
+        /** The mode of the module whose weight is {@code weightName} ({@code <module>.weight}); null: not quantized. */
+        public Mode modeOf(String weightName) {
+            String module = weightName.endsWith(".weight") ? weightName.substring(0, weightName.length() - ".weight".length()) : weightName;
+            return modules.containsKey(module) ? modules.get(module) : base;
+        }
+    }
+
     /** config.json's MLX quantization, or null where it has none. */
-    public static Mode parse(JsonNode config) {
+    public static Plan parse(JsonNode config) {
         JsonNode q = config.get("quantization");
         if (q == null || q.isNull()) {
             return null;
@@ -54,26 +67,46 @@ public final class MlxCheckpoints {
         if (!q.isObject() || !q.has("group_size") || !q.has("bits")) {
             throw new ModelLoadException("config: field 'quantization' = " + q + " (MLX's: an object with group_size and bits)");
         }
-        String mode = q.path("mode").asText("affine");
-        if (!mode.equals("affine") && !mode.equals("nvfp4")) {
-            throw new ModelLoadException("config: field 'quantization.mode' = '" + mode + "' is not a mode Spindle reads (affine, nvfp4)");
-        }
-        for (var it = q.fieldNames(); it.hasNext(); ) {
-            String f = it.next();
-            if (!Set.of("group_size", "bits", "mode").contains(f)) {
-                throw new ModelLoadException("config: field 'quantization." + f + "' (a per-module override) is not read yet; Spindle reads one"
-                        + " group size and bit width for every quantized module");
+        Mode base = mode(q, "quantization", q.path("mode").asText("affine"), q.get("group_size").asInt(), q.get("bits").asInt());
+        Map<String, Mode> modules = new java.util.LinkedHashMap<>();
+        for (var it = q.fields(); it.hasNext(); ) {
+            var f = it.next();
+            if (Set.of("group_size", "bits", "mode").contains(f.getKey())) {
+                continue;
+            }
+            JsonNode o = f.getValue();
+            String where = "quantization." + f.getKey();
+            if (o.isBoolean() && !o.asBoolean()) {
+                modules.put(f.getKey(), null); // mlx-lm: this module stays unquantized
+            } else if (o.isObject()) {
+                for (var fields = o.fieldNames(); fields.hasNext(); ) {
+                    String g = fields.next();
+                    if (!Set.of("group_size", "bits", "mode").contains(g)) {
+                        throw new ModelLoadException("config: field '" + where + "." + g + "' is not an MLX quantization setting (group_size, bits, mode)");
+                    }
+                }
+                modules.put(f.getKey(), mode(o, where, o.path("mode").asText(q.path("mode").asText("affine")),
+                        o.path("group_size").asInt(base.groupSize()), o.path("bits").asInt(base.bits())));
+            } else {
+                throw new ModelLoadException("config: field '" + where + "' = " + o + " (a per-module entry is false or an object with group_size"
+                        + " and bits)");
             }
         }
-        int gs = q.get("group_size").asInt(), bits = q.get("bits").asInt();
+        return new Plan(base, java.util.Collections.unmodifiableMap(modules));
+    }
+
+    private static Mode mode(JsonNode q, String where, String mode, int gs, int bits) {
+        if (!mode.equals("affine") && !mode.equals("nvfp4")) {
+            throw new ModelLoadException("config: field '" + where + ".mode' = '" + mode + "' is not a mode Spindle reads (affine, nvfp4)");
+        }
         if (mode.equals("nvfp4")) {
             if (gs != Nvfp4Matrix.GROUP || bits != 4) {
-                throw new ModelLoadException("config: field 'quantization' = " + q + ": MLX's nvfp4 mode has groups of 16 and 4 bits");
+                throw new ModelLoadException("config: field '" + where + "' = " + q + ": MLX's nvfp4 mode has groups of 16 and 4 bits");
             }
             return new Nvfp4();
         }
         if (!Set.of(32, 64, 128).contains(gs) || !Set.of(2, 3, 4, 5, 6, 8).contains(bits)) {
-            throw new ModelLoadException("config: field 'quantization' = " + q + ": MLX's affine scheme has group sizes 32, 64, 128 and 2 to 6 or 8 bits");
+            throw new ModelLoadException("config: field '" + where + "' = " + q + ": MLX's affine scheme has group sizes 32, 64, 128 and 2 to 6 or 8 bits");
         }
         return new Affine(gs, bits);
     }
@@ -98,12 +131,17 @@ public final class MlxCheckpoints {
      * Binds every expected two-dimensional weight stored as U32 codes: linear layers into {@code stored}, the embedding
      * ({@link WeightLayout#EMBED}) expanded into {@code expanded}.
      */
-    static void bind(Mode q, Map<String, long[]> expected, Checkpoint ckpt, Arena arena, Map<String, Matrix> stored, Map<String, Tensor> expanded) {
+    static void bind(Plan plan, Map<String, long[]> expected, Checkpoint ckpt, Arena arena, Map<String, Matrix> stored, Map<String, Tensor> expanded) {
         for (Map.Entry<String, long[]> e : expected.entrySet()) {
             String name = e.getKey();
             TensorInfo info = ckpt.tensors().get(name);
+            Mode q = plan.modeOf(name);
             if (info == null || info.dtype() != DType.U32 || e.getValue().length != 2) {
                 continue;
+            }
+            if (q == null) {
+                throw new ModelLoadException(info.file() + ": tensor '" + name + "' is U32 (packed codes), but config.json's quantization"
+                        + " says its module is not quantized (false)");
             }
             long rows = e.getValue()[0], cols = e.getValue()[1];
             if (cols * q.bits() % 32 != 0 || cols % q.groupSize() != 0 || info.shape().length != 2 || info.shape()[0] != rows

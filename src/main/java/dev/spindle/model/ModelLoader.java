@@ -42,7 +42,7 @@ public final class ModelLoader {
     }
 
     /** config.json's MLX quantization, or null. */
-    private static MlxCheckpoints.Mode mlx(Path configJson) {
+    private static MlxCheckpoints.Plan mlx(Path configJson) {
         try {
             return MlxCheckpoints.parse(new com.fasterxml.jackson.databind.ObjectMapper().readTree(configJson.toFile()));
         } catch (java.io.IOException e) {

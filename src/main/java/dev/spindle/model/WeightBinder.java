@@ -41,7 +41,7 @@ public final class WeightBinder {
      * As above, with an MLX-quantized checkpoint's linear layers ({@code mlx} non-null: config.json's
      * {@code quantization}) bound in their packed form and its quantized embedding expanded to bf16.
      */
-    public static ModelWeights bind(ModelConfig config, CheckpointQuantization quant, MlxCheckpoints.Mode mlx, Checkpoint ckpt, Arena arena,
+    public static ModelWeights bind(ModelConfig config, CheckpointQuantization quant, MlxCheckpoints.Plan mlx, Checkpoint ckpt, Arena arena,
                                     LoadListener listener, HostReads reads) {
         Map<String, long[]> expected = new LinkedHashMap<>(WeightLayout.expected(config));
         Map<String, Matrix> fp8 = Fp8Checkpoints.bind(quant, expected, ckpt, arena, reads);

@@ -56,12 +56,43 @@ class MlxCheckpointTest {
         }
     }
 
-    /** What the MLX reader does not take is refused by field: another mode, a per-module override, an unknown width. */
+    /**
+     * mlx-lm's mixed recipes (per-module entries in config.json's quantization): each module binds at its own width, a module
+     * whose entry is false stays bf16, and the whole serves between the 4- and 8-bit checkpoints, decode steps equal to the window.
+     */
+    @org.junit.jupiter.api.Test
+    void aMixedMlxCheckpointBindsEachModuleAtItsOwnWidth() {
+        try (LoadedModel bf16 = ModelLoader.load(BF16, LoadFormat.SAFETENSORS, LoadListener.NONE);
+             LoadedModel q = ModelLoader.load(Path.of("src/test/resources/fixtures/mlx/llama-gqa-mixed"), LoadFormat.SAFETENSORS, LoadListener.NONE)) {
+            var layers = q.weights().layers();
+            assertEquals("mlx affine 4-bit (groups of 32)", layers.get(0).q().format());
+            assertTrue(layers.get(1).q() instanceof Bf16Matrix, "false: left unquantized, " + layers.get(1).q().format());
+            for (var l : layers) {
+                assertEquals("mlx affine 8-bit (groups of 32)", l.down().format());
+            }
+            assertEquals("mlx affine 6-bit (groups of 32)", q.weights().lmHead().format());
+            float[][] want = logits(bf16, PROMPT), got = logits(q, PROMPT);
+            double kl = 0;
+            for (int i = 0; i < got.length; i++) {
+                kl += Divergence.kl(want[i], got[i]) / got.length;
+            }
+            System.out.printf("[mlx] llama-gqa mixed (4-bit, down_proj 8, head 6, one q_proj bf16): KL(bf16 || mlx) %.3g%n", kl);
+            assertTrue(kl > 5e-4 && kl < 6e-2, "mixed: KL " + kl);
+            try (CpuForwardPass cpu = new CpuForwardPass(q.config(), q.weights(), 64, 16, 2, KvSlots.PER_EXECUTED_LAYER)) {
+                TestSteps.assertStepsEqualWindow(cpu, PROMPT, got, "mixed");
+            }
+        }
+    }
+
+    /** What the MLX reader does not take is refused by field: another mode, a per-module entry it cannot read, an unknown width. */
     @org.junit.jupiter.api.Test
     void mlxQuantizationItDoesNotReadIsRefusedByField() {
         com.fasterxml.jackson.databind.ObjectMapper json = new com.fasterxml.jackson.databind.ObjectMapper();
         for (String[] c : new String[][]{{"{\"quantization\": {\"group_size\": 32, \"bits\": 4, \"mode\": \"mxfp4\"}}", "quantization.mode"},
-                {"{\"quantization\": {\"group_size\": 64, \"bits\": 4, \"model.layers.0.mlp.down_proj\": {\"bits\": 8}}}", "per-module override"},
+                {"{\"quantization\": {\"group_size\": 64, \"bits\": 4, \"model.layers.0.mlp.down_proj\": {\"bits\": 7}}}",
+                        "quantization.model.layers.0.mlp.down_proj' = {\"bits\":7}: MLX's affine scheme"},
+                {"{\"quantization\": {\"group_size\": 64, \"bits\": 4, \"model.layers.0.mlp.down_proj\": true}}", "false or an object"},
+                {"{\"quantization\": {\"group_size\": 64, \"bits\": 4, \"lm_head\": {\"bits\": 8, \"scale\": 2}}}", "quantization.lm_head.scale"},
                 {"{\"quantization\": {\"group_size\": 48, \"bits\": 4}}", "group sizes 32, 64, 128"}}) {
             ModelLoadException e = org.junit.jupiter.api.Assertions.assertThrows(ModelLoadException.class,
                     () -> MlxCheckpoints.parse(json.readTree(c[0])));

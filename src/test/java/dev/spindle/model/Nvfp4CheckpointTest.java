@@ -91,7 +91,7 @@ class Nvfp4CheckpointTest {
         ModelLoadException e = assertThrows(ModelLoadException.class,
                 () -> MlxCheckpoints.parse(json.readTree("{\"quantization\": {\"group_size\": 32, \"bits\": 4, \"mode\": \"nvfp4\"}}")));
         assertTrue(e.getMessage().contains("groups of 16 and 4 bits"), e.getMessage());
-        assertEquals(new MlxCheckpoints.Nvfp4(), MlxCheckpoints.parse(json.readTree(Files.readString(DIR.resolve("llama-gqa-mlx/config.json")))));
+        assertEquals(new MlxCheckpoints.Nvfp4(), MlxCheckpoints.parse(json.readTree(Files.readString(DIR.resolve("llama-gqa-mlx/config.json")))).base());
         CheckpointQuantization mo = CheckpointQuantization.read(DIR.resolve("llama-gqa-modelopt/config.json"));
         assertEquals("modelopt", mo.method());
         assertTrue(mo.describe().startsWith("modelopt nvfp4 checkpoint"), mo.describe());
