@@ -7,9 +7,11 @@
 #include "common.cuh"
 #include <cuda_fp16.h>
 
-// the E4M3 code b as fp32 (exact): sign, 4 exponent bits (bias 7), 3 mantissa bits; exponent 0 is subnormal (m * 2^-9)
+// the E4M3 code b as fp32 (exact): sign, 4 exponent bits (bias 7), 3 mantissa bits; exponent 0 is subnormal (m * 2^-9);
+// 0x7F and 0xFF are NaN (as the hardware converter and model.Fp8 read them)
 __device__ __forceinline__ float fp8_decode(unsigned b) {
     const unsigned s = (b & 0x80u) << 24, e = (b >> 3) & 15u, m = b & 7u;
+    if (e == 15u && m == 7u) return __int_as_float(s | 0x7FC00000u);
     if (e == 0) return __int_as_float(__float_as_int((float) m * 0x1p-9f) | s);
     return __int_as_float(s | ((e + 120u) << 23) | (m << 20));
 }

@@ -99,7 +99,8 @@ __device__ __forceinline__ void linear_rows_fp8_mma_impl(const void *mapX, int n
             #pragma unroll
             for (int i = 0; i < NT; i++) {
                 const unsigned xb = s + BOXES * WB + (c / 4) * XB + (8 * i + xr) * 128 + (((h + xh) ^ xr) << 4);
-                asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n" : "=r"(x[c][i][0]), "=r"(x[c][i][1]) : "r"(xb) : "memory");
+                // (no memory clobber: the volatile wait and refill keep it in its stage, the code loads may interleave with it)
+                asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n" : "=r"(x[c][i][0]), "=r"(x[c][i][1]) : "r"(xb));
             }
         }
         // the chain: k's 16-key chunks in order into the same accumulators

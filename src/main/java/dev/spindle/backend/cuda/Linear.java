@@ -366,7 +366,7 @@ public final class Linear {
                         cuda.copyToHost(b, y2);
                         long at = a.asSlice(0, (long) n * nOut * 2).mismatch(b.asSlice(0, (long) n * nOut * 2));
                         if (at != -1) {
-                            String why = String.format("%s%s gave other bits than cuBLASLt at %d rows (row %d, output %d)", format, v.kernel(), n,
+                            String why = String.format("%s gave other bits than cuBLASLt at %d rows (row %d, output %d)", format.isEmpty() ? v.kernel() : v.fp8Kernel(), n,
                                     at / 2 / nOut, at / 2 % nOut);
                             refused += "; " + why;
                             LOG.log(System.Logger.Level.WARNING, nOut + " x " + k + ": " + why + "; that variant is not used");
