@@ -12,15 +12,23 @@ import io.restassured.RestAssured;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
+import java.net.URI;
 import java.net.URL;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * A server started with --quantization fp8 on the CPU backend: /v1/models discloses the format served and the KL measured
- * for it, and a whole agent turn (a tool call, its result, the answer) works at the model's recommended temperature.
+ * for it, a whole agent turn (a tool call, its result, the answer) works at the model's recommended temperature, and a burst
+ * of seeded sampled requests at 0.6 and 1.0 gives each the reply it got alone.
  */
 @QuarkusTest
 @TestProfile(QuantizedServerTest.Fp8.class)
@@ -74,6 +82,41 @@ class QuantizedServerTest {
         String text = answer.path("choices").path(0).path("message").path("content").asText();
         assertEquals("stop", answer.path("choices").path(0).path("finish_reason").asText(), answer.toString());
         assertTrue(text.contains("18"), answer.toString());
+    }
+
+    /**
+     * Seeded sampled requests at the model's recommended temperatures (0.6 and 1.0) on fp8 weights, each sent alone and then
+     * all at once: every reply in the burst is the reply it got alone (a request batched equals it alone, on the lossy format).
+     */
+    @Test
+    void aBurstOfSeededSampledRequestsEqualsEachAlone() throws Exception {
+        String[] prompts = {"What is 17 + 25?", "Name three colours.", "Is 2100 a leap year?", "Give me a tip for writing tests.",
+                "How many centimetres are in 2 metres?", "Say hello in French."};
+        List<ObjectNode> reqs = new ArrayList<>();
+        for (double t : new double[]{0.6, 1.0}) {
+            for (int i = 0; i < prompts.length; i++) {
+                ObjectNode req = JSON.createObjectNode().put("temperature", t).put("top_p", 0.95).put("seed", 100 + i).put("max_tokens", 40);
+                req.putArray("messages").addObject().put("role", "user").put("content", prompts[i]);
+                reqs.add(req);
+            }
+        }
+        List<String> alone = new ArrayList<>();
+        for (ObjectNode r : reqs) {
+            alone.add(post(r).path("choices").path(0).path("message").toString());
+        }
+        HttpClient http = HttpClient.newHttpClient();
+        List<CompletableFuture<HttpResponse<String>>> burst = new ArrayList<>();
+        for (ObjectNode r : reqs) {
+            burst.add(http.sendAsync(HttpRequest.newBuilder(URI.create(root + "v1/chat/completions")).header("Content-Type", "application/json")
+                    .POST(HttpRequest.BodyPublishers.ofString(r.toString())).build(), HttpResponse.BodyHandlers.ofString()));
+        }
+        for (int i = 0; i < reqs.size(); i++) {
+            HttpResponse<String> resp = burst.get(i).get();
+            assertEquals(200, resp.statusCode(), resp.body());
+            assertEquals(alone.get(i), JSON.readTree(resp.body()).path("choices").path(0).path("message").toString(),
+                    "request " + i + " (temperature " + reqs.get(i).path("temperature") + ") in a burst of " + reqs.size());
+        }
+        assertTrue(alone.stream().distinct().count() > reqs.size() / 2, "sampled replies differ between prompts and seeds: " + alone);
     }
 
     private JsonNode post(ObjectNode body) throws Exception {
