@@ -51,13 +51,9 @@ public record MlxMatrix(Tensor data, Tensor scales, Tensor biases, int cols, int
         if (first < 0 || count < 0 || first + count > rows()) {
             throw new IndexOutOfBoundsException("rows [" + first + ", " + (first + count) + ") of " + name() + "'s " + rows());
         }
-        return new MlxMatrix(slice(data, first, count), slice(scales, first, count), slice(biases, first, count), cols, groupSize, bits);
+        return new MlxMatrix(data.rows(first, count), scales.rows(first, count), biases.rows(first, count), cols, groupSize, bits);
     }
 
-    private static Tensor slice(Tensor t, int first, int count) {
-        long row = t.data().byteSize() / t.shape()[0];
-        return new Tensor(t.name(), t.dtype(), new long[]{count, t.shape()[1]}, t.data().asSlice(first * row, count * row));
-    }
 
     private static float value(Tensor t, long i) {
         MemorySegment s = t.data();

@@ -55,13 +55,9 @@ public record Nvfp4Matrix(Tensor data, Tensor scales, float global, boolean divi
         if (first < 0 || count < 0 || first + count > rows()) {
             throw new IndexOutOfBoundsException("rows [" + first + ", " + (first + count) + ") of " + name() + "'s " + rows());
         }
-        return new Nvfp4Matrix(slice(data, first, count), slice(scales, first, count), global, divides, cols);
+        return new Nvfp4Matrix(data.rows(first, count), scales.rows(first, count), global, divides, cols);
     }
 
-    private static Tensor slice(Tensor t, int first, int count) {
-        long row = t.data().byteSize() / t.shape()[0];
-        return new Tensor(t.name(), t.dtype(), new long[]{count, t.shape()[1]}, t.data().asSlice(first * row, count * row));
-    }
 
     /** The fp32 factor of row i's group g: its E4M3 scale with the tensor scale applied. */
     private float groupScale(long g) {

@@ -34,4 +34,10 @@ public record Tensor(String name, DType dtype, long[] shape, MemorySegment data)
     public long[] shape() {
         return shape.clone();
     }
+
+    /** Rows [first, first + count) of a two-dimensional tensor (its first dimension), the same bytes. */
+    public Tensor rows(int first, int count) {
+        long row = data.byteSize() / shape[0];
+        return new Tensor(name, dtype, new long[]{count, shape[1]}, data.asSlice(first * row, count * row));
+    }
 }

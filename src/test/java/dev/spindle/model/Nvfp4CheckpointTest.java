@@ -54,6 +54,14 @@ class Nvfp4CheckpointTest {
                         assertEquals(Float.floatToIntBits(r), Float.floatToIntBits(row[j]), names[w] + " (" + i + ", " + j + "): " + row[j] + " vs " + r);
                     }
                 }
+                // rows [4, 12) (a column-parallel rank's share) read as those rows of the whole
+                Nvfp4Matrix share = x.rows(4, 8);
+                float[] whole = new float[x.cols()], part8 = new float[x.cols()];
+                for (int i = 0; i < 8; i++) {
+                    x.expand(4 + i, 0, x.cols(), whole);
+                    share.expand(i, 0, x.cols(), part8);
+                    assertEquals(java.util.Arrays.toString(whole), java.util.Arrays.toString(part8), "row " + (4 + i) + " of a share");
+                }
                 // a slice of columns reads the same as the whole row
                 float[] part = new float[20];
                 x.expand(3, 21, 20, part);
