@@ -13,35 +13,19 @@ Usage: make_mlx_fixture.py MODEL_DIR OUT_DIR group_size bits [mixed]"""
 import json
 import os
 import shutil
-import struct
 import sys
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(__file__))
+from safetensors_np import bf16_bits, from_bf16, read_bf16, write  # noqa: E402
 
 src, out, gs, base_bits = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 mixed = len(sys.argv) > 5 and sys.argv[5] == 'mixed'
 overrides = {}
 os.makedirs(out, exist_ok=True)
-raw = open(f'{src}/model.safetensors', 'rb').read()
-n = struct.unpack('<Q', raw[:8])[0]
-header = json.loads(raw[8:8 + n])
-
-
-def bf16_bits(a):
-    u = np.asarray(a, dtype=np.float32).view(np.uint32)
-    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype('<u2')
-
-
-def from_bf16(u16):
-    return (u16.astype(np.uint32) << 16).view(np.float32)
-
-
 tensors = {}
-for name, info in header.items():
-    if name == '__metadata__':
-        continue
-    a, b = info['data_offsets']
-    u16 = np.frombuffer(raw[8 + n + a:8 + n + b], dtype='<u2').reshape(info['shape'])
+for name, (shape, u16) in read_bf16(f'{src}/model.safetensors').items():
     module = name[:-len('.weight')]
     bits = base_bits
     if mixed and 'down_proj' in name:
@@ -51,7 +35,7 @@ for name, info in header.items():
     elif mixed and name == 'model.layers.1.self_attn.q_proj.weight':
         overrides[module] = False
         bits = None
-    if bits and len(info['shape']) == 2 and name.endswith('.weight') and ('proj' in name or 'embed_tokens' in name or name == 'lm_head.weight'):
+    if bits and len(shape) == 2 and name.endswith('.weight') and ('proj' in name or 'embed_tokens' in name or name == 'lm_head.weight'):
         w = from_bf16(u16).astype(np.float64)
         rows, cols = w.shape
         g = w.reshape(rows, cols // gs, gs)
@@ -73,17 +57,7 @@ for name, info in header.items():
         tensors[base + '.biases'] = ('BF16', bias_b)
     else:
         tensors[name] = ('BF16', u16)
-hdr, blobs, at = {}, [], 0
-for name in sorted(tensors):
-    dt, arr = tensors[name]
-    b = np.ascontiguousarray(arr).tobytes()
-    hdr[name] = {'dtype': dt, 'shape': list(arr.shape), 'data_offsets': [at, at + len(b)]}
-    blobs.append(b)
-    at += len(b)
-h = json.dumps(hdr).encode()
-h += b' ' * ((8 - len(h) % 8) % 8)
-with open(f'{out}/model.safetensors', 'wb') as f:
-    f.write(struct.pack('<Q', len(h)) + h + b''.join(blobs))
+write(f'{out}/model.safetensors', tensors)
 cfg = json.load(open(f'{src}/config.json'))
 cfg['quantization'] = {'group_size': gs, 'bits': base_bits, **overrides}
 cfg['quantization_config'] = {'group_size': gs, 'bits': base_bits, **overrides}

@@ -21,17 +21,16 @@ Usage: make_nvfp4_fixture.py MODEL_DIR OUT_DIR ct|modelopt|mlx"""
 import json
 import os
 import shutil
-import struct
 import sys
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(__file__))
+from safetensors_np import bf16_bits, from_bf16, read_bf16, write  # noqa: E402
+
 src, out, layout = sys.argv[1], sys.argv[2], sys.argv[3]
 assert layout in ('ct', 'modelopt', 'mlx'), layout
 os.makedirs(out, exist_ok=True)
-raw = open(f'{src}/model.safetensors', 'rb').read()
-n = struct.unpack('<Q', raw[:8])[0]
-header = json.loads(raw[8:8 + n])
 
 E2M1 = np.array([0, 0.5, 1, 1.5, 2, 3, 4, 6, -0.0, -0.5, -1, -1.5, -2, -3, -4, -6], dtype=np.float32)
 
@@ -71,15 +70,6 @@ def e2m1_encode(y):
     return code | np.where(np.signbit(y) & (code != 0), 8, 0).astype(np.uint8)
 
 
-def bf16_bits(a):
-    u = np.asarray(a, dtype=np.float32).view(np.uint32)
-    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype('<u2')
-
-
-def from_bf16(u16):
-    return (u16.astype(np.uint32) << 16).view(np.float32)
-
-
 def quantize(w):
     """(codes (rows, cols) u8, group scale codes (rows, cols / 16) u8, tensor scale f32, divides), and the dequantized fp32."""
     rows, cols = w.shape
@@ -106,12 +96,8 @@ def quantize(w):
 
 
 tensors, reference = {}, {}
-for name, info in header.items():
-    if name == '__metadata__':
-        continue
-    a, b = info['data_offsets']
-    u16 = np.frombuffer(raw[8 + n + a:8 + n + b], dtype='<u2').reshape(info['shape'])
-    quantized = len(info['shape']) == 2 and name.endswith('.weight') and ('proj' in name or (
+for name, (shape, u16) in read_bf16(f'{src}/model.safetensors').items():
+    quantized = len(shape) == 2 and name.endswith('.weight') and ('proj' in name or (
             layout == 'mlx' and ('embed_tokens' in name or name == 'lm_head.weight')))
     if not quantized:
         tensors[name] = ('BF16', u16)
@@ -133,20 +119,6 @@ for name, info in header.items():
     else:
         tensors[base + 'weight'] = ('U32', np.ascontiguousarray(packed).view('<u4'))
         tensors[base + 'scales'] = ('U8', sc)
-
-
-def write(path, ts):
-    hdr, blobs, at = {}, [], 0
-    for k in sorted(ts):
-        dt, arr = ts[k]
-        bts = np.ascontiguousarray(arr).tobytes()
-        hdr[k] = {'dtype': dt, 'shape': list(np.shape(arr)), 'data_offsets': [at, at + len(bts)]}
-        blobs.append(bts)
-        at += len(bts)
-    h = json.dumps(hdr).encode()
-    h += b' ' * ((8 - len(h) % 8) % 8)
-    with open(path, 'wb') as f:
-        f.write(struct.pack('<Q', len(h)) + h + b''.join(blobs))
 
 
 write(f'{out}/model.safetensors', tensors)

@@ -4,19 +4,17 @@ fixtures that need particular shapes (e.g. rows of 256 for ggml's K-quants). Wei
 
 Usage: make_random_llama.py OUT_DIR hidden intermediate layers heads kv_heads head_dim vocab seed"""
 import json
-import struct
+import os
 import sys
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(__file__))
+from safetensors_np import bf16_bits, write  # noqa: E402
+
 out = sys.argv[1]
 hidden, inter, layers, heads, kv, hd, vocab, seed = map(int, sys.argv[2:10])
 rng = np.random.default_rng(seed)
-
-
-def bf16(a):
-    u = a.astype(np.float32).view(np.uint32)
-    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype('<u2')
 
 
 t = {'model.embed_tokens.weight': rng.normal(0, 1, (vocab, hidden)), 'model.norm.weight': 1 + rng.normal(0, 0.1, hidden),
@@ -32,16 +30,7 @@ for l in range(layers):
     t[p + 'mlp.gate_proj.weight'] = rng.normal(0, 0.02, (inter, hidden))
     t[p + 'mlp.up_proj.weight'] = rng.normal(0, 0.02, (inter, hidden))
     t[p + 'mlp.down_proj.weight'] = rng.normal(0, 0.02, (hidden, inter))
-header, blobs, at = {}, [], 0
-for name in sorted(t):
-    b = bf16(t[name]).tobytes()
-    header[name] = {'dtype': 'BF16', 'shape': list(t[name].shape), 'data_offsets': [at, at + len(b)]}
-    blobs.append(b)
-    at += len(b)
-h = json.dumps(header).encode()
-h += b' ' * ((8 - len(h) % 8) % 8)
-with open(f'{out}/model.safetensors', 'wb') as f:
-    f.write(struct.pack('<Q', len(h)) + h + b''.join(blobs))
+write(f'{out}/model.safetensors', {name: ('BF16', bf16_bits(a)) for name, a in t.items()})
 json.dump({'architectures': ['LlamaForCausalLM'], 'model_type': 'llama', 'vocab_size': vocab, 'hidden_size': hidden,
            'intermediate_size': inter, 'num_hidden_layers': layers, 'num_attention_heads': heads, 'num_key_value_heads': kv,
            'head_dim': hd, 'max_position_embeddings': 2048, 'rms_norm_eps': 1e-5, 'rope_theta': 10000.0, 'tie_word_embeddings': False,
