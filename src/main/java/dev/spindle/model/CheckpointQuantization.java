@@ -9,7 +9,7 @@ import java.util.Locale;
 /**
  * How a quantized checkpoint stores its linear layers, from config.json's {@code quantization_config} (or ModelOpt's
  * {@code hf_quant_config.json} beside it). fp8 E4M3 weights with fp32 (or bf16) scales that multiply them load as they are
- * in two layouts, NVFP4 weights ({@link Nvfp4Matrix}) in two more:
+ * in two layouts, NVFP4 weights ({@link Nvfp4Matrix}) in two more, and EXL3 ({@link Exl3Checkpoints}):
  * <ul>
  *   <li>{@code quant_method: "fp8"} (HF transformers' FP8 and AutoFP8): with {@code weight_block_size: [r, c]} one scale a block,
  *       named {@code <layer>.weight_scale_inv}; without it one scale a tensor, {@code <layer>.weight_scale}. {@code fmt} must be
@@ -21,6 +21,7 @@ import java.util.Locale;
  *       (which the group scales are divided by).</li>
  *   <li>{@code quant_method: "modelopt"}, {@code quant_algo} {@code NVFP4} or {@code W4A16_NVFP4} (NVIDIA ModelOpt's export):
  *       {@code weight} U8, {@code weight_scale} E4M3, {@code weight_scale_2} F32 (which multiplies them).</li>
+ *   <li>{@code quant_method: "exl3"} (exllamav3's converter): trellis-coded layers, {@link Exl3Checkpoints}.</li>
  * </ul>
  * Activation settings ({@code activation_scheme}, {@code input_activations}) are read but not applied: Spindle multiplies bf16
  * activations by the fp8 weights (weight-only), so a static {@code input_scale} is left unused and the start log says so.
@@ -28,7 +29,7 @@ import java.util.Locale;
  * by field.
  */
 public record CheckpointQuantization(String method, int blockRows, int blockCols, String scaleSuffix, boolean staticActivations,
-                                     List<String> notConverted, Nvfp4 nvfp4) {
+                                     List<String> notConverted, Nvfp4 nvfp4, Exl3Checkpoints.Config exl3) {
     /** blockRows / blockCols of one scale for the whole tensor. */
     public static final int WHOLE = Integer.MAX_VALUE;
 
@@ -40,7 +41,17 @@ public record CheckpointQuantization(String method, int blockRows, int blockCols
     }
 
     CheckpointQuantization(String method, int blockRows, int blockCols, String scaleSuffix, boolean staticActivations, List<String> notConverted) {
-        this(method, blockRows, blockCols, scaleSuffix, staticActivations, notConverted, null);
+        this(method, blockRows, blockCols, scaleSuffix, staticActivations, notConverted, null, null);
+    }
+
+    CheckpointQuantization(String method, int blockRows, int blockCols, String scaleSuffix, boolean staticActivations, List<String> notConverted,
+                           Nvfp4 nvfp4) {
+        this(method, blockRows, blockCols, scaleSuffix, staticActivations, notConverted, nvfp4, null);
+    }
+
+    /** An EXL3 checkpoint ({@link Exl3Checkpoints}). */
+    static CheckpointQuantization exl3(Exl3Checkpoints.Config config) {
+        return new CheckpointQuantization("exl3", 16, 16, "trellis", false, List.of(), null, config);
     }
 
     /**
@@ -90,9 +101,10 @@ public record CheckpointQuantization(String method, int blockRows, int blockCols
         return switch (method) {
             case "fp8" -> fp8(q);
             case "compressed-tensors" -> compressedTensors(q);
+            case "exl3" -> exl3(Exl3Checkpoints.parse(q)); // exllamav3: trellis-coded layers (Exl3Matrix)
             case "modelopt" -> modelOpt(q.path("quant_algo").asText(""), q.path("group_size"), names(q, "ignore", "exclude_modules"), "quantization_config");
             default -> throw new ModelLoadException("config: field 'quantization_config.quant_method' = '" + method + "' is not a format Spindle"
-                    + " reads (it reads fp8, compressed-tensors fp8 and nvfp4, and ModelOpt nvfp4 checkpoints; a bf16 release can be quantized"
+                    + " reads (it reads fp8, compressed-tensors fp8 and nvfp4, ModelOpt nvfp4 and exllamav3's exl3 checkpoints; a bf16 release can be quantized"
                     + " at load with --quantization fp8)");
         };
     }
@@ -224,7 +236,8 @@ public record CheckpointQuantization(String method, int blockRows, int blockCols
 
     /** The weight ({@code <layer>.weight}) whose stored part tensor {@code name} is (codes, scales, tensor scale), or null. */
     public String partOf(String name) {
-        List<String> suffixes = nvfp4 == null ? List.of(scaleSuffix) : List.of(scaleSuffix, nvfp4.dataSuffix(), nvfp4.globalSuffix());
+        List<String> suffixes = exl3 != null ? Exl3Checkpoints.PARTS
+                : nvfp4 == null ? List.of(scaleSuffix) : List.of(scaleSuffix, nvfp4.dataSuffix(), nvfp4.globalSuffix());
         for (String suffix : suffixes) {
             if (name.endsWith("." + suffix)) {
                 return name.substring(0, name.length() - suffix.length()) + "weight";
@@ -235,6 +248,9 @@ public record CheckpointQuantization(String method, int blockRows, int blockCols
 
     /** How the start log names it. */
     public String describe() {
+        if (exl3 != null) {
+            return exl3.describe();
+        }
         if (nvfp4 != null) {
             return method + " nvfp4 checkpoint (e2m1 values, an e4m3 scale a group of 16 and a tensor scale" + (staticActivations
                     ? "; its activation quantization unused: activations stay bf16" : "") + ")";

@@ -15,6 +15,10 @@ public enum DType {
     U32("U32", 4),
     /** Bytes of packed codes or of fp8 scales (an NVFP4 weight: {@link Nvfp4Matrix}). */
     U8("U8", 1),
+    /** 16-bit integers: an EXL3 weight's trellis or packed sign bits ({@link Exl3Matrix}). */
+    I16("I16", 2),
+    /** 32-bit integers: an EXL3 layer's codebook marker ({@link Exl3Codebook}). */
+    I32("I32", 4),
     /** Raw bytes of a block format (a GGUF tensor's ggml blocks: {@link GgmlMatrix}); no safetensors file names it. */
     BLOCKS("(ggml blocks)", 1);
 

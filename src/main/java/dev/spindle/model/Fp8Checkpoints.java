@@ -19,6 +19,9 @@ final class Fp8Checkpoints {
     /** Every expected two-dimensional weight the checkpoint stores as F8_E4M3, by name. */
     static Map<String, Matrix> bind(CheckpointQuantization q, Map<String, long[]> expected, Checkpoint ckpt, Arena arena, HostReads reads) {
         Map<String, Matrix> out = new LinkedHashMap<>();
+        if (q != null && q.exl3() != null) {
+            return Exl3Checkpoints.bind(expected, ckpt, arena, reads);
+        }
         if (q != null && q.nvfp4() != null) {
             return Nvfp4Checkpoints.bind(q, expected, ckpt, reads);
         }
@@ -78,7 +81,7 @@ final class Fp8Checkpoints {
                 }
                 yield out;
             }
-            case F8_E4M3, BLOCKS, U32, U8 -> throw new ModelLoadException(s.file() + ": scale tensor '" + s.name() + "' is " + s.dtype() + " (expected F32, BF16 or F16)");
+            case F8_E4M3, BLOCKS, U32, U8, I16, I32 -> throw new ModelLoadException(s.file() + ": scale tensor '" + s.name() + "' is " + s.dtype() + " (expected F32, BF16 or F16)");
         };
     }
 }

@@ -38,6 +38,7 @@ public final class Fp8Quantizer {
             case GgmlMatrix g -> throw new IllegalArgumentException(g.name() + " is already " + g.format() + "; --quantization applies to a bf16 release");
             case MlxMatrix a -> throw new IllegalArgumentException(a.name() + " is already " + a.format() + "; --quantization applies to a bf16 release");
             case Nvfp4Matrix a -> throw new IllegalArgumentException(a.name() + " is already " + a.format() + "; --quantization applies to a bf16 release");
+            case Exl3Matrix a -> throw new IllegalArgumentException(a.name() + " is already " + a.format() + "; --quantization applies to a bf16 release");
         };
     }
 

@@ -9,7 +9,7 @@ import java.util.List;
  * backend's linear layer switches on the format; a new format is a new record here, its reading in
  * the loader, and its kernels in each backend.
  */
-public sealed interface Matrix permits Bf16Matrix, Fp8Matrix, GgmlMatrix, MlxMatrix, Nvfp4Matrix {
+public sealed interface Matrix permits Bf16Matrix, Exl3Matrix, Fp8Matrix, GgmlMatrix, MlxMatrix, Nvfp4Matrix {
     /** The part holding the values, (rows, cols) in the format's element type; its name is the weight's. */
     Tensor data();
 

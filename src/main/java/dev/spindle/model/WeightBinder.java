@@ -114,6 +114,8 @@ public final class WeightBinder {
                 case BLOCKS -> throw new IllegalStateException(name + ": no safetensors dtype reads as ggml blocks");
                 case U32 -> throw new ModelLoadException(info.file() + ": tensor '" + name + "' is U32 (packed codes), but config.json's"
                         + " quantization (MLX's group_size and bits) does not say it is stored quantized (or there is none)");
+                case I16, I32 -> throw new ModelLoadException(info.file() + ": tensor '" + name + "' is " + info.dtype() + ", not a float"
+                        + " weight (an EXL3 checkpoint stores its linear layers as .trellis, .suh and .svh, and config.json says quant_method exl3)");
                 case U8 -> throw new ModelLoadException(info.file() + ": tensor '" + name + "' is U8 (packed codes), but config.json's"
                         + " quantization_config does not say it is stored quantized (or there is none)");
             };

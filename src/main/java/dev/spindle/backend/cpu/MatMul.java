@@ -2,6 +2,7 @@ package dev.spindle.backend.cpu;
 
 import dev.spindle.model.Bf16;
 import dev.spindle.model.Bf16Matrix;
+import dev.spindle.model.Exl3Matrix;
 import dev.spindle.model.Fp8Matrix;
 import dev.spindle.model.GgmlMatrix;
 import dev.spindle.model.Matrix;
@@ -34,10 +35,12 @@ final class MatMul {
     private static final ValueLayout.OfShort BF16 = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
     private final Parallel parallel;
     private final ExpandedMatMul expanded;
+    private final Exl3MatMul exl3;
 
     MatMul(Parallel parallel) {
         this.parallel = parallel;
         this.expanded = new ExpandedMatMul(parallel);
+        this.exl3 = new Exl3MatMul(parallel);
     }
 
     /** {@code out = bf16(x @ W^T)} for a weight in its format: x (n, w.cols()), out (n, w.rows()). */
@@ -48,6 +51,7 @@ final class MatMul {
             case GgmlMatrix g -> expanded.apply(x, n, g.rows(), g::expand, 0, g.cols(), out, true);
             case MlxMatrix a -> expanded.apply(x, n, a.rows(), a::expand, 0, a.cols(), out, true);
             case Nvfp4Matrix a -> expanded.apply(x, n, a.rows(), a::expand, 0, a.cols(), out, true);
+            case Exl3Matrix e -> exl3.apply(x, n, e, 0, e.cols(), out, true);
         }
     }
 
@@ -62,6 +66,7 @@ final class MatMul {
             case GgmlMatrix g -> expanded.apply(x, n, g.rows(), g::expand, col, k, out, rounded);
             case MlxMatrix a -> expanded.apply(x, n, a.rows(), a::expand, col, k, out, rounded);
             case Nvfp4Matrix a -> expanded.apply(x, n, a.rows(), a::expand, col, k, out, rounded);
+            case Exl3Matrix e -> exl3.apply(x, n, e, col, k, out, rounded);
         }
     }
 

@@ -5,6 +5,7 @@ import dev.spindle.model.Bf16Matrix;
 import dev.spindle.model.Fp8Matrix;
 import dev.spindle.model.GgmlMatrix;
 import dev.spindle.model.MlxMatrix;
+import dev.spindle.model.Exl3Matrix;
 import dev.spindle.model.Nvfp4Matrix;
 import dev.spindle.model.LayerWeights;
 import dev.spindle.model.LoadListener;
@@ -125,7 +126,7 @@ public final class CudaWeights implements AutoCloseable {
             if (s.m() instanceof GgmlMatrix g) {
                 throw noGgml(g);
             }
-            if (s.m() instanceof MlxMatrix || s.m() instanceof Nvfp4Matrix) {
+            if (s.m() instanceof MlxMatrix || s.m() instanceof Nvfp4Matrix || s.m() instanceof Exl3Matrix) {
                 throw noKernels(s.m());
             }
         }
@@ -163,6 +164,7 @@ public final class CudaWeights implements AutoCloseable {
             case GgmlMatrix g -> throw noGgml(g);
             case MlxMatrix a -> throw noKernels(a);
             case Nvfp4Matrix a -> throw noKernels(a);
+            case Exl3Matrix a -> throw noKernels(a);
         };
     }
 
@@ -314,6 +316,7 @@ public final class CudaWeights implements AutoCloseable {
             case GgmlMatrix g -> throw noGgml(g);
             case MlxMatrix a -> throw noKernels(a);
             case Nvfp4Matrix a -> throw noKernels(a);
+            case Exl3Matrix a -> throw noKernels(a);
         };
     }
 
