@@ -2,13 +2,15 @@
 # A device call carries the working tree (tracked and untracked-not-ignored files) plus the carried .dist,
 # 64 MiB in all, and the tree alone is most of that. This moves out of the tree what one kind of call does
 # not read, into a folder outside the repository, and puts it back:
-# Every mode moves the GGUF, ggml, MLX and NVFP4 fixtures (CPU tests only so far).
+# Every mode moves the GGUF, ggml, MLX and NVFP4 fixtures and the EXL3 fixtures' reference values (CPU tests only so far).
 #   device-slim.sh tests      the CUDA suite (device-run.sh tests): keeps the bundled target and every parity fixture
 #                             (with .dist as device-bundle.sh leaves it: an overlay folder added to .dist may not fit
 #                             beside them; size says so); moves the DFlash fixtures and heads, the drafter (no test of the
 #                             suite reads it; CudaSpeculativeTest, which does, runs in the dflash mode), the tokenizers,
 #                             the node clients, the agent model (only the agent CLI tests read it), docs/bench, the test sources (the suite runs from .dist/test-classes) and
 #                             .dist/base-classes (only an A/B reads it)
+#   device-slim.sh kernels    as tests, less the parity fixtures and the bundled model's HF logits: kernel contract tests,
+#                             the EXL3 fixtures' check against exllamav3 (scripts/exl3_reference_check.py), training
 #   device-slim.sh dflash     CudaDraftHeadTest's trained heads and CudaSpeculativeTest: keeps the bundled models and
 #                             the DFlash heads, moves the parity fixtures, the DFlash reference fixtures (its other
 #                             test then fails with "not found") and the bundled model's HF reference logits
@@ -67,12 +69,16 @@ restore() {
 }
 
 common=(src/test/resources/tokenizer-166k src/test/resources/templates-compat src/test/resources/tokenizer src/test/node docs/bench models/spindle-chat-agent
-        src/test/resources/fixtures/gguf src/test/resources/fixtures/ggml src/test/resources/fixtures/gguf-vocab src/test/resources/fixtures/mlx src/test/resources/fixtures/nvfp4)
+        src/test/resources/fixtures/gguf src/test/resources/fixtures/ggml src/test/resources/fixtures/gguf-vocab src/test/resources/fixtures/mlx src/test/resources/fixtures/nvfp4
+        src/test/resources/fixtures/exl3/llama-gqa-mul1.reference.safetensors src/test/resources/fixtures/exl3/llama-gqa-mixed-mcg.reference.safetensors
+        src/test/resources/fixtures/exl3/llama-gqa-3inst.reference.safetensors)
 dflash=(src/test/resources/fixtures/dflash models/spindle-chat-dflash models/spindle-chat-dflash2)
 parity=(src/test/resources/fixtures/llama-headdim-sharded src/test/resources/fixtures/llama-gqa src/test/resources/fixtures/nanbeige-looped)
 bundled=(src/test/resources/fixtures/chat-target models/spindle-chat-drafter models/spindle-chat-target)
 case "${1:-}" in
   tests) move "${common[@]}" "${dflash[@]}" models/spindle-chat-drafter src/test/java .dist/base-classes; size ;;
+  kernels) move "${common[@]}" "${dflash[@]}" "${parity[@]}" models/spindle-chat-drafter src/test/java .dist/base-classes \
+            src/test/resources/fixtures/chat-target/reference.safetensors; size ;;
   dflash) move "${common[@]}" "${parity[@]}" src/test/java src/test/resources/fixtures/dflash src/test/resources/fixtures/chat-target/reference.safetensors \
             .dist/base-classes; size ;;
   dflash-reference) move "${common[@]}" "${parity[@]}" models/spindle-chat-dflash models/spindle-chat-dflash2 models/spindle-chat-drafter \
@@ -81,5 +87,5 @@ case "${1:-}" in
   serve) move "${common[@]}" "${dflash[@]}" "${parity[@]}" src/test/resources/fixtures/chat-target models/spindle-chat-drafter; size .dist-server ;;
   restore) restore ;;
   size) size ;;
-  *) echo "usage: device-slim.sh tests|dflash|dflash-reference|bench|serve|restore|size" >&2; exit 2 ;;
+  *) echo "usage: device-slim.sh tests|kernels|dflash|dflash-reference|bench|serve|restore|size" >&2; exit 2 ;;
 esac

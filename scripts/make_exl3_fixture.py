@@ -22,10 +22,10 @@ halves added in fp16):
 Tensor-core order: weight t = 8 * lane + j of a tile sits at row r (k) and column c (n) with r0 = (lane % 4) * 2,
 c0 = lane / 4: j = 0..7 -> (r0, c0), (r0+1, c0), (r0+8, c0), (r0+9, c0), (r0, c0+8), (r0+1, c0+8), (r0+8, c0+8), (r0+9, c0+8).
 
-The quantizer here is this script's own and much simpler than exllamav3's (no calibration, no Hessian, no LDLQ, no
-Viterbi search): regularize as exllamav3 does (random signs, output channel scales, the Hadamard transforms, input scales
-/ -1.24371088), then encode each tile's trellis greedily (each weight takes the K new bits whose code decodes nearest,
-two passes so the tail wraps consistently). Its error is therefore larger than exllamav3's at the same K; the format is
+The quantizer here is this script's own and simpler than exllamav3's (no calibration, no Hessian, no LDLQ error feedback):
+regularize as exllamav3 does (random signs, output channel scales, the Hadamard transforms, input scales / -1.24371088),
+then give each tile the least-squares tail-biting trellis path (a Viterbi search, scripts/exl3_viterbi.c). Its error is
+therefore larger than exllamav3's at the same K (which weighs the error by the layer's input statistics); the format is
 the same. OUT_DIR.reference.safetensors holds, for two weights, the decoded W_hat (F16, padded
 (in, out)) and the effective weight (out, in) in F32, computed here in float64.
 
@@ -134,19 +134,23 @@ def had_r(w):
 
 
 def encode(target, K, cb):
-    """Greedy tail-biting trellis codes (T, 256) for targets (T, 256) in trellis order."""
-    T = target.shape[0]
-    table = decode(np.arange(65536), cb).astype(np.float32)
-    cand = np.arange(1 << K, dtype=np.int64)
-    codes = np.zeros((T, 256), dtype=np.int64)
-    state = np.zeros(T, dtype=np.int64)
-    for _ in range(2):  # the second pass starts from the state the first one ended in: the wrap is then consistent
-        for t in range(256):
-            s = ((state[:, None] << K) | cand[None, :]) & 0xffff
-            best = np.argmin(np.abs(table[s] - target[:, t:t + 1]), axis=1)
-            codes[:, t] = best
-            state = s[np.arange(T), best]
-    return codes
+    """Tail-biting trellis codes (T, 256) for targets (T, 256) in trellis order: the least-squares path of each tile
+    (scripts/exl3_viterbi.c, built here with the system's C compiler and OpenMP)."""
+    import ctypes
+    import subprocess
+    import tempfile
+    here = os.path.dirname(os.path.abspath(__file__))
+    lib = os.path.join(tempfile.gettempdir(), 'spindle-exl3-viterbi.so')
+    src = os.path.join(here, 'exl3_viterbi.c')
+    if not os.path.exists(lib) or os.path.getmtime(lib) < os.path.getmtime(src):
+        subprocess.check_call(['cc', '-O3', '-march=native', '-ffp-contract=off', '-fopenmp', '-shared', '-fPIC', '-o', lib, src])
+    v = ctypes.CDLL(lib)
+    table = np.ascontiguousarray(decode(np.arange(65536), cb).astype(np.float32))
+    y = np.ascontiguousarray(target, dtype=np.float32)
+    codes = np.zeros(y.shape, dtype=np.int16)
+    ptr = np.ctypeslib.as_ctypes
+    v.exl3_viterbi(ptr(table), ptr(y), ctypes.c_int(y.shape[0]), ctypes.c_int(K), ptr(codes))
+    return codes.astype(np.int64)
 
 
 def block_rms(w, axis):
@@ -244,7 +248,7 @@ def main():
     cfg = json.load(open(os.path.join(a.src, 'config.json')))
     cfg['quantization_config'] = {'quant_method': 'exl3', 'version': '1.4.1', 'bits': a.bits, 'head_bits': a.head_bits,
                                   'out_scales': a.out_scales, 'codebook': a.codebook,
-                                  'producer': 'spindle scripts/make_exl3_fixture.py (greedy trellis, not exllamav3\'s quantizer)'}
+                                  'producer': 'spindle scripts/make_exl3_fixture.py (Viterbi trellis without calibration, not exllamav3\'s quantizer)'}
     json.dump(cfg, open(os.path.join(a.out, 'config.json'), 'w'), indent=2)
     for f in ('generation_config.json', 'tokenizer.json', 'tokenizer_config.json', 'chat_template.jinja'):
         if os.path.exists(os.path.join(a.src, f)):
