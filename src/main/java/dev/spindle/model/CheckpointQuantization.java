@@ -20,7 +20,9 @@ import java.util.Locale;
  *       {@code tensor_group}, group size 16: {@code weight_packed} U8, {@code weight_scale} E4M3, {@code weight_global_scale} F32
  *       (which the group scales are divided by).</li>
  *   <li>{@code quant_method: "modelopt"}, {@code quant_algo} {@code NVFP4} or {@code W4A16_NVFP4} (NVIDIA ModelOpt's export):
- *       {@code weight} U8, {@code weight_scale} E4M3, {@code weight_scale_2} F32 (which multiplies them).</li>
+ *       {@code weight} U8, {@code weight_scale} E4M3, {@code weight_scale_2} F32 (which multiplies them); {@code quant_algo}
+ *       {@code FP8} ({@code weight} F8_E4M3, one F32 {@code weight_scale} a tensor) or {@code FP8_PER_CHANNEL_PER_TOKEN} (one an
+ *       output row), the activation scales ({@code input_scale}) unused.</li>
  *   <li>{@code quant_method: "exl3"} (exllamav3's converter): trellis-coded layers, {@link Exl3Checkpoints}.</li>
  * </ul>
  * Activation settings ({@code activation_scheme}, {@code input_activations}) are read but not applied: Spindle multiplies bf16
@@ -180,9 +182,14 @@ public record CheckpointQuantization(String method, int blockRows, int blockCols
     }
 
     private static CheckpointQuantization modelOpt(String algo, JsonNode groupSize, List<String> exclude, String where) {
+        if (algo.equals("FP8") || algo.equals("FP8_PER_CHANNEL_PER_TOKEN")) {
+            // E4M3 weights times weight_scale: one a tensor (FP8), or one an output row (per channel); input_scale unused
+            boolean perChannel = algo.equals("FP8_PER_CHANNEL_PER_TOKEN");
+            return new CheckpointQuantization("modelopt", perChannel ? 1 : WHOLE, WHOLE, "weight_scale", !perChannel, exclude);
+        }
         if (!algo.equals("NVFP4") && !algo.equals("W4A16_NVFP4")) {
             throw new ModelLoadException("config: field '" + where + ".quant_algo' = '" + algo + "' is not a ModelOpt format Spindle reads"
-                    + " (NVFP4, W4A16_NVFP4)");
+                    + " (FP8, FP8_PER_CHANNEL_PER_TOKEN, NVFP4, W4A16_NVFP4)");
         }
         if (!groupSize.isMissingNode() && groupSize.asInt() != Nvfp4Matrix.GROUP) {
             throw new ModelLoadException("config: field '" + where + ".group_size' = " + groupSize + " (NVFP4's groups are 16)");

@@ -19,6 +19,7 @@ import java.util.Map;
 import java.util.function.Consumer;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -79,6 +80,19 @@ class Fp8CheckpointTest {
             q.putArray("ignore").add("lm_head");
         });
         assertArrayEquals(logits(CHAT, Quantization.FP8_ROW), logits(dir, Quantization.NONE));
+    }
+
+    /** ModelOpt's FP8 export (hf_quant_config.json beside a config without quantization_config), per channel and per tensor. */
+    @Test
+    void aModelOptFp8ExportReadsAsItsScalesSay(@TempDir Path tmp) throws IOException {
+        Path dir = write(tmp.resolve("modelopt"), 1, Integer.MAX_VALUE, "weight_scale", c -> { });
+        Files.writeString(dir.resolve("hf_quant_config.json"), "{\"producer\": {\"name\": \"modelopt\", \"version\": \"0.29.0\"},"
+                + " \"quantization\": {\"quant_algo\": \"FP8_PER_CHANNEL_PER_TOKEN\", \"kv_cache_quant_algo\": null, \"exclude_modules\": [\"lm_head\"]}}");
+        assertArrayEquals(logits(CHAT, Quantization.FP8_ROW), logits(dir, Quantization.NONE));
+        CheckpointQuantization perTensor = CheckpointQuantization.parse(new ObjectMapper().readTree(
+                "{\"quantization_config\": {\"quant_method\": \"modelopt\", \"quant_algo\": \"FP8\", \"ignore\": [\"lm_head\"]}}"));
+        assertEquals("modelopt fp8-e4m3 checkpoint (one scale a tensor; its static activation scales unused: activations stay bf16)", perTensor.describe());
+        assertEquals(false, perTensor.quantizes("lm_head.weight"));
     }
 
     @Test

@@ -91,7 +91,7 @@ class Nvfp4CheckpointTest {
                 {ct.replace("\"group_size\": 16", "\"group_size\": 32"), "tensor_group, group_size 16"},
                 {ct.replace("\"strategy\": \"tensor_group\"", "\"strategy\": \"group\""), "tensor_group, group_size 16"},
                 {ct.replace("nvfp4-pack-quantized", "float-quantized"), "nvfp4-pack-quantized"},
-                {"{\"quantization_config\": {\"quant_method\": \"modelopt\", \"quant_algo\": \"FP8\"}}", "quant_algo"},
+                {"{\"quantization_config\": {\"quant_method\": \"modelopt\", \"quant_algo\": \"W4A8_AWQ\"}}", "quant_algo"},
                 {"{\"quantization_config\": {\"quant_method\": \"modelopt\", \"quant_algo\": \"NVFP4\", \"group_size\": 32}}", "groups are 16"}}) {
             ModelLoadException e = assertThrows(ModelLoadException.class, () -> CheckpointQuantization.parse(json.readTree(c[0])));
             assertTrue(e.getMessage().contains(c[1]), e.getMessage());
