@@ -1,5 +1,7 @@
 package dev.spindle.cli;
 
+import dev.spindle.chat.ChatFormat;
+
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -83,9 +85,11 @@ final class KlCommand implements Callable<Integer> {
                     + " and the KV cache is bf16: nothing to compare (give --quantization or --kv-cache-dtype)");
         }
         List<KlCorpus.Entry> entries;
+        KlRun.ThinkTokens think;
         try (Tokenizer tok = ModelFiles.tokenizer(baseDir); InputStream in = corpus != null ? Files.newInputStream(corpus)
                 : KlCommand.class.getResourceAsStream(KlCorpus.SHIPPED)) {
             entries = select(KlCorpus.read(in, corpus != null ? corpus.toString() : "the shipped corpus", ModelFiles.chatTemplate(baseDir), tok));
+            think = new KlRun.ThinkTokens(tok.addedTokenId(ChatFormat.THINK_OPEN), tok.addedTokenId(ChatFormat.THINK_CLOSE));
         }
         int longest = entries.stream().mapToInt(e -> Math.min(maxTokens, e.ids().length)).max().orElse(1);
         Backends.Settings settings = new Backends.Settings(model.threadCount(), model.blockSize, model.blocksFor(longest) * model.blockSize,
@@ -103,7 +107,7 @@ final class KlCommand implements Callable<Integer> {
             String weights = baselineModel != null ? c.weights() : cand.label;
             String candidate = weights + (kv == KvDtype.BF16 ? "" : "+kv-" + kv.label);
             KlRun run = new KlRun(b.pass(), c.pass(), chunk);
-            Map<String, KlRun.Summary> summary = run.run(entries, maxTokens, line -> System.err.println("  " + line));
+            Map<String, KlRun.Summary> summary = run.run(entries, maxTokens, think, line -> System.err.println("  " + line));
             report.put("model", model.dir().toString()).put("baseline", baselineModel != null ? baseDir.toString() : base.label).put("candidate", candidate)
                     .put("weights", weights)
                     .put("kv_cache", kv.label)
@@ -151,12 +155,16 @@ final class KlCommand implements Callable<Integer> {
         return out;
     }
 
-    /** exllamav3's style: one row a category, KL mean (the disclosed figure), p99, max, top-1 agreement, each side's NLL. */
+    /**
+     * exllamav3's style: one row a category, KL mean (the disclosed figure), p99, max, top-1 agreement, each side's NLL, and the
+     * thinking-stop mass ratio (candidate over baseline; blank where the category has no think block).
+     */
     static String table(String candidate, Map<String, KlRun.Summary> summary) {
-        StringBuilder t = new StringBuilder(String.format(Locale.ROOT, "%-14s | %-12s | %4s | %9s | %10s | %10s | %10s | %6s | %8s | %8s%n",
-                "candidate", "category", "seqs", "positions", "KL mean", "KL p99", "KL max", "top-1", "NLL base", "NLL cand"));
-        summary.forEach((c, s) -> t.append(String.format(Locale.ROOT, "%-14s | %-12s | %4d | %9d | %10.6f | %10.6f | %10.6f | %6.4f | %8.4f | %8.4f%n",
-                candidate, c, s.sequences(), s.positions(), s.meanKl(), s.p99Kl(), s.maxKl(), s.top1Agreement(), s.baselineNll(), s.candidateNll())));
+        StringBuilder t = new StringBuilder(String.format(Locale.ROOT, "%-14s | %-12s | %4s | %9s | %10s | %10s | %10s | %6s | %8s | %8s | %10s%n",
+                "candidate", "category", "seqs", "positions", "KL mean", "KL p99", "KL max", "top-1", "NLL base", "NLL cand", "stop mass"));
+        summary.forEach((c, s) -> t.append(String.format(Locale.ROOT, "%-14s | %-12s | %4d | %9d | %10.6f | %10.6f | %10.6f | %6.4f | %8.4f | %8.4f | %10s%n",
+                candidate, c, s.sequences(), s.positions(), s.meanKl(), s.p99Kl(), s.maxKl(), s.top1Agreement(), s.baselineNll(), s.candidateNll(),
+                Double.isNaN(s.thinkingStopRatio()) ? "" : String.format(Locale.ROOT, "%.4f", s.thinkingStopRatio()))));
         return t.toString();
     }
 }

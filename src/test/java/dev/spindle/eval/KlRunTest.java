@@ -81,4 +81,35 @@ class KlRunTest {
             assertTrue(all.top1Agreement() > 0.8, "top-1 " + all.top1Agreement());
         }
     }
+
+    /** Think blocks: from each <think> to the next </think>; before any, after a close, and with no tokens: none. */
+    @Test
+    void thinkingPositionsLieBetweenTheTags() {
+        KlRun.ThinkTokens t = new KlRun.ThinkTokens(7, 8);
+        assertEquals("[false, true, true, false, false, true, true]",
+                java.util.Arrays.toString(KlRun.thinking(new int[]{1, 7, 3, 8, 4, 7, 5}, t)));
+        assertEquals("[false, false, false]", java.util.Arrays.toString(KlRun.thinking(new int[]{7, 3, 4}, KlRun.ThinkTokens.NONE)));
+    }
+
+    /**
+     * The thinking-stop mass: a pass against itself has ratio 1 over the think block of a rendered chat; fp8 weights move it
+     * a little (the ratio is of sums over the same positions, so it is finite and positive).
+     */
+    @Test
+    void theThinkingStopMassIsAtOneAgainstItself() throws Exception {
+        try (LoadedModel m = ModelLoader.load(CHAT, LoadFormat.SAFETENSORS, LoadListener.NONE);
+             LoadedModel q = ModelLoader.load(CHAT, LoadFormat.SAFETENSORS, LoadListener.NONE, HostReads.AT_LOAD, Quantization.FP8_ROW);
+             dev.spindle.tokenizer.Tokenizer tok = dev.spindle.wiring.ModelFiles.tokenizer(CHAT);
+             CpuForwardPass a = cpu(m); CpuForwardPass b = cpu(m); CpuForwardPass c = cpu(q)) {
+            KlRun.ThinkTokens think = new KlRun.ThinkTokens(tok.addedTokenId("<think>"), tok.addedTokenId("</think>"));
+            int[] ids = tok.encode("<|im_start|>user\nWhat is 2 + 3?<|im_end|>\n<|im_start|>assistant\n<think>\nAdd them: 2 + 3 = 5.\n</think>\n\n5<|im_end|>");
+            List<KlCorpus.Entry> corpus = List.of(new KlCorpus.Entry("chat", "x", ids));
+            KlRun.Summary self = new KlRun(a, b, 512).run(corpus, 2048, think, l -> { }).get("all");
+            assertTrue(self.thinkingPositions() > 5, "thinking positions " + self.thinkingPositions());
+            assertEquals(1.0, self.thinkingStopRatio());
+            KlRun.Summary fp8 = new KlRun(a, c, 512).run(corpus, 2048, think, l -> { }).get("all");
+            assertEquals(self.thinkingPositions(), fp8.thinkingPositions());
+            assertTrue(fp8.thinkingStopRatio() > 0.5 && fp8.thinkingStopRatio() < 2 && fp8.thinkingStopRatio() != 1.0, "ratio " + fp8.thinkingStopRatio());
+        }
+    }
 }
