@@ -41,8 +41,13 @@ final class SpeculativeOptions {
             + "walk) and verify them against it on the host, instead of deterministic drafts verified on the device (default off).")
     boolean sampledDrafts;
 
+    @Option(names = "--dflash-head-quantization", defaultValue = "none", paramLabel = "none|affine4",
+            description = "dflash: affine4 packs the head's linear layers at load to 4-bit affine codes (groups of 64 or 32, a bf16 scale and bias each; "
+                    + "CPU backend), lossy: see docs/KL.md for its drafts' KL and acceptance; none (default) keeps them as stored.")
+    String headQuantization;
+
     SpeculativeConfig config() {
         return new SpeculativeConfig(SpeculativeConfig.Method.parse(method), draftModel, numTokens, ngramMin, ngramMax, maxBatch, tapOffset, blockSize,
-                sampledDrafts);
+                sampledDrafts, SpeculativeConfig.HeadWeights.parse(headQuantization));
     }
 }

@@ -91,7 +91,8 @@ public class ModelService {
         var sc = config.speculative();
         var specConfig = new SpeculativeConfig(SpeculativeConfig.Method.parse(sc.method()),
                 sc.draftModel().map(Path::of).orElse(null), sc.numTokens(), sc.promptLookupMin(), sc.promptLookupMax(), sc.maxBatch(),
-                sc.dflashTapOffset(), sc.dflashBlockSize(), sc.dflashSampledDrafts());
+                sc.dflashTapOffset(), sc.dflashBlockSize(), sc.dflashSampledDrafts(),
+                SpeculativeConfig.HeadWeights.parse(sc.dflashHeadQuantization()));
         Backends.Opened backend = Backends.open(dir, format, kind, Proposers.targetSettings(specConfig, settings), LoadListener.NONE);
         ModelConfig mc = backend.config();
         Set<Integer> eos = ChatFormat.of(mc).endOfTurnIds(mc, tokenizer);

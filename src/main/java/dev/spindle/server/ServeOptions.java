@@ -77,6 +77,10 @@ final class ServeOptions {
             description = "dflash, at temperature > 0: drafts drawn from the head's distribution (DFlash2: its sampled walk), verified on the host "
                     + "(default false: deterministic drafts verified on the device).")
     Boolean dflashSampledDrafts;
+    @Option(names = "--dflash-head-quantization", paramLabel = "none|affine4",
+            description = "dflash: affine4 packs the head's linear layers at load to 4-bit affine codes (CPU backend; lossy, see docs/KL.md); "
+                    + "none (default) keeps them as stored.")
+    String dflashHeadQuantization;
     @Option(names = "--max-waiting-requests", paramLabel = "N", description = "Requests waiting to start at most; beyond, 429 with Retry-After (default 256).")
     Integer maxWaiting;
     @Option(names = "--api-key", paramLabel = "KEY", description = "Require Authorization: Bearer KEY on /v1, /tokenize and /detokenize.")
@@ -139,6 +143,7 @@ final class ServeOptions {
         set("spindle.speculative.dflash-tap-offset", o.dflashTapOffset);
         set("spindle.speculative.dflash-block-size", o.dflashBlockSize);
         set("spindle.speculative.dflash-sampled-drafts", o.dflashSampledDrafts);
+        set("spindle.speculative.dflash-head-quantization", o.dflashHeadQuantization);
         if (o.apiKey != null && o.apiKey.isBlank()) {
             fail(cl, "--api-key is empty: give a key, or leave the flag out to serve without one");
         }

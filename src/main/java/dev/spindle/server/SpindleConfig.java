@@ -157,6 +157,13 @@ public interface SpindleConfig {
         @WithDefault("false")
         boolean dflashSampledDrafts();
 
+        /**
+         * dflash: none keeps the head's linear layers as stored; affine4 packs them at load to 4-bit affine codes (groups of 64 or 32,
+         * a bf16 scale and bias each; CPU backend), lossy and disclosed in docs/KL.md.
+         */
+        @WithDefault("none")
+        String dflashHeadQuantization();
+
         /** Tokens drafted per step at most. */
         @WithDefault("4")
         int numTokens();

@@ -9,6 +9,7 @@ import dev.spindle.engine.speculative.DraftModelProposer;
 import dev.spindle.engine.speculative.NgramProposer;
 import dev.spindle.engine.speculative.Speculation;
 import dev.spindle.engine.speculative.SpeculativeConfig;
+import dev.spindle.model.AffineQuantizer;
 import dev.spindle.model.ConfigParser;
 import dev.spindle.model.DraftHeadConfig;
 import dev.spindle.model.DraftHeadLoader;
@@ -65,6 +66,9 @@ public final class Proposers {
      * A DFlash / DFlash2 head beside the target, sharing its embedding and output head, on the target's backend:
      * the CPU reference beside a CPU target, the CUDA head (its weights on the target's device) beside a CUDA one.
      */
+    /** Columns a group shares one scale and bias in a head packed to affine-4 (MLX's default; 32 where 64 does not divide a row). */
+    static final int AFFINE_GROUP = 64;
+
     static DraftHead draftHead(SpeculativeConfig cfg, Backends.Opened target, Backends.Settings settings, LoadListener listener) {
         Path dir = cfg.draftModel();
         // a directory without config.json is reported as such by read(), not as the wrong kind of model
@@ -81,13 +85,19 @@ public final class Proposers {
         Arena arena = Arena.ofShared();
         try {
             Map<String, Tensor> weights = DraftHeadLoader.load(dir, head, arena, listener);
+            boolean affine = cfg.headWeights() == SpeculativeConfig.HeadWeights.AFFINE4;
             if (target.pass() instanceof CudaForwardPass gpu) {
+                if (affine) {
+                    throw new IllegalArgumentException("--dflash-head-quantization affine4 runs on the CPU backend for now: the CUDA draft head has no"
+                            + " affine kernels yet (use none, or --backend cpu)");
+                }
                 // the host copies (the selector's codebooks) live as long as the head
                 return new CudaDraftHead(head, weights, gpu, head.tapLayers(cfg.tapOffset())).owning(arena);
             }
             CpuForwardPass cpu = (CpuForwardPass) target.pass();
             return new CpuDraftHead(head, weights, cpu.weights().embedding().data(), cpu.weights().lmHead(), target.config().vocabSize(),
-                    head.tapLayers(cfg.tapOffset()), settings.threads(), arena);
+                    head.tapLayers(cfg.tapOffset()), settings.threads(), arena,
+                    m -> affine ? AffineQuantizer.quantize(m, 4, m.cols() % AFFINE_GROUP == 0 ? AFFINE_GROUP : AFFINE_GROUP / 2, arena) : m);
         } catch (RuntimeException e) {
             arena.close();
             throw e;

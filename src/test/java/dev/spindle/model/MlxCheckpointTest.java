@@ -100,4 +100,26 @@ class MlxCheckpointTest {
         }
         assertEquals(null, MlxCheckpoints.parse(json.createObjectNode()));
     }
+
+    /** AffineQuantizer (packing at load) gives the codes, scales and biases the fixture script wrote, bit for bit. */
+    @org.junit.jupiter.api.Test
+    void packingAtLoadMatchesTheFixtureScriptBitForBit() {
+        Path dir = Path.of("src/test/resources/fixtures/mlx/llama-gqa-4bit");
+        try (LoadedModel bf16 = ModelLoader.load(BF16, LoadFormat.SAFETENSORS, LoadListener.NONE);
+             java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofConfined()) {
+            SafetensorsFile f = SafetensorsFile.open(dir.resolve("model.safetensors"), arena);
+            for (LayerWeights l : bf16.weights().layers()) {
+                for (Matrix m : new Matrix[]{l.q(), l.o(), l.up(), l.down()}) {
+                    MlxMatrix packed = AffineQuantizer.quantize((Bf16Matrix) m, 4, 32, arena);
+                    String base = m.name().substring(0, m.name().length() - ".weight".length());
+                    String[][] parts = {{m.name(), "codes"}, {base + ".scales", "scales"}, {base + ".biases", "biases"}};
+                    Tensor[] ours = {packed.data(), packed.scales(), packed.biases()};
+                    for (int i = 0; i < 3; i++) {
+                        var want = f.bytes(f.tensors().get(parts[i][0]));
+                        org.junit.jupiter.api.Assertions.assertEquals(-1L, want.mismatch(ours[i].data()), m.name() + " " + parts[i][1]);
+                    }
+                }
+            }
+        }
+    }
 }

@@ -6,6 +6,7 @@ import dev.spindle.backend.DraftContexts;
 import dev.spindle.backend.RotaryTable;
 import dev.spindle.model.Bf16;
 import dev.spindle.model.DraftHeadConfig;
+import dev.spindle.model.Bf16Matrix;
 import dev.spindle.model.Matrix;
 import dev.spindle.model.Tensor;
 import dev.spindle.sample.Sampler;
@@ -37,6 +38,7 @@ public final class CpuDraftHead extends ContextHead<CpuDraftHead.Context> {
     private final Map<String, Tensor> w;
     private final MemorySegment embedding;
     private final Matrix lmHead;
+    private final Map<String, Matrix> linear;
     private final int vocab;
     private final Parallel parallel;
     private final boolean ownsParallel;
@@ -79,9 +81,25 @@ public final class CpuDraftHead extends ContextHead<CpuDraftHead.Context> {
      */
     public CpuDraftHead(DraftHeadConfig config, Map<String, Tensor> weights, MemorySegment embedding, Matrix lmHead, int vocab,
                         int[] tapLayers, int threads, AutoCloseable resources) {
+        this(config, weights, embedding, lmHead, vocab, tapLayers, threads, resources, m -> m);
+    }
+
+    /**
+     * As above, each linear layer ({@link #isLinear}) held in the format {@code linearFormat} gives its bf16 matrix (packed at
+     * load: {@link dev.spindle.model.AffineQuantizer}); the norms, the codebooks and the target's embedding and head as they are.
+     */
+    public CpuDraftHead(DraftHeadConfig config, Map<String, Tensor> weights, MemorySegment embedding, Matrix lmHead, int vocab,
+                        int[] tapLayers, int threads, AutoCloseable resources, java.util.function.Function<Bf16Matrix, Matrix> linearFormat) {
         super(config, tapLayers, x -> { });
         owning(resources);
         this.w = Map.copyOf(weights);
+        Map<String, Matrix> lin = new java.util.HashMap<>();
+        weights.forEach((name, t) -> {
+            if (isLinear(name, t)) {
+                lin.put(name, linearFormat.apply(new Bf16Matrix(t)));
+            }
+        });
+        this.linear = Map.copyOf(lin);
         this.embedding = embedding;
         this.lmHead = lmHead;
         this.vocab = vocab;
@@ -93,6 +111,25 @@ public final class CpuDraftHead extends ContextHead<CpuDraftHead.Context> {
 
     private int kvWidth() {
         return c.kvHeads() * c.headDim();
+    }
+
+    /** The head's linear layers: two-dimensional weights read by a matmul (fc, the projections, the selector's). */
+    public static boolean isLinear(String name, Tensor t) {
+        return t.shape().length == 2 && (name.equals("fc.weight") || name.endsWith("_proj.weight") || name.endsWith("projection.weight"));
+    }
+
+    /** out = x @ W^T for the linear layer {@code name} in its format. */
+    private void linear(float[] x, int n, String name, float[] out) {
+        Matrix m = linear.get(name);
+        if (m == null) {
+            throw new IllegalStateException("the draft head has no linear layer " + name);
+        }
+        matMul.apply(x, n, m, out);
+    }
+
+    /** The format of the head's linear layers, as the start log names it. */
+    public String linearFormat() {
+        return linear.values().stream().map(Matrix::format).distinct().sorted().collect(java.util.stream.Collectors.joining(", "));
     }
 
     private MemorySegment t(String name) {
@@ -120,7 +157,7 @@ public final class CpuDraftHead extends ContextHead<CpuDraftHead.Context> {
             System.arraycopy(rows[r], 0, feat, r * in, in);
         }
         float[] ctx = new float[count * h];
-        matMul.apply(feat, count, in, t("fc.weight"), h, ctx);
+        linear(feat, count, "fc.weight", ctx);
         CpuKernels.rmsNorm(ctx, count, h, t("hidden_norm.weight"), c.rmsNormEps(), ctx);
         float[] cos = new float[count * c.headDim() / 2], sin = new float[count * c.headDim() / 2];
         rotary.fill(from, count, cos, sin);
@@ -129,8 +166,8 @@ public final class CpuDraftHead extends ContextHead<CpuDraftHead.Context> {
         float[] k = new float[count * kw], v = new float[count * kw];
         for (int l = 0; l < c.layers(); l++) {
             String p = "layers." + l + ".self_attn.";
-            matMul.apply(ctx, count, h, t(p + "k_proj.weight"), kw, k);
-            matMul.apply(ctx, count, h, t(p + "v_proj.weight"), kw, v);
+            linear(ctx, count, p + "k_proj.weight", k);
+            linear(ctx, count, p + "v_proj.weight", v);
             CpuKernels.rmsNorm(k, count * c.kvHeads(), c.headDim(), t(p + "k_norm.weight"), c.rmsNormEps(), k);
             CpuKernels.rope(k, count, c.kvHeads(), c.headDim(), cos, sin);
             System.arraycopy(k, 0, x.k[l], x.rows * kw, count * kw);
@@ -252,11 +289,11 @@ public final class CpuDraftHead extends ContextHead<CpuDraftHead.Context> {
     private float[] mlp(float[] x, int n, String p) {
         int h = c.hidden(), m = c.intermediate();
         float[] gate = new float[n * m], up = new float[n * m];
-        matMul.apply(x, n, h, t(p + "gate_proj.weight"), m, gate);
-        matMul.apply(x, n, h, t(p + "up_proj.weight"), m, up);
+        linear(x, n, p + "gate_proj.weight", gate);
+        linear(x, n, p + "up_proj.weight", up);
         CpuKernels.swiGlu(gate, up, n * m);
         float[] out = new float[n * h];
-        matMul.apply(gate, n, m, t(p + "down_proj.weight"), h, out);
+        linear(gate, n, p + "down_proj.weight", out);
         return out;
     }
 
@@ -269,9 +306,9 @@ public final class CpuDraftHead extends ContextHead<CpuDraftHead.Context> {
         int h = c.hidden(), d = c.headDim(), heads = c.heads(), kvh = c.kvHeads(), kw = kvWidth();
         String p = "layers." + layer + ".self_attn.";
         float[] q = new float[n * heads * d], k = new float[n * kw], v = new float[n * kw];
-        matMul.apply(in, n, h, t(p + "q_proj.weight"), heads * d, q);
-        matMul.apply(in, n, h, t(p + "k_proj.weight"), kw, k);
-        matMul.apply(in, n, h, t(p + "v_proj.weight"), kw, v);
+        linear(in, n, p + "q_proj.weight", q);
+        linear(in, n, p + "k_proj.weight", k);
+        linear(in, n, p + "v_proj.weight", v);
         CpuKernels.rmsNorm(q, n * heads, d, t(p + "q_norm.weight"), c.rmsNormEps(), q);
         CpuKernels.rmsNorm(k, n * kvh, d, t(p + "k_norm.weight"), c.rmsNormEps(), k);
         CpuKernels.rope(q, n, heads, d, cos, sin);
@@ -331,7 +368,7 @@ public final class CpuDraftHead extends ContextHead<CpuDraftHead.Context> {
             }
         });
         float[] o = new float[n * h];
-        matMul.apply(out, n, heads * d, t(p + "o_proj.weight"), h, o);
+        linear(out, n, p + "o_proj.weight", o);
         return o;
     }
 
@@ -344,7 +381,7 @@ public final class CpuDraftHead extends ContextHead<CpuDraftHead.Context> {
         int h = c.hidden(), groups = h / c.convGroup(), taps = c.convKernel();
         int width = 2 * taps * groups;
         float[] dyn = new float[n * width];
-        matMul.apply(x, n, h, t(p + "kernel_projection.weight"), width, dyn);
+        linear(x, n, p + "kernel_projection.weight", dyn);
         float[] first = new float[n * taps * groups], second = new float[n * taps * groups];
         for (int r = 0; r < n; r++) {
             System.arraycopy(dyn, r * width, first, r * taps * groups, taps * groups);
@@ -390,7 +427,7 @@ public final class CpuDraftHead extends ContextHead<CpuDraftHead.Context> {
     private Proposal selectorWalk(float[] rows, float[][] logits, int anchor, Sampling sampling) {
         int drafts = logits.length, rank = c.selectorRank(), h = c.hidden();
         float[] proj = new float[drafts * rank];
-        matMul.apply(rows, drafts, h, t("candidate_selector.hidden_projection.weight"), rank, proj);
+        linear(rows, drafts, "candidate_selector.hidden_projection.weight", proj);
         return CandidateSelector.walk(logits, proj, rank, c.selectorTopK(), t("candidate_selector.predecessor_codebook"), t("candidate_selector.successor_codebook"),
                 anchor, sampling);
     }

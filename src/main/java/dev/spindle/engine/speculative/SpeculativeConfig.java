@@ -21,8 +21,38 @@ import java.util.Locale;
  *                   sampling's rule
  */
 public record SpeculativeConfig(Method method, Path draftModel, int numTokens, int ngramMin, int ngramMax, int maxBatch, int tapOffset,
-                                int blockSize, boolean sampledDrafts) {
+                                int blockSize, boolean sampledDrafts, HeadWeights headWeights) {
     public static final SpeculativeConfig NONE = new SpeculativeConfig(Method.NONE, null, 4, 1, 4, 16, 1, 0, false);
+
+    /** As published (bf16 head weights). */
+    public SpeculativeConfig(Method method, Path draftModel, int numTokens, int ngramMin, int ngramMax, int maxBatch, int tapOffset,
+                             int blockSize, boolean sampledDrafts) {
+        this(method, draftModel, numTokens, ngramMin, ngramMax, maxBatch, tapOffset, blockSize, sampledDrafts, HeadWeights.AS_STORED);
+    }
+
+    /**
+     * How a DFlash head's linear layers are held: as stored, or packed at load to 4-bit affine codes (MLX's layout, groups of
+     * 64 columns, a bf16 scale and bias each: 4.5 bits a weight), lossy and opt-in, as a CUDA port of the 33B packs its
+     * DFlash2 head for small cards.
+     */
+    public enum HeadWeights {
+        AS_STORED("none"), AFFINE4("affine4");
+
+        public final String label;
+
+        HeadWeights(String label) {
+            this.label = label;
+        }
+
+        public static HeadWeights parse(String s) {
+            for (HeadWeights h : values()) {
+                if (h.label.equals(s.trim().toLowerCase(Locale.ROOT))) {
+                    return h;
+                }
+            }
+            throw new IllegalArgumentException("--dflash-head-quantization: expected none or affine4, got \"" + s + "\"");
+        }
+    }
 
     /** Without DFlash options (the paper's tap offset, the head's block size, deterministic drafts). */
     public SpeculativeConfig(Method method, Path draftModel, int numTokens, int ngramMin, int ngramMax, int maxBatch) {
