@@ -52,6 +52,16 @@ public final class TokenTexts {
         } catch (IOException e) {
             throw new IllegalArgumentException(tokenizerJson + ": " + e.getMessage(), e);
         }
+        return of(root, modelVocab, tokenizerJson.toString());
+    }
+
+    /**
+     * The texts of a tokenizer.json's ids: SentencePiece-style pieces ({@link #pieceText}), or byte-level ones (a ByteLevel
+     * decoder: each character one byte of GPT-2's byte-to-unicode alphabet) decoded as UTF-8 where they are whole characters
+     * (else null: such a token can only appear inside a longer text, which the grammar's byte view does not model).
+     */
+    public static TokenTexts of(JsonNode root, int modelVocab, String origin) {
+        boolean byteLevel = root.path("decoder").path("type").asText("").equals("ByteLevel");
         int size = modelVocab;
         if (size < 0) {
             int max = -1;
@@ -68,7 +78,7 @@ public final class TokenTexts {
         root.path("model").path("vocab").fields().forEachRemaining(e -> {
             int id = e.getValue().asInt();
             if (id >= 0 && id < vocabSize) {
-                t[id] = pieceText(e.getKey());
+                t[id] = byteLevel ? byteLevelText(e.getKey()) : pieceText(e.getKey());
             }
         });
         for (JsonNode a : root.path("added_tokens")) {
@@ -78,6 +88,39 @@ public final class TokenTexts {
             }
         }
         return new TokenTexts(t);
+    }
+
+    private static final int[] BYTE_OF = byteAlphabetInverse();
+
+    /** GPT-2's byte-to-unicode alphabet inverted: the byte each character stands for (-1 for others). */
+    private static int[] byteAlphabetInverse() {
+        int[] inv = new int[512];
+        java.util.Arrays.fill(inv, -1);
+        int extra = 0;
+        for (int b = 0; b < 256; b++) {
+            boolean printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
+            inv[printable ? b : 256 + extra++] = b;
+        }
+        return inv;
+    }
+
+    /** A byte-level token's text: its bytes as UTF-8, or null where they are not whole characters. */
+    public static String byteLevelText(String token) {
+        byte[] bytes = new byte[token.length()];
+        for (int i = 0; i < token.length(); i++) {
+            char c = token.charAt(i);
+            int b = c < BYTE_OF.length ? BYTE_OF[c] : -1;
+            if (b < 0) {
+                return token; // not a byte-level piece (an added token's text as it is)
+            }
+            bytes[i] = (byte) b;
+        }
+        try {
+            return java.nio.charset.StandardCharsets.UTF_8.newDecoder().onMalformedInput(java.nio.charset.CodingErrorAction.REPORT)
+                    .onUnmappableCharacter(java.nio.charset.CodingErrorAction.REPORT).decode(java.nio.ByteBuffer.wrap(bytes)).toString();
+        } catch (java.nio.charset.CharacterCodingException e) {
+            return null;
+        }
     }
 
     /** A SentencePiece-style piece's text: U+2581 a space, a byte piece its character when ASCII (else null). */

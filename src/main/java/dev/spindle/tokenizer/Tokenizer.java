@@ -28,6 +28,8 @@ public final class Tokenizer implements AutoCloseable {
     private final int bos;
     private final Map<String, Integer> addedTokens;
     private final Set<Integer> specialIds;
+    /** A tokenizer.json made in memory (a GGUF gpt2-style vocabulary), or null. */
+    private final JsonNode json;
 
     /** Held so that its level stays set (the log manager keeps loggers weakly). */
     private static final java.util.logging.Logger DJL_CUDA_PROBE = java.util.logging.Logger.getLogger("ai.djl.util.cuda.CudaUtils");
@@ -44,7 +46,8 @@ public final class Tokenizer implements AutoCloseable {
         DJL_CUDA_PROBE.setLevel(java.util.logging.Level.SEVERE);
     }
 
-    private Tokenizer(HuggingFaceTokenizer hf, SpmTokenizer spm, int bos, Map<String, Integer> addedTokens, Set<Integer> specialIds) {
+    private Tokenizer(HuggingFaceTokenizer hf, SpmTokenizer spm, int bos, Map<String, Integer> addedTokens, Set<Integer> specialIds, JsonNode json) {
+        this.json = json;
         this.hf = hf;
         this.spm = spm;
         this.bos = bos;
@@ -68,12 +71,41 @@ public final class Tokenizer implements AutoCloseable {
                 special.add(id);
             }
         }
-        return new Tokenizer(null, spm, bos, Map.copyOf(added), Set.copyOf(special));
+        return new Tokenizer(null, spm, bos, Map.copyOf(added), Set.copyOf(special), null);
     }
 
     /** The GGUF vocabulary behind this tokenizer, or null (a tokenizer.json). */
     public SpmTokenizer spm() {
         return spm;
+    }
+
+    /**
+     * A tokenizer.json made in memory (a GGUF file's gpt2-style vocabulary: {@link GgufBpe}), run by HF's implementation;
+     * {@link #encodeWithSpecialTokens} puts {@code bos} first (-1: never).
+     */
+    public static Tokenizer fromJson(JsonNode json, String origin, int bos) {
+        Path tmp = null;
+        try {
+            tmp = Files.createTempFile("spindle-tokenizer", ".json");
+            Files.writeString(tmp, new ObjectMapper().writeValueAsString(json));
+            Tokenizer t = load(tmp, origin, bos);
+            return new Tokenizer(t.hf, null, bos, t.addedTokens, t.specialIds, json);
+        } catch (IOException e) {
+            throw new TokenizerException(origin + ": could not write its tokenizer for the tokenizer library: " + e.getMessage(), e);
+        } finally {
+            if (tmp != null) {
+                try {
+                    Files.deleteIfExists(tmp);
+                } catch (IOException ignored) {
+                    // a temporary file left behind is harmless
+                }
+            }
+        }
+    }
+
+    /** The tokenizer.json this tokenizer was made from in memory (a GGUF vocabulary's), or null. */
+    public JsonNode json() {
+        return json;
     }
 
     /** Loads {@code dir/tokenizer.json}. */
@@ -82,6 +114,10 @@ public final class Tokenizer implements AutoCloseable {
         if (!Files.isRegularFile(file)) {
             throw new TokenizerException(file + ": not found (the model directory needs a tokenizer.json)");
         }
+        return load(file, file.toString(), -1);
+    }
+
+    private static Tokenizer load(Path file, String origin, int bos) {
         Map<String, Integer> added = new HashMap<>();
         Set<Integer> special = new HashSet<>();
         try {
@@ -99,7 +135,7 @@ public final class Tokenizer implements AutoCloseable {
                 }
             }
         } catch (IOException e) {
-            throw new TokenizerException(file + ": not valid JSON: " + e.getMessage(), e);
+            throw new TokenizerException(origin + ": not valid JSON: " + e.getMessage(), e);
         }
         try {
             HuggingFaceTokenizer hf = HuggingFaceTokenizer.builder()
@@ -108,13 +144,13 @@ public final class Tokenizer implements AutoCloseable {
                     .optTruncation(false)
                     .optPadding(false)
                     .build();
-            return new Tokenizer(hf, null, -1, Map.copyOf(added), Set.copyOf(special));
+            return new Tokenizer(hf, null, bos, Map.copyOf(added), Set.copyOf(special), null);
         } catch (IOException | RuntimeException e) {
             if (String.valueOf(e.getMessage()).contains("native library")) {
-                throw new TokenizerException(file + ": the tokenizer's native library (DJL, " + System.getProperty("os.name") + " "
+                throw new TokenizerException(origin + ": the tokenizer's native library (DJL, " + System.getProperty("os.name") + " "
                         + System.getProperty("os.arch") + ") could not be loaded: " + e.getMessage(), e);
             }
-            throw new TokenizerException(file + ": the tokenizer library refused it: " + e.getMessage(), e);
+            throw new TokenizerException(origin + ": the tokenizer library refused it: " + e.getMessage(), e);
         }
     }
 
@@ -128,17 +164,14 @@ public final class Tokenizer implements AutoCloseable {
 
     /** Ids with the post-processor's special tokens (Nanbeige: a leading {@code <|im_start|>}). */
     public int[] encodeWithSpecialTokens(String text) {
-        if (spm != null) {
-            int[] ids = spm.encode(sanitize(text), true);
-            if (bos < 0) {
-                return ids;
-            }
-            int[] out = new int[ids.length + 1];
-            out[0] = bos;
-            System.arraycopy(ids, 0, out, 1, ids.length);
-            return out;
+        int[] ids = spm != null ? spm.encode(sanitize(text), true) : toInts(hf.encode(sanitize(text), true, false));
+        if (bos < 0) {
+            return ids; // a tokenizer.json's post-processor adds its own
         }
-        return toInts(hf.encode(sanitize(text), true, false));
+        int[] out = new int[ids.length + 1];
+        out[0] = bos;
+        System.arraycopy(ids, 0, out, 1, ids.length);
+        return out;
     }
 
     public String decode(int[] ids, boolean skipSpecialTokens) {

@@ -65,4 +65,50 @@ class GgufTokenizerTest {
             assertEquals(s, tok.decode(tok.encode(s, true), false));
         }
     }
+
+    /**
+     * gpt2-style (byte-level BPE) vocabularies with the gpt-2, llama-bpe and qwen2 pre-tokenizers (scripts/make_gguf_bpe_vocab.py):
+     * every text tokenizes to llama.cpp's ids for the same file, decodes back to itself, and the tokens' texts for grammars
+     * are their bytes as UTF-8.
+     */
+    @org.junit.jupiter.params.ParameterizedTest
+    @org.junit.jupiter.params.provider.ValueSource(strings = {"gpt-2", "llama-bpe", "qwen2"})
+    void gpt2StyleVocabulariesTokenizeAsLlamaCppTokenizesThem(String pre) throws IOException {
+        Path file = DIR.resolve("bpe-" + pre + ".gguf");
+        try (dev.spindle.tokenizer.Tokenizer tok = dev.spindle.wiring.ModelFiles.tokenizer(file)) {
+            int n = 0;
+            for (String line : Files.readAllLines(DIR.resolve("llama-tokenize-bpe-" + pre + ".jsonl"))) {
+                JsonNode g = new ObjectMapper().readTree(line);
+                String text = g.get("text").asText();
+                int[] want = new int[g.get("ids").size()];
+                for (int i = 0; i < want.length; i++) {
+                    want[i] = g.get("ids").get(i).asInt();
+                }
+                int[] got = tok.encode(text);
+                if (!Arrays.equals(want, got)) {
+                    throw new AssertionError(pre + " text " + n + " " + new ObjectMapper().writeValueAsString(text) + ": llama.cpp " + Arrays.toString(want)
+                            + ", Spindle " + Arrays.toString(got));
+                }
+                assertEquals(text, tok.decode(got, false), pre + " text " + n + " decodes back");
+                n++;
+            }
+            assertTrue(n > 50, n + " goldens");
+            int bos = tok.addedTokenId("<|begin_of_text|>");
+            int[] withBos = tok.encodeWithSpecialTokens("Hi");
+            assertEquals(pre.equals("llama-bpe"), withBos[0] == bos, "a BOS first where the file says add_bos_token");
+            assertTrue(tok.isSpecial(tok.addedTokenId("<|im_end|>")));
+            assertTrue(!tok.isSpecial(tok.addedTokenId("<think>")));
+            var texts = dev.spindle.wiring.ModelFiles.tokenTexts(file, tok, 1762);
+            int the = tok.encode(" the")[0];
+            assertEquals(" the", texts.text(the));
+            assertEquals("<think>", texts.text(tok.addedTokenId("<think>")));
+            assertEquals(null, texts.text(tok.addedTokenId("<|im_end|>")));
+        }
+        try (GgufFile f = GgufFile.open(file)) {
+            assertEquals("gpt2", f.string("tokenizer.ggml.model").orElseThrow());
+        }
+        dev.spindle.tokenizer.TokenizerException e = org.junit.jupiter.api.Assertions.assertThrows(dev.spindle.tokenizer.TokenizerException.class,
+                () -> dev.spindle.tokenizer.GgufBpe.tokenizerJson(List.of("a"), new int[]{1}, List.of(), "falcon", "f.gguf"));
+        assertTrue(e.getMessage().contains("tokenizer.ggml.pre is 'falcon'"), e.getMessage());
+    }
 }
