@@ -23,8 +23,8 @@ Tensor-core order: weight t = 8 * lane + j of a tile sits at row r (k) and colum
 c0 = lane / 4: j = 0..7 -> (r0, c0), (r0+1, c0), (r0+8, c0), (r0+9, c0), (r0, c0+8), (r0+1, c0+8), (r0+8, c0+8), (r0+9, c0+8).
 
 The quantizer here is this script's own and simpler than exllamav3's (no calibration, no Hessian, no LDLQ error feedback):
-regularize as exllamav3 does (random signs, output channel scales, the Hadamard transforms, input scales / -1.24371088),
-then give each tile the least-squares tail-biting trellis path (a Viterbi search, scripts/exl3_viterbi.c). Its error is
+regularize as exllamav3 does (random signs, output channel scales, the Hadamard transforms, input scales / -1.24371088,
+one global scale: here W_hat's RMS set to the codebook's standard deviation, where exllamav3 searches it), then give each tile the least-squares tail-biting trellis path (a Viterbi search, scripts/exl3_viterbi.c). Its error is
 therefore larger than exllamav3's at the same K (which weighs the error by the layer's input statistics); the format is
 the same. OUT_DIR.reference.safetensors holds, for two weights, the decoded W_hat (F16, padded
 (in, out)) and the effective weight (out, in) in F32, computed here in float64.
@@ -185,6 +185,10 @@ def quantize(w_out_in, K, cb, rng, out_scales=True, packed_sv=False):
     su = su * ics / -CODEBOOK_SCALE + 1e-10
     w /= su[:, None]
     w = had_l(w)
+    # one global scale: W_hat's RMS to the codebook's standard deviation (exllamav3 searches it on sample tiles)
+    g = float(decode(np.arange(65536), cb).astype(np.float64).std() / max(np.sqrt(np.mean(w * w)), 1e-30))
+    w *= g
+    su /= g
     kt, nt = kp // 16, np_ // 16
     tiles = w.reshape(kt, 16, nt, 16).transpose(0, 2, 1, 3).reshape(kt * nt, 256)[:, PERM]
     codes = encode(tiles.astype(np.float32), K, cb)
