@@ -81,6 +81,7 @@ public final class CudaKernels {
             }
         }
         fp8 = new Fp8Kernels(cuda, module, hopper);
+        exl3 = new Exl3Kernels(cuda, module);
         attentionMerge = cuda.function(module, "attention_merge");
         attentionMergeWide = cuda.function(module, "attention_merge_wide");
         cuda.allowSharedMemory(attentionMergeWide, MERGE_WIDE_BYTES);
@@ -98,6 +99,12 @@ public final class CudaKernels {
 
     private final MemorySegment draftAttention, dynConv, shapeLogits, selectorWalk, scatterKv, gatherTaps, rowTopK;
     private final Fp8Kernels fp8;
+    private final Exl3Kernels exl3;
+
+    /** The EXL3 kernels. */
+    public Exl3Kernels exl3() {
+        return exl3;
+    }
 
     /** The fp8 weight kernels. */
     public Fp8Kernels fp8() {

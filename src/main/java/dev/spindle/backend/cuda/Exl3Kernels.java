@@ -1,0 +1,56 @@
+package dev.spindle.backend.cuda;
+
+import dev.spindle.model.Exl3Matrix;
+
+import java.lang.foreign.MemorySegment;
+
+/**
+ * The EXL3 linear layer's kernels (exl3.cu): {@code exl3_had_in} (x' = H(su ⊙ x), the CPU reference's bits),
+ * {@code exl3_gemv} (y' = Ŵᵀ x', decoding each trellis tile in the main loop; at most {@link #ROWS} rows a launch, each
+ * row's sums in the same order whatever the others) and {@code exl3_had_out} (y = bf16(sv ⊙ H(y')), the CPU's bits over
+ * y'). Not yet wired into {@link Linear}: the contract test drives them; the layer program's fused q|k|v and gate|up need
+ * one transform a projection (each has its own su), which comes with that wiring.
+ */
+public final class Exl3Kernels {
+    /** Rows a gemv launch takes (the accumulators a lane holds). */
+    public static final int ROWS = 8;
+    private final CudaDriver cuda;
+    private final MemorySegment hadIn, gemv, hadOut;
+
+    Exl3Kernels(CudaDriver cuda, MemorySegment module) {
+        this.cuda = cuda;
+        hadIn = cuda.function(module, "exl3_had_in");
+        gemv = cuda.function(module, "exl3_gemv");
+        hadOut = cuda.function(module, "exl3_had_out");
+    }
+
+    /** An EXL3 weight on the device: its trellis (the whole layer's), su and sv (fp16), and the host matrix's shape. */
+    public record Weights(long trellis, long su, long sv, Exl3Matrix host) {
+        int codebook() {
+            return switch (host.codebook()) {
+                case THREE_INST -> 0;
+                case MCG -> 1;
+                case MUL1 -> 2;
+            };
+        }
+    }
+
+    /**
+     * y (n, w.rows()) bf16 = x (n, k) bf16 (rows ldx apart) times the weight's columns [col, col + k); scratch: xh of
+     * n x pad(k) floats, yh of n x pad(rows) floats.
+     */
+    public void linear(long x, int ldx, int n, Weights w, int col, int k, long y, long xh, long yh) {
+        Exl3Matrix m = w.host();
+        if (col % Exl3Matrix.BLOCK != 0 || (k % Exl3Matrix.BLOCK != 0 && col + k != m.cols())) {
+            throw new IllegalArgumentException("columns [" + col + ", " + (col + k) + ") of " + m.name() + ": EXL3 slices start at a multiple of 128");
+        }
+        int span = Exl3Matrix.pad(k), nSpan = Exl3Matrix.pad(m.rows()), ntTotal = m.trellis().dim(1);
+        cuda.launch(hadIn, n, span / 128, 128, x, ldx, k, w.su(), col, span, xh);
+        for (int r0 = 0; r0 < n; r0 += ROWS) {
+            int rows = Math.min(ROWS, n - r0);
+            cuda.launch(gemv, Math.ceilDiv(nSpan / 16, 4), 1, 128, xh + 4L * r0 * span, rows, span, w.trellis(), ntTotal, col / 16,
+                    m.first() / 16, m.bits(), w.codebook(), yh + 4L * r0 * nSpan, nSpan);
+        }
+        cuda.launch(hadOut, n, nSpan / 128, 128, yh, nSpan, w.sv(), m.first(), m.rows(), y, 0L, m.rows());
+    }
+}
