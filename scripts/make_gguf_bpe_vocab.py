@@ -16,12 +16,13 @@ import collections
 import json
 import os
 import re
-import subprocess
 import sys
-import tempfile
 
 sys.path.insert(0, sys.argv[1])
 import gguf  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from llama_tokenize_goldens import write_goldens  # noqa: E402
 
 texts_path, out, pre, n_merges = sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
 texts = [json.loads(line)['text'] for line in open(texts_path, encoding='utf-8')]
@@ -105,13 +106,4 @@ w.write_tensors_to_file()
 w.close()
 print(out, len(vocab), 'tokens', len(merges), 'merges')
 if len(sys.argv) > 6:
-    tool, goldens = sys.argv[6:8]
-    with open(goldens, 'w') as g:
-        for text in texts:
-            with tempfile.NamedTemporaryFile('w', suffix='.txt', delete=False, encoding='utf-8') as f:
-                f.write(text)
-            r = subprocess.run([tool, '-m', out, '-f', f.name, '--ids', '--no-bos', '--log-disable'], capture_output=True, text=True)
-            os.unlink(f.name)
-            ids = json.loads(r.stdout.strip().splitlines()[-1])
-            g.write(json.dumps({'text': text, 'ids': ids}, ensure_ascii=False) + '\n')
-    print(goldens)
+    write_goldens(sys.argv[6], out, texts, sys.argv[7])

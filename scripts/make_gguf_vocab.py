@@ -11,12 +11,13 @@ NORMAL; scores -id (a BPE vocabulary's pieces in merge order); add_bos_token fal
 import json
 import os
 import re
-import subprocess
 import sys
-import tempfile
 
 sys.path.insert(0, sys.argv[1])
 import gguf  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from llama_tokenize_goldens import write_goldens  # noqa: E402
 
 model, out, prefix = sys.argv[2], sys.argv[3], sys.argv[4] == 'true'
 cfg = json.load(open(f'{model}/config.json'))
@@ -80,13 +81,4 @@ w.close()
 print(out)
 if len(sys.argv) > 5:
     tool, texts, goldens = sys.argv[5:8]
-    with open(goldens, 'w') as g:
-        for line in open(texts):
-            text = json.loads(line)['text']
-            with tempfile.NamedTemporaryFile('w', suffix='.txt', delete=False, encoding='utf-8') as f:
-                f.write(text)
-            r = subprocess.run([tool, '-m', out, '-f', f.name, '--ids', '--no-bos', '--log-disable'], capture_output=True, text=True)
-            os.unlink(f.name)
-            ids = json.loads(r.stdout.strip().splitlines()[-1])
-            g.write(json.dumps({'text': text, 'ids': ids}, ensure_ascii=False) + '\n')
-    print(goldens)
+    write_goldens(tool, out, [json.loads(line)['text'] for line in open(texts)], goldens)

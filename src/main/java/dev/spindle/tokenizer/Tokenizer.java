@@ -88,8 +88,7 @@ public final class Tokenizer implements AutoCloseable {
         try {
             tmp = Files.createTempFile("spindle-tokenizer", ".json");
             Files.writeString(tmp, new ObjectMapper().writeValueAsString(json));
-            Tokenizer t = load(tmp, origin, bos);
-            return new Tokenizer(t.hf, null, bos, t.addedTokens, t.specialIds, json);
+            return load(tmp, json, origin, bos, json);
         } catch (IOException e) {
             throw new TokenizerException(origin + ": could not write its tokenizer for the tokenizer library: " + e.getMessage(), e);
         } finally {
@@ -114,28 +113,30 @@ public final class Tokenizer implements AutoCloseable {
         if (!Files.isRegularFile(file)) {
             throw new TokenizerException(file + ": not found (the model directory needs a tokenizer.json)");
         }
-        return load(file, file.toString(), -1);
+        JsonNode root;
+        try {
+            root = new ObjectMapper().readTree(file.toFile());
+        } catch (IOException e) {
+            throw new TokenizerException(file + ": not valid JSON: " + e.getMessage(), e);
+        }
+        return load(file, root, file.toString(), -1, null);
     }
 
-    private static Tokenizer load(Path file, String origin, int bos) {
+    /**
+     * The tokenizer of {@code file}, whose parsed content is {@code root}: its added tokens read from root, the rest by HF's
+     * implementation from the file; {@code inMemory} kept where the file was written from it ({@link #fromJson}).
+     */
+    private static Tokenizer load(Path file, JsonNode root, String origin, int bos, JsonNode inMemory) {
+        if (root == null || !root.has("model")) {
+            throw new TokenizerException(origin + ": not a Hugging Face tokenizer.json (no 'model' field)");
+        }
         Map<String, Integer> added = new HashMap<>();
         Set<Integer> special = new HashSet<>();
-        try {
-            JsonNode root = new ObjectMapper().readTree(file.toFile());
-            JsonNode list = root == null ? null : root.get("added_tokens");
-            if (root == null || !root.has("model")) {
-                throw new TokenizerException(file + ": not a Hugging Face tokenizer.json (no 'model' field)");
+        for (JsonNode t : root.path("added_tokens")) {
+            added.put(t.get("content").asText(), t.get("id").asInt());
+            if (t.path("special").asBoolean(false)) {
+                special.add(t.get("id").asInt());
             }
-            if (list != null) {
-                for (JsonNode t : list) {
-                    added.put(t.get("content").asText(), t.get("id").asInt());
-                    if (t.path("special").asBoolean(false)) {
-                        special.add(t.get("id").asInt());
-                    }
-                }
-            }
-        } catch (IOException e) {
-            throw new TokenizerException(origin + ": not valid JSON: " + e.getMessage(), e);
         }
         try {
             HuggingFaceTokenizer hf = HuggingFaceTokenizer.builder()
@@ -144,7 +145,7 @@ public final class Tokenizer implements AutoCloseable {
                     .optTruncation(false)
                     .optPadding(false)
                     .build();
-            return new Tokenizer(hf, null, bos, Map.copyOf(added), Set.copyOf(special), null);
+            return new Tokenizer(hf, null, bos, Map.copyOf(added), Set.copyOf(special), inMemory);
         } catch (IOException | RuntimeException e) {
             if (String.valueOf(e.getMessage()).contains("native library")) {
                 throw new TokenizerException(origin + ": the tokenizer's native library (DJL, " + System.getProperty("os.name") + " "

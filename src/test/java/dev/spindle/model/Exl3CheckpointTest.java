@@ -4,7 +4,6 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.spindle.backend.TestSteps;
 import dev.spindle.backend.cpu.CpuForwardPass;
 import dev.spindle.backend.cpu.KvSlots;
-import dev.spindle.eval.Divergence;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
@@ -27,27 +26,25 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * checkpoint, and keeps the decode-equals-prefill invariant.
  */
 class Exl3CheckpointTest {
-    static final Path DIR = Path.of("src/test/resources/fixtures/exl3");
-    private static final String[] NAMES = {"model.layers.0.self_attn.q_proj.weight", "model.layers.2.mlp.down_proj.weight"};
 
     @ParameterizedTest
     @CsvSource({"mul1, MUL1, 4, 4, 0.03", "mixed-mcg, MCG, 5, 3, 0.03", "3inst, THREE_INST, 6, 6, 0.003"})
     void anExl3CheckpointDecodesAsExllamav3DefinesAndServesCloseToItsRelease(String fixture, Exl3Codebook codebook, int attnBits,
                                                                           int mlpBits, double klBound) throws Exception {
-        Path dir = DIR.resolve("llama-gqa-" + fixture);
+        Path dir = Exl3Fixtures.model(fixture);
         try (LoadedModel bf16 = ModelLoader.load(MlxCheckpointTest.BF16, LoadFormat.SAFETENSORS, LoadListener.NONE);
              LoadedModel q = ModelLoader.load(dir, LoadFormat.SAFETENSORS, LoadListener.NONE);
              Arena arena = Arena.ofConfined()) {
-            Exl3Matrix[] weights = {(Exl3Matrix) q.weights().layers().getFirst().q(), (Exl3Matrix) q.weights().layers().get(2).down()};
+            Exl3Matrix[] weights = Exl3Fixtures.referenced(q);
             assertEquals(attnBits, weights[0].bits());
             assertEquals(mlpBits, weights[1].bits());
             assertEquals("exl3 (" + attnBits + " bits a weight, " + codebook.label + " trellis)", weights[0].format());
-            SafetensorsFile ref = SafetensorsFile.open(DIR.resolve("llama-gqa-" + fixture + ".reference.safetensors"), arena);
+            SafetensorsFile ref = SafetensorsFile.open(Exl3Fixtures.reference(fixture), arena);
             ValueLayout.OfShort f16 = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
             for (int w = 0; w < 2; w++) {
                 Exl3Matrix m = weights[w];
                 assertEquals(codebook, m.codebook());
-                var hat = ref.bytes(ref.tensors().get(NAMES[w] + ".w_hat"));
+                var hat = ref.bytes(ref.tensors().get(Exl3Fixtures.NAMES[w] + ".w_hat"));
                 int np = Exl3Matrix.pad(m.rows());
                 float[] tile = new float[256];
                 int[] words = new int[8 * m.bits()];
@@ -56,17 +53,14 @@ class Exl3CheckpointTest {
                         m.tile(kt, nt, tile, words);
                         for (int i = 0; i < 256; i++) {
                             float want = Float.float16ToFloat(hat.getAtIndex(f16, (long) (kt * 16 + i / 16) * np + nt * 16 + i % 16));
-                            assertEquals(Float.floatToIntBits(want), Float.floatToIntBits(tile[i]), NAMES[w] + " tile (" + kt + ", " + nt + ") " + i);
+                            assertEquals(Float.floatToIntBits(want), Float.floatToIntBits(tile[i]), Exl3Fixtures.NAMES[w] + " tile (" + kt + ", " + nt + ") " + i);
                         }
                     }
                 }
             }
             int[] prompt = MlxCheckpointTest.PROMPT;
             float[][] want = MlxCheckpointTest.logits(bf16, prompt), got = MlxCheckpointTest.logits(q, prompt);
-            double kl = 0;
-            for (int i = 0; i < got.length; i++) {
-                kl += Divergence.kl(want[i], got[i]) / got.length;
-            }
+            double kl = MlxCheckpointTest.meanKl(want, got);
             System.out.printf("[exl3] llama-gqa %s: KL(bf16 || exl3) %.3g%n", fixture, kl);
             assertTrue(kl > 0 && kl < klBound, fixture + ": KL " + kl);
             try (CpuForwardPass cpu = new CpuForwardPass(q.config(), q.weights(), 64, 16, 2, KvSlots.PER_EXECUTED_LAYER)) {
@@ -107,11 +101,11 @@ class Exl3CheckpointTest {
             ModelLoadException e = assertThrows(ModelLoadException.class, () -> CheckpointQuantization.parse(json.readTree(c[0])));
             assertTrue(e.getMessage().contains(c[1]), e.getMessage());
         }
-        CheckpointQuantization q = CheckpointQuantization.read(DIR.resolve("llama-gqa-mul1/config.json"));
+        CheckpointQuantization q = CheckpointQuantization.read(Exl3Fixtures.model("mul1").resolve("config.json"));
         assertEquals("exl3 checkpoint (trellis-coded weights, 4.0 bits a weight, head 6, mul1 codebook; exllamav3 1.4.1)", q.describe());
         // a layer with a bias, one with two codebooks, one with another multiplier, one without its input signs, one with a
         // trellis of the wrong shape: each refused naming the tensor
-        Path src = DIR.resolve("llama-gqa-mixed-mcg");
+        Path src = Exl3Fixtures.model("mixed-mcg");
         String up = "model.layers.1.mlp.up_proj.";
         byte[] mul1 = java.nio.ByteBuffer.allocate(4).order(ByteOrder.LITTLE_ENDIAN).putInt(Exl3Codebook.MUL1.multiplier).array();
         byte[] other = java.nio.ByteBuffer.allocate(4).order(ByteOrder.LITTLE_ENDIAN).putInt(12345).array();

@@ -24,6 +24,15 @@ class MlxCheckpointTest {
     static final Path BF16 = Path.of("src/test/resources/fixtures/llama-gqa");
     static final int[] PROMPT = new Random(31).ints(32, 3, 512).toArray();
 
+    /** The mean over positions of KL(want ‖ got). */
+    static double meanKl(float[][] want, float[][] got) {
+        double kl = 0;
+        for (int i = 0; i < got.length; i++) {
+            kl += Divergence.kl(want[i], got[i]) / got.length;
+        }
+        return kl;
+    }
+
     static float[][] logits(LoadedModel m, int[] prompt) {
         try (CpuForwardPass cpu = new CpuForwardPass(m.config(), m.weights(), 64, 16, 2, KvSlots.PER_EXECUTED_LAYER)) {
             return TestSteps.windowLogits(cpu, prompt);
@@ -44,10 +53,7 @@ class MlxCheckpointTest {
                 assertEquals(Bf16.round(v), v, "every value read is a bf16 value");
             }
             float[][] want = logits(bf16, PROMPT), got = logits(q, PROMPT);
-            double kl = 0;
-            for (int i = 0; i < got.length; i++) {
-                kl += Divergence.kl(want[i], got[i]) / got.length;
-            }
+            double kl = meanKl(want, got);
             System.out.printf("[mlx] llama-gqa affine %d-bit, groups of 32: KL(bf16 || mlx) %.3g%n", bits, kl);
             assertTrue(kl > 0 && kl < bound, bits + "-bit: KL " + kl);
             try (CpuForwardPass cpu = new CpuForwardPass(q.config(), q.weights(), 64, 16, 2, KvSlots.PER_EXECUTED_LAYER)) {
@@ -72,10 +78,7 @@ class MlxCheckpointTest {
             }
             assertEquals("mlx affine 6-bit (groups of 32)", q.weights().lmHead().format());
             float[][] want = logits(bf16, PROMPT), got = logits(q, PROMPT);
-            double kl = 0;
-            for (int i = 0; i < got.length; i++) {
-                kl += Divergence.kl(want[i], got[i]) / got.length;
-            }
+            double kl = meanKl(want, got);
             System.out.printf("[mlx] llama-gqa mixed (4-bit, down_proj 8, head 6, one q_proj bf16): KL(bf16 || mlx) %.3g%n", kl);
             assertTrue(kl > 5e-4 && kl < 6e-2, "mixed: KL " + kl);
             try (CpuForwardPass cpu = new CpuForwardPass(q.config(), q.weights(), 64, 16, 2, KvSlots.PER_EXECUTED_LAYER)) {

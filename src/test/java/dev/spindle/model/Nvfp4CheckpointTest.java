@@ -4,7 +4,6 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.spindle.backend.TestSteps;
 import dev.spindle.backend.cpu.CpuForwardPass;
 import dev.spindle.backend.cpu.KvSlots;
-import dev.spindle.eval.Divergence;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
@@ -70,10 +69,7 @@ class Nvfp4CheckpointTest {
             }
             int[] prompt = MlxCheckpointTest.PROMPT;
             float[][] want = MlxCheckpointTest.logits(bf16, prompt), got = MlxCheckpointTest.logits(q, prompt);
-            double kl = 0;
-            for (int i = 0; i < got.length; i++) {
-                kl += Divergence.kl(want[i], got[i]) / got.length;
-            }
+            double kl = MlxCheckpointTest.meanKl(want, got);
             System.out.printf("[nvfp4] llama-gqa %s: KL(bf16 || nvfp4) %.3g%n", layout, kl);
             assertTrue(kl > 0 && kl < 0.1, layout + ": KL " + kl);
             try (CpuForwardPass cpu = new CpuForwardPass(q.config(), q.weights(), 64, 16, 2, KvSlots.PER_EXECUTED_LAYER)) {

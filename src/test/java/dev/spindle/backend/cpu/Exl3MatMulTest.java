@@ -1,6 +1,7 @@
 package dev.spindle.backend.cpu;
 
 import dev.spindle.model.Bf16;
+import dev.spindle.model.Exl3Fixtures;
 import dev.spindle.model.Exl3Matrix;
 import dev.spindle.model.LoadFormat;
 import dev.spindle.model.LoadListener;
@@ -10,11 +11,7 @@ import dev.spindle.model.SafetensorsFile;
 import org.junit.jupiter.api.Test;
 
 import java.lang.foreign.Arena;
-import java.lang.foreign.ValueLayout;
-import java.nio.ByteOrder;
-import java.nio.file.Path;
 import java.util.Arrays;
-import java.util.Random;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -26,36 +23,20 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
  * rows of the whole; row-parallel partials over 128-aligned input slices summing to the whole.
  */
 class Exl3MatMulTest {
-    private static final Path DIR = Path.of("src/test/resources/fixtures/exl3");
-    private static final ValueLayout.OfFloat F32 = ValueLayout.JAVA_FLOAT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
 
     @Test
     void computesTheLayerTheFormatDefines() {
-        for (String fixture : new String[]{"mul1", "mixed-mcg", "3inst"}) {
-            try (LoadedModel q = ModelLoader.load(DIR.resolve("llama-gqa-" + fixture), LoadFormat.SAFETENSORS, LoadListener.NONE);
+        for (String fixture : Exl3Fixtures.FIXTURES) {
+            try (LoadedModel q = ModelLoader.load(Exl3Fixtures.model(fixture), LoadFormat.SAFETENSORS, LoadListener.NONE);
                  Arena arena = Arena.ofConfined(); Parallel p = new Parallel(2)) {
-                SafetensorsFile ref = SafetensorsFile.open(DIR.resolve("llama-gqa-" + fixture + ".reference.safetensors"), arena);
-                Exl3Matrix[] weights = {(Exl3Matrix) q.weights().layers().getFirst().q(), (Exl3Matrix) q.weights().layers().get(2).down()};
-                String[] names = {"model.layers.0.self_attn.q_proj.weight", "model.layers.2.mlp.down_proj.weight"};
+                SafetensorsFile ref = SafetensorsFile.open(Exl3Fixtures.reference(fixture), arena);
+                Exl3Matrix[] weights = Exl3Fixtures.referenced(q);
                 for (int w = 0; w < 2; w++) {
                     Exl3Matrix m = weights[w];
-                    var eff = ref.bytes(ref.tensors().get(names[w] + ".effective"));
                     int n = 3;
-                    float[] x = inputs(n, m.cols(), 7 + w), y = new float[n * m.rows()];
+                    float[] x = Fp8MatMulTest.rows(n, m.cols(), 7 + w), y = new float[n * m.rows()];
                     new MatMul(p).apply(x, n, m, y);
-                    for (int r = 0; r < n; r++) {
-                        for (int j = 0; j < m.rows(); j++) {
-                            double want = 0, magnitude = 0;
-                            for (int i = 0; i < m.cols(); i++) {
-                                double e = eff.getAtIndex(F32, (long) j * m.cols() + i);
-                                want += e * x[r * m.cols() + i];
-                                magnitude += Math.abs(e * x[r * m.cols() + i]);
-                            }
-                            // one bf16 rounding of the output (2^-9 relative) and fp32 sums in the transforms and the product
-                            assertEquals(want, y[r * m.rows() + j], Math.abs(want) / 256 + magnitude * 2e-6,
-                                    fixture + " " + names[w] + " (" + r + ", " + j + ")");
-                        }
-                    }
+                    Exl3Fixtures.assertEffectiveProduct(ref, Exl3Fixtures.NAMES[w], m, x, n, y, fixture);
                     // each row alone gives the bits it gave in the window of three
                     for (int r = 0; r < n; r++) {
                         float[] one = new float[m.rows()];
@@ -69,12 +50,12 @@ class Exl3MatMulTest {
 
     @Test
     void sharesAndPartialsAgreeWithTheWhole() {
-        try (LoadedModel q = ModelLoader.load(DIR.resolve("llama-gqa-mul1"), LoadFormat.SAFETENSORS, LoadListener.NONE);
+        try (LoadedModel q = ModelLoader.load(Exl3Fixtures.model("mul1"), LoadFormat.SAFETENSORS, LoadListener.NONE);
              Parallel p = new Parallel(2)) {
             Exl3Matrix up = (Exl3Matrix) q.weights().layers().get(1).up(); // 320 x 128: shares [0, 128), [128, 256), [256, 320)
             Exl3Matrix down = (Exl3Matrix) q.weights().layers().get(1).down(); // 128 x 320: input slices [0, 128), [128, 320)
             MatMul mm = new MatMul(p);
-            float[] x = inputs(2, up.cols(), 11), whole = new float[2 * up.rows()];
+            float[] x = Fp8MatMulTest.rows(2, up.cols(), 11), whole = new float[2 * up.rows()];
             mm.apply(x, 2, up, whole);
             for (int[] s : new int[][]{{0, 128}, {128, 128}, {256, 64}}) {
                 float[] part = new float[2 * s[1]];
@@ -85,7 +66,7 @@ class Exl3MatMulTest {
                 }
             }
             assertThrows(IllegalArgumentException.class, () -> up.rows(64, 128));
-            float[] xd = inputs(2, down.cols(), 12), wholeDown = new float[2 * down.rows()];
+            float[] xd = Fp8MatMulTest.rows(2, down.cols(), 12), wholeDown = new float[2 * down.rows()];
             mm.apply(xd, 2, down, wholeDown);
             float[] sum = new float[2 * down.rows()];
             for (int[] s : new int[][]{{0, 128}, {128, 192}}) {
@@ -105,12 +86,4 @@ class Exl3MatMulTest {
         }
     }
 
-    private static float[] inputs(int n, int k, long seed) {
-        Random rnd = new Random(seed);
-        float[] x = new float[n * k];
-        for (int i = 0; i < x.length; i++) {
-            x[i] = Bf16.round((float) rnd.nextGaussian());
-        }
-        return x;
-    }
 }

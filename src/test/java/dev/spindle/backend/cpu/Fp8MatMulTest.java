@@ -30,7 +30,8 @@ class Fp8MatMulTest {
         return new Bf16Matrix(new Tensor("w", new long[]{rows, cols}, m));
     }
 
-    private static float[] rows(int n, int k, long seed) {
+    /** n rows of k bf16-valued Gaussian inputs. */
+    static float[] rows(int n, int k, long seed) {
         SplittableRandom rnd = new SplittableRandom(seed);
         float[] x = new float[n * k];
         for (int i = 0; i < x.length; i++) {

@@ -1,6 +1,7 @@
 package dev.spindle.backend.cuda;
 
 import dev.spindle.model.Bf16;
+import dev.spindle.model.Exl3Fixtures;
 import dev.spindle.model.Exl3Matrix;
 import dev.spindle.model.LoadFormat;
 import dev.spindle.model.LoadListener;
@@ -12,12 +13,8 @@ import org.junit.jupiter.api.Test;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
-import java.nio.ByteOrder;
-import java.nio.file.Path;
 import java.util.Random;
 
-import static org.junit.jupiter.api.Assertions.assertEquals;
 
 /**
  * The EXL3 kernels (exl3.cu) on the EXL3 fixtures: the layer y = x W against the fixture script's float64 effective weight
@@ -28,8 +25,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 class Exl3ContractTest {
     static CudaKernels k;
     static CudaDriver cuda;
-    private static final Path DIR = Path.of("src/test/resources/fixtures/exl3");
-    private static final ValueLayout.OfFloat F32 = ValueLayout.JAVA_FLOAT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
 
     @BeforeAll
     static void gpu() {
@@ -67,16 +62,15 @@ class Exl3ContractTest {
 
     @Test
     void theLayerIsTheEffectiveWeightsProductAndRowsAreTheirOwn() {
-        for (String fixture : new String[]{"mul1", "mixed-mcg", "3inst"}) {
-            try (LoadedModel q = ModelLoader.load(DIR.resolve("llama-gqa-" + fixture), LoadFormat.SAFETENSORS, LoadListener.NONE);
+        for (String fixture : Exl3Fixtures.FIXTURES) {
+            try (LoadedModel q = ModelLoader.load(Exl3Fixtures.model(fixture), LoadFormat.SAFETENSORS, LoadListener.NONE);
                  Arena a = Arena.ofConfined()) {
-                SafetensorsFile ref = SafetensorsFile.open(DIR.resolve("llama-gqa-" + fixture + ".reference.safetensors"), a);
-                Exl3Matrix[] ms = {(Exl3Matrix) q.weights().layers().getFirst().q(), (Exl3Matrix) q.weights().layers().get(2).down()};
-                String[] names = {"model.layers.0.self_attn.q_proj.weight", "model.layers.2.mlp.down_proj.weight"};
+                SafetensorsFile ref = SafetensorsFile.open(Exl3Fixtures.reference(fixture), a);
+                Exl3Matrix[] ms = Exl3Fixtures.referenced(q);
                 for (int wi = 0; wi < 2; wi++) {
                     Exl3Matrix m = ms[wi];
+                    String name = Exl3Fixtures.NAMES[wi];
                     Exl3Kernels.Weights w = new Exl3Kernels.Weights(upload(m.trellis().data()), upload(m.su().data()), upload(m.sv().data()), m);
-                    var eff = ref.bytes(ref.tensors().get(names[wi] + ".effective"));
                     for (int n : new int[]{1, 3, 8, 11}) {
                         Random rnd = new Random(31 + n);
                         float[] x = new float[n * m.cols()];
@@ -84,27 +78,18 @@ class Exl3ContractTest {
                             x[i] = Bf16.round((float) rnd.nextGaussian());
                         }
                         float[] y = run(w, x, n, a);
+                        Exl3Fixtures.assertEffectiveProduct(ref, name, m, x, n, y, fixture + " n " + n);
                         for (int r = 0; r < n; r++) {
-                            for (int j = 0; j < m.rows(); j++) {
-                                double want = 0, magnitude = 0;
-                                for (int i = 0; i < m.cols(); i++) {
-                                    double e = eff.getAtIndex(F32, (long) j * m.cols() + i);
-                                    want += e * x[r * m.cols() + i];
-                                    magnitude += Math.abs(e * x[r * m.cols() + i]);
-                                }
-                                assertEquals(want, y[r * m.rows() + j], Math.abs(want) / 256 + magnitude * 2e-6, fixture + " " + names[wi] + " n " + n
-                                        + " (" + r + ", " + j + ")");
-                            }
                             float[] alone = run(w, java.util.Arrays.copyOfRange(x, r * m.cols(), (r + 1) * m.cols()), 1, a);
                             org.junit.jupiter.api.Assertions.assertArrayEquals(alone, java.util.Arrays.copyOfRange(y, r * m.rows(), (r + 1) * m.rows()),
-                                    fixture + " " + names[wi] + ": row " + r + " of " + n + " alone");
+                                    fixture + " " + name + ": row " + r + " of " + n + " alone");
                         }
                     }
                     cuda.free(w.trellis());
                     cuda.free(w.su());
                     cuda.free(w.sv());
                     System.out.printf("[cuda] exl3 %s %s (%d bits): the effective weight's product at 1 to 11 rows, each row its own%n", fixture,
-                            names[wi], m.bits());
+                            name, m.bits());
                 }
             }
         }

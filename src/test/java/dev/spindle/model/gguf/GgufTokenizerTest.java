@@ -23,6 +23,24 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class GgufTokenizerTest {
     static final Path DIR = Path.of("src/test/resources/fixtures/gguf-vocab");
 
+    /** A text and the ids llama.cpp's llama-tokenize gave for it. */
+    record Golden(String text, int[] ids) {
+    }
+
+    /** The goldens of a fixture file (one JSON object a line). */
+    static List<Golden> goldens(String file) throws IOException {
+        List<Golden> out = new ArrayList<>();
+        for (String line : Files.readAllLines(DIR.resolve(file))) {
+            JsonNode g = new ObjectMapper().readTree(line);
+            int[] ids = new int[g.get("ids").size()];
+            for (int i = 0; i < ids.length; i++) {
+                ids[i] = g.get("ids").get(i).asInt();
+            }
+            out.add(new Golden(g.get("text").asText(), ids));
+        }
+        return out;
+    }
+
     static SpmTokenizer spm(GgufFile f) {
         List<String> pieces = new ArrayList<>();
         for (Object o : f.list("tokenizer.ggml.tokens").orElseThrow()) {
@@ -46,13 +64,9 @@ class GgufTokenizerTest {
             assertEquals("llama", f.string("tokenizer.ggml.model").orElseThrow());
             SpmTokenizer tok = spm(f);
             int n = 0;
-            for (String line : Files.readAllLines(DIR.resolve("llama-tokenize-prefix-" + prefix + ".jsonl"))) {
-                JsonNode g = new ObjectMapper().readTree(line);
-                String text = g.get("text").asText();
-                int[] want = new int[g.get("ids").size()];
-                for (int i = 0; i < want.length; i++) {
-                    want[i] = g.get("ids").get(i).asInt();
-                }
+            for (Golden g : goldens("llama-tokenize-prefix-" + prefix + ".jsonl")) {
+                String text = g.text();
+                int[] want = g.ids();
                 int[] got = tok.encode(text, true);
                 if (!Arrays.equals(want, got)) {
                     throw new AssertionError("text " + n + " " + new ObjectMapper().writeValueAsString(text) + ": llama.cpp " + Arrays.toString(want)
@@ -77,13 +91,9 @@ class GgufTokenizerTest {
         Path file = DIR.resolve("bpe-" + pre + ".gguf");
         try (dev.spindle.tokenizer.Tokenizer tok = dev.spindle.wiring.ModelFiles.tokenizer(file)) {
             int n = 0;
-            for (String line : Files.readAllLines(DIR.resolve("llama-tokenize-bpe-" + pre + ".jsonl"))) {
-                JsonNode g = new ObjectMapper().readTree(line);
-                String text = g.get("text").asText();
-                int[] want = new int[g.get("ids").size()];
-                for (int i = 0; i < want.length; i++) {
-                    want[i] = g.get("ids").get(i).asInt();
-                }
+            for (Golden g : goldens("llama-tokenize-bpe-" + pre + ".jsonl")) {
+                String text = g.text();
+                int[] want = g.ids();
                 int[] got = tok.encode(text);
                 if (!Arrays.equals(want, got)) {
                     throw new AssertionError(pre + " text " + n + " " + new ObjectMapper().writeValueAsString(text) + ": llama.cpp " + Arrays.toString(want)
