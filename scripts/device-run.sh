@@ -2,6 +2,7 @@
 # Runs on the GPU machine (see scripts/device-bundle.sh): unpacks the carried JRE, puts the CUDA
 # toolkit's cuBLAS (and NCCL, where found) on the loader path, then runs what is asked, writing logs under $OUT:
 #   device-run.sh tests            the CUDA contract, parity and invariance tests
+#   device-run.sh tests-portable   the same through the portable kernels only (--cuda-kernels portable: the pre-Hopper path)
 #   device-run.sh test CLASS...    only the named test classes (dev.spindle.backend.cuda.LinearRowsContractTest ...)
 #   device-run.sh method CLASS#METHOD...  only the named test methods (a parameterized one with its parameter types:
 #                                  'KernelContractTest#decodeSplitPathEqualsPhaseZeroAtLongContext(int,int,int)')
@@ -29,6 +30,11 @@ case "$what" in
   tests) "${java[@]}" -jar .dist/lib/junit-platform-console-standalone-6.0.3.jar execute \
            --class-path ".dist/classes:.dist/test-classes:$(ls .dist/lib/*.jar | grep -v junit | tr '\n' ':')" --select-package dev.spindle.backend.cuda --select-class dev.spindle.engine.sched.CudaEngineTest \
            --details=tree --disable-ansi-colors "$@" 2>&1 | tee "${OUT:-/tmp}/tests.log" ;;
+  tests-portable)
+       # the same suite through the portable kernels only (sm_80 PTX compiled by the driver: the pre-Hopper path)
+       "${java[@]}" -Dspindle.test.cuda-kernels=portable -jar .dist/lib/junit-platform-console-standalone-6.0.3.jar execute \
+           --class-path ".dist/classes:.dist/test-classes:$(ls .dist/lib/*.jar | grep -v junit | tr '\n' ':')" --select-package dev.spindle.backend.cuda --select-class dev.spindle.engine.sched.CudaEngineTest \
+           --details=tree --disable-ansi-colors "$@" 2>&1 | tee "${OUT:-/tmp}/tests-portable.log" ;;
   test) sel=(); for c in "$@"; do sel+=(--select-class "$c"); done
         "${java[@]}" -jar .dist/lib/junit-platform-console-standalone-6.0.3.jar execute \
            --class-path ".dist/classes:.dist/test-classes:$(ls .dist/lib/*.jar | grep -v junit | tr '\n' ':')" "${sel[@]}" \

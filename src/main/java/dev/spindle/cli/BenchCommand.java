@@ -59,6 +59,11 @@ final class BenchCommand implements Callable<Integer> {
             description = "cuda: concurrent streams for aggregate decode, each with a 1K-token context (default 32,64,128).")
     int[] concurrency;
 
+    @Option(names = "--dummy-exl3-bits", defaultValue = "0", paramLabel = "K",
+            description = "cuda, with --load-format dummy: the linear layers as EXL3 of K bits a weight (1-8; random trellises, mul1), to measure"
+                    + " the EXL3 kernels on a shape without a checkpoint (default 0: bf16, or --quantization).")
+    int dummyExl3Bits;
+
     @Option(names = "--step-rows", defaultValue = "8192", paramLabel = "N", description = "cuda: most rows in one forward step (prefill chunk, default 8192).")
     int stepRows;
 
@@ -135,6 +140,21 @@ final class BenchCommand implements Callable<Integer> {
                     + "prefill:N, decode:CONTEXT (batch 1) or aggregate:STREAMS; N one of the lengths the bench measures.")
     String profileFigure;
 
+    /** The generated weights' format: EXL3 where --dummy-exl3-bits asks (dummy weights only), else --quantization's. */
+    private dev.spindle.backend.cuda.DummyFormat dummyFormat() {
+        if (dummyExl3Bits == 0) {
+            return dev.spindle.backend.cuda.DummyFormat.of(model.quantization());
+        }
+        if (model.format() != dev.spindle.model.LoadFormat.DUMMY || model.quantization() != dev.spindle.model.Quantization.NONE) {
+            throw new picocli.CommandLine.ParameterException(new picocli.CommandLine(this), "--dummy-exl3-bits takes --load-format dummy and no --quantization");
+        }
+        try {
+            return dev.spindle.backend.cuda.DummyFormat.exl3(dummyExl3Bits);
+        } catch (IllegalArgumentException e) {
+            throw new picocli.CommandLine.ParameterException(new picocli.CommandLine(this), "--dummy-exl3-bits: " + e.getMessage());
+        }
+    }
+
     @Override
     public Integer call() throws Exception {
         var spec = speculative.config();
@@ -161,7 +181,7 @@ final class BenchCommand implements Callable<Integer> {
                 }
             }
             return new CudaBenchRun(model, prefillLengths, decodeContexts, concurrency, decodeTokens, stepRows, cudaGraphs, kvMemoryFraction,
-                    tensorParallel, tensorParallelLanes, coldPageCache, profiled).call();
+                    tensorParallel, tensorParallelLanes, coldPageCache, profiled, dummyFormat()).call();
         }
         if (!backend.equals("cpu")) {
             throw new picocli.CommandLine.ParameterException(new picocli.CommandLine(this), "--backend: expected cpu or cuda, got " + backend);

@@ -10,6 +10,7 @@ import dev.spindle.backend.cuda.CudaException;
 import dev.spindle.backend.cuda.CudaForwardPass;
 import dev.spindle.backend.cuda.CudaKernels;
 import dev.spindle.backend.cuda.CudaOptions;
+import dev.spindle.backend.cuda.DummyFormat;
 import dev.spindle.backend.cuda.CudaPasses;
 import dev.spindle.backend.cuda.Placement;
 import dev.spindle.model.ConfigParser;
@@ -36,11 +37,14 @@ final class CudaBenchRun implements Callable<Integer> {
     private final boolean coldPageCache;
     /** The figure whose work runs between cuProfilerStart and cuProfilerStop, or null. */
     private final ProfiledFigure profiled;
+    /** The generated weights' format (--load-format dummy). */
+    private final DummyFormat dummy;
 
     CudaBenchRun(ModelOptions model, int[] prefillLengths, int[] decodeContexts, int[] concurrency, int decodeSteps, int stepRows,
                  boolean cudaGraphs, double kvMemoryFraction, int tensorParallel, boolean tensorParallelLanes, boolean coldPageCache,
-                 ProfiledFigure profiled) {
+                 ProfiledFigure profiled, DummyFormat dummy) {
         this.profiled = profiled;
+        this.dummy = dummy;
         this.coldPageCache = coldPageCache;
         this.tensorParallel = tensorParallel;
         this.tensorParallelLanes = tensorParallelLanes;
@@ -57,7 +61,8 @@ final class CudaBenchRun implements Callable<Integer> {
     @Override
     public Integer call() throws Exception {
         CudaDriver cuda = CudaDriver.get().orElseThrow(() -> new CudaException("no CUDA driver or GPU on this machine"));
-        CudaKernels kernels = CudaKernels.load().orElseThrow(() -> new CudaException("the CUDA backend is unavailable: " + CudaKernels.unavailableReason()));
+        CudaKernels kernels = CudaKernels.load(0, 0, model.cudaKernels()).orElseThrow(() -> new CudaException("the CUDA backend is unavailable: "
+                + CudaKernels.unavailableReason(model.cudaKernels())));
         CublasLt lt = CublasLt.open(kernels).orElseThrow(() -> new CudaException("cuBLASLt (libcublasLt.so.13) is not on the library path"));
         Map<String, Object> out = new LinkedHashMap<>();
         out.put("model", model.dir().toString());
@@ -91,8 +96,8 @@ final class CudaBenchRun implements Callable<Integer> {
                     + CudaDriver.deviceCount());
         }
         try (CudaForwardPass gpu = CudaPasses.openTensorParallel(c, host == null ? null : host.weights(),
-                new CudaOptions(model.blockSize, stepRows, kvMemoryFraction, 0, cudaGraphs, model.gemmCacheDir()).withKvDtype(model.kvDtype()), bar,
-                tensorParallelLanes ? Placement.lanesOfGpu0(tensorParallel) : Placement.oneGpuEach(tensorParallel), model.quantization())) {
+                new CudaOptions(model.blockSize, stepRows, kvMemoryFraction, 0, cudaGraphs, model.gemmCacheDir()).withKvDtype(model.kvDtype()).withKernels(model.cudaKernels()), bar,
+                tensorParallelLanes ? Placement.lanesOfGpu0(tensorParallel) : Placement.oneGpuEach(tensorParallel), dummy)) {
             bar.done();
             double load = (System.nanoTime() - t0) / 1e9;
             out.put("architecture", c.architecture());

@@ -50,6 +50,17 @@ final class ModelOptions {
         return KvDtype.parse(kvCacheDtype);
     }
 
+    @Option(names = "--cuda-kernels", defaultValue = "full", paramLabel = "full|portable",
+            description = "CUDA: which kernels run. full (default): the build's code for this GPU, with Hopper's wgmma, tensor-memory-copy and"
+                    + " linear_rows kernels on an H100/H200; portable: only the kernels every supported GPU runs, from sm_80 PTX compiled by the"
+                    + " driver (what an A100, L4 or RTX card runs; slower on Hopper).")
+    String cudaKernels;
+
+    /** The --cuda-kernels choice. */
+    dev.spindle.backend.cuda.KernelSet cudaKernels() {
+        return dev.spindle.backend.cuda.KernelSet.parse(cudaKernels);
+    }
+
     @Option(names = "--threads", paramLabel = "N", description = "CPU backend threads (default: all cores).")
     Integer threads;
 

@@ -87,7 +87,8 @@ public class ModelService {
         Backends.Settings settings = new Backends.Settings(threads, config.blockSize(), config.kvCacheTokens().orElse(cpu ? 32768 : 0),
                 Math.max(config.maxNumBatchedTokens(), config.maxNumSeqs()), config.kvMemoryFraction(), config.cudaGraphs(),
                 GemmAlgorithmCache.folder(config.gemmCache())).withTensorParallel(config.tensorParallelSize())
-                .withQuantization(Quantization.parse(config.quantization())).withKvDtype(KvDtype.parse(config.kvCacheDtype()));
+                .withQuantization(Quantization.parse(config.quantization())).withKvDtype(KvDtype.parse(config.kvCacheDtype()))
+                .withCudaKernels(dev.spindle.backend.cuda.KernelSet.parse(config.cudaKernels()));
         var sc = config.speculative();
         var specConfig = new SpeculativeConfig(SpeculativeConfig.Method.parse(sc.method()),
                 sc.draftModel().map(Path::of).orElse(null), sc.numTokens(), sc.promptLookupMin(), sc.promptLookupMax(), sc.maxBatch(),

@@ -15,11 +15,14 @@ final class ServeOptions {
     @Option(names = "--load-format", paramLabel = "FORMAT", description = "safetensors or dummy.")
     String loadFormat;
     @Option(names = "--quantization", paramLabel = "none|fp8|fp8-block|fp8-row",
-            description = "Quantize a bf16 release's linear layers at load (default none; lossy: its KL is disclosed; CPU backend for now).")
+            description = "Quantize a bf16 release's linear layers at load (default none; lossy: its KL is disclosed).")
     String quantization;
     @Option(names = "--kv-cache-dtype", paramLabel = "bf16|fp8|q8|q4",
-            description = "How the KV cache stores K and V (default bf16; lossy: its KL is disclosed; CPU backend for now).")
+            description = "How the KV cache stores K and V (default bf16; lossy: its KL is disclosed; CUDA: bf16 and fp8).")
     String kvCacheDtype;
+    @Option(names = "--cuda-kernels", paramLabel = "full|portable",
+            description = "CUDA: full (default) or portable: only the kernels every supported GPU runs (sm_80 PTX compiled by the driver).")
+    String cudaKernels;
     @Option(names = "--served-model-name", paramLabel = "NAME", description = "The model id clients use.")
     String name;
     @Option(names = "--host", paramLabel = "HOST", description = "Listen address (default 0.0.0.0).")
@@ -116,6 +119,7 @@ final class ServeOptions {
         set("spindle.served-model-name", o.name);
         set("spindle.quantization", o.quantization);
         set("spindle.kv-cache-dtype", o.kvCacheDtype);
+        set("spindle.cuda-kernels", o.cudaKernels);
         set("quarkus.http.host", o.host);
         set("quarkus.http.port", o.port);
         set("spindle.threads", o.threads);

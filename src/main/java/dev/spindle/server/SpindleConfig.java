@@ -22,14 +22,21 @@ public interface SpindleConfig {
 
     /**
      * none (served as the checkpoint stores it), or fp8 / fp8-block / fp8-row: the linear layers of a bf16 release quantized
-     * at load (lossy; the start log and /v1/models disclose the KL measured for it). CPU backend only for now.
+     * at load (lossy; the start log and /v1/models disclose the KL measured for it).
      */
     @WithDefault("none")
     String quantization();
 
-    /** bf16 (exact), or fp8 / q8 / q4: how the KV cache stores K and V (lossy; disclosed with its KL). CPU backend only for now. */
+    /** bf16 (exact), or fp8 / q8 / q4: how the KV cache stores K and V (lossy; disclosed with its KL). CUDA: bf16 and fp8. */
     @WithDefault("bf16")
     String kvCacheDtype();
+
+    /**
+     * CUDA: which kernels run. full: the build's code for this GPU (with Hopper's wgmma, tensor-memory-copy and linear_rows
+     * kernels on an H100/H200); portable: only the kernels every supported GPU runs, from sm_80 PTX the driver compiles.
+     */
+    @WithDefault("full")
+    String cudaKernels();
 
     /** The model id clients use; defaults to the directory's name (a GGUF file's without .gguf). */
     Optional<String> servedModelName();

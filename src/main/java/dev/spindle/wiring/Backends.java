@@ -9,6 +9,7 @@ import dev.spindle.backend.cuda.CudaException;
 import dev.spindle.backend.cuda.CudaForwardPass;
 import dev.spindle.backend.cuda.CudaKernels;
 import dev.spindle.backend.cuda.CudaOptions;
+import dev.spindle.backend.cuda.KernelSet;
 import dev.spindle.backend.cuda.CudaPasses;
 import dev.spindle.backend.cuda.Placement;
 import dev.spindle.model.ConfigParser;
@@ -63,13 +64,15 @@ public final class Backends {
      *                         backend computes that many ranks' numerics; the CUDA backend runs one GPU and refuses more
      * @param quantization     the linear layers' weights quantized at load ({@link Quantization#NONE}: as the checkpoint stores them)
      * @param kvDtype          how the KV cache stores K and V ({@link KvDtype#BF16}: exact)
+     * @param cudaKernels      CUDA: which kernels run ({@link KernelSet#FULL}, or only the portable ones)
      */
     public record Settings(int threads, int blockSize, int kvCacheTokens, int maxStepRows, double kvMemoryFraction, boolean cudaGraphs,
                            Path gemmCache, long reserveBytes, long extraKvBytesPerToken, int tensorParallel, Quantization quantization,
-                           KvDtype kvDtype) {
+                           KvDtype kvDtype, KernelSet cudaKernels) {
         public Settings(int threads, int blockSize, int kvCacheTokens, int maxStepRows, double kvMemoryFraction, boolean cudaGraphs,
                         Path gemmCache) {
-            this(threads, blockSize, kvCacheTokens, maxStepRows, kvMemoryFraction, cudaGraphs, gemmCache, 0, 0, 1, Quantization.NONE, KvDtype.BF16);
+            this(threads, blockSize, kvCacheTokens, maxStepRows, kvMemoryFraction, cudaGraphs, gemmCache, 0, 0, 1, Quantization.NONE, KvDtype.BF16,
+                    KernelSet.FULL);
         }
 
         /** Without a GEMM algorithm cache. */
@@ -79,25 +82,31 @@ public final class Backends {
 
         public Settings withReserve(long bytes, long kvBytesPerToken) {
             return new Settings(threads, blockSize, kvCacheTokens, maxStepRows, kvMemoryFraction, cudaGraphs, gemmCache, bytes, kvBytesPerToken,
-                    tensorParallel, quantization, kvDtype);
+                    tensorParallel, quantization, kvDtype, cudaKernels);
         }
 
         /** These settings over {@code ranks} tensor-parallel ranks. */
         public Settings withTensorParallel(int ranks) {
             return new Settings(threads, blockSize, kvCacheTokens, maxStepRows, kvMemoryFraction, cudaGraphs, gemmCache, reserveBytes,
-                    extraKvBytesPerToken, ranks, quantization, kvDtype);
+                    extraKvBytesPerToken, ranks, quantization, kvDtype, cudaKernels);
         }
 
         /** These settings with the linear layers quantized at load as {@code q} says. */
         public Settings withQuantization(Quantization q) {
             return new Settings(threads, blockSize, kvCacheTokens, maxStepRows, kvMemoryFraction, cudaGraphs, gemmCache, reserveBytes,
-                    extraKvBytesPerToken, tensorParallel, q, kvDtype);
+                    extraKvBytesPerToken, tensorParallel, q, kvDtype, cudaKernels);
         }
 
         /** These settings with the KV cache stored as {@code d}. */
         public Settings withKvDtype(KvDtype d) {
             return new Settings(threads, blockSize, kvCacheTokens, maxStepRows, kvMemoryFraction, cudaGraphs, gemmCache, reserveBytes,
-                    extraKvBytesPerToken, tensorParallel, quantization, d);
+                    extraKvBytesPerToken, tensorParallel, quantization, d, cudaKernels);
+        }
+
+        /** These settings running the CUDA kernels of {@code set}. */
+        public Settings withCudaKernels(KernelSet set) {
+            return new Settings(threads, blockSize, kvCacheTokens, maxStepRows, kvMemoryFraction, cudaGraphs, gemmCache, reserveBytes,
+                    extraKvBytesPerToken, tensorParallel, quantization, kvDtype, set);
         }
     }
 
@@ -220,7 +229,7 @@ public final class Backends {
         // the options first: a setting the backend refuses is reported before any weight is read
         int maxBlocks = s.kvCacheTokens() > 0 ? Math.max(1, s.kvCacheTokens() / s.blockSize()) : 0;
         CudaOptions options = new CudaOptions(s.blockSize(), s.maxStepRows(), s.kvMemoryFraction(), maxBlocks,
-                s.cudaGraphs(), s.gemmCache(), s.reserveBytes(), s.extraKvBytesPerToken()).withKvDtype(s.kvDtype());
+                s.cudaGraphs(), s.gemmCache(), s.reserveBytes(), s.extraKvBytesPerToken()).withKvDtype(s.kvDtype()).withKernels(s.cudaKernels());
         long t0 = System.nanoTime();
         // the upload reads the checkpoint as it copies it (from a cold page cache the disk's reads and the copies overlap)
         // (weights quantized at load are read by the quantizer, on the host, as the CPU backend's are)
@@ -237,7 +246,9 @@ public final class Backends {
             double setupSeconds = (System.nanoTime() - t1) / 1e9 - gpu.weights().seconds();
             String desc = cudaDescription(why, gpu.driver().deviceName(), gpu.weights().bytes(), host == null, gpu.weights().seconds(), mapSeconds,
                     setupSeconds, gpu.kvCapacity().blocks(), s.blockSize(), gpu.kvPoolBytes(), s.cudaGraphs(), s.kvDtype())
-                    + tensorParallelDescription(gpu.tensorParallelMemory());
+                    + tensorParallelDescription(gpu.tensorParallelMemory())
+                    + (s.cudaKernels() == KernelSet.PORTABLE ? "; portable kernels only (sm_80 PTX compiled by the driver: no wgmma, tensor-memory"
+                    + " copies or linear_rows)" : "");
             String weights = host != null ? weightFormat(host) : gpu.weights().format();
             if (host != null) {
                 host.close(); // the weights live on the device now; unmap the files

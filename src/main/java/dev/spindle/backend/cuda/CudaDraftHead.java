@@ -120,7 +120,7 @@ public final class CudaDraftHead extends ContextHead<CudaDraftHead.Context> {
             throw new IllegalArgumentException("the CUDA draft head needs head_dim a multiple of 32 up to 256, got " + config.headDim());
         }
         this.cuda = target.driver();
-        this.graphs = new GraphCache(cuda, MAX_GRAPHS);
+        this.graphs = new GraphCache(cuda, MAX_GRAPHS, target.kernels().dependentLaunches());
         cuda.makeCurrent();
         this.k = target.kernels();
         this.target = target;

@@ -111,7 +111,7 @@ public final class CudaForwardPass implements ForwardPass {
         this.c = config;
         this.k = kernels;
         this.cuda = kernels.driver();
-        this.graphs = new GraphCache(cuda, MAX_GRAPHS);
+        this.graphs = new GraphCache(cuda, MAX_GRAPHS, k.dependentLaunches());
         this.lt = lt;
         this.linear = new Linear(kernels, lt);
         this.pairing = new PairedLaunches(new PairedLinear(kernels, linear), config, options.blockSize(), weights.layer(0), options.kv8());
@@ -363,7 +363,7 @@ public final class CudaForwardPass implements ForwardPass {
     /** A decode step's launches (and the head, and the argmax when greedy) captured as one graph on this pass's stream. */
     private MemorySegment capture(StepPlan p, boolean greedy) {
         // programmatic dependent launch between a stream's kernels; not where the ranks' streams wait for each other
-        return GraphCapture.capture(cuda, group == null, () -> {
+        return GraphCapture.capture(cuda, group == null && k.dependentLaunches(), () -> {
             layers(p);
             head(p, 0, p.logitRows);
             if (greedy) {

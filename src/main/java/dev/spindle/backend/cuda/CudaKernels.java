@@ -31,8 +31,12 @@ public final class CudaKernels {
     /** The paired twins (linear_rows_paired_...) among them ({@link LinearRowsVariant#hasPairedTwin}). */
     private final Map<LinearRowsVariant, MemorySegment> pairedRows = new LinkedHashMap<>();
 
-    private CudaKernels(CudaDriver cuda, byte[] fatbin) {
+    /** Which kernels this module holds and runs. */
+    private final KernelSet set;
+
+    private CudaKernels(CudaDriver cuda, byte[] fatbin, KernelSet set) {
         this.cuda = cuda;
+        this.set = set;
         MemorySegment module = cuda.loadModule(fatbin);
         embed = cuda.function(module, "embed");
         feedTokens = cuda.function(module, "feed_tokens");
@@ -45,7 +49,7 @@ public final class CudaKernels {
         allReduceSum = cuda.function(module, "all_reduce_sum");
         kvWrite = cuda.function(module, "kv_write");
         int[] cc = cuda.computeCapability();
-        boolean hopper = cc[0] == 9 && cc[1] == 0;
+        boolean hopper = cc[0] == 9 && cc[1] == 0 && set == KernelSet.FULL;
         for (int hd : new int[]{16, 32, 64, 128}) {
             for (int phase = 0; phase < ATTENTION_KERNELS.size(); phase++) {
                 if (HOPPER_PREFILL.contains(phase) && !(hopper && hasWgmmaPrefill(hd))) {
@@ -224,23 +228,28 @@ public final class CudaKernels {
     }
 
     /** The kernels on lane {@code lane} of device {@code ordinal} ({@link CudaDriver#device(int, int)}): they launch on that lane's stream. */
-    public static synchronized Optional<CudaKernels> load(int ordinal, int lane) {
-        return loaded.computeIfAbsent(List.of(ordinal, lane), key -> read(ordinal, lane));
+    public static Optional<CudaKernels> load(int ordinal, int lane) {
+        return load(ordinal, lane, KernelSet.FULL);
     }
 
-    /** The module is loaded once per device lane into the device's primary context; every pass on that lane shares it. */
+    /** As {@link #load(int, int)}, the kernels of {@code set}. */
+    public static synchronized Optional<CudaKernels> load(int ordinal, int lane, KernelSet set) {
+        return loaded.computeIfAbsent(List.of(ordinal, lane, set.ordinal()), key -> read(ordinal, lane, set));
+    }
+
+    /** A module is loaded once per device lane and kernel set into the device's primary context; every pass on that lane shares it. */
     private static final Map<List<Integer>, Optional<CudaKernels>> loaded = new HashMap<>();
 
-    private static Optional<CudaKernels> read(int ordinal, int lane) {
+    private static Optional<CudaKernels> read(int ordinal, int lane, KernelSet set) {
         Optional<CudaDriver> cuda = CudaDriver.device(ordinal, lane);
         if (cuda.isEmpty()) {
             return Optional.empty();
         }
-        try (InputStream in = CudaKernels.class.getResourceAsStream("/cuda/spindle.fatbin")) {
+        try (InputStream in = CudaKernels.class.getResourceAsStream(set.resource)) {
             if (in == null) {
                 return Optional.empty();
             }
-            return Optional.of(new CudaKernels(cuda.get(), in.readAllBytes()));
+            return Optional.of(new CudaKernels(cuda.get(), in.readAllBytes(), set));
         } catch (IOException e) {
             throw new CudaException("cannot read the fatbin resource: " + e.getMessage());
         }
@@ -248,15 +257,35 @@ public final class CudaKernels {
 
     /** Why {@link #load()} is empty here, for skip messages and startup errors. */
     public static String unavailableReason() {
+        return unavailableReason(KernelSet.FULL);
+    }
+
+    /** Why the kernels of {@code set} cannot load here. */
+    public static String unavailableReason(KernelSet set) {
         if (CudaDriver.get().isEmpty()) {
             return "no CUDA driver or GPU on this machine";
         }
-        return CudaKernels.class.getResource("/cuda/spindle.fatbin") == null
-                ? "this build has no CUDA kernels (nvcc was not on the PATH when it was built)" : "available";
+        return CudaKernels.class.getResource(set.resource) == null
+                ? "this build has no " + (set == KernelSet.PORTABLE ? "portable " : "") + "CUDA kernels (" + set.resource.substring(1)
+                + "; nvcc was not on the PATH when it was built)" : "available";
     }
 
     public CudaDriver driver() {
         return cuda;
+    }
+
+    /**
+     * Whether launches may use programmatic dependent launch: the full set's kernels wait for the kernel before them
+     * (common.cuh's dependent_launch_entry on sm_90+); the portable ones are compiled for sm_80, where that wait is compiled
+     * out, so they must be launched the ordinary way.
+     */
+    public boolean dependentLaunches() {
+        return set == KernelSet.FULL;
+    }
+
+    /** Which kernels run: the full set, or the portable ones ({@link KernelSet}). */
+    public KernelSet set() {
+        return set;
     }
 
     private static int grid(long n) {

@@ -8,11 +8,12 @@ import java.nio.file.Path;
  * Sizes of the pass: tokens per KV block, rows per step, the share of free memory the KV pool takes, an optional block cap;
  * whether decode steps replay CUDA graphs; where the pinned GEMM algorithms are cached (null: searched at every start); device
  * memory to leave for a draft model opened next (its weights and buffers, and its KV bytes per token for as many tokens as this pool);
- * how the KV cache stores K and V (bf16, or fp8: E4M3 and a scale a head vector).
+ * how the KV cache stores K and V (bf16, or fp8: E4M3 and a scale a head vector); which kernels run ({@link KernelSet}).
  */
 public record CudaOptions(int blockSize, int maxStepRows, double kvMemoryFraction, int maxKvBlocks, boolean cudaGraphs,
-                          Path gemmCache, long reserveBytes, long extraKvBytesPerToken, KvDtype kvDtype) {
+                          Path gemmCache, long reserveBytes, long extraKvBytesPerToken, KvDtype kvDtype, KernelSet kernels) {
     public CudaOptions {
+        java.util.Objects.requireNonNull(kernels, "kernels");
         if (kvDtype != KvDtype.BF16 && kvDtype != KvDtype.FP8) {
             throw new IllegalArgumentException("--kv-cache-dtype " + kvDtype.label + ": the CUDA backend's attention kernels read bf16 and fp8 KV"
                     + " caches; q8 and q4 run on the CPU backend (--backend cpu)");
@@ -32,6 +33,12 @@ public record CudaOptions(int blockSize, int maxStepRows, double kvMemoryFractio
         }
     }
 
+    /** The full kernel set. */
+    public CudaOptions(int blockSize, int maxStepRows, double kvMemoryFraction, int maxKvBlocks, boolean cudaGraphs, Path gemmCache, long reserveBytes,
+                       long extraKvBytesPerToken, KvDtype kvDtype) {
+        this(blockSize, maxStepRows, kvMemoryFraction, maxKvBlocks, cudaGraphs, gemmCache, reserveBytes, extraKvBytesPerToken, kvDtype, KernelSet.FULL);
+    }
+
     /** A bf16 KV cache. */
     public CudaOptions(int blockSize, int maxStepRows, double kvMemoryFraction, int maxKvBlocks, boolean cudaGraphs, Path gemmCache, long reserveBytes,
                        long extraKvBytesPerToken) {
@@ -40,7 +47,12 @@ public record CudaOptions(int blockSize, int maxStepRows, double kvMemoryFractio
 
     /** These options with the KV cache stored as {@code d}. */
     public CudaOptions withKvDtype(KvDtype d) {
-        return new CudaOptions(blockSize, maxStepRows, kvMemoryFraction, maxKvBlocks, cudaGraphs, gemmCache, reserveBytes, extraKvBytesPerToken, d);
+        return new CudaOptions(blockSize, maxStepRows, kvMemoryFraction, maxKvBlocks, cudaGraphs, gemmCache, reserveBytes, extraKvBytesPerToken, d, kernels);
+    }
+
+    /** These options running the kernels of {@code set}. */
+    public CudaOptions withKernels(KernelSet set) {
+        return new CudaOptions(blockSize, maxStepRows, kvMemoryFraction, maxKvBlocks, cudaGraphs, gemmCache, reserveBytes, extraKvBytesPerToken, kvDtype, set);
     }
 
     /** Whether the KV cache is fp8 (the attention kernels' _kv8 twins). */

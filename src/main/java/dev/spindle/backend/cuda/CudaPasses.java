@@ -41,7 +41,13 @@ public final class CudaPasses {
      */
     public static CudaForwardPass open(ModelConfig config, ModelWeights hostWeights, CudaOptions options,
                                        LoadListener listener, int ordinal, Quantization dummy) {
-        CudaKernels kernels = kernels(new Placement(ordinal, 0), "");
+        return open(config, hostWeights, options, listener, ordinal, DummyFormat.of(dummy));
+    }
+
+    /** As {@link #open(ModelConfig, ModelWeights, CudaOptions, LoadListener, int, Quantization)}, generated weights in {@code dummy}'s format. */
+    public static CudaForwardPass open(ModelConfig config, ModelWeights hostWeights, CudaOptions options,
+                                       LoadListener listener, int ordinal, DummyFormat dummy) {
+        CudaKernels kernels = kernels(new Placement(ordinal, 0), "", options.kernels());
         CublasLt lt = cublasLt(kernels);
         CudaWeights w = hostWeights == null ? CudaWeights.dummy(kernels.driver(), kernels, config, 0x5EED, listener, true, dummy)
                 : CudaWeights.upload(kernels.driver(), config, hostWeights, listener);
@@ -76,13 +82,19 @@ public final class CudaPasses {
     /** As {@link #openTensorParallel(ModelConfig, ModelWeights, CudaOptions, LoadListener, List)}, generated weights quantized as {@code dummy} says (one rank only). */
     public static CudaForwardPass openTensorParallel(ModelConfig config, ModelWeights hostWeights, CudaOptions options,
                                                      LoadListener listener, List<Placement> placements, Quantization dummy) {
+        return openTensorParallel(config, hostWeights, options, listener, placements, DummyFormat.of(dummy));
+    }
+
+    /** As {@link #openTensorParallel(ModelConfig, ModelWeights, CudaOptions, LoadListener, List, Quantization)}, generated weights in {@code dummy}'s format (one rank only unless bf16). */
+    public static CudaForwardPass openTensorParallel(ModelConfig config, ModelWeights hostWeights, CudaOptions options,
+                                                     LoadListener listener, List<Placement> placements, DummyFormat dummy) {
         int n = placements.size();
         TensorParallelLayout tp = TensorParallelLayout.of(config, n);
         if (n == 1) {
             return open(config, hostWeights, options, listener, placements.getFirst().ordinal(), dummy);
         }
-        if (dummy != Quantization.NONE) {
-            throw new CudaException("--quantization " + dummy.label + " with tensor parallelism: the CUDA backend splits only bf16 weights so far");
+        if (!dummy.equals(DummyFormat.BF16)) {
+            throw new CudaException(dummy.label() + " weights with tensor parallelism: the CUDA backend splits only bf16 weights so far");
         }
         if (n > CudaKernels.MAX_RANKS) {
             throw new CudaException("tensor-parallel size " + n + ": the all-reduce adds at most " + CudaKernels.MAX_RANKS + " ranks");
@@ -97,7 +109,7 @@ public final class CudaPasses {
                 blocks = Math.min(blocks, p.kvCapacity().blocks());
             }
             CudaOptions leadOptions = new CudaOptions(options.blockSize(), options.maxStepRows(), options.kvMemoryFraction(), blocks, options.cudaGraphs(),
-                    options.gemmCache(), options.reserveBytes(), options.extraKvBytesPerToken(), options.kvDtype());
+                    options.gemmCache(), options.reserveBytes(), options.extraKvBytesPerToken(), options.kvDtype(), options.kernels());
             CudaForwardPass lead = openRank(config, shapes, tp, 0, hostWeights, leadOptions, listener, placements.getFirst());
             lead.leadTensorParallel(others);
             return lead;
@@ -112,7 +124,7 @@ public final class CudaPasses {
     private static CudaForwardPass openRank(ModelConfig config, ModelConfig shapes, TensorParallelLayout tp, int rank,
                                             ModelWeights hostWeights, CudaOptions options, LoadListener listener,
                                             Placement at) {
-        CudaKernels kernels = kernels(at, "tensor-parallel rank " + rank + ": ");
+        CudaKernels kernels = kernels(at, "tensor-parallel rank " + rank + ": ", options.kernels());
         CublasLt lt = cublasLt(kernels);
         CublasLt partialLt = CublasLt.open(kernels, true).orElseThrow();
         boolean head = rank == 0;
@@ -127,10 +139,10 @@ public final class CudaPasses {
     }
 
     /** The kernels at {@code at}, made current on this thread; {@code who} prefixes the refusal (a rank's, or none). */
-    private static CudaKernels kernels(Placement at, String who) {
-        CudaKernels kernels = CudaKernels.load(at.ordinal(), at.lane()).orElseThrow(() -> new CudaException(who
+    private static CudaKernels kernels(Placement at, String who, KernelSet set) {
+        CudaKernels kernels = CudaKernels.load(at.ordinal(), at.lane(), set).orElseThrow(() -> new CudaException(who
                 + "the CUDA backend is unavailable on device " + at.ordinal() + ": "
-                + (at.ordinal() == 0 ? CudaKernels.unavailableReason() : "no such device, or no kernels in this build")));
+                + (at.ordinal() == 0 ? CudaKernels.unavailableReason(set) : "no such device, or no kernels in this build")));
         kernels.driver().makeCurrent();
         return kernels;
     }

@@ -40,7 +40,7 @@ public final class CudaWeights implements AutoCloseable {
     public record Layer(long inputNorm, DeviceMatrix qkv, DeviceMatrix o, long postAttnNorm, DeviceMatrix gateUp, DeviceMatrix down) {
     }
 
-    private final CudaDriver cuda;
+    final CudaDriver cuda;
     private final List<Long> allocations = new ArrayList<>();
     private final List<Layer> layers = new ArrayList<>();
     private long embedding, finalNorm;
@@ -52,7 +52,7 @@ public final class CudaWeights implements AutoCloseable {
         this.cuda = cuda;
     }
 
-    private long alloc(long bytes) {
+    long alloc(long bytes) {
         long p = cuda.alloc(bytes);
         allocations.add(p);
         this.bytes += bytes;
@@ -72,9 +72,10 @@ public final class CudaWeights implements AutoCloseable {
      */
     public static CudaWeights upload(CudaDriver cuda, ModelConfig c, ModelWeights w, LoadListener listener,
                                      TensorParallelLayout tp, int rank, boolean head) {
-        if (tp.ranks() > 1 && w.layers().getFirst().q() instanceof Fp8Matrix f) {
+        if (tp.ranks() > 1 && !(w.layers().getFirst().q() instanceof Bf16Matrix)) {
+            Matrix f = w.layers().getFirst().q();
             throw new CudaException(f.name() + " is " + f.format() + ": the CUDA backend splits only bf16 weights over tensor-parallel ranks so far;"
-                    + " serve fp8 weights at --tensor-parallel-size 1");
+                    + " serve it at --tensor-parallel-size 1");
         }
         return build(cuda, out -> {
             int h = c.hiddenSize(), qd = tp.qDim(), kvd = tp.kvDim(), in = tp.intermediate();
@@ -92,7 +93,9 @@ public final class CudaWeights implements AutoCloseable {
                             up.put(out.alloc(l.postAttnNorm().data().byteSize()), l.postAttnNorm()), gateUp, down));
                 }
                 out.finalNorm = up.put(out.alloc(w.finalNorm().data().byteSize()), w.finalNorm());
-                if (head) {
+                if (head && w.lmHead() instanceof Exl3Matrix e && !w.headIsEmbedding()) {
+                    out.lmHead = out.exl3(up, List.of(e));
+                } else if (head) {
                     Tensor lm = bf16(w.lmHead());
                     long at = w.headIsEmbedding() ? out.embedding : up.put(out.alloc(lm.data().byteSize()), lm);
                     out.lmHead = new DeviceMatrix.Bf16(at, c.vocabSize(), h);
@@ -122,11 +125,19 @@ public final class CudaWeights implements AutoCloseable {
             }
             return new DeviceMatrix.Bf16(at, rows, cols);
         }
+        if (slices.stream().allMatch(s -> s.m() instanceof Exl3Matrix)) {
+            for (RowSlice s : slices) {
+                if (s.first() != 0 || s.count() != s.m().rows()) {
+                    throw new CudaException(s.m().name() + " is " + s.m().format() + ": the CUDA backend serves EXL3 weights whole (--tensor-parallel-size 1)");
+                }
+            }
+            return exl3(up, slices.stream().map(s -> (Exl3Matrix) s.m()).toList());
+        }
         for (RowSlice s : slices) {
             if (s.m() instanceof GgmlMatrix g) {
                 throw noGgml(g);
             }
-            if (s.m() instanceof MlxMatrix || s.m() instanceof Nvfp4Matrix || s.m() instanceof Exl3Matrix) {
+            if (s.m() instanceof MlxMatrix || s.m() instanceof Nvfp4Matrix) {
                 throw noKernels(s.m());
             }
         }
@@ -149,6 +160,23 @@ public final class CudaWeights implements AutoCloseable {
         return new DeviceMatrix.Fp8(data, scales, rows, cols, stack.blockRows(), stack.blockCols());
     }
 
+    /** Device copies of tensors uploaded once though several matrices share them (a trellis holding more than one projection). */
+    private final java.util.Map<Long, Long> shared = new java.util.HashMap<>();
+
+    /** A tensor on the device, uploaded the first time its host bytes are asked for. */
+    private long once(WeightUploader up, Tensor t) {
+        return shared.computeIfAbsent(t.data().address(), a -> up.put(alloc(t.data().byteSize()), t));
+    }
+
+    /** EXL3 projections stacked along the outputs: each its trellis, su and sv on the device (a shared trellis once). */
+    private DeviceMatrix.Exl3 exl3(WeightUploader up, List<Exl3Matrix> parts) {
+        List<Exl3Kernels.Weights> w = new ArrayList<>();
+        for (Exl3Matrix m : parts) {
+            w.add(Exl3Kernels.Weights.of(once(up, m.trellis()), once(up, m.su()), once(up, m.sv()), m));
+        }
+        return new DeviceMatrix.Exl3(w, parts.stream().mapToInt(Exl3Matrix::rows).sum(), parts.getFirst().cols());
+    }
+
     /**
      * Columns [first, first + count) of a row-parallel weight (o_proj, down_proj): all of them at one rank. bf16 only at
      * several (refused before the upload for fp8).
@@ -164,7 +192,8 @@ public final class CudaWeights implements AutoCloseable {
             case GgmlMatrix g -> throw noGgml(g);
             case MlxMatrix a -> throw noKernels(a);
             case Nvfp4Matrix a -> throw noKernels(a);
-            case Exl3Matrix a -> throw noKernels(a);
+            case Exl3Matrix a when first == 0 && count == a.cols() -> exl3(up, List.of(a));
+            case Exl3Matrix a -> throw new CudaException(a.name() + " is " + a.format() + ": the CUDA backend serves EXL3 weights whole (--tensor-parallel-size 1)");
         };
     }
 
@@ -204,23 +233,29 @@ public final class CudaWeights implements AutoCloseable {
         return dummy(cuda, k, c, seed, listener, head, Quantization.NONE);
     }
 
-    /**
-     * As {@link #dummy(CudaDriver, CudaKernels, ModelConfig, long, LoadListener, boolean)}, the linear layers quantized on the
-     * device as {@code q} says (as the host quantizer would quantize them: quantize_fp8); the embedding, norms and head bf16.
-     */
+    /** As {@link #dummy(CudaDriver, CudaKernels, ModelConfig, long, LoadListener, boolean, DummyFormat)} with the linear layers quantized as q says. */
     public static CudaWeights dummy(CudaDriver cuda, CudaKernels k, ModelConfig c, long seed, LoadListener listener, boolean head, Quantization q) {
+        return dummy(cuda, k, c, seed, listener, head, DummyFormat.of(q));
+    }
+
+    /**
+     * As {@link #dummy(CudaDriver, CudaKernels, ModelConfig, long, LoadListener, boolean)}, the linear layers in {@code format}:
+     * quantized on the device (as the host quantizer would quantize them: quantize_fp8), or EXL3 of random trellises (the
+     * bench's); the embedding, norms and head bf16.
+     */
+    public static CudaWeights dummy(CudaDriver cuda, CudaKernels k, ModelConfig c, long seed, LoadListener listener, boolean head, DummyFormat format) {
         return build(cuda, out -> {
             int h = c.hiddenSize(), qd = c.qDim(), kv = c.kvDim(), in = c.intermediateSize();
-            try (DummyFill f = new DummyFill(out, k, seed, c.parameterCount() * 2, listener, q,
-                    q == Quantization.NONE ? 0 : Math.max((long) (qd + 2 * kv) * h, Math.max(2L * in * h, (long) h * Math.max(qd, in))))) {
+            try (DummyFill f = new DummyFill(out, k, seed, c.parameterCount() * 2, listener, format,
+                    format.quantization() == Quantization.NONE ? 0 : Math.max((long) (qd + 2 * kv) * h, Math.max(2L * in * h, (long) h * Math.max(qd, in))))) {
                 out.embedding = f.fill(c.vocabSize(), h, 0f, 1f);
                 for (int l = 0; l < c.numLayers(); l++) {
                     long norm1 = f.norm(h);
-                    DeviceMatrix qkv = f.linear(qd + 2 * kv, h);
-                    DeviceMatrix o = f.linear(h, qd);
+                    DeviceMatrix qkv = f.linear(h, qd, kv, kv);
+                    DeviceMatrix o = f.linear(h, h);
                     long norm2 = f.norm(h);
-                    DeviceMatrix gateUp = f.linear(2 * in, h);
-                    DeviceMatrix down = f.linear(h, in);
+                    DeviceMatrix gateUp = f.linear(h, in, in);
+                    DeviceMatrix down = f.linear(in, h);
                     out.layers.add(new Layer(norm1, qkv, o, norm2, gateUp, down));
                 }
                 out.finalNorm = f.norm(h);
@@ -231,64 +266,6 @@ public final class CudaWeights implements AutoCloseable {
                 cuda.sync();
             }
         });
-    }
-
-    /** Seeded weights generated on the device; linear layers quantized through a bf16 scratch (freed on close) where asked. */
-    private static final class DummyFill implements AutoCloseable {
-        private final CudaWeights out;
-        private final CudaKernels k;
-        private final LoadListener listener;
-        private final long total;
-        private final Quantization q;
-        private final long scratch;
-        private long seed, done;
-
-        DummyFill(CudaWeights out, CudaKernels k, long seed, long total, LoadListener listener, Quantization q, long scratchElements) {
-            this.out = out;
-            this.k = k;
-            this.seed = seed;
-            this.total = total;
-            this.listener = listener;
-            this.q = q;
-            this.scratch = scratchElements == 0 ? 0 : out.cuda.alloc(2 * scratchElements);
-        }
-
-        long fill(long rows, long cols, float center, float scale) {
-            return fillAt(out.alloc(rows * cols * 2), rows * cols, center, scale);
-        }
-
-        private long fillAt(long p, long n, float center, float scale) {
-            k.fillDummy(p, n, (seed++) * 0x9E3779B97F4A7C15L, center, scale);
-            done += n * 2;
-            listener.loaded("dummy", done, total);
-            return p;
-        }
-
-        long norm(long width) {
-            return fill(1, width, 1f, 0.1f);
-        }
-
-        /** A linear layer's (outDim, inDim) weight: bf16, or generated in bf16 and quantized. */
-        DeviceMatrix linear(int outDim, int inDim) {
-            float scale = (float) Math.sqrt(3.0 / inDim);
-            if (q == Quantization.NONE) {
-                return new DeviceMatrix.Bf16(fill(outDim, inDim, 0f, scale), outDim, inDim);
-            }
-            fillAt(scratch, (long) outDim * inDim, 0f, scale);
-            int br = q.blockRows(), bc = q.blockCols(inDim);
-            DeviceMatrix.Fp8 w = new DeviceMatrix.Fp8(out.alloc((long) outDim * inDim), out.alloc(4L * Math.ceilDiv(outDim, br) * Math.ceilDiv(inDim, bc)),
-                    outDim, inDim, br, bc);
-            k.fp8().quantize(scratch, w);
-            return w;
-        }
-
-        @Override
-        public void close() {
-            if (scratch != 0) {
-                out.cuda.sync();
-                out.cuda.free(scratch);
-            }
-        }
     }
 
     public Layer layer(int i) {
@@ -316,7 +293,7 @@ public final class CudaWeights implements AutoCloseable {
             case GgmlMatrix g -> throw noGgml(g);
             case MlxMatrix a -> throw noKernels(a);
             case Nvfp4Matrix a -> throw noKernels(a);
-            case Exl3Matrix a -> throw noKernels(a);
+            case Exl3Matrix a -> throw new IllegalStateException(a.name() + ": an EXL3 head is uploaded as EXL3");
         };
     }
 
@@ -326,6 +303,7 @@ public final class CudaWeights implements AutoCloseable {
             case DeviceMatrix.Bf16 b -> "bf16";
             case DeviceMatrix.Fp8 f -> f.blockRows() == 1 && f.blockCols() >= f.cols() ? "fp8-e4m3 (per-row scales)"
                     : "fp8-e4m3 (" + f.blockRows() + "x" + f.blockCols() + " block scales)";
+            case DeviceMatrix.Exl3 e -> e.parts().getFirst().format();
         };
     }
 
@@ -341,10 +319,16 @@ public final class CudaWeights implements AutoCloseable {
             layer += switch (m) {
                 case DeviceMatrix.Bf16 b -> 2L * b.rows() * b.cols();
                 case DeviceMatrix.Fp8 f -> (long) f.rows() * f.cols() + 4L * Math.ceilDiv(f.rows(), f.blockRows()) * Math.ceilDiv(f.cols(), f.blockCols());
+                case DeviceMatrix.Exl3 e -> e.decodeBytes();
             };
         }
         layer += 2L * 2 * c.hiddenSize();
-        return (long) c.executedLayers() * layer + 2L * c.hiddenSize() + (lmHead == null ? 0 : 2L * lmHead.rows() * lmHead.cols());
+        long head = switch (lmHead) {
+            case null -> 0;
+            case DeviceMatrix.Exl3 e -> e.decodeBytes();
+            default -> 2L * lmHead.rows() * lmHead.cols();
+        };
+        return (long) c.executedLayers() * layer + 2L * c.hiddenSize() + head;
     }
 
     /** Bytes of weights on the device. */

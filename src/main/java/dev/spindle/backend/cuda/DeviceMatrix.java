@@ -5,7 +5,7 @@ package dev.spindle.backend.cuda;
  * the device twin of {@link dev.spindle.model.Matrix}. {@link Linear} switches on the format; a new format is a new
  * record here, its upload in {@link CudaWeights}, and its kernels.
  */
-sealed interface DeviceMatrix permits DeviceMatrix.Bf16, DeviceMatrix.Fp8 {
+sealed interface DeviceMatrix permits DeviceMatrix.Bf16, DeviceMatrix.Fp8, DeviceMatrix.Exl3 {
     int rows();
 
     int cols();
@@ -29,6 +29,28 @@ sealed interface DeviceMatrix permits DeviceMatrix.Bf16, DeviceMatrix.Fp8 {
         /** Bytes of the bf16 matrix its values expand to. */
         long expandedBytes() {
             return 2L * rows * cols;
+        }
+    }
+
+    /**
+     * EXL3 (exllamav3's trellis-coded weights): one or more projections stacked along the outputs (q|k|v, gate|up), each
+     * with its own trellis and sign vectors, so each is its own {@code exl3_had_in}, {@code exl3_gemv}, {@code exl3_had_out}
+     * (their su differ) writing its columns of the stacked output.
+     *
+     * @param parts the projections in output order, each {@link Exl3Kernels.Weights} of its host matrix's rows
+     */
+    record Exl3(java.util.List<Exl3Kernels.Weights> parts, int rows, int cols) implements DeviceMatrix {
+        public Exl3 {
+            parts = java.util.List.copyOf(parts);
+            if (parts.stream().mapToInt(p -> p.rows()).sum() != rows || parts.stream().anyMatch(p -> p.cols() != cols)) {
+                throw new IllegalArgumentException("EXL3 parts of " + parts.stream().map(p -> p.rows() + " x " + p.cols()).toList()
+                        + " do not stack to " + rows + " x " + cols);
+            }
+        }
+
+        /** Bytes a decode step reads: each part's trellis tiles of its own outputs and its sign vectors. */
+        long decodeBytes() {
+            return parts.stream().mapToLong(Exl3Kernels.Weights::decodeBytes).sum();
         }
     }
 }

@@ -25,8 +25,12 @@ final class GraphCache implements AutoCloseable {
     /** Whether the last launch was timed ({@link #lastLaunchSeconds}). */
     private boolean lastTimed;
 
-    GraphCache(CudaDriver cuda, int capacity) {
+    /** Whether captured launches use programmatic dependent launch (the full kernel set's kernels wait for it; the portable ones cannot). */
+    private final boolean dependent;
+
+    GraphCache(CudaDriver cuda, int capacity, boolean dependent) {
         this.cuda = cuda;
+        this.dependent = dependent;
         this.capacity = capacity;
     }
 
@@ -49,7 +53,7 @@ final class GraphCache implements AutoCloseable {
      * {@link CudaDriver#capture}), or kernel by kernel where {@code capacity} graphs are held.
      */
     void replay(List<Integer> key, Runnable launches) {
-        MemorySegment graph = graph(key, () -> GraphCapture.capture(cuda, true, launches));
+        MemorySegment graph = graph(key, () -> GraphCapture.capture(cuda, dependent, launches));
         if (graph == null) {
             launches.run();
         } else {

@@ -42,10 +42,14 @@ public final class Linear {
     /** cuBLASLt with fp32 outputs, for a tensor-parallel rank's row-parallel partials; null until {@link #usePartials}. */
     private CublasLt partials;
 
+    /** The EXL3 layers' launches and scratch. */
+    private final Exl3Linear exl3;
+
     public Linear(CudaKernels kernels, CublasLt lt) {
         this.kernels = kernels;
         this.cuda = kernels.driver();
         this.lt = lt;
+        this.exl3 = new Exl3Linear(kernels.exl3(), cuda);
     }
 
     /** {@code y = x @ W^T} for a weight in its format: x (n, w.cols()), y (n, w.rows()), bf16; in stream order. */
@@ -53,8 +57,10 @@ public final class Linear {
         switch (w) {
             case DeviceMatrix.Bf16 b -> apply(x, n, b.cols(), b.data(), b.rows(), y);
             case DeviceMatrix.Fp8 f -> applyFp8(x, n, f, y);
+            case DeviceMatrix.Exl3 e -> exl3.apply(x, n, e, y);
         }
     }
+
 
     /**
      * y = x @ W^T over an fp8 weight: its fp8 few-row kernel where {@link #prepareFp8} chose one for n rows, else its values
@@ -79,11 +85,13 @@ public final class Linear {
         switch (w) {
             case DeviceMatrix.Bf16 b -> applyPartial(x, n, b.cols(), b.data(), b.rows(), y);
             case DeviceMatrix.Fp8 f -> throw noPartials(f);
+            case DeviceMatrix.Exl3 e -> throw noPartials(e);
         }
     }
 
-    private static UnsupportedOperationException noPartials(DeviceMatrix.Fp8 f) {
-        return new UnsupportedOperationException("fp8 weights with tensor parallelism: a row-parallel rank's fp32 partials are bf16-only so far");
+    private static UnsupportedOperationException noPartials(DeviceMatrix w) {
+        return new UnsupportedOperationException((w instanceof DeviceMatrix.Fp8 ? "fp8" : "EXL3")
+                + " weights with tensor parallelism: a row-parallel rank's fp32 partials are bf16-only so far");
     }
 
     /** {@link #prepare(int, long, int)} for a weight in its format: its GEMMs chosen now, never in the middle of a step. */
@@ -91,6 +99,7 @@ public final class Linear {
         switch (w) {
             case DeviceMatrix.Bf16 b -> prepare(b.cols(), b.data(), b.rows());
             case DeviceMatrix.Fp8 f -> prepareFp8(f);
+            case DeviceMatrix.Exl3 e -> exl3.prepare(e);
         }
     }
 
@@ -99,6 +108,7 @@ public final class Linear {
         switch (w) {
             case DeviceMatrix.Bf16 b -> preparePartial(b.cols(), b.data(), b.rows());
             case DeviceMatrix.Fp8 f -> throw noPartials(f);
+            case DeviceMatrix.Exl3 e -> throw noPartials(e);
         }
     }
 
@@ -107,6 +117,9 @@ public final class Linear {
         switch (w) {
             case DeviceMatrix.Bf16 b -> weight(b.data(), b.cols(), b.rows());
             case DeviceMatrix.Fp8 f -> weightFp8(f);
+            case DeviceMatrix.Exl3 e -> {
+                // the EXL3 kernels read the trellis through plain loads: no tensor maps
+            }
         }
     }
 
@@ -449,7 +462,7 @@ public final class Linear {
     double time(Runnable call) {
         double once = cuda.time(call);
         int reps = (int) Math.max(2, Math.min(16, Math.ceil(200e-6 / Math.max(once, 1e-7))));
-        MemorySegment graph = GraphCapture.capture(cuda, true, () -> {
+        MemorySegment graph = GraphCapture.capture(cuda, kernels.dependentLaunches(), () -> {
             for (int i = 0; i < reps; i++) {
                 call.run();
             }
@@ -474,6 +487,7 @@ public final class Linear {
             expansion = 0;
             expansionBytes = 0;
         }
+        exl3.close();
         weightMaps.values().forEach(cuda::free);
         inputMaps.values().forEach(cuda::free);
         weightMaps.clear();
@@ -484,6 +498,7 @@ public final class Linear {
     public List<String> choices() {
         List<String> all = new ArrayList<>(lt.choices());
         all.addAll(choices);
+        all.addAll(exl3.choices());
         if (partials != null) {
             partials.choices().forEach(line -> all.add("fp32 partial " + line));
         }

@@ -65,6 +65,7 @@ final class PairedLaunches {
         return switch (w) {
             case DeviceMatrix.Bf16 b -> b.data();
             case DeviceMatrix.Fp8 f -> throw new IllegalStateException("no paired kernels read fp8 weights (shapes is false for them)");
+            case DeviceMatrix.Exl3 e -> throw new IllegalStateException("no paired kernels read EXL3 weights (shapes is false for them)");
         };
     }
 

@@ -39,7 +39,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 @RequiresGpu
 class CudaForwardPassTest {
-    static final CudaOptions OPTIONS = new CudaOptions(16, 2048, 0.2, 4096, true);
+    static final CudaOptions OPTIONS = new CudaOptions(16, 2048, 0.2, 4096, true).withKernels(RequiresGpu.KERNELS);
 
     static List<String> fixtures() {
         return Fixture.NAMES;
@@ -104,7 +104,7 @@ class CudaForwardPassTest {
     @org.junit.jupiter.api.Test
     void chunksWithoutLogitsRunningAheadEqualOneWindow() {
         ModelConfig c = ConfigParser.read(Path.of("models/shapes/nanbeige4.1-3b-shape/config.json"));
-        try (CudaForwardPass gpu = CudaPasses.open(c, null, new CudaOptions(16, 8192, 0.3, 2048, true), LoadListener.NONE)) {
+        try (CudaForwardPass gpu = CudaPasses.open(c, null, new CudaOptions(16, 8192, 0.3, 2048, true).withKernels(RequiresGpu.KERNELS), LoadListener.NONE)) {
             int[] prompt = new Random(3).ints(8192, 3, c.vocabSize()).toArray();
             BlockTable whole = new BlockTable(TestSteps.pool(gpu));
             float[] one;
@@ -139,7 +139,7 @@ class CudaForwardPassTest {
     @org.junit.jupiter.api.Test
     void decodeStepsPastSixteenKEqualAWindow() {
         ModelConfig c = ConfigParser.read(Path.of("models/shapes/nanbeige4.1-3b-shape/config.json"));
-        try (CudaForwardPass gpu = CudaPasses.open(c, null, new CudaOptions(16, 8192, 0.3, 6144, true), LoadListener.NONE)) {
+        try (CudaForwardPass gpu = CudaPasses.open(c, null, new CudaOptions(16, 8192, 0.3, 6144, true).withKernels(RequiresGpu.KERNELS), LoadListener.NONE)) {
             int n = 40_003, tail = 19;
             int[] prompt = new Random(5).ints(n, 3, c.vocabSize()).toArray();
             BlockTable stepped = new BlockTable(TestSteps.pool(gpu)), windowed = new BlockTable(TestSteps.pool(gpu));
@@ -171,7 +171,7 @@ class CudaForwardPassTest {
     @org.junit.jupiter.api.Test
     void aFoldedBatchOfDecodeRowsEqualsEachRowAlone() {
         ModelConfig c = ConfigParser.read(Path.of("models/shapes/nanbeige4.1-3b-shape/config.json"));
-        try (CudaForwardPass gpu = CudaPasses.open(c, null, new CudaOptions(16, 8192, 0.3, 6144, true), LoadListener.NONE)) {
+        try (CudaForwardPass gpu = CudaPasses.open(c, null, new CudaOptions(16, 8192, 0.3, 6144, true).withKernels(RequiresGpu.KERNELS), LoadListener.NONE)) {
             int n = 64;
             Random random = new Random(9);
             List<BlockTable> tables = new java.util.ArrayList<>();
@@ -214,7 +214,7 @@ class CudaForwardPassTest {
     @org.junit.jupiter.api.Test
     void decodeStepsThroughPairedLaunchesEqualAWindow() {
         ModelConfig c = ConfigParser.read(Path.of("models/shapes/nanbeige4.1-3b-shape/config.json"));
-        try (CudaForwardPass gpu = CudaPasses.open(c, null, new CudaOptions(16, 8192, 0.3, 2048, true), LoadListener.NONE)) {
+        try (CudaForwardPass gpu = CudaPasses.open(c, null, new CudaOptions(16, 8192, 0.3, 2048, true).withKernels(RequiresGpu.KERNELS), LoadListener.NONE)) {
             org.junit.jupiter.api.Assumptions.assumeTrue(!gpu.kernels().pairedRowsVariants().isEmpty(), "no paired linear_rows variant on this GPU (sm_90a only)");
             int n = 1_500, tail = 12;
             int[] prompt = new Random(13).ints(n, 3, c.vocabSize()).toArray();
@@ -277,7 +277,7 @@ class CudaForwardPassTest {
     @org.junit.jupiter.api.Test
     void warpSpecializedPrefillEqualsTheWgmmaPrefill() {
         ModelConfig c = ConfigParser.read(Path.of("models/shapes/nanbeige4.1-3b-shape/config.json"));
-        try (CudaForwardPass gpu = CudaPasses.open(c, null, new CudaOptions(16, 8192, 0.3, 2048, true), LoadListener.NONE)) {
+        try (CudaForwardPass gpu = CudaPasses.open(c, null, new CudaOptions(16, 8192, 0.3, 2048, true).withKernels(RequiresGpu.KERNELS), LoadListener.NONE)) {
             org.junit.jupiter.api.Assumptions.assumeTrue(gpu.probes().hasPrefillAttentionKernel(AttentionKernels.PREFILL_WS),
                     "the warp-specialised prefill is built for sm_90a (H100, H200) only");
             int[] prompt = new Random(11).ints(1300, 3, c.vocabSize()).toArray();

@@ -52,35 +52,11 @@ class CudaFp8PassTest {
     @org.junit.jupiter.params.provider.MethodSource("configurations")
     void decodeStepsAndBatchesEqualWindowsAndRowsAlone(Quantization q, KvDtype kv) {
         String label = q.label + " weights, " + kv.label + " KV";
-        try (CudaForwardPass gpu = CudaPasses.open(SHAPE_3B, null, new CudaOptions(16, 4096, 0.3, 2048, true).withKvDtype(kv), LoadListener.NONE, 0, q)) {
+        try (CudaForwardPass gpu = CudaPasses.open(SHAPE_3B, null, new CudaOptions(16, 4096, 0.3, 2048, true).withKernels(RequiresGpu.KERNELS).withKvDtype(kv), LoadListener.NONE, 0, q)) {
             assertTrue(q == Quantization.NONE || gpu.weights().format().startsWith("fp8-e4m3"), gpu.weights().format());
             assertTrue(gpu.kvCapacity().dtype() == kv, label);
             decodeStepsEqualTheWindowsRows(gpu, new Random(21).ints(1_500, 3, SHAPE_3B.vocabSize()).toArray(), 12, label);
-            // 7 sequences decoded in one step, then each alone
-            Random random = new Random(22);
-            List<BlockTable> tables = new ArrayList<>();
-            try {
-                int[] next = new int[7];
-                for (int i = 0; i < 7; i++) {
-                    BlockTable t = new BlockTable(TestSteps.pool(gpu));
-                    tables.add(t);
-                    prefill(gpu, random.ints(200 + 37 * i, 3, SHAPE_3B.vocabSize()).toArray(), t);
-                    next[i] = 3 + random.nextInt(SHAPE_3B.vocabSize() - 3);
-                }
-                List<ModelStep.Window> batch = new ArrayList<>();
-                for (int i = 0; i < 7; i++) {
-                    batch.add(TestSteps.window(new int[]{next[i]}, tables.get(i), false, true));
-                }
-                List<float[][]> together = TestSteps.forward(gpu, batch);
-                for (int i = 0; i < 7; i++) {
-                    BlockTable t = tables.get(i);
-                    t.truncate(t.tokens() - 1);
-                    float[] alone = TestSteps.forward(gpu, List.of(TestSteps.window(new int[]{next[i]}, t, false, true))).getFirst()[0];
-                    assertArrayEquals(alone, together.get(i)[0], label + ": row " + i + " of a batch of 7 differs from it alone");
-                }
-            } finally {
-                tables.forEach(BlockTable::release);
-            }
+            batchEqualsRowsAlone(gpu, SHAPE_3B.vocabSize(), new Random(22), label);
             System.out.printf("[cuda] %s (%s) on the 3B shape: decode steps equal the window's rows; a batch of 7 equals each row alone%n",
                     label, gpu.weights().format());
         }
@@ -92,9 +68,36 @@ class CudaFp8PassTest {
      */
     @Test
     void fp8KvDecodeStepsPastSixteenKEqualAWindow() {
-        try (CudaForwardPass gpu = CudaPasses.open(SHAPE_3B, null, new CudaOptions(16, 8192, 0.3, 4096, true).withKvDtype(KvDtype.FP8), LoadListener.NONE)) {
+        try (CudaForwardPass gpu = CudaPasses.open(SHAPE_3B, null, new CudaOptions(16, 8192, 0.3, 4096, true).withKernels(RequiresGpu.KERNELS).withKvDtype(KvDtype.FP8), LoadListener.NONE)) {
             decodeStepsEqualTheWindowsRows(gpu, new Random(25).ints(20_003, 3, SHAPE_3B.vocabSize()).toArray(), 19, "fp8 KV");
             System.out.println("[cuda] fp8 KV at 20K keys: decode steps equal the window's rows");
+        }
+    }
+
+    /** 7 sequences (prompts of 200 to 422 tokens) decoded in one step, then each alone: the same bits. */
+    static void batchEqualsRowsAlone(CudaForwardPass gpu, int vocab, Random random, String label) {
+        List<BlockTable> tables = new ArrayList<>();
+        try {
+            int[] next = new int[7];
+            for (int i = 0; i < 7; i++) {
+                BlockTable t = new BlockTable(TestSteps.pool(gpu));
+                tables.add(t);
+                prefill(gpu, random.ints(200 + 37 * i, 3, vocab).toArray(), t);
+                next[i] = 3 + random.nextInt(vocab - 3);
+            }
+            List<ModelStep.Window> batch = new ArrayList<>();
+            for (int i = 0; i < 7; i++) {
+                batch.add(TestSteps.window(new int[]{next[i]}, tables.get(i), false, true));
+            }
+            List<float[][]> together = TestSteps.forward(gpu, batch);
+            for (int i = 0; i < 7; i++) {
+                BlockTable t = tables.get(i);
+                t.truncate(t.tokens() - 1);
+                float[] alone = TestSteps.forward(gpu, List.of(TestSteps.window(new int[]{next[i]}, t, false, true))).getFirst()[0];
+                assertArrayEquals(alone, together.get(i)[0], label + ": row " + i + " of a batch of 7 differs from it alone");
+            }
+        } finally {
+            tables.forEach(BlockTable::release);
         }
     }
 
@@ -102,7 +105,7 @@ class CudaFp8PassTest {
      * The prompt's last 3 tokens decoded one a step after the rest give, bit for bit, the last 3 rows of a window of its
      * last {@code tail} tokens (each on its own table).
      */
-    private static void decodeStepsEqualTheWindowsRows(CudaForwardPass gpu, int[] prompt, int tail, String label) {
+    static void decodeStepsEqualTheWindowsRows(CudaForwardPass gpu, int[] prompt, int tail, String label) {
         int n = prompt.length;
         BlockTable stepped = new BlockTable(TestSteps.pool(gpu)), windowed = new BlockTable(TestSteps.pool(gpu));
         try {
@@ -123,7 +126,7 @@ class CudaFp8PassTest {
     }
 
     /** Mean KL(a || b) over the rows and how many rows share the argmax. */
-    private static double[] compare(float[][] a, float[][] b) {
+    static double[] compare(float[][] a, float[][] b) {
         double kl = 0;
         int same = 0;
         for (int i = 0; i < a.length; i++) {
@@ -155,7 +158,7 @@ class CudaFp8PassTest {
             try (LoadedModel m = ModelLoader.load(dir, LoadFormat.SAFETENSORS, LoadListener.NONE, HostReads.AT_LOAD, q);
                  CpuForwardPass cpu = new CpuForwardPass(m.config(), m.weights(), 64, 16, Runtime.getRuntime().availableProcessors(),
                          KvSlots.PER_EXECUTED_LAYER, 1, kv);
-                 CudaForwardPass gpu = CudaPasses.open(m.config(), m.weights(), new CudaOptions(16, 1024, 0.1, 256, true).withKvDtype(kv), LoadListener.NONE)) {
+                 CudaForwardPass gpu = CudaPasses.open(m.config(), m.weights(), new CudaOptions(16, 1024, 0.1, 256, true).withKernels(RequiresGpu.KERNELS).withKvDtype(kv), LoadListener.NONE)) {
                 float[][] onCpu = logits(cpu, prompt), onGpu = logits(gpu, prompt);
                 double[] gap = compare(onCpu, onGpu);
                 if (bf16 == null) {

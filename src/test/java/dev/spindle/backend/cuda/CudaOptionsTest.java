@@ -7,7 +7,10 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/** The CUDA options' KV dtypes (no GPU): bf16 and fp8 taken, q8 and q4 refused by name, fp8 refused at a block size of 1. */
+/**
+ * The CUDA options (no GPU): KV dtypes (bf16 and fp8 taken, q8 and q4 refused by name, fp8 refused at a block size of 1);
+ * the kernel sets by name, kept through the other settings; the generated weights' formats.
+ */
 class CudaOptionsTest {
     @Test
     void kvDtypesTheKernelsReadAreTakenAndTheOthersRefusedByName() {
@@ -22,5 +25,28 @@ class CudaOptionsTest {
         }
         IllegalArgumentException one = assertThrows(IllegalArgumentException.class, () -> new CudaOptions(1, 512, 0.5, 0, true).withKvDtype(KvDtype.FP8));
         assertTrue(one.getMessage().contains("block size of at least 2"), one.getMessage());
+    }
+
+    @Test
+    void kernelSetsParseByNameAndStayThroughTheOtherSettings() {
+        assertEquals(KernelSet.FULL, KernelSet.parse(null));
+        assertEquals(KernelSet.PORTABLE, KernelSet.parse(" Portable "));
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> KernelSet.parse("ampere"));
+        assertTrue(e.getMessage().contains("full or portable") && e.getMessage().contains("ampere"), e.getMessage());
+        CudaOptions o = new CudaOptions(16, 512, 0.5, 0, true);
+        assertEquals(KernelSet.FULL, o.kernels());
+        assertEquals(KernelSet.PORTABLE, o.withKernels(KernelSet.PORTABLE).withKvDtype(KvDtype.FP8).kernels());
+        assertEquals(KvDtype.FP8, o.withKvDtype(KvDtype.FP8).withKernels(KernelSet.PORTABLE).kvDtype());
+    }
+
+    @Test
+    void dummyFormatsTakeExl3OfOneToEightBitsWithoutAnotherQuantization() {
+        assertEquals("exl3-4", DummyFormat.exl3(4).label());
+        assertEquals("fp8-block", DummyFormat.of(dev.spindle.model.Quantization.FP8_BLOCK).label());
+        for (int bits : new int[]{0, 9, -1}) {
+            assertThrows(IllegalArgumentException.class, () -> DummyFormat.exl3(bits));
+        }
+        IllegalArgumentException both = assertThrows(IllegalArgumentException.class, () -> new DummyFormat(dev.spindle.model.Quantization.FP8_ROW, 4));
+        assertTrue(both.getMessage().contains("no --quantization"), both.getMessage());
     }
 }

@@ -39,7 +39,7 @@ class Exl3ContractTest {
     }
 
     private float[] run(Exl3Kernels.Weights w, float[] x, int n, Arena a) {
-        Exl3Matrix m = w.host();
+        Exl3Kernels.Weights m = w;
         MemorySegment hx = a.allocate(2L * n * m.cols());
         for (int i = 0; i < n * m.cols(); i++) {
             hx.setAtIndex(KernelContractTest.BF16, i, Bf16.fromFloat(x[i]));
@@ -70,7 +70,7 @@ class Exl3ContractTest {
                 for (int wi = 0; wi < 2; wi++) {
                     Exl3Matrix m = ms[wi];
                     String name = Exl3Fixtures.NAMES[wi];
-                    Exl3Kernels.Weights w = new Exl3Kernels.Weights(upload(m.trellis().data()), upload(m.su().data()), upload(m.sv().data()), m);
+                    Exl3Kernels.Weights w = Exl3Kernels.Weights.of(upload(m.trellis().data()), upload(m.su().data()), upload(m.sv().data()), m);
                     for (int n : new int[]{1, 3, 8, 11}) {
                         Random rnd = new Random(31 + n);
                         float[] x = new float[n * m.cols()];

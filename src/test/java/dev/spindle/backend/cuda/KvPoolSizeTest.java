@@ -11,7 +11,7 @@ class KvPoolSizeTest {
     private static final long BLOCK_33B = 52L * 2 * 16 * 8 * 128 * 2;
 
     private static CudaOptions options(double fraction, int maxBlocks, long reserve, long extraPerToken) {
-        return new CudaOptions(16, 8192, fraction, maxBlocks, true, null, reserve, extraPerToken);
+        return new CudaOptions(16, 8192, fraction, maxBlocks, true, null, reserve, extraPerToken).withKernels(RequiresGpu.KERNELS);
     }
 
     @Test

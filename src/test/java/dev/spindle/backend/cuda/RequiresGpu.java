@@ -21,6 +21,13 @@ import java.lang.annotation.Target;
 @Tag("gpu")
 @ExtendWith(RequiresGpu.Condition.class)
 public @interface RequiresGpu {
+    /**
+     * The kernels the GPU tests run: the full set, or with {@code -Dspindle.test.cuda-kernels=portable} on the test JVM
+     * (scripts/device-run.sh tests-portable) only the portable ones, so the whole suite checks the path pre-Hopper GPUs run.
+     * A property of the test run only: the server and the CLI take {@code --cuda-kernels}.
+     */
+    KernelSet KERNELS = KernelSet.parse(System.getProperty("spindle.test.cuda-kernels", "full"));
+
     /** For a marked class's {@code @BeforeAll}. */
     final class Kernels {
         private Kernels() {
@@ -28,8 +35,8 @@ public @interface RequiresGpu {
 
         /** The loaded kernels; skips the class, saying why, where they do not load. */
         public static CudaKernels load() {
-            java.util.Optional<CudaKernels> kernels = CudaKernels.load();
-            org.junit.jupiter.api.Assumptions.assumeTrue(kernels.isPresent(), CudaKernels.unavailableReason());
+            java.util.Optional<CudaKernels> kernels = CudaKernels.load(0, 0, KERNELS);
+            org.junit.jupiter.api.Assumptions.assumeTrue(kernels.isPresent(), CudaKernels.unavailableReason(KERNELS));
             return kernels.get();
         }
 

@@ -37,7 +37,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 @RequiresGpu
 class CudaEngineTest {
     static CudaForwardPass cuda(LoadedModel m) {
-        return CudaPasses.open(m.config(), m.weights(), new CudaOptions(16, 512, 0.1, 256, true), LoadListener.NONE);
+        return CudaPasses.open(m.config(), m.weights(), new CudaOptions(16, 512, 0.1, 256, true).withKernels(dev.spindle.backend.cuda.RequiresGpu.KERNELS), LoadListener.NONE);
     }
 
     @Test

@@ -45,7 +45,7 @@ class CudaSpeculativeTest {
     }
 
     static CudaForwardPass cuda(LoadedModel m) {
-        return CudaPasses.open(m.config(), m.weights(), new CudaOptions(16, 1024, 0.1, 1024, true), LoadListener.NONE);
+        return CudaPasses.open(m.config(), m.weights(), new CudaOptions(16, 1024, 0.1, 1024, true).withKernels(dev.spindle.backend.cuda.RequiresGpu.KERNELS), LoadListener.NONE);
     }
 
     static Speculation draftModel(int k) {
