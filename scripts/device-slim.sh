@@ -2,7 +2,9 @@
 # A device call carries the working tree (tracked and untracked-not-ignored files) plus the carried .dist,
 # 64 MiB in all, and the tree alone is most of that. This moves out of the tree what one kind of call does
 # not read, into a folder outside the repository, and puts it back:
-# Every mode moves the GGUF, ggml, MLX and NVFP4 fixtures and the EXL3 fixtures' reference values (CPU tests only so far).
+# Every mode moves the ggml block vectors, the GGUF vocabularies and the bundled model's EXL3 checkpoint (CPU tests only); the
+# EXL3, GGUF, MLX and NVFP4 model fixtures stay where the CUDA tests read them (Exl3ContractTest, CudaExl3PassTest,
+# CudaExpandedFormatsTest), and the bench mode moves them.
 #   device-slim.sh tests      the CUDA suite (device-run.sh tests): keeps the bundled target and every parity fixture
 #                             (with .dist as device-bundle.sh leaves it: an overlay folder added to .dist may not fit
 #                             beside them; size says so); moves the DFlash fixtures and heads, the drafter (no test of the
@@ -17,6 +19,8 @@
 #   device-slim.sh dflash-reference  CudaDraftHeadTest whole: its PyTorch reference fixtures, the bundled target
 #                             and the trained heads' test in two calls: this mode keeps the reference fixtures and
 #                             moves the trained heads and the drafter (run the dflash mode for the trained heads)
+#   device-slim.sh formats    the weight formats' CUDA tests (Exl3ContractTest, CudaExl3PassTest, CudaExpandedFormatsTest) and
+#                             the bench: keeps llama-gqa and the EXL3, GGUF, MLX and NVFP4 fixtures, moves the bundled models
 #   device-slim.sh bench      device-run.sh bench | ab | ncu-bench with --load-format dummy: moves every fixture
 #                             and bundled model too
 #   device-slim.sh serve      device-run.sh serve-check (carry: [".dist-server"]): keeps the bundled chat model, moves the
@@ -62,30 +66,31 @@ restore() {
     mkdir -p "$(dirname "$p")"
     mv "$aside/$p" "$p"
     echo "restored: $p"
-  done < "$aside/MANIFEST"
+  done < <(tac "$aside/MANIFEST") # the last moved first: a folder before what was moved out of it earlier
   rm -f "$aside/MANIFEST"
   find "$aside" -mindepth 1 -depth -type d -empty -delete 2>/dev/null || true
   if git status --short | grep '^ D'; then echo "tracked files are still missing (above)" >&2; return 1; fi
 }
 
 common=(src/test/resources/tokenizer-166k src/test/resources/templates-compat src/test/resources/tokenizer src/test/node docs/bench models/spindle-chat-agent
-        src/test/resources/fixtures/gguf src/test/resources/fixtures/ggml src/test/resources/fixtures/gguf-vocab src/test/resources/fixtures/mlx src/test/resources/fixtures/nvfp4
-        src/test/resources/fixtures/exl3/llama-gqa-mul1.reference.safetensors src/test/resources/fixtures/exl3/llama-gqa-mixed-mcg.reference.safetensors
-        src/test/resources/fixtures/exl3/llama-gqa-3inst.reference.safetensors)
+        src/test/resources/fixtures/ggml src/test/resources/fixtures/gguf-vocab src/test/resources/fixtures/exl3/chat-target-4bit)
 dflash=(src/test/resources/fixtures/dflash models/spindle-chat-dflash models/spindle-chat-dflash2)
 parity=(src/test/resources/fixtures/llama-headdim-sharded src/test/resources/fixtures/llama-gqa src/test/resources/fixtures/nanbeige-looped)
 bundled=(src/test/resources/fixtures/chat-target models/spindle-chat-drafter models/spindle-chat-target)
+formats=(src/test/resources/fixtures/gguf src/test/resources/fixtures/mlx src/test/resources/fixtures/nvfp4 src/test/resources/fixtures/exl3)
 case "${1:-}" in
-  tests) move "${common[@]}" "${dflash[@]}" models/spindle-chat-drafter src/test/java .dist/base-classes; size ;;
+  tests) move "${common[@]}" "${dflash[@]}" "${formats[@]}" models/spindle-chat-drafter src/test/java .dist/base-classes; size ;;
   kernels) move "${common[@]}" "${dflash[@]}" "${parity[@]}" models/spindle-chat-drafter src/test/java .dist/base-classes \
             src/test/resources/fixtures/chat-target/reference.safetensors; size ;;
   dflash) move "${common[@]}" "${parity[@]}" src/test/java src/test/resources/fixtures/dflash src/test/resources/fixtures/chat-target/reference.safetensors \
             .dist/base-classes; size ;;
   dflash-reference) move "${common[@]}" "${parity[@]}" models/spindle-chat-dflash models/spindle-chat-dflash2 models/spindle-chat-drafter \
             src/test/resources/fixtures/chat-target/reference.safetensors .dist/base-classes; size ;;
-  bench) move "${common[@]}" "${dflash[@]}" "${parity[@]}" "${bundled[@]}"; size ;;
+  formats) move "${common[@]}" "${dflash[@]}" "${bundled[@]}" src/test/resources/fixtures/llama-headdim-sharded src/test/resources/fixtures/nanbeige-looped \
+            src/test/java .dist/base-classes; size ;;
+  bench) move "${common[@]}" "${dflash[@]}" "${parity[@]}" "${bundled[@]}" "${formats[@]}"; size ;;
   serve) move "${common[@]}" "${dflash[@]}" "${parity[@]}" src/test/resources/fixtures/chat-target models/spindle-chat-drafter; size .dist-server ;;
   restore) restore ;;
   size) size ;;
-  *) echo "usage: device-slim.sh tests|kernels|dflash|dflash-reference|bench|serve|restore|size" >&2; exit 2 ;;
+  *) echo "usage: device-slim.sh tests|kernels|formats|dflash|dflash-reference|bench|serve|restore|size" >&2; exit 2 ;;
 esac

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #define EXL3_ROWS 8
+#define EXL3_WARPS 4
 #define EXL3_R_SCALE 0.08838834764831845f
 
 __device__ __forceinline__ float exl3_value(uint32_t code, int cb) {
@@ -54,48 +55,62 @@ extern "C" __global__ void exl3_had_in(const bf16 *x, int ldx, int k, const unsi
     xh[(long) row * span + i] = exl3_hadamard(v, s);
 }
 
-// yh (rows, nSpan) = xh (rows, kSpan) Ŵ[kt0 .., nt0 ..]: one warp a 16-column group, its lanes each decoding 8 weights of a
-// tile and summing 4 rows x 2 columns, the 4 lanes of a column added (xor 1, then xor 2). At most EXL3_ROWS rows a launch.
-extern "C" __global__ void exl3_gemv(const float *xh, int rows, int kSpan, const unsigned short *trellis, int ntTotal, int kt0, int nt0, int bits,
-                                     int cb, float *yh, int nSpan) {
+// yh (rows, nSpan) = xh (rows, kSpan) Ŵ[kt0 .., nt0 ..]: one CTA of EXL3_WARPS warps a 16-column group (grid nSpan / 16);
+// warp w takes the k tiles w, w + EXL3_WARPS, ..., its lanes each decoding 8 weights of a tile and summing 4 rows x 2
+// columns, the 4 lanes of a column added (xor 1, then xor 2); then the warps' sums added in warp order through shared memory
+// (((w0 + w1) + w2) + w3). The same order for every row whatever the rows beside it. At most EXL3_ROWS rows a launch.
+extern "C" __global__ void __launch_bounds__(32 * EXL3_WARPS) exl3_gemv(const float *xh, int rows, int kSpan, const unsigned short *trellis,
+                                                                       int ntTotal, int kt0, int nt0, int bits, int cb, float *yh, int nSpan) {
     dependent_launch_entry();
-    int lane = threadIdx.x & 31, g = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
-    if (g * 16 >= nSpan) {
-        return;
-    }
+    __shared__ float part[EXL3_WARPS][EXL3_ROWS][16];
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = blockIdx.x;
     int r0 = (lane & 3) * 2, c0 = lane >> 2, words = 8 * bits;
     float acc[EXL3_ROWS][2];
 #pragma unroll
     for (int r = 0; r < EXL3_ROWS; r++) {
         acc[r][0] = acc[r][1] = 0.f;
     }
-    for (int kt = 0; kt < kSpan / 16; kt++) {
+    for (int kt = warp; kt < kSpan / 16; kt += EXL3_WARPS) {
         const uint32_t *tile = (const uint32_t *) (trellis + ((long) (kt0 + kt) * ntTotal + nt0 + g) * 16 * bits);
         float w[8];
 #pragma unroll
         for (int j = 0; j < 8; j++) {
             int t = lane * 8 + j, b0 = t * bits + bits - 16 + 256 * bits, b1 = b0 + 16;
             int i0 = b0 / 32, i1 = (b1 - 1) / 32, s0 = (i1 + 1) * 32 - b1;
-            unsigned long long two = ((unsigned long long) tile[i0 % words] << 32) | tile[i1 % words];
+            unsigned long long two = ((unsigned long long) __ldg(tile + i0 % words) << 32) | __ldg(tile + i1 % words);
             w[j] = exl3_value((uint32_t) (two >> s0) & 0xFFFFu, cb);
         }
-        for (int r = 0; r < rows; r++) {
-            const float *xr = xh + (long) r * kSpan + kt * 16;
-            float x0 = xr[r0], x1 = xr[r0 + 1], x2 = xr[r0 + 8], x3 = xr[r0 + 9];
-            acc[r][0] = fmaf(w[3], x3, fmaf(w[2], x2, fmaf(w[1], x1, fmaf(w[0], x0, acc[r][0]))));
-            acc[r][1] = fmaf(w[7], x3, fmaf(w[6], x2, fmaf(w[5], x1, fmaf(w[4], x0, acc[r][1]))));
+#pragma unroll
+        for (int r = 0; r < EXL3_ROWS; r++) {
+            if (r < rows) {
+                const float *xr = xh + (long) r * kSpan + kt * 16;
+                float x0 = xr[r0], x1 = xr[r0 + 1], x2 = xr[r0 + 8], x3 = xr[r0 + 9];
+                acc[r][0] = fmaf(w[3], x3, fmaf(w[2], x2, fmaf(w[1], x1, fmaf(w[0], x0, acc[r][0]))));
+                acc[r][1] = fmaf(w[7], x3, fmaf(w[6], x2, fmaf(w[5], x1, fmaf(w[4], x0, acc[r][1]))));
+            }
         }
     }
+#pragma unroll
     for (int r = 0; r < EXL3_ROWS; r++) {
 #pragma unroll
         for (int c = 0; c < 2; c++) {
             float v = acc[r][c];
             v = __fadd_rn(v, __shfl_xor_sync(0xFFFFFFFFu, v, 1));
             v = __fadd_rn(v, __shfl_xor_sync(0xFFFFFFFFu, v, 2));
-            if (r < rows && (lane & 3) == 0) {
-                yh[(long) r * nSpan + g * 16 + c0 + 8 * c] = v;
+            if ((lane & 3) == 0) {
+                part[warp][r][c0 + 8 * c] = v;
             }
         }
+    }
+    __syncthreads();
+    int r = threadIdx.x >> 4, col = threadIdx.x & 15; // 128 threads: 8 rows x 16 columns
+    if (r < rows && r < EXL3_ROWS) {
+        float v = part[0][r][col];
+#pragma unroll
+        for (int w = 1; w < EXL3_WARPS; w++) {
+            v = __fadd_rn(v, part[w][r][col]);
+        }
+        yh[(long) r * nSpan + g * 16 + col] = v;
     }
 }
 

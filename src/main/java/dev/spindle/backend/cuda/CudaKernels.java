@@ -86,6 +86,7 @@ public final class CudaKernels {
         }
         fp8 = new Fp8Kernels(cuda, module, hopper);
         exl3 = new Exl3Kernels(cuda, module);
+        expand = new ExpandKernels(cuda, module);
         attentionMerge = cuda.function(module, "attention_merge");
         attentionMergeWide = cuda.function(module, "attention_merge_wide");
         cuda.allowSharedMemory(attentionMergeWide, MERGE_WIDE_BYTES);
@@ -104,6 +105,12 @@ public final class CudaKernels {
     private final MemorySegment draftAttention, dynConv, shapeLogits, selectorWalk, scatterKv, gatherTaps, rowTopK;
     private final Fp8Kernels fp8;
     private final Exl3Kernels exl3;
+    private final ExpandKernels expand;
+
+    /** The expansion kernels of ggml blocks, MLX affine and NVFP4. */
+    public ExpandKernels expand() {
+        return expand;
+    }
 
     /** The EXL3 kernels. */
     public Exl3Kernels exl3() {

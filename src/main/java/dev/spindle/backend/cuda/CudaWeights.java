@@ -95,6 +95,8 @@ public final class CudaWeights implements AutoCloseable {
                 out.finalNorm = up.put(out.alloc(w.finalNorm().data().byteSize()), w.finalNorm());
                 if (head && w.lmHead() instanceof Exl3Matrix e && !w.headIsEmbedding()) {
                     out.lmHead = out.exl3(up, List.of(e));
+                } else if (head && expandable(w.lmHead()) && !w.headIsEmbedding()) {
+                    out.lmHead = new DeviceMatrix.Expanded(List.of(out.expandable(up, w.lmHead())), c.vocabSize(), h);
                 } else if (head) {
                     Tensor lm = bf16(w.lmHead());
                     long at = w.headIsEmbedding() ? out.embedding : up.put(out.alloc(lm.data().byteSize()), lm);
@@ -133,13 +135,12 @@ public final class CudaWeights implements AutoCloseable {
             }
             return exl3(up, slices.stream().map(s -> (Exl3Matrix) s.m()).toList());
         }
-        for (RowSlice s : slices) {
-            if (s.m() instanceof GgmlMatrix g) {
-                throw noGgml(g);
+        if (slices.stream().allMatch(s -> expandable(s.m()))) {
+            List<ExpandKernels.Part> parts = new ArrayList<>();
+            for (RowSlice s : slices) {
+                parts.add(expandable(up, s.first() == 0 && s.count() == s.m().rows() ? s.m() : s.m().rows(s.first(), s.count())));
             }
-            if (s.m() instanceof MlxMatrix || s.m() instanceof Nvfp4Matrix) {
-                throw noKernels(s.m());
-            }
+            return new DeviceMatrix.Expanded(parts, rows, cols);
         }
         if (!slices.stream().allMatch(s -> s.m() instanceof Fp8Matrix)) {
             throw new CudaException(slices.stream().map(s -> s.m().name() + " is " + s.m().format()).collect(java.util.stream.Collectors.joining(", "))
@@ -189,24 +190,54 @@ public final class CudaWeights implements AutoCloseable {
                 long scales = up.put(alloc(f.scales().data().byteSize()), f.scales());
                 yield new DeviceMatrix.Fp8(data, scales, f.rows(), f.cols(), f.blockRows(), f.blockCols());
             }
-            case GgmlMatrix g -> throw noGgml(g);
-            case MlxMatrix a -> throw noKernels(a);
-            case Nvfp4Matrix a -> throw noKernels(a);
+            case GgmlMatrix g when first == 0 && count == g.cols() -> new DeviceMatrix.Expanded(List.of(expandable(up, g)), g.rows(), g.cols());
+            case MlxMatrix a when first == 0 && count == a.cols() -> new DeviceMatrix.Expanded(List.of(expandable(up, a)), a.rows(), a.cols());
+            case Nvfp4Matrix a when first == 0 && count == a.cols() -> new DeviceMatrix.Expanded(List.of(expandable(up, a)), a.rows(), a.cols());
+            case GgmlMatrix g -> throw wholeOnly(g);
+            case MlxMatrix a -> throw wholeOnly(a);
+            case Nvfp4Matrix a -> throw wholeOnly(a);
             case Exl3Matrix a when first == 0 && count == a.cols() -> exl3(up, List.of(a));
-            case Exl3Matrix a -> throw new CudaException(a.name() + " is " + a.format() + ": the CUDA backend serves EXL3 weights whole (--tensor-parallel-size 1)");
+            case Exl3Matrix a -> throw wholeOnly(a);
         };
     }
 
-    /** Formats whose CUDA kernels do not exist yet run on the CPU backend. */
-    private static CudaException noKernels(Matrix m) {
-        return new CudaException(m.name() + " is " + m.format() + ": the CUDA backend has no kernels for it yet; it runs on the CPU backend"
-                + " (--backend cpu)");
+    private static CudaException wholeOnly(Matrix m) {
+        return new CudaException(m.name() + " is " + m.format() + ": the CUDA backend serves it whole (--tensor-parallel-size 1)");
     }
 
-    /** ggml's block formats (GGUF files) run on the CPU backend so far. */
-    private static CudaException noGgml(GgmlMatrix g) {
-        return new CudaException(g.name() + " is " + g.format() + ": the CUDA backend has no kernels for ggml's block formats yet; GGUF files run"
-                + " on the CPU backend (--backend cpu)");
+    /** Whether the CUDA backend reads m by expanding it to bf16 ({@link DeviceMatrix.Expanded}). */
+    private static boolean expandable(Matrix m) {
+        return m instanceof GgmlMatrix || m instanceof MlxMatrix || m instanceof Nvfp4Matrix;
+    }
+
+    /** An expandable host matrix's tensors on the device, as the expansion kernel's part. */
+    private ExpandKernels.Part expandable(WeightUploader up, Matrix m) {
+        return switch (m) {
+            case GgmlMatrix g -> new ExpandKernels.Ggml(put(up, g.data()), g.rowBytes(), g.type().id, g.type().blockElements, g.type().blockBytes, g.rows(),
+                    g.cols(), g.format());
+            case MlxMatrix a -> new ExpandKernels.Mlx(put(up, a.data()), put(up, a.scales()), put(up, a.biases()), floatKind(a.scales(), a.biases()),
+                    a.groupSize(), a.bits(), a.rows(), a.cols(), a.format());
+            case Nvfp4Matrix f -> new ExpandKernels.Nvfp4(put(up, f.data()), put(up, f.scales()), f.global(), f.divides(), f.rows(), f.cols(), f.format());
+            default -> throw new IllegalArgumentException(m.name() + " is " + m.format() + ", not a format the CUDA backend expands");
+        };
+    }
+
+    private long put(WeightUploader up, Tensor t) {
+        return up.put(alloc(t.data().byteSize()), t);
+    }
+
+    /** The expansion kernel's code for an MLX matrix's scale and bias dtype (0 bf16, 1 f16, 2 f32); both must share it. */
+    private static int floatKind(Tensor scales, Tensor biases) {
+        if (scales.dtype() != biases.dtype()) {
+            throw new CudaException(scales.name() + " is " + scales.dtype() + " and " + biases.name() + " is " + biases.dtype()
+                    + ": the CUDA backend reads an MLX matrix's scales and biases in one dtype");
+        }
+        return switch (scales.dtype()) {
+            case BF16 -> 0;
+            case F16 -> 1;
+            case F32 -> 2;
+            default -> throw new CudaException(scales.name() + " is " + scales.dtype() + ": MLX scales are bf16, f16 or f32");
+        };
     }
 
     /** Fills new device weights with {@code fill}, timed; what was allocated is freed if it fails. */
@@ -290,9 +321,9 @@ public final class CudaWeights implements AutoCloseable {
         return switch (m) {
             case Bf16Matrix b -> b.data();
             case Fp8Matrix f -> throw new CudaException(f.name() + " is " + f.format() + ": the CUDA backend reads the output head in bf16 only");
-            case GgmlMatrix g -> throw noGgml(g);
-            case MlxMatrix a -> throw noKernels(a);
-            case Nvfp4Matrix a -> throw noKernels(a);
+            case GgmlMatrix a -> throw new IllegalStateException(a.name() + ": a quantized head is uploaded in its format");
+            case MlxMatrix a -> throw new IllegalStateException(a.name() + ": a quantized head is uploaded in its format");
+            case Nvfp4Matrix a -> throw new IllegalStateException(a.name() + ": a quantized head is uploaded in its format");
             case Exl3Matrix a -> throw new IllegalStateException(a.name() + ": an EXL3 head is uploaded as EXL3");
         };
     }
@@ -304,6 +335,7 @@ public final class CudaWeights implements AutoCloseable {
             case DeviceMatrix.Fp8 f -> f.blockRows() == 1 && f.blockCols() >= f.cols() ? "fp8-e4m3 (per-row scales)"
                     : "fp8-e4m3 (" + f.blockRows() + "x" + f.blockCols() + " block scales)";
             case DeviceMatrix.Exl3 e -> e.parts().getFirst().format();
+            case DeviceMatrix.Expanded e -> e.parts().getFirst().format();
         };
     }
 
@@ -320,12 +352,14 @@ public final class CudaWeights implements AutoCloseable {
                 case DeviceMatrix.Bf16 b -> 2L * b.rows() * b.cols();
                 case DeviceMatrix.Fp8 f -> (long) f.rows() * f.cols() + 4L * Math.ceilDiv(f.rows(), f.blockRows()) * Math.ceilDiv(f.cols(), f.blockCols());
                 case DeviceMatrix.Exl3 e -> e.decodeBytes();
+                case DeviceMatrix.Expanded e -> e.parts().stream().mapToLong(ExpandKernels.Part::bytes).sum();
             };
         }
         layer += 2L * 2 * c.hiddenSize();
         long head = switch (lmHead) {
             case null -> 0;
             case DeviceMatrix.Exl3 e -> e.decodeBytes();
+            case DeviceMatrix.Expanded e -> e.parts().stream().mapToLong(ExpandKernels.Part::bytes).sum();
             default -> 2L * lmHead.rows() * lmHead.cols();
         };
         return (long) c.executedLayers() * layer + 2L * c.hiddenSize() + head;

@@ -5,7 +5,7 @@ package dev.spindle.backend.cuda;
  * the device twin of {@link dev.spindle.model.Matrix}. {@link Linear} switches on the format; a new format is a new
  * record here, its upload in {@link CudaWeights}, and its kernels.
  */
-sealed interface DeviceMatrix permits DeviceMatrix.Bf16, DeviceMatrix.Fp8, DeviceMatrix.Exl3 {
+sealed interface DeviceMatrix permits DeviceMatrix.Bf16, DeviceMatrix.Fp8, DeviceMatrix.Exl3, DeviceMatrix.Expanded {
     int rows();
 
     int cols();
@@ -51,6 +51,27 @@ sealed interface DeviceMatrix permits DeviceMatrix.Bf16, DeviceMatrix.Fp8, Devic
         /** Bytes a decode step reads: each part's trellis tiles of its own outputs and its sign vectors. */
         long decodeBytes() {
             return parts.stream().mapToLong(Exl3Kernels.Weights::decodeBytes).sum();
+        }
+    }
+
+    /**
+     * A format read by expanding it: ggml blocks (GGUF), MLX affine, NVFP4. Each projection of the stack is expanded into its
+     * rows of a bf16 matrix ({@link ExpandKernels}: the CPU's values to the bit), which cuBLASLt's pinned GEMM reads; the same
+     * bits at every row count. The bytes a step moves are the expansion's, not the quantized ones: correct everywhere, not yet
+     * fast (kernels that dequantize in the GEMV's main loop come next).
+     */
+    record Expanded(java.util.List<ExpandKernels.Part> parts, int rows, int cols) implements DeviceMatrix {
+        public Expanded {
+            parts = java.util.List.copyOf(parts);
+            if (parts.stream().mapToInt(ExpandKernels.Part::rows).sum() != rows || parts.stream().anyMatch(p -> p.cols() != cols)) {
+                throw new IllegalArgumentException("expanded parts of " + parts.stream().map(p -> p.rows() + " x " + p.cols()).toList() + " do not stack to "
+                        + rows + " x " + cols);
+            }
+        }
+
+        /** Bytes of the bf16 matrix its values expand to. */
+        long expandedBytes() {
+            return 2L * rows * cols;
         }
     }
 }

@@ -15,6 +15,8 @@ import java.lang.foreign.MemorySegment;
 public final class Exl3Kernels {
     /** Rows a gemv launch takes (the accumulators a lane holds). */
     public static final int ROWS = 8;
+    /** Warps of a gemv CTA (exl3.cu's EXL3_WARPS): they split a 16-column group's k tiles; 32 x 4 = 8 rows x 16 columns sum their parts. */
+    static final int WARPS = 4;
     private final CudaDriver cuda;
     private final MemorySegment hadIn, gemv, hadOut;
 
@@ -65,17 +67,16 @@ public final class Exl3Kernels {
 
     /** As {@link #linear(long, int, int, Weights, int, int, long, long, long)}, y's rows ldy elements apart. */
     public void linear(long x, int ldx, int n, Weights w, int col, int k, long y, int ldy, long xh, long yh) {
-        Weights m = w;
-        if (col % Exl3Matrix.BLOCK != 0 || (k % Exl3Matrix.BLOCK != 0 && col + k != m.cols())) {
-            throw new IllegalArgumentException("columns [" + col + ", " + (col + k) + ") of " + m.name() + ": EXL3 slices start at a multiple of 128");
+        if (col % Exl3Matrix.BLOCK != 0 || (k % Exl3Matrix.BLOCK != 0 && col + k != w.cols())) {
+            throw new IllegalArgumentException("columns [" + col + ", " + (col + k) + ") of " + w.name() + ": EXL3 slices start at a multiple of 128");
         }
-        int span = Exl3Matrix.pad(k), nSpan = Exl3Matrix.pad(m.rows()), ntTotal = m.ntTotal();
+        int span = Exl3Matrix.pad(k), nSpan = Exl3Matrix.pad(w.rows()), ntTotal = w.ntTotal();
         cuda.launch(hadIn, n, span / 128, 128, x, ldx, k, w.su(), col, span, xh);
         for (int r0 = 0; r0 < n; r0 += ROWS) {
             int rows = Math.min(ROWS, n - r0);
-            cuda.launch(gemv, Math.ceilDiv(nSpan / 16, 4), 1, 128, xh + 4L * r0 * span, rows, span, w.trellis(), ntTotal, col / 16,
-                    m.first() / 16, m.bits(), w.codebookIndex(), yh + 4L * r0 * nSpan, nSpan);
+            cuda.launch(gemv, nSpan / 16, 1, 32 * WARPS, xh + 4L * r0 * span, rows, span, w.trellis(), ntTotal, col / 16,
+                    w.first() / 16, w.bits(), w.codebookIndex(), yh + 4L * r0 * nSpan, nSpan);
         }
-        cuda.launch(hadOut, n, nSpan / 128, 128, yh, nSpan, w.sv(), m.first(), m.rows(), y, 0L, ldy);
+        cuda.launch(hadOut, n, nSpan / 128, 128, yh, nSpan, w.sv(), w.first(), w.rows(), y, 0L, ldy);
     }
 }

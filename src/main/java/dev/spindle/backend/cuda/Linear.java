@@ -58,6 +58,19 @@ public final class Linear {
             case DeviceMatrix.Bf16 b -> apply(x, n, b.cols(), b.data(), b.rows(), y);
             case DeviceMatrix.Fp8 f -> applyFp8(x, n, f, y);
             case DeviceMatrix.Exl3 e -> exl3.apply(x, n, e, y);
+            case DeviceMatrix.Expanded e -> {
+                expandInto(e);
+                lt.linear(x, n, e.cols(), expansion, e.rows(), y);
+            }
+        }
+    }
+
+    /** Each projection of e expanded into its rows of the expansion buffer. */
+    private void expandInto(DeviceMatrix.Expanded e) {
+        int row0 = 0;
+        for (ExpandKernels.Part p : e.parts()) {
+            kernels.expand().expand(p, expansion, row0);
+            row0 += p.rows();
         }
     }
 
@@ -86,11 +99,12 @@ public final class Linear {
             case DeviceMatrix.Bf16 b -> applyPartial(x, n, b.cols(), b.data(), b.rows(), y);
             case DeviceMatrix.Fp8 f -> throw noPartials(f);
             case DeviceMatrix.Exl3 e -> throw noPartials(e);
+            case DeviceMatrix.Expanded e -> throw noPartials(e);
         }
     }
 
     private static UnsupportedOperationException noPartials(DeviceMatrix w) {
-        return new UnsupportedOperationException((w instanceof DeviceMatrix.Fp8 ? "fp8" : "EXL3")
+        return new UnsupportedOperationException(w.getClass().getSimpleName()
                 + " weights with tensor parallelism: a row-parallel rank's fp32 partials are bf16-only so far");
     }
 
@@ -100,6 +114,7 @@ public final class Linear {
             case DeviceMatrix.Bf16 b -> prepare(b.cols(), b.data(), b.rows());
             case DeviceMatrix.Fp8 f -> prepareFp8(f);
             case DeviceMatrix.Exl3 e -> exl3.prepare(e);
+            case DeviceMatrix.Expanded e -> prepareExpanded(e);
         }
     }
 
@@ -109,6 +124,7 @@ public final class Linear {
             case DeviceMatrix.Bf16 b -> preparePartial(b.cols(), b.data(), b.rows());
             case DeviceMatrix.Fp8 f -> throw noPartials(f);
             case DeviceMatrix.Exl3 e -> throw noPartials(e);
+            case DeviceMatrix.Expanded e -> throw noPartials(e);
         }
     }
 
@@ -119,6 +135,9 @@ public final class Linear {
             case DeviceMatrix.Fp8 f -> weightFp8(f);
             case DeviceMatrix.Exl3 e -> {
                 // the EXL3 kernels read the trellis through plain loads: no tensor maps
+            }
+            case DeviceMatrix.Expanded e -> {
+                // cuBLASLt reads the expansion: no tensor maps
             }
         }
     }
@@ -302,13 +321,7 @@ public final class Linear {
         if (fp8Plans.containsKey(key(k, nOut))) {
             return;
         }
-        if (f.expandedBytes() > expansionBytes) {
-            if (expansion != 0) {
-                cuda.free(expansion);
-            }
-            expansion = cuda.alloc(f.expandedBytes());
-            expansionBytes = f.expandedBytes();
-        }
+        growExpansion(f.expandedBytes());
         kernels.fp8().dequant(f, expansion);
         weightFp8(f);
         List<LinearRowsVariant> variants = kernels.fp8().variants(f);
@@ -329,6 +342,38 @@ public final class Linear {
                 kernels.fp8().linearRows(v, inputMaps.get(inputKey(x, k, v.tiles())), n, weightMaps.get(WeightKey.of(f.data(), v)), f, y);
             }
         });
+    }
+
+    /** The expansion buffer at least this large (only in prepare, before any step is captured). */
+    private void growExpansion(long bytes) {
+        if (bytes > expansionBytes) {
+            if (expansion != 0) {
+                cuda.sync();
+                cuda.free(expansion);
+            }
+            expansion = cuda.alloc(bytes);
+            expansionBytes = bytes;
+        }
+    }
+
+    /** An expanded format's weight: the expansion buffer sized for it, cuBLASLt's algorithms for its shape pinned now. */
+    private void prepareExpanded(DeviceMatrix.Expanded e) {
+        growExpansion(e.expandedBytes());
+        long x = cuda.alloc(2L * e.cols()), y = cuda.alloc(2L * e.rows());
+        try {
+            cuda.memsetZero(x, 2L * e.cols());
+            expandInto(e);
+            lt.linear(x, 1, e.cols(), expansion, e.rows(), y);
+            cuda.sync();
+        } finally {
+            cuda.free(x);
+            cuda.free(y);
+        }
+        String line = String.format(java.util.Locale.ROOT, "%s %d x %d: expanded to bf16 a step (expand.cu), then cuBLASLt", e.parts().getFirst().format(),
+                e.rows(), e.cols());
+        if (!choices.contains(line)) {
+            choices.add(line);
+        }
     }
 
     /** What {@link #choose} compares for one weight: cuBLASLt's bits, cuBLASLt as a step runs it, and a few-row variant. */

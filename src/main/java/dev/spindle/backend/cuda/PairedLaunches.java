@@ -64,8 +64,7 @@ final class PairedLaunches {
     private static long bf16(DeviceMatrix w) {
         return switch (w) {
             case DeviceMatrix.Bf16 b -> b.data();
-            case DeviceMatrix.Fp8 f -> throw new IllegalStateException("no paired kernels read fp8 weights (shapes is false for them)");
-            case DeviceMatrix.Exl3 e -> throw new IllegalStateException("no paired kernels read EXL3 weights (shapes is false for them)");
+            default -> throw new IllegalStateException("no paired kernels read " + w.getClass().getSimpleName() + " weights (shapes is false for them)");
         };
     }
 
