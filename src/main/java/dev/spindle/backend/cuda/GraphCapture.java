@@ -54,4 +54,32 @@ final class GraphCapture {
     static void destroy(CudaDriver cuda, MemorySegment exec) {
         cuda.call("cuGraphExecDestroy", FunctionDescriptor.of(JAVA_INT, ADDRESS), exec);
     }
+
+    /**
+     * Seconds per call on the GPU, as in a decode step's graph: one untimed call (any lazy work of cuBLASLt's done outside
+     * a capture), then {@code reps} calls captured into one graph (with programmatic dependent launch where
+     * {@code dependent}), the best of two timed launches over reps; reps makes the graph about 200 us (2 to 16 calls).
+     * Launched one by one, a kernel of a few microseconds times the host's launch path rather than itself
+     * (docs/bench/CHOICES.md).
+     */
+    static double secondsPerCall(CudaDriver cuda, boolean dependent, Runnable call) {
+        double once = cuda.time(call);
+        int reps = (int) Math.max(2, Math.min(16, Math.ceil(200e-6 / Math.max(once, 1e-7))));
+        MemorySegment graph = capture(cuda, dependent, () -> {
+            for (int i = 0; i < reps; i++) {
+                call.run();
+            }
+        });
+        try {
+            cuda.launchGraph(graph);
+            double best = Double.MAX_VALUE;
+            for (int i = 0; i < 2; i++) {
+                best = Math.min(best, cuda.time(() -> cuda.launchGraph(graph)));
+            }
+            return best / reps;
+        } finally {
+            cuda.sync();
+            destroy(cuda, graph);
+        }
+    }
 }

@@ -30,11 +30,8 @@ public final class Linear {
     private final Map<Long, LinearRowsVariant[]> plans = new HashMap<>();
     /** The same for fp8 weights (their fp8 twins; null: expanded to bf16, then cuBLASLt). */
     private final Map<Long, LinearRowsVariant[]> fp8Plans = new HashMap<>();
-    /**
-     * Where an fp8 weight is expanded to bf16 for cuBLASLt (steps of more rows than the fp8 kernels take): as large as the
-     * largest fp8 weight prepared; 0 until one is. Grows only in {@link #prepare}, before any step is captured.
-     */
-    private long expansion, expansionBytes;
+    /** Where fp8 and the expanded formats are expanded to bf16 for cuBLASLt. */
+    private final Expansion expansion;
     /** The kernel's tensor maps (device addresses): of each weight per box height, and of each input buffer per k and row tiles. */
     private final Map<WeightKey, Long> weightMaps = new HashMap<>();
     private final Map<InputKey, Long> inputMaps = new HashMap<>();
@@ -50,6 +47,7 @@ public final class Linear {
         this.cuda = kernels.driver();
         this.lt = lt;
         this.exl3 = new Exl3Linear(kernels.exl3(), cuda);
+        this.expansion = new Expansion(cuda);
     }
 
     /** {@code y = x @ W^T} for a weight in its format: x (n, w.cols()), y (n, w.rows()), bf16; in stream order. */
@@ -59,21 +57,11 @@ public final class Linear {
             case DeviceMatrix.Fp8 f -> applyFp8(x, n, f, y);
             case DeviceMatrix.Exl3 e -> exl3.apply(x, n, e, y);
             case DeviceMatrix.Expanded e -> {
-                expandInto(e);
-                lt.linear(x, n, e.cols(), expansion, e.rows(), y);
+                expansion.expand(kernels.expand(), e);
+                lt.linear(x, n, e.cols(), expansion.address(), e.rows(), y);
             }
         }
     }
-
-    /** Each projection of e expanded into its rows of the expansion buffer. */
-    private void expandInto(DeviceMatrix.Expanded e) {
-        int row0 = 0;
-        for (ExpandKernels.Part p : e.parts()) {
-            kernels.expand().expand(p, expansion, row0);
-            row0 += p.rows();
-        }
-    }
-
 
     /**
      * y = x @ W^T over an fp8 weight: its fp8 few-row kernel where {@link #prepareFp8} chose one for n rows, else its values
@@ -89,8 +77,8 @@ public final class Linear {
                 return;
             }
         }
-        kernels.fp8().dequant(f, expansion);
-        lt.linear(x, n, k, expansion, nOut, y);
+        kernels.fp8().dequant(f, expansion.address());
+        lt.linear(x, n, k, expansion.address(), nOut, y);
     }
 
     /** {@link #applyPartial(long, int, int, long, int, long)} for a weight in its format. */
@@ -114,7 +102,12 @@ public final class Linear {
             case DeviceMatrix.Bf16 b -> prepare(b.cols(), b.data(), b.rows());
             case DeviceMatrix.Fp8 f -> prepareFp8(f);
             case DeviceMatrix.Exl3 e -> exl3.prepare(e);
-            case DeviceMatrix.Expanded e -> prepareExpanded(e);
+            case DeviceMatrix.Expanded e -> {
+                String line = expansion.prepare(kernels.expand(), lt, e);
+                if (!choices.contains(line)) {
+                    choices.add(line);
+                }
+            }
         }
     }
 
@@ -321,20 +314,21 @@ public final class Linear {
         if (fp8Plans.containsKey(key(k, nOut))) {
             return;
         }
-        growExpansion(f.expandedBytes());
-        kernels.fp8().dequant(f, expansion);
+        expansion.grow(f.expandedBytes());
+        long expanded = expansion.address();
+        kernels.fp8().dequant(f, expanded);
         weightFp8(f);
         List<LinearRowsVariant> variants = kernels.fp8().variants(f);
         choose(fp8Plans, "fp8 ", k, nOut, variants, new Candidates() {
             @Override
             public void reference(long x, int n, long y) {
-                lt.linear(x, n, k, expansion, nOut, y);
+                lt.linear(x, n, k, expanded, nOut, y);
             }
 
             @Override
             public void inStep(long x, int n, long y) {
-                kernels.fp8().dequant(f, expansion);
-                lt.linear(x, n, k, expansion, nOut, y);
+                kernels.fp8().dequant(f, expanded);
+                lt.linear(x, n, k, expanded, nOut, y);
             }
 
             @Override
@@ -342,38 +336,6 @@ public final class Linear {
                 kernels.fp8().linearRows(v, inputMaps.get(inputKey(x, k, v.tiles())), n, weightMaps.get(WeightKey.of(f.data(), v)), f, y);
             }
         });
-    }
-
-    /** The expansion buffer at least this large (only in prepare, before any step is captured). */
-    private void growExpansion(long bytes) {
-        if (bytes > expansionBytes) {
-            if (expansion != 0) {
-                cuda.sync();
-                cuda.free(expansion);
-            }
-            expansion = cuda.alloc(bytes);
-            expansionBytes = bytes;
-        }
-    }
-
-    /** An expanded format's weight: the expansion buffer sized for it, cuBLASLt's algorithms for its shape pinned now. */
-    private void prepareExpanded(DeviceMatrix.Expanded e) {
-        growExpansion(e.expandedBytes());
-        long x = cuda.alloc(2L * e.cols()), y = cuda.alloc(2L * e.rows());
-        try {
-            cuda.memsetZero(x, 2L * e.cols());
-            expandInto(e);
-            lt.linear(x, 1, e.cols(), expansion, e.rows(), y);
-            cuda.sync();
-        } finally {
-            cuda.free(x);
-            cuda.free(y);
-        }
-        String line = String.format(java.util.Locale.ROOT, "%s %d x %d: expanded to bf16 a step (expand.cu), then cuBLASLt", e.parts().getFirst().format(),
-                e.rows(), e.cols());
-        if (!choices.contains(line)) {
-            choices.add(line);
-        }
     }
 
     /** What {@link #choose} compares for one weight: cuBLASLt's bits, cuBLASLt as a step runs it, and a few-row variant. */
@@ -498,40 +460,14 @@ public final class Linear {
         throw new IllegalStateException("no fastest candidate in " + seconds);
     }
 
-    /**
-     * Seconds per call on the GPU, as in a decode step's graph: one untimed call (any lazy work of cuBLASLt's done outside
-     * a capture), then {@code reps} calls captured into one graph launched with programmatic dependent launch, the best of
-     * two timed launches over reps; reps makes the graph about 200 us (2 to 16 calls). Launched one by one, a kernel of a
-     * few microseconds times the host's launch path rather than itself (docs/bench/CHOICES.md).
-     */
+    /** Seconds per call on the GPU, as in a decode step's graph ({@link GraphCapture#secondsPerCall}). */
     double time(Runnable call) {
-        double once = cuda.time(call);
-        int reps = (int) Math.max(2, Math.min(16, Math.ceil(200e-6 / Math.max(once, 1e-7))));
-        MemorySegment graph = GraphCapture.capture(cuda, kernels.dependentLaunches(), () -> {
-            for (int i = 0; i < reps; i++) {
-                call.run();
-            }
-        });
-        try {
-            cuda.launchGraph(graph);
-            double best = Double.MAX_VALUE;
-            for (int i = 0; i < 2; i++) {
-                best = Math.min(best, cuda.time(() -> cuda.launchGraph(graph)));
-            }
-            return best / reps;
-        } finally {
-            cuda.sync();
-            GraphCapture.destroy(cuda, graph);
-        }
+        return GraphCapture.secondsPerCall(cuda, kernels.dependentLaunches(), call);
     }
 
     /** Frees the tensor maps (the weights and buffers they describe belong to the caller). */
     public void close() {
-        if (expansion != 0) {
-            cuda.free(expansion);
-            expansion = 0;
-            expansionBytes = 0;
-        }
+        expansion.close();
         exl3.close();
         weightMaps.values().forEach(cuda::free);
         inputMaps.values().forEach(cuda::free);
