@@ -68,7 +68,7 @@ final class ChatCommand implements Callable<Integer> {
         }
         SpeculativeConfig spec = speculative.config();
         Backends.Settings settings = new Backends.Settings(model.threadCount(), model.blockSize, model.blocksFor(4096) * model.blockSize, 512, 0.9,
-                true, model.gemmCacheDir()).withQuantization(model.quantization()).withKvDtype(model.kvDtype()).withCudaKernels(model.cudaKernels());
+                true, model.gemmCacheDir()).withQuantization(model.quantization()).withKvDtype(model.kvDtype()).withCudaKernels(model.cudaKernels()).withGpuMemoryLimit(model.gpuMemoryLimit());
         ProgressBar bar = ProgressBar.forTerminal("loading " + model.dir().getFileName());
         try (Backends.Opened b = Backends.open(model.dir(), model.format(), Backends.Kind.parse(backend), Proposers.targetSettings(spec, settings), bar);
              Tokenizer tok = ModelFiles.tokenizer(model.dir())) {

@@ -96,13 +96,18 @@ final class CudaBenchRun implements Callable<Integer> {
                     + CudaDriver.deviceCount());
         }
         try (CudaForwardPass gpu = CudaPasses.openTensorParallel(c, host == null ? null : host.weights(),
-                new CudaOptions(model.blockSize, stepRows, kvMemoryFraction, 0, cudaGraphs, model.gemmCacheDir()).withKvDtype(model.kvDtype()).withKernels(model.cudaKernels()), bar,
+                new CudaOptions(model.blockSize, stepRows, kvMemoryFraction, 0, cudaGraphs, model.gemmCacheDir()).withKvDtype(model.kvDtype()).withKernels(model.cudaKernels())
+                        .withMemoryLimit(model.gpuMemoryLimit()), bar,
                 tensorParallelLanes ? Placement.lanesOfGpu0(tensorParallel) : Placement.oneGpuEach(tensorParallel), dummy)) {
             bar.done();
             double load = (System.nanoTime() - t0) / 1e9;
             out.put("architecture", c.architecture());
             out.put("weights", gpu.weights().format());
             out.put("kv_cache", model.kvDtype().label);
+            out.put("cuda_kernels", model.cudaKernels().label);
+            if (model.gpuMemoryLimit() > 0) {
+                out.put("gpu_memory_limit_bytes", model.gpuMemoryLimit());
+            }
             out.put("decode_weight_bytes", gpu.weights().decodeBytes(c));
             out.put("parameters", c.parameterCount());
             Map<String, Object> loadInfo = new LinkedHashMap<>();
@@ -117,6 +122,8 @@ final class CudaBenchRun implements Callable<Integer> {
             gpu.setupSeconds().forEach((phase, sec) -> loadInfo.put("setup_" + phase + "_seconds", Math.round(sec * 1000) / 1000.0));
             loadInfo.put("kv_pool_bytes", gpu.kvPoolBytes());
             loadInfo.put("kv_blocks", gpu.kvCapacity().blocks());
+            loadInfo.put("kv_tokens", (long) gpu.kvCapacity().blocks() * model.blockSize);
+            loadInfo.put("device_memory_used_bytes", cuda.memInfo()[1] - cuda.memInfo()[0]);
             if (cold != null) {
                 // the checkpoint is read by the upload: read, and on the device, when the upload ends
                 double onDevice = hostSeconds + gpu.weights().seconds();

@@ -54,7 +54,7 @@ final class GenerateCommand implements Callable<Integer> {
     public Integer call() {
         Backends.Settings settings = new Backends.Settings(model.threadCount(), model.blockSize,
                 model.blocksFor(promptIds.length + maxTokens) * model.blockSize, Math.max(prefillChunk, 1), 0.9, true, model.gemmCacheDir())
-                .withQuantization(model.quantization()).withKvDtype(model.kvDtype()).withCudaKernels(model.cudaKernels());
+                .withQuantization(model.quantization()).withKvDtype(model.kvDtype()).withCudaKernels(model.cudaKernels()).withGpuMemoryLimit(model.gpuMemoryLimit());
         ProgressBar bar = ProgressBar.forTerminal("loading " + model.dir().getFileName());
         try (Backends.Opened b = Backends.open(model.dir(), model.format(), Backends.Kind.parse(backend),
                 Proposers.targetSettings(speculative.config(), settings), bar)) {

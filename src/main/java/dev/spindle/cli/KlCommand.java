@@ -93,7 +93,7 @@ final class KlCommand implements Callable<Integer> {
         }
         int longest = entries.stream().mapToInt(e -> Math.min(maxTokens, e.ids().length)).max().orElse(1);
         Backends.Settings settings = new Backends.Settings(model.threadCount(), model.blockSize, model.blocksFor(longest) * model.blockSize,
-                Math.max(1, chunk), 0.9, true, model.gemmCacheDir()).withCudaKernels(model.cudaKernels());
+                Math.max(1, chunk), 0.9, true, model.gemmCacheDir()).withCudaKernels(model.cudaKernels()).withGpuMemoryLimit(model.gpuMemoryLimit());
         Backends.Kind kind = Backends.Kind.parse(backend);
         ObjectNode report = new ObjectMapper().createObjectNode();
         try (Backends.Opened b = Backends.open(baseDir, model.format(), kind, settings.withQuantization(base), LoadListener.NONE);

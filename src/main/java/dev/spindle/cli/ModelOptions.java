@@ -56,6 +56,20 @@ final class ModelOptions {
                     + " driver (what an A100, L4 or RTX card runs; slower on Hopper).")
     String cudaKernels;
 
+    @Option(names = "--gpu-memory-limit", defaultValue = "0", paramLabel = "SIZE",
+            description = "CUDA: device memory Spindle may use in all (weights, activations, KV pool), e.g. 24GiB: serve as on a card of that"
+                    + " size, or beside other work on the GPU (default 0: the whole device).")
+    String gpuMemoryLimit;
+
+    /** The --gpu-memory-limit in bytes (0: none). */
+    long gpuMemoryLimit() {
+        try {
+            return dev.spindle.backend.cuda.CudaOptions.parseMemory(gpuMemoryLimit);
+        } catch (IllegalArgumentException e) {
+            throw new picocli.CommandLine.ParameterException(new picocli.CommandLine(this), e.getMessage());
+        }
+    }
+
     /** The --cuda-kernels choice. */
     dev.spindle.backend.cuda.KernelSet cudaKernels() {
         return dev.spindle.backend.cuda.KernelSet.parse(cudaKernels);

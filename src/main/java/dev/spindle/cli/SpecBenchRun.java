@@ -80,7 +80,7 @@ public final class SpecBenchRun implements Callable<Integer> {
         Backends.Kind kind = Backends.Kind.parse(backend);
         Backends.Settings settings = new Backends.Settings(model.threadCount(), model.blockSize,
                 kind == Backends.Kind.CPU ? model.blocksFor(maxBatch * perSequence * 2) * model.blockSize : 0, stepRows, kvMemoryFraction, true,
-                model.gemmCacheDir()).withCudaKernels(model.cudaKernels());
+                model.gemmCacheDir()).withCudaKernels(model.cudaKernels()).withGpuMemoryLimit(model.gpuMemoryLimit());
         Map<String, Object> out = new LinkedHashMap<>();
         try (Backends.Opened target = Backends.open(model.dir(), model.format(), kind, Proposers.targetSettings(cfg, settings), LoadListener.NONE)) {
             Speculation spec = Proposers.open(cfg, model.dir(), target, model.format(), settings, LoadListener.NONE);

@@ -88,7 +88,8 @@ public class ModelService {
                 Math.max(config.maxNumBatchedTokens(), config.maxNumSeqs()), config.kvMemoryFraction(), config.cudaGraphs(),
                 GemmAlgorithmCache.folder(config.gemmCache())).withTensorParallel(config.tensorParallelSize())
                 .withQuantization(Quantization.parse(config.quantization())).withKvDtype(KvDtype.parse(config.kvCacheDtype()))
-                .withCudaKernels(dev.spindle.backend.cuda.KernelSet.parse(config.cudaKernels()));
+                .withCudaKernels(dev.spindle.backend.cuda.KernelSet.parse(config.cudaKernels()))
+                .withGpuMemoryLimit(dev.spindle.backend.cuda.CudaOptions.parseMemory(config.gpuMemoryLimit()));
         var sc = config.speculative();
         var specConfig = new SpeculativeConfig(SpeculativeConfig.Method.parse(sc.method()),
                 sc.draftModel().map(Path::of).orElse(null), sc.numTokens(), sc.promptLookupMin(), sc.promptLookupMax(), sc.maxBatch(),

@@ -23,6 +23,9 @@ final class ServeOptions {
     @Option(names = "--cuda-kernels", paramLabel = "full|portable",
             description = "CUDA: full (default) or portable: only the kernels every supported GPU runs (sm_80 PTX compiled by the driver).")
     String cudaKernels;
+    @Option(names = "--gpu-memory-limit", paramLabel = "SIZE",
+            description = "CUDA: device memory to use in all (weights, activations, KV pool), e.g. 24GiB (default 0: the whole device).")
+    String gpuMemoryLimit;
     @Option(names = "--served-model-name", paramLabel = "NAME", description = "The model id clients use.")
     String name;
     @Option(names = "--host", paramLabel = "HOST", description = "Listen address (default 0.0.0.0).")
@@ -120,6 +123,7 @@ final class ServeOptions {
         set("spindle.quantization", o.quantization);
         set("spindle.kv-cache-dtype", o.kvCacheDtype);
         set("spindle.cuda-kernels", o.cudaKernels);
+        set("spindle.gpu-memory-limit", o.gpuMemoryLimit);
         set("quarkus.http.host", o.host);
         set("quarkus.http.port", o.port);
         set("spindle.threads", o.threads);

@@ -38,6 +38,13 @@ public interface SpindleConfig {
     @WithDefault("full")
     String cudaKernels();
 
+    /**
+     * CUDA: device memory Spindle may use in all (weights, activations, KV pool), e.g. 24GiB, as on a card of that size or
+     * beside other work on the GPU; 0: the whole device.
+     */
+    @WithDefault("0")
+    String gpuMemoryLimit();
+
     /** The model id clients use; defaults to the directory's name (a GGUF file's without .gguf). */
     Optional<String> servedModelName();
 

@@ -65,14 +65,15 @@ public final class Backends {
      * @param quantization     the linear layers' weights quantized at load ({@link Quantization#NONE}: as the checkpoint stores them)
      * @param kvDtype          how the KV cache stores K and V ({@link KvDtype#BF16}: exact)
      * @param cudaKernels      CUDA: which kernels run ({@link KernelSet#FULL}, or only the portable ones)
+     * @param gpuMemoryLimit   CUDA: device memory the process may use in all, as on a card of that size (0: the whole device)
      */
     public record Settings(int threads, int blockSize, int kvCacheTokens, int maxStepRows, double kvMemoryFraction, boolean cudaGraphs,
                            Path gemmCache, long reserveBytes, long extraKvBytesPerToken, int tensorParallel, Quantization quantization,
-                           KvDtype kvDtype, KernelSet cudaKernels) {
+                           KvDtype kvDtype, KernelSet cudaKernels, long gpuMemoryLimit) {
         public Settings(int threads, int blockSize, int kvCacheTokens, int maxStepRows, double kvMemoryFraction, boolean cudaGraphs,
                         Path gemmCache) {
             this(threads, blockSize, kvCacheTokens, maxStepRows, kvMemoryFraction, cudaGraphs, gemmCache, 0, 0, 1, Quantization.NONE, KvDtype.BF16,
-                    KernelSet.FULL);
+                    KernelSet.FULL, 0);
         }
 
         /** Without a GEMM algorithm cache. */
@@ -82,31 +83,37 @@ public final class Backends {
 
         public Settings withReserve(long bytes, long kvBytesPerToken) {
             return new Settings(threads, blockSize, kvCacheTokens, maxStepRows, kvMemoryFraction, cudaGraphs, gemmCache, bytes, kvBytesPerToken,
-                    tensorParallel, quantization, kvDtype, cudaKernels);
+                    tensorParallel, quantization, kvDtype, cudaKernels, gpuMemoryLimit);
         }
 
         /** These settings over {@code ranks} tensor-parallel ranks. */
         public Settings withTensorParallel(int ranks) {
             return new Settings(threads, blockSize, kvCacheTokens, maxStepRows, kvMemoryFraction, cudaGraphs, gemmCache, reserveBytes,
-                    extraKvBytesPerToken, ranks, quantization, kvDtype, cudaKernels);
+                    extraKvBytesPerToken, ranks, quantization, kvDtype, cudaKernels, gpuMemoryLimit);
         }
 
         /** These settings with the linear layers quantized at load as {@code q} says. */
         public Settings withQuantization(Quantization q) {
             return new Settings(threads, blockSize, kvCacheTokens, maxStepRows, kvMemoryFraction, cudaGraphs, gemmCache, reserveBytes,
-                    extraKvBytesPerToken, tensorParallel, q, kvDtype, cudaKernels);
+                    extraKvBytesPerToken, tensorParallel, q, kvDtype, cudaKernels, gpuMemoryLimit);
         }
 
         /** These settings with the KV cache stored as {@code d}. */
         public Settings withKvDtype(KvDtype d) {
             return new Settings(threads, blockSize, kvCacheTokens, maxStepRows, kvMemoryFraction, cudaGraphs, gemmCache, reserveBytes,
-                    extraKvBytesPerToken, tensorParallel, quantization, d, cudaKernels);
+                    extraKvBytesPerToken, tensorParallel, quantization, d, cudaKernels, gpuMemoryLimit);
         }
 
         /** These settings running the CUDA kernels of {@code set}. */
         public Settings withCudaKernels(KernelSet set) {
             return new Settings(threads, blockSize, kvCacheTokens, maxStepRows, kvMemoryFraction, cudaGraphs, gemmCache, reserveBytes,
-                    extraKvBytesPerToken, tensorParallel, quantization, kvDtype, set);
+                    extraKvBytesPerToken, tensorParallel, quantization, kvDtype, set, gpuMemoryLimit);
+        }
+
+        /** These settings using at most {@code bytes} of device memory (0: the whole device). */
+        public Settings withGpuMemoryLimit(long bytes) {
+            return new Settings(threads, blockSize, kvCacheTokens, maxStepRows, kvMemoryFraction, cudaGraphs, gemmCache, reserveBytes,
+                    extraKvBytesPerToken, tensorParallel, quantization, kvDtype, cudaKernels, bytes);
         }
     }
 
@@ -229,7 +236,8 @@ public final class Backends {
         // the options first: a setting the backend refuses is reported before any weight is read
         int maxBlocks = s.kvCacheTokens() > 0 ? Math.max(1, s.kvCacheTokens() / s.blockSize()) : 0;
         CudaOptions options = new CudaOptions(s.blockSize(), s.maxStepRows(), s.kvMemoryFraction(), maxBlocks,
-                s.cudaGraphs(), s.gemmCache(), s.reserveBytes(), s.extraKvBytesPerToken()).withKvDtype(s.kvDtype()).withKernels(s.cudaKernels());
+                s.cudaGraphs(), s.gemmCache(), s.reserveBytes(), s.extraKvBytesPerToken()).withKvDtype(s.kvDtype()).withKernels(s.cudaKernels())
+                .withMemoryLimit(s.gpuMemoryLimit());
         long t0 = System.nanoTime();
         // the upload reads the checkpoint as it copies it (from a cold page cache the disk's reads and the copies overlap)
         // (weights quantized at load are read by the quantizer, on the host, as the CPU backend's are)

@@ -109,7 +109,8 @@ public final class CudaPasses {
                 blocks = Math.min(blocks, p.kvCapacity().blocks());
             }
             CudaOptions leadOptions = new CudaOptions(options.blockSize(), options.maxStepRows(), options.kvMemoryFraction(), blocks, options.cudaGraphs(),
-                    options.gemmCache(), options.reserveBytes(), options.extraKvBytesPerToken(), options.kvDtype(), options.kernels());
+                    options.gemmCache(), options.reserveBytes(), options.extraKvBytesPerToken(), options.kvDtype(), options.kernels(),
+                    options.memoryLimit());
             CudaForwardPass lead = openRank(config, shapes, tp, 0, hostWeights, leadOptions, listener, placements.getFirst());
             lead.leadTensorParallel(others);
             return lead;

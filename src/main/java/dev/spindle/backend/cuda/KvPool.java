@@ -35,10 +35,11 @@ final class KvPool implements AutoCloseable {
         kv8 = dtype == KvDtype.FP8;
         slots = c.executedLayers();
         long bytesPerBlock = (long) slots * 2 * options.blockSize() * c.numKvHeads() * dtype.vectorBytes(c.headDim());
-        long free = cuda.memInfo()[0];
+        long free = options.available(cuda.memInfo());
         int blocks = blocks(free, bytesPerBlock, options, c.numKvHeads());
         if (blocks < 1) {
-            throw new CudaException("no device memory left for the KV pool: " + free + " bytes free after weights and activations");
+            throw new CudaException("no device memory left for the KV pool: " + free + " bytes free after weights and activations"
+                    + (options.memoryLimit() > 0 ? " under --gpu-memory-limit " + options.memoryLimit() : ""));
         }
         slotBytes = (long) blocks * 2 * options.blockSize() * c.numKvHeads() * dtype.vectorBytes(c.headDim());
         base = cuda.alloc((long) blocks * bytesPerBlock);

@@ -49,4 +49,24 @@ class CudaOptionsTest {
         IllegalArgumentException both = assertThrows(IllegalArgumentException.class, () -> new DummyFormat(dev.spindle.model.Quantization.FP8_ROW, 4));
         assertTrue(both.getMessage().contains("no --quantization"), both.getMessage());
     }
+
+    @Test
+    void aMemoryLimitLeavesThePoolWhatItLeavesBesideWhatIsUsed() {
+        assertEquals(24L << 30, CudaOptions.parseMemory("24GiB"));
+        assertEquals(24L << 30, CudaOptions.parseMemory(" 24g "));
+        assertEquals(1536L << 20, CudaOptions.parseMemory("1.5GiB"));
+        assertEquals(24_000_000_000L, CudaOptions.parseMemory("24GB"));
+        assertEquals(0, CudaOptions.parseMemory("none"));
+        assertEquals(123, CudaOptions.parseMemory("123"));
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> CudaOptions.parseMemory("lots"));
+        assertTrue(e.getMessage().contains("--gpu-memory-limit") && e.getMessage().contains("lots"), e.getMessage());
+        CudaOptions o = new CudaOptions(16, 512, 0.5, 0, true);
+        long gib = 1L << 30;
+        assertEquals(60 * gib, o.available(new long[]{60 * gib, 80 * gib}), "no limit: what is free");
+        CudaOptions limited = o.withMemoryLimit(24 * gib).withKvDtype(KvDtype.FP8);
+        assertEquals(24 * gib, limited.memoryLimit(), "the limit stays through the other settings");
+        assertEquals(4 * gib, limited.available(new long[]{60 * gib, 80 * gib}), "20 GiB used of 24: 4 left");
+        CudaException over = assertThrows(CudaException.class, () -> limited.available(new long[]{50 * gib, 80 * gib}));
+        assertTrue(over.getMessage().contains("30.00 GiB already"), over.getMessage());
+    }
 }
