@@ -4,6 +4,7 @@
 #   device-run.sh tests            the CUDA contract, parity and invariance tests
 #   device-run.sh tests-portable   the same through the portable kernels only (--cuda-kernels portable: the pre-Hopper path)
 #   device-run.sh test CLASS...    only the named test classes (dev.spindle.backend.cuda.LinearRowsContractTest ...)
+#   device-run.sh test-portable CLASS...  the same through the portable kernels only
 #   device-run.sh method CLASS#METHOD...  only the named test methods (a parameterized one with its parameter types:
 #                                  'KernelContractTest#decodeSplitPathEqualsPhaseZeroAtLongContext(int,int,int)')
 #   device-run.sh ncu ARGS... -- METHOD   one test method (class#method) under Nsight Compute with ARGS
@@ -35,6 +36,10 @@ case "$what" in
        "${java[@]}" -Dspindle.test.cuda-kernels=portable -jar .dist/lib/junit-platform-console-standalone-6.0.3.jar execute \
            --class-path ".dist/classes:.dist/test-classes:$(ls .dist/lib/*.jar | grep -v junit | tr '\n' ':')" --select-package dev.spindle.backend.cuda --select-class dev.spindle.engine.sched.CudaEngineTest \
            --details=tree --disable-ansi-colors "$@" 2>&1 | tee "${OUT:-/tmp}/tests-portable.log" ;;
+  test-portable) sel=(); for c in "$@"; do sel+=(--select-class "$c"); done
+        "${java[@]}" -Dspindle.test.cuda-kernels=portable -jar .dist/lib/junit-platform-console-standalone-6.0.3.jar execute \
+           --class-path ".dist/classes:.dist/test-classes:$(ls .dist/lib/*.jar | grep -v junit | tr '\n' ':')" "${sel[@]}" \
+           --details=tree --disable-ansi-colors 2>&1 | tee "${OUT:-/tmp}/test-portable.log" ;;
   test) sel=(); for c in "$@"; do sel+=(--select-class "$c"); done
         "${java[@]}" -jar .dist/lib/junit-platform-console-standalone-6.0.3.jar execute \
            --class-path ".dist/classes:.dist/test-classes:$(ls .dist/lib/*.jar | grep -v junit | tr '\n' ':')" "${sel[@]}" \
