@@ -10,7 +10,8 @@
 #                             beside them; size says so); moves the DFlash fixtures and heads, the drafter (no test of the
 #                             suite reads it; CudaSpeculativeTest, which does, runs in the dflash mode), the tokenizers,
 #                             the node clients, the agent model (only the agent CLI tests read it), docs/bench, the test sources (the suite runs from .dist/test-classes) and
-#                             .dist/base-classes (only an A/B reads it)
+#                             .dist/base-classes (only an A/B reads it); and the format fixtures (the formats' CUDA tests then skip, saying so:
+#                             they run in the formats mode)
 #   device-slim.sh kernels    as tests, less the parity fixtures and the bundled model's HF logits: kernel contract tests,
 #                             the EXL3 fixtures' check against exllamav3 (scripts/exl3_reference_check.py), training
 #   device-slim.sh dflash     CudaDraftHeadTest's trained heads and CudaSpeculativeTest: keeps the bundled models and

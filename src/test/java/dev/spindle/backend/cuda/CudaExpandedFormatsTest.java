@@ -36,6 +36,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 @RequiresGpu
 class CudaExpandedFormatsTest {
+    @org.junit.jupiter.api.BeforeAll
+    static void fixturesPresent() {
+        // present in every checkout; absent only where scripts/device-slim.sh moved them out of a device call (its formats mode keeps them)
+        org.junit.jupiter.api.Assumptions.assumeTrue(java.nio.file.Files.isDirectory(FIXTURES.resolve("gguf")), "the format fixtures were moved out of this device call"
+                + " (scripts/device-slim.sh: run these tests in its formats mode)");
+    }
+
     private static final Path FIXTURES = Path.of("src/test/resources/fixtures");
 
     /** The fixture models, each with its bf16 twin (the same weights unquantized). */
