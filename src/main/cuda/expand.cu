@@ -184,6 +184,7 @@ __device__ void ex_block(int t, const uint8_t *p, bf16 *y) {
 // row / 128)), block 128: a thread a block
 extern "C" __global__ void expand_ggml(const uint8_t *src, long rowBytes, int t, int blockElements, int blockBytes, int rows, int cols, bf16 *out,
                                        int row0) {
+    dependent_launch_entry();
     int row = blockIdx.x, b = blockIdx.y * blockDim.x + threadIdx.x;
     if (row >= rows || b * blockElements >= cols) {
         return;
@@ -202,6 +203,7 @@ __device__ __forceinline__ float ex_float(const void *p, int kind, long i) {
 // little-endian u32 stream; grid (rows, ceil(groups a row / 128)), block 128: a thread a group
 extern "C" __global__ void expand_mlx(const uint32_t *data, const void *scales, const void *biases, int kind, int groupSize, int bits, int rows,
                                       int cols, bf16 *out, int row0) {
+    dependent_launch_entry();
     int row = blockIdx.x, g = blockIdx.y * blockDim.x + threadIdx.x, groups = cols / groupSize;
     if (row >= rows || g >= groups) {
         return;
@@ -225,6 +227,7 @@ __constant__ float EX_E2M1[16] = {0.f, 0.5f, 1.f, 1.5f, 2.f, 3.f, 4.f, 6.f, -0.f
 // two codes a byte, the even column low; grid (rows, ceil(groups a row / 128)), block 128: a thread a group
 extern "C" __global__ void expand_nvfp4(const uint8_t *data, const uint8_t *scales, float global, int divides, int rows, int cols, bf16 *out,
                                         int row0) {
+    dependent_launch_entry();
     int row = blockIdx.x, g = blockIdx.y * blockDim.x + threadIdx.x, groups = cols / 16;
     if (row >= rows || g >= groups) {
         return;

@@ -162,11 +162,11 @@ public final class CudaWeights implements AutoCloseable {
     }
 
     /** Device copies of tensors uploaded once though several matrices share them (a trellis holding more than one projection). */
-    private final java.util.Map<Long, Long> shared = new java.util.HashMap<>();
+    private final java.util.Map<java.util.List<Long>, Long> shared = new java.util.HashMap<>();
 
     /** A tensor on the device, uploaded the first time its host bytes are asked for. */
     private long once(WeightUploader up, Tensor t) {
-        return shared.computeIfAbsent(t.data().address(), a -> up.put(alloc(t.data().byteSize()), t));
+        return shared.computeIfAbsent(java.util.List.of(t.data().address(), t.data().byteSize()), a -> up.put(alloc(t.data().byteSize()), t));
     }
 
     /** EXL3 projections stacked along the outputs: each its trellis, su and sv on the device (a shared trellis once). */
@@ -283,7 +283,7 @@ public final class CudaWeights implements AutoCloseable {
                 for (int l = 0; l < c.numLayers(); l++) {
                     long norm1 = f.norm(h);
                     DeviceMatrix qkv = f.linear(h, qd, kv, kv);
-                    DeviceMatrix o = f.linear(h, h);
+                    DeviceMatrix o = f.linear(qd, h);
                     long norm2 = f.norm(h);
                     DeviceMatrix gateUp = f.linear(h, in, in);
                     DeviceMatrix down = f.linear(in, h);

@@ -14,8 +14,8 @@ import java.util.SplittableRandom;
 
 /**
  * Seeded weights generated on the device for {@link CudaWeights#dummy}: bf16 values; linear layers quantized through a bf16
- * scratch (freed on close) where the format says, or EXL3 (random trellis bits, su ±1, sv ±1/sqrt(in): outputs of the
- * inputs' scale).
+ * scratch (freed on close) where the format says, or EXL3 (trellises of fill_dummy's bf16 patterns, not uniform bits: every
+ * 16-bit state is a codebook value and the decoding's cost does not depend on which; su ±1, sv ±1/sqrt(in)).
  */
 final class DummyFill implements AutoCloseable {
     private final CudaWeights out;
@@ -74,7 +74,7 @@ final class DummyFill implements AutoCloseable {
         return w;
     }
 
-    /** An EXL3 projection (rows, cols): its trellis random bits (any 16-bit state is a codebook value), its sign vectors from the seed. */
+    /** An EXL3 projection (rows, cols): its trellis fill_dummy's patterns (any 16-bit state is a codebook value), its sign vectors from the seed. */
     private Exl3Kernels.Weights exl3(int rows, int cols) {
         int kPad = Exl3Matrix.pad(cols), nPad = Exl3Matrix.pad(rows), bits = format.exl3Bits();
         long trellisBytes = (long) kPad * nPad * bits / 8;

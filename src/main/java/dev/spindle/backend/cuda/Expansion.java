@@ -27,6 +27,9 @@ final class Expansion implements AutoCloseable {
 
     /** Each projection of e expanded into its rows of the buffer; in stream order. */
     void expand(ExpandKernels kernels, DeviceMatrix.Expanded e) {
+        if (e.expandedBytes() > bytes) {
+            throw new IllegalStateException(e.parts().getFirst().format() + " " + e.rows() + " x " + e.cols() + " expanded before it was prepared");
+        }
         int row0 = 0;
         for (ExpandKernels.Part p : e.parts()) {
             kernels.expand(p, address, row0);
