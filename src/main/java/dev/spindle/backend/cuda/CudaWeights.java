@@ -345,24 +345,25 @@ public final class CudaWeights implements AutoCloseable {
      * figure is {@link ModelConfig#decodeWeightBytes()}.
      */
     public long decodeBytes(ModelConfig c) {
-        long layer = 0;
-        CudaWeights.Layer l = layers.getFirst();
-        for (DeviceMatrix m : List.of(l.qkv(), l.o(), l.gateUp(), l.down())) {
-            layer += switch (m) {
-                case DeviceMatrix.Bf16 b -> 2L * b.rows() * b.cols();
-                case DeviceMatrix.Fp8 f -> (long) f.rows() * f.cols() + 4L * Math.ceilDiv(f.rows(), f.blockRows()) * Math.ceilDiv(f.cols(), f.blockCols());
-                case DeviceMatrix.Exl3 e -> e.decodeBytes();
-                case DeviceMatrix.Expanded e -> e.parts().stream().mapToLong(ExpandKernels.Part::bytes).sum();
-            };
+        long stored = 0; // every stored layer once (their formats may differ: mixed EXL3 widths, a GGUF's Q4_K_M mix)
+        for (Layer l : layers) {
+            for (DeviceMatrix m : List.of(l.qkv(), l.o(), l.gateUp(), l.down())) {
+                stored += bytesRead(m);
+            }
+            stored += 2L * 2 * c.hiddenSize();
         }
-        layer += 2L * 2 * c.hiddenSize();
-        long head = switch (lmHead) {
-            case null -> 0;
+        long perLoop = stored * c.executedLayers() / layers.size(); // a looped model reads its layers once a loop
+        return perLoop + 2L * c.hiddenSize() + (lmHead == null ? 0 : bytesRead(lmHead));
+    }
+
+    /** Bytes a decode step reads of a weight in its format (fp8: codes and scales; EXL3: trellis tiles and sign vectors). */
+    private static long bytesRead(DeviceMatrix m) {
+        return switch (m) {
+            case DeviceMatrix.Bf16 b -> 2L * b.rows() * b.cols();
+            case DeviceMatrix.Fp8 f -> (long) f.rows() * f.cols() + 4L * Math.ceilDiv(f.rows(), f.blockRows()) * Math.ceilDiv(f.cols(), f.blockCols());
             case DeviceMatrix.Exl3 e -> e.decodeBytes();
             case DeviceMatrix.Expanded e -> e.parts().stream().mapToLong(ExpandKernels.Part::bytes).sum();
-            default -> 2L * lmHead.rows() * lmHead.cols();
         };
-        return (long) c.executedLayers() * layer + 2L * c.hiddenSize() + head;
     }
 
     /** Bytes of weights on the device. */
