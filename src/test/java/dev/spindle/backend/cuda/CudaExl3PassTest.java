@@ -27,9 +27,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class CudaExl3PassTest {
     @org.junit.jupiter.api.BeforeAll
     static void fixturesPresent() {
-        // present in every checkout; absent only where scripts/device-slim.sh moved them out of a device call (its formats mode keeps them)
-        org.junit.jupiter.api.Assumptions.assumeTrue(java.nio.file.Files.isDirectory(dev.spindle.model.Exl3Fixtures.DIR), "the format fixtures were moved out of this device call"
-                + " (scripts/device-slim.sh: run these tests in its formats mode)");
+        RequiresGpu.Kernels.assumeFixtures(dev.spindle.model.Exl3Fixtures.DIR);
     }
 
     private static final Path BF16 = Path.of("src/test/resources/fixtures/llama-gqa");

@@ -38,9 +38,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class CudaExpandedFormatsTest {
     @org.junit.jupiter.api.BeforeAll
     static void fixturesPresent() {
-        // present in every checkout; absent only where scripts/device-slim.sh moved them out of a device call (its formats mode keeps them)
-        org.junit.jupiter.api.Assumptions.assumeTrue(java.nio.file.Files.isDirectory(FIXTURES.resolve("gguf")), "the format fixtures were moved out of this device call"
-                + " (scripts/device-slim.sh: run these tests in its formats mode)");
+        RequiresGpu.Kernels.assumeFixtures(FIXTURES.resolve("gguf"));
     }
 
     private static final Path FIXTURES = Path.of("src/test/resources/fixtures");

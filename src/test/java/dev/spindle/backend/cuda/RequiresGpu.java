@@ -40,6 +40,15 @@ public @interface RequiresGpu {
             return kernels.get();
         }
 
+        /**
+         * Skips the class, saying why, where its fixtures folder is absent: present in every checkout, moved out only of a
+         * device call by scripts/device-slim.sh (whose formats mode keeps the weight formats' fixtures).
+         */
+        public static void assumeFixtures(java.nio.file.Path dir) {
+            org.junit.jupiter.api.Assumptions.assumeTrue(java.nio.file.Files.isDirectory(dir), dir + " was moved out of this device call"
+                    + " (scripts/device-slim.sh: run these tests in its formats mode)");
+        }
+
         /** cuBLASLt on the kernels' device; skips the test, saying why, where libcublasLt.so.13 is not on the loader path. */
         public static CublasLt cublasLt(CudaKernels k) {
             java.util.Optional<CublasLt> lt = CublasLt.open(k);
