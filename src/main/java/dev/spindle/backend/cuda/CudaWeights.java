@@ -130,7 +130,7 @@ public final class CudaWeights implements AutoCloseable {
         if (slices.stream().allMatch(s -> s.m() instanceof Exl3Matrix)) {
             for (RowSlice s : slices) {
                 if (s.first() != 0 || s.count() != s.m().rows()) {
-                    throw new CudaException(s.m().name() + " is " + s.m().format() + ": the CUDA backend serves EXL3 weights whole (--tensor-parallel-size 1)");
+                    throw wholeOnly(s.m());
                 }
             }
             return exl3(up, slices.stream().map(s -> (Exl3Matrix) s.m()).toList());
