@@ -69,7 +69,12 @@ public record Exl3Matrix(Tensor trellis, Tensor su, Tensor sv, Exl3Codebook code
 
     @Override
     public String format() {
-        return "exl3 (" + bits() + " bits a weight, " + codebook.label + " trellis)";
+        return format(bits(), codebook);
+    }
+
+    /** How a weight of {@code bits} bits in {@code codebook}'s trellis is named (the start log, /v1/models). */
+    public static String format(int bits, Exl3Codebook codebook) {
+        return "exl3 (" + bits + " bits a weight, " + codebook.label + " trellis)";
     }
 
     @Override

@@ -343,7 +343,7 @@ public final class CudaDraftHead extends ContextHead<CudaDraftHead.Context> {
             if (fwd.deviceWalk) {
                 sampledOnDevice |= sampled;
                 long off = drafted0[i];
-                k.selectorWalk(fwd.logits + 2L * off * vocab, call.drafts(), vocab, fwd.proj + 2L * off * c.selectorRank(), c.selectorRank(), topK,
+                k.draft().selectorWalk(fwd.logits + 2L * off * vocab, call.drafts(), vocab, fwd.proj + 2L * off * c.selectorRank(), c.selectorRank(), topK,
                         weights.get("candidate_selector.predecessor_codebook"), weights.get("candidate_selector.successor_codebook"), call.anchor(), fwd.argmaxOut + 4L * off,
                         sampled ? fwd.dmeta + fwd.dsU + 8L * off : 0L, sampled ? call.sampling().params().temperature() : 0.0, fwd.walkQ + 4L * off * topK,
                         fwd.walkCand + 4L * off * topK, fwd.walkParts, d, drafted0[i]);

@@ -122,9 +122,9 @@ final class DraftHeadForward implements AutoCloseable {
         walkOut = alloc(4L * b + 8L * b * topK);
         walkCand = walkOut + 4L * b;
         walkQ = walkCand + 4L * b * topK;
-        deviceWalk = c.kind() == DraftHeadConfig.Kind.DFLASH2 && c.selectorTopK() <= CudaKernels.SELECTOR_WALK_MAX_K
-                && c.selectorRank() <= CudaKernels.SELECTOR_WALK_MAX_RANK;
-        walkParts = deviceWalk ? alloc(CudaKernels.topKPartBytes(b, topK, vocab)) : 0;
+        deviceWalk = c.kind() == DraftHeadConfig.Kind.DFLASH2 && c.selectorTopK() <= DraftHeadKernels.SELECTOR_WALK_MAX_K
+                && c.selectorRank() <= DraftHeadKernels.SELECTOR_WALK_MAX_RANK;
+        walkParts = deviceWalk ? alloc(DraftHeadKernels.topKPartBytes(b, topK, vocab)) : 0;
         argmaxOut = walkOut;
         proj = alloc(2L * b * Math.max(1, c.selectorRank()));
         feat = alloc(2L * maxRows * taps * h);
@@ -175,7 +175,7 @@ final class DraftHeadForward implements AutoCloseable {
         int h = c.hidden(), kw = kvWidth(), in = taps * h;
         long sin = irope + ropeBytes, kAddr = irope + 2 * ropeBytes, vAddr = kAddr + addrBytes, stepRowIdx = vAddr + addrBytes;
         if (dt != null) {
-            k.gatherTaps(dt.buffer(), dt.rows(), h, taps, stepRowIdx, feat, n);
+            k.draft().gatherTaps(dt.buffer(), dt.rows(), h, taps, stepRowIdx, feat, n);
         }
         linear.apply(feat, n, in, w.get("fc.weight"), h, ctx);
         k.rmsNorm(ctx, w.get("hidden_norm.weight"), ctx, n, h, c.rmsNormEps());
@@ -185,7 +185,7 @@ final class DraftHeadForward implements AutoCloseable {
             linear.apply(ctx, n, h, w.get(p + "v_proj.weight"), kw, cv);
             k.rmsNorm(ck, w.get(p + "k_norm.weight"), ck, n * c.kvHeads(), c.headDim(), c.rmsNormEps());
             k.rope(ck, kw, irope, sin, pos, n, c.kvHeads(), c.headDim());
-            k.scatterKv(ck, cv, kw, kAddr + 8L * l * n, vAddr + 8L * l * n, n);
+            k.draft().scatterKv(ck, cv, kw, kAddr + 8L * l * n, vAddr + 8L * l * n, n);
         }
     }
 
@@ -196,7 +196,7 @@ final class DraftHeadForward implements AutoCloseable {
         long seqs = dmeta + 4L * dsSeqs, cosT = dmeta + dsCos, sinT = dmeta + dsSin;
         k.embed(ids, embedding, x, n, h);
         if (c.inputEmbeddingScale() != 1f) {
-            k.shapeLogits(x, (long) n * h, c.inputEmbeddingScale(), 0f);
+            k.draft().shapeLogits(x, (long) n * h, c.inputEmbeddingScale(), 0f);
         }
         boolean two = c.kind() == DraftHeadConfig.Kind.DFLASH2;
         int groups = two ? h / c.convGroup() : 1, dynW = dynWidth();
@@ -206,7 +206,7 @@ final class DraftHeadForward implements AutoCloseable {
             long attIn = xn;
             if (two) {
                 linear.apply(xn, n, h, w.get(p + "attention_conv.kernel_projection.weight"), dynW, dyn);
-                k.dynConv(xn, dyn, dynW, 0, w.get(p + "attention_conv.base_kernel"), conv, inBlock, n, h, c.convGroup(), c.convKernel());
+                k.draft().dynConv(xn, dyn, dynW, 0, w.get(p + "attention_conv.base_kernel"), conv, inBlock, n, h, c.convGroup(), c.convKernel());
                 attIn = conv;
             }
             String a = p + "self_attn.";
@@ -217,7 +217,7 @@ final class DraftHeadForward implements AutoCloseable {
             k.rmsNorm(kb, w.get(a + "k_norm.weight"), kb, n * c.kvHeads(), c.headDim(), c.rmsNormEps());
             k.rope(q, qd, cosT, sinT, pos, n, c.heads(), c.headDim());
             k.rope(kb, kw, cosT, sinT, pos, n, c.kvHeads(), c.headDim());
-            k.draftAttention(q, dmeta + dsCtx + 16L * l * DRAFT_SEQUENCES, seqs, rowSeq, kb, vb, att, n, c.heads(), c.kvHeads(), c.headDim(),
+            k.draft().draftAttention(q, dmeta + dsCtx + 16L * l * DRAFT_SEQUENCES, seqs, rowSeq, kb, vb, att, n, c.heads(), c.kvHeads(), c.headDim(),
                     c.sliding()[l] ? c.slidingWindow() : 0);
             linear.apply(att, n, qd, w.get(a + "o_proj.weight"), h, o);
             residual(two, o, p + "attention_conv.base_kernel", groups, dynW, inBlock, n);
@@ -225,7 +225,7 @@ final class DraftHeadForward implements AutoCloseable {
             long mlpIn = xn;
             if (two) {
                 linear.apply(xn, n, h, w.get(p + "mlp_conv.kernel_projection.weight"), dynW, dyn);
-                k.dynConv(xn, dyn, dynW, 0, w.get(p + "mlp_conv.base_kernel"), conv, inBlock, n, h, c.convGroup(), c.convKernel());
+                k.draft().dynConv(xn, dyn, dynW, 0, w.get(p + "mlp_conv.base_kernel"), conv, inBlock, n, h, c.convGroup(), c.convKernel());
                 mlpIn = conv;
             }
             linear.apply(mlpIn, n, h, w.get(p + "mlp.gate_up.weight"), 2 * in, gateUp);
@@ -237,7 +237,7 @@ final class DraftHeadForward implements AutoCloseable {
         k.embed(gather, xn, picked, d, h); // the drafted rows (each block's rows 1..)
         linear.apply(picked, d, lmHead, logits);
         if (c.outputMultiplier() != 1f || c.softcap() > 0) {
-            k.shapeLogits(logits, (long) d * vocab, c.outputMultiplier(), c.softcap());
+            k.draft().shapeLogits(logits, (long) d * vocab, c.outputMultiplier(), c.softcap());
         }
         if (two) {
             linear.apply(picked, d, h, w.get("candidate_selector.hidden_projection.weight"), c.selectorRank(), proj);
@@ -245,7 +245,7 @@ final class DraftHeadForward implements AutoCloseable {
             k.argmax(logits, d, vocab, argmaxOut);
         }
         if (deviceWalk) {
-            k.rowTopK(logits, d, vocab, c.selectorTopK(), walkParts); // every drafted row's candidates at once; the walks then go row by row
+            k.draft().rowTopK(logits, d, vocab, c.selectorTopK(), walkParts); // every drafted row's candidates at once; the walks then go row by row
         }
     }
 
@@ -253,7 +253,7 @@ final class DraftHeadForward implements AutoCloseable {
     private void residual(boolean two, long out, String baseKernel, int groups, int dynW, long inBlock, int n) {
         int h = c.hidden();
         if (two) {
-            k.dynConv(out, dyn, dynW, c.convKernel() * groups, w.get(baseKernel) + (long) c.convKernel() * h * 2, conv, inBlock, n, h,
+            k.draft().dynConv(out, dyn, dynW, c.convKernel() * groups, w.get(baseKernel) + (long) c.convKernel() * h * 2, conv, inBlock, n, h,
                     c.convGroup(), c.convKernel());
             k.residualAdd(x, conv, (long) n * h);
         } else {

@@ -53,7 +53,7 @@ public final class Exl3Kernels {
 
         /** As {@link Exl3Matrix#format()}. */
         String format() {
-            return "exl3 (" + bits + " bits a weight, " + codebook.label + " trellis)";
+            return Exl3Matrix.format(bits, codebook);
         }
     }
 

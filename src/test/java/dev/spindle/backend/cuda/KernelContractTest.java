@@ -627,7 +627,7 @@ class KernelContractTest {
                     succ[i] = 0f; // some candidates' dots tie too
                 }
                 long dl = upload(a, logits), dp = upload(a, proj), dpred = upload(a, pred), dsucc = upload(a, succ), dout = cuda.alloc(rows * 4L);
-                k.selectorWalk(dl, rows, vocab, dp, rank, topK, dpred, dsucc, anchor, dout);
+                k.draft().selectorWalk(dl, rows, vocab, dp, rank, topK, dpred, dsucc, anchor, dout);
                 MemorySegment got = a.allocate(rows * 4L);
                 cuda.copyToHost(got, dout);
                 float[][] z = new float[rows][];
@@ -638,14 +638,14 @@ class KernelContractTest {
                 assertEquals(java.util.Arrays.toString(want), java.util.Arrays.toString(got.toArray(ValueLayout.JAVA_INT)),
                         "vocab " + vocab + ", top-" + topK + ", rank " + rank);
                 // the two-pass form: every row's parts at once (row_topk), then the walk over their candidates
-                long parts = cuda.alloc(CudaKernels.topKPartBytes(rows, topK, vocab));
-                k.rowTopK(dl, rows, vocab, topK, parts);
-                k.selectorWalk(dl, rows, vocab, dp, rank, topK, dpred, dsucc, anchor, dout, 0, 0, 0, 0, parts);
+                long parts = cuda.alloc(DraftHeadKernels.topKPartBytes(rows, topK, vocab));
+                k.draft().rowTopK(dl, rows, vocab, topK, parts);
+                k.draft().selectorWalk(dl, rows, vocab, dp, rank, topK, dpred, dsucc, anchor, dout, 0, 0, 0, 0, parts);
                 cuda.copyToHost(got, dout);
                 assertEquals(java.util.Arrays.toString(want), java.util.Arrays.toString(got.toArray(ValueLayout.JAVA_INT)),
                         "two passes: vocab " + vocab + ", top-" + topK + ", rank " + rank);
                 // a later sequence's rows of a batch's parts (rows 3.. of 7)
-                k.selectorWalk(dl + 3L * vocab * 2, rows - 3, vocab, dp + 3L * rank * 2, rank, topK, dpred, dsucc, want[2], dout, 0, 0, 0, 0, parts, rows, 3);
+                k.draft().selectorWalk(dl + 3L * vocab * 2, rows - 3, vocab, dp + 3L * rank * 2, rank, topK, dpred, dsucc, want[2], dout, 0, 0, 0, 0, parts, rows, 3);
                 MemorySegment tail = a.allocate((rows - 3) * 4L);
                 cuda.copyToHost(tail, dout);
                 assertEquals(java.util.Arrays.toString(java.util.Arrays.copyOfRange(want, 3, rows)), java.util.Arrays.toString(tail.toArray(ValueLayout.JAVA_INT)),
@@ -661,7 +661,7 @@ class KernelContractTest {
                         u.setAtIndex(ValueLayout.JAVA_DOUBLE, r, draws.nextDouble());
                     }
                     cuda.copyToDevice(du, u);
-                    k.selectorWalk(dl, rows, vocab, dp, rank, topK, dpred, dsucc, anchor, dout, du, t, dq, dc);
+                    k.draft().selectorWalk(dl, rows, vocab, dp, rank, topK, dpred, dsucc, anchor, dout, du, t, dq, dc);
                     MemorySegment ids = a.allocate(rows * 4L), qs = a.allocate(4L * rows * topK), cs = a.allocate(4L * rows * topK);
                     cuda.copyToHost(ids, dout);
                     cuda.copyToHost(qs, dq);

@@ -20,8 +20,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class KernelNamesTest {
     @Test
     void everyLiteralKernelNameIsDefined() throws Exception {
-        String java = Files.readString(Path.of("src/main/java/dev/spindle/backend/cuda/CudaKernels.java"))
-                + Files.readString(Path.of("src/main/java/dev/spindle/backend/cuda/Fp8Kernels.java"));
+        StringBuilder java = new StringBuilder(); // every kernel table: CudaKernels and its Fp8, Exl3, Expand and DraftHead kernels
+        try (Stream<Path> files = Files.list(Path.of("src/main/java/dev/spindle/backend/cuda"))) {
+            for (Path f : files.filter(p -> p.getFileName().toString().endsWith("Kernels.java")).sorted().toList()) {
+                java.append(Files.readString(f));
+            }
+        }
         StringBuilder cuda = new StringBuilder();
         try (Stream<Path> files = Files.list(Path.of("src/main/cuda"))) {
             for (Path f : files.filter(p -> p.toString().endsWith(".cu")).toList()) {
